@@ -1,0 +1,153 @@
+// The shard file format: immutable files of sample records with an index footer.
+//
+// Layout (all integers little-endian):
+//   file    := file_header record* footer trailer
+//   header  := magic "STRSHARD" (8 bytes) | u32 format_version (=1) | u32 flags (=0)
+//   record  := u32 header_len | RecordHeader (protobuf, header_len bytes)
+//              | payload (the fields' bytes, concatenated in header order)
+//              | u64 checksum  (XXH3-64 of header_len, header and payload)
+//   footer  := ShardFooter (protobuf): first id, every record's file offset
+//   trailer := u64 footer_offset | u32 footer_len | u32 format_version
+//              | u64 footer_checksum (XXH3-64 of the footer)
+//              | u64 file_checksum   (XXH3-64 of bytes [0, footer_offset + footer_len))
+//              | magic "STRTRAIL" (8 bytes)                                   = 40 bytes
+//
+// Records of one shard hold consecutive dense ids: record i has id first_id + i.
+// A writer writes to a temporary name in the same directory, fsyncs, and renames
+// into place, so a shard path either does not exist or holds a complete file.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+#include "strata/v1/storage.pb.h"
+
+namespace strata {
+
+inline constexpr uint32_t kShardFormatVersion = 1;
+inline constexpr size_t kShardHeaderSize = 16;
+inline constexpr size_t kShardTrailerSize = 40;
+
+// What the writer knows about the shard it is writing.
+struct ShardIdentity {
+  std::string dataset;
+  uint64_t version = 0;
+  uint32_t seq = 0;
+  uint64_t first_id = 0;
+};
+
+// What a finished shard looks like.
+struct ShardSummary {
+  uint64_t records = 0;
+  uint64_t file_bytes = 0;     // size of the final file
+  uint64_t payload_bytes = 0;  // sum of field bytes
+  uint64_t file_checksum = 0;  // as stored in the trailer
+};
+
+// Writes one shard file. Not thread-safe: one writer per ingest session.
+class ShardWriter {
+ public:
+  // Creates "<dir of path>/.tmp.<file name>.<random>" and writes the file header.
+  // The file appears at `path` only after Finish() succeeds. Fails with
+  // AlreadyExists if `path` exists.
+  static Result<std::unique_ptr<ShardWriter>> Create(std::string path, ShardIdentity identity);
+
+  // Removes the temporary file unless Finish() succeeded.
+  ~ShardWriter();
+  ShardWriter(const ShardWriter&) = delete;
+  ShardWriter& operator=(const ShardWriter&) = delete;
+
+  // Appends one record.
+  // REQUIRES: header.id() == identity.first_id + records();
+  //           header.field_sizes(i) == fields[i].size() and the counts match.
+  Status Append(const v1::RecordHeader& header, std::span<const std::string_view> fields);
+
+  uint64_t records() const { return records_; }
+  // Bytes in the file so far (header and records, before the footer).
+  uint64_t bytes_written() const { return offset_; }
+
+  // Writes the footer and trailer, fsyncs the file, renames it to `path` and
+  // fsyncs the directory. After an error the temporary file is removed.
+  Result<ShardSummary> Finish();
+
+ private:
+  ShardWriter(std::string path, std::string tmp_path, int fd, ShardIdentity identity);
+  Status WriteAll(std::string_view bytes);
+
+  std::string path_;
+  std::string tmp_path_;
+  int fd_ = -1;
+  ShardIdentity identity_;
+  v1::ShardFooter footer_;
+  uint64_t records_ = 0;
+  uint64_t offset_ = 0;
+  uint64_t payload_bytes_ = 0;
+  std::unique_ptr<class Checksum64Stream> file_sum_;
+  std::string buffer_;  // records are staged here and written in large chunks
+  bool finished_ = false;
+};
+
+// One record, read and verified. The views point into the reader's mapping and
+// stay valid while the ShardReader lives.
+struct RecordView {
+  v1::RecordHeader header;
+  std::string_view payload;  // all fields, concatenated in header order
+
+  // Field i's bytes. REQUIRES: i < header.field_sizes_size().
+  std::string_view field(int i) const;
+  // The field named `name`, or an empty view if there is none.
+  std::string_view field(std::string_view name) const;
+};
+
+// Reads a shard file through a read-only memory mapping.
+// Thread-safe: after Open, every method is const and may be called concurrently.
+class ShardReader {
+ public:
+  // Maps the file and checks the header, trailer and footer (magic, version,
+  // bounds, footer checksum, ascending offsets). Does not read every record:
+  // records are verified as they are read, the whole file by VerifyFile().
+  // Errors: NotFound, IOError, Corruption (with the path in the message).
+  static Result<std::unique_ptr<ShardReader>> Open(const std::string& path);
+
+  ~ShardReader();
+  ShardReader(const ShardReader&) = delete;
+  ShardReader& operator=(const ShardReader&) = delete;
+
+  const std::string& path() const { return path_; }
+  const v1::ShardFooter& footer() const { return footer_; }
+  uint64_t first_id() const { return footer_.first_id(); }
+  uint64_t num_records() const { return static_cast<uint64_t>(footer_.record_offsets_size()); }
+  uint64_t file_size() const { return size_; }
+  uint64_t file_checksum() const { return file_checksum_; }
+
+  // Reads record `index` (0-based within the shard), verifying its checksum and
+  // its id. A damaged record gives Corruption and never its bytes; an index past
+  // the end gives OutOfRange.
+  Status Read(uint64_t index, RecordView* out) const;
+
+  // The raw bytes of record `index` (length prefix to checksum) without
+  // verification: for copying whole records between nodes.
+  // REQUIRES: index < num_records().
+  std::string_view RawRecord(uint64_t index) const;
+
+  // Re-reads the whole file and compares it with the trailer's file checksum
+  // (the scrubber's check). Corruption on a mismatch.
+  Status VerifyFile() const;
+
+ private:
+  ShardReader() = default;
+
+  std::string path_;
+  const char* base_ = nullptr;
+  uint64_t size_ = 0;
+  uint64_t body_end_ = 0;  // footer_offset + footer_len
+  uint64_t records_end_ = 0;  // footer_offset
+  uint64_t file_checksum_ = 0;
+  v1::ShardFooter footer_;
+};
+
+}  // namespace strata
