@@ -77,6 +77,14 @@ class ShardWriter {
  private:
   ShardWriter(std::string path, std::string tmp_path, int fd, ShardIdentity identity);
   Status WriteAll(std::string_view bytes);
+  // Writes buffer_, then `direct`, adding both to the file checksum.
+  Status Flush(std::string_view direct = {});
+  // Adds bytes to the body: staged, or written straight through if large.
+  Status Stage(std::string_view bytes);
+  // Closes and removes the temporary file (no-op once published).
+  void RemoveTemp();
+  // RemoveTemp(), then returns `why`: every I/O error ends the writer.
+  Status Fail(Status why);
 
   std::string path_;
   std::string tmp_path_;
@@ -126,7 +134,7 @@ class ShardReader {
 
   // Reads record `index` (0-based within the shard), verifying its checksum and
   // its id. A damaged record gives Corruption and never its bytes; an index past
-  // the end gives OutOfRange.
+  // the end gives OutOfRange. On any error *out is left empty.
   Status Read(uint64_t index, RecordView* out) const;
 
   // The raw bytes of record `index` (length prefix to checksum) without
@@ -140,6 +148,8 @@ class ShardReader {
 
  private:
   ShardReader() = default;
+  // Checks header, trailer and footer of the mapped file and fills the members.
+  Status CheckLayout();
 
   std::string path_;
   const char* base_ = nullptr;

@@ -11,7 +11,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   # storage, logging, metrics, config, CLI, checksums, archives, JSON
   librocksdb-dev libspdlog-dev libfmt-dev prometheus-cpp-dev libyaml-cpp-dev
-  libcli11-dev libxxhash-dev libarchive-dev nlohmann-json3-dev libboost1.74-dev
+  libcli11-dev libxxhash-dev libarchive-dev libcsv-dev nlohmann-json3-dev libboost1.74-dev
   # tests and micro-benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # membership coordinator (issue: real cluster)

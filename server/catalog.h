@@ -37,7 +37,8 @@ class Catalog {
   Result<v1::VersionRecord> CreateVersion(const std::string& name, std::optional<uint64_t> version,
                                           const v1::VersionRecord& initial);
 
-  // Records a finished shard of an ingesting version.
+  // Records a finished shard of an ingesting version (FailedPrecondition
+  // otherwise), keyed by shard.info().seq.
   Status PutShard(const std::string& name, uint64_t version, const v1::ShardRecord& shard);
 
   // Replaces the version's record with `sealed` (state must be VERSION_SEALED),
@@ -45,9 +46,11 @@ class Catalog {
   Status SealVersion(const v1::VersionRecord& sealed);
 
   // Marks an ingesting version aborted and deletes its shard records.
+  // FailedPrecondition if it is sealed; OK if it is already aborted.
   Status AbortVersion(const std::string& name, uint64_t version);
 
-  // Deletes a version and its shard records entirely.
+  // Deletes a version and its shard records entirely, in any state. NotFound
+  // if there is no such version.
   Status DeleteVersion(const std::string& name, uint64_t version);
 
   // NotFound with a message naming the dataset and version.
@@ -65,7 +68,9 @@ class Catalog {
 
  private:
   KvStore* kv_;
-  std::mutex create_mu_;  // serialises CreateVersion
+  // Serialises CreateVersion and every check-then-write of a version's state
+  // (PutShard, SealVersion, AbortVersion, DeleteVersion).
+  std::mutex create_mu_;
 };
 
 }  // namespace strata

@@ -1,0 +1,55 @@
+#include "common/dataset_ref.h"
+
+#include <charconv>
+
+namespace strata {
+
+namespace {
+constexpr size_t kMaxNameLength = 128;
+
+bool IsNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '-';
+}
+}  // namespace
+
+std::string DatasetRef::ToString() const {
+  if (!version) return name;
+  return name + "@" + std::to_string(*version);
+}
+
+Status ValidateDatasetName(std::string_view name) {
+  auto bad = [&](std::string_view why) {
+    return Status::InvalidArgument("invalid dataset name '" + std::string(name) + "': " + std::string(why));
+  };
+  if (name.empty()) return bad("it is empty");
+  if (name.size() > kMaxNameLength) return bad("it is longer than 128 characters");
+  for (char c : name) {
+    if (c == '/' || c == '\\') return bad("it contains a path separator");
+    if (!IsNameChar(c)) return bad("use only letters, digits, '.', '_' and '-'");
+  }
+  if (name.find("..") != std::string_view::npos) return bad("it contains '..'");
+  if (name.front() == '.' || name.front() == '-') return bad("it must not start with '.' or '-'");
+  return Status::OK();
+}
+
+Result<DatasetRef> ParseDatasetRef(std::string_view text) {
+  DatasetRef ref;
+  const size_t at = text.rfind('@');
+  std::string_view name = text.substr(0, at);
+  STRATA_RETURN_IF_ERROR(ValidateDatasetName(name));
+  ref.name = std::string(name);
+  if (at != std::string_view::npos) {
+    std::string_view v = text.substr(at + 1);
+    uint64_t version = 0;
+    auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), version);
+    if (v.empty() || ec != std::errc() || ptr != v.data() + v.size() || version == 0) {
+      return Status::InvalidArgument("invalid dataset version in '" + std::string(text) +
+                                     "': expected name@N with N >= 1");
+    }
+    ref.version = version;
+  }
+  return ref;
+}
+
+}  // namespace strata

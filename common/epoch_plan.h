@@ -1,0 +1,114 @@
+// The epoch plan: one pure function shared by server and client,
+//
+//   plan(dataset version, sampler spec, seed, epoch, global batch) -> the global
+//   sequence of minibatches,
+//
+// and the view of that sequence that one rank of a job sees.
+//
+// Invariants (checked by tests/common/epoch_plan_test.cc):
+//  - Deterministic: the same inputs give the same batches, in server and client.
+//  - Elastic: the global batches depend on the global batch size G only, never
+//    on the number of ranks. Rank r of W receives positions r, r+W, r+2W, ... of
+//    each global batch, so a job on 2 ranks of B=8 and one on 8 ranks of B=2
+//    see the same global batches step by step.
+//  - Exactly once: without-replacement samplers visit every sample once per
+//    epoch, with no padding duplicates. The remainder policy is explicit:
+//    REMAINDER_SHORT ends with a short global batch (each rank gets the floor
+//    or the ceiling of its share), REMAINDER_DROP drops it.
+//  - Resumable: any step can be computed directly; nothing depends on having
+//    computed the steps before it.
+//  - O(1) memory per sample: samplers map positions to samples with keyed
+//    permutations; no n-element array is built.
+//
+// Thread-safety: Sampler and EpochPlan are immutable after Create; every const
+// method is safe to call concurrently.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "strata/v1/types.pb.h"
+
+namespace strata {
+
+// What the plan needs to know about a sealed dataset version.
+struct DatasetShape {
+  std::string name;
+  uint64_t version = 0;
+  uint64_t num_samples = 0;
+  // Per-stratum counts, in the canonical (sorted by key) order; they sum to
+  // num_samples. Used by stratified samplers.
+  std::vector<v1::StratumCount> strata;
+};
+
+// The job-wide inputs of the global sequence.
+struct PlanSpec {
+  v1::SamplerSpec sampler;
+  uint64_t seed = 0;
+  uint64_t epoch = 0;
+  uint64_t global_batch = 0;  // batch size per rank * world
+  v1::Remainder remainder = v1::REMAINDER_SHORT;
+};
+
+// Largest global batch the plan accepts.
+inline constexpr uint64_t kMaxGlobalBatch = uint64_t{1} << 24;
+
+// The global sequence of minibatches of one epoch.
+class Sampler {
+ public:
+  // Picks the implementation from spec.sampler.kind. InvalidArgument for bad
+  // parameters (with a message that names them), Unimplemented for a kind this
+  // build does not have.
+  static Result<std::unique_ptr<Sampler>> Create(const DatasetShape& shape, const PlanSpec& spec);
+
+  virtual ~Sampler() = default;
+
+  virtual uint64_t num_steps() const = 0;
+  // Samples in global batch `step`. REQUIRES: step < num_steps().
+  virtual uint64_t batch_size(uint64_t step) const = 0;
+  // Appends the sample ids at positions first, first + stride, first + 2*stride,
+  // ... (below batch_size(step)) of global batch `step`.
+  // REQUIRES: step < num_steps(), stride >= 1.
+  virtual void Select(uint64_t step, uint64_t first, uint64_t stride, std::vector<uint64_t>* ids) const = 0;
+};
+
+// Hash of everything that determines the global sequence except seed and
+// epoch: dataset name and version, sampler spec, global batch and remainder.
+// With seed, epoch and step it forms a resume token.
+uint64_t PlanHash(const DatasetShape& shape, const PlanSpec& spec);
+
+// One rank's view of the plan.
+class EpochPlan {
+ public:
+  // InvalidArgument when batch_size or world is 0, the global batch is larger
+  // than kMaxGlobalBatch, or the epoch would be empty.
+  static Result<EpochPlan> Create(const DatasetShape& shape, const v1::SamplerSpec& sampler, uint64_t seed,
+                                  uint64_t epoch, uint32_t batch_size, uint32_t world, v1::Remainder remainder);
+
+  uint64_t num_steps() const { return sampler_->num_steps(); }
+  uint32_t world() const { return world_; }
+  uint32_t batch_size() const { return batch_size_; }
+  uint64_t plan_hash() const { return plan_hash_; }
+  const Sampler& sampler() const { return *sampler_; }
+
+  // Samples rank `rank` receives at `step`: batch_size() except in a short
+  // last batch. REQUIRES: step < num_steps(), rank < world().
+  uint64_t RankBatchSize(uint64_t step, uint32_t rank) const;
+  // Replaces *ids with the rank's sample ids for `step`, in order.
+  // REQUIRES: step < num_steps(), rank < world().
+  void RankBatch(uint64_t step, uint32_t rank, std::vector<uint64_t>* ids) const;
+
+ private:
+  EpochPlan(std::shared_ptr<const Sampler> sampler, uint32_t batch_size, uint32_t world, uint64_t plan_hash)
+      : sampler_(std::move(sampler)), batch_size_(batch_size), world_(world), plan_hash_(plan_hash) {}
+
+  std::shared_ptr<const Sampler> sampler_;
+  uint32_t batch_size_;
+  uint32_t world_;
+  uint64_t plan_hash_;
+};
+
+}  // namespace strata

@@ -1,0 +1,192 @@
+// ShardReader: maps a shard file and checks every byte it hands out. All input
+// is untrusted: each length and offset is bounds-checked before it is used,
+// and a record's bytes are checksummed before its header is parsed.
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <climits>
+#include <cstring>
+
+#include "common/checksum.h"
+#include "common/shard_format.h"
+
+namespace strata {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "the shard format stores little-endian integers");
+
+constexpr std::string_view kHeaderMagic = "STRSHARD";
+constexpr std::string_view kTrailerMagic = "STRTRAIL";
+// u32 header_len before a record, u64 checksum after it.
+constexpr uint64_t kRecordOverhead = 4 + 8;
+
+// Unaligned little-endian loads; memcpy is the defined way to read them.
+uint32_t LoadU32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+uint64_t LoadU64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+}  // namespace
+
+std::string_view RecordView::field(int i) const {
+  if (i < 0 || i >= header.field_sizes_size()) return {};
+  // Read() guarantees the sizes add up to the payload; a hand-built view may not.
+  uint64_t begin = 0;
+  for (int k = 0; k < i; ++k) {
+    if (header.field_sizes(k) > payload.size() - begin) return {};
+    begin += header.field_sizes(k);
+  }
+  const uint64_t size = header.field_sizes(i);
+  if (size > payload.size() - begin) return {};
+  return payload.substr(begin, size);
+}
+
+std::string_view RecordView::field(std::string_view name) const {
+  const int n = std::min(header.field_names_size(), header.field_sizes_size());
+  for (int i = 0; i < n; ++i) {
+    if (header.field_names(i) == name) return field(i);
+  }
+  return {};
+}
+
+Result<std::unique_ptr<ShardReader>> ShardReader::Open(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return Status::NotFound("shard " + path + " does not exist");
+    return Status::FromErrno("open " + path, errno);
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    Status status = Status::FromErrno("stat " + path, errno);
+    close(fd);
+    return status;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return Status::IOError(path + " is not a regular file");
+  }
+  auto reader = std::unique_ptr<ShardReader>(new ShardReader());
+  reader->path_ = path;
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size < kShardHeaderSize + kShardTrailerSize) {
+    close(fd);
+    return Status::Corruption("shard " + path + ": file too small (" + std::to_string(size) + " bytes)");
+  }
+  void* map = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  const int map_errno = errno;
+  close(fd);  // the mapping keeps the file open
+  if (map == MAP_FAILED) return Status::FromErrno("mmap " + path, map_errno);
+  reader->base_ = static_cast<const char*>(map);
+  reader->size_ = size;
+  STRATA_RETURN_IF_ERROR(reader->CheckLayout());
+  return reader;
+}
+
+Status ShardReader::CheckLayout() {
+  auto corrupt = [this](const std::string& what) { return Status::Corruption("shard " + path_ + ": " + what); };
+  const char* h = base_;
+  if (std::string_view(h, 8) != kHeaderMagic) return corrupt("bad header magic");
+  if (LoadU32(h + 8) != kShardFormatVersion) return corrupt("unsupported format version " + std::to_string(LoadU32(h + 8)));
+  if (LoadU32(h + 12) != 0) return corrupt("unknown header flags");
+
+  const char* t = base_ + size_ - kShardTrailerSize;
+  if (std::string_view(t + 32, 8) != kTrailerMagic) return corrupt("bad trailer magic");
+  const uint64_t footer_offset = LoadU64(t);
+  const uint32_t footer_len = LoadU32(t + 8);
+  if (LoadU32(t + 12) != kShardFormatVersion) return corrupt("trailer format version mismatch");
+  // The footer sits between the records and the trailer, with no gap.
+  const uint64_t trailer_offset = size_ - kShardTrailerSize;
+  if (footer_offset < kShardHeaderSize || footer_offset > trailer_offset ||
+      trailer_offset - footer_offset != footer_len || footer_len > INT_MAX) {
+    return corrupt("footer bounds out of range");
+  }
+  const char* footer = base_ + footer_offset;
+  if (Checksum64(footer, footer_len) != LoadU64(t + 16)) return corrupt("footer checksum mismatch");
+  if (!footer_.ParseFromArray(footer, static_cast<int>(footer_len))) return corrupt("footer does not parse");
+  records_end_ = footer_offset;
+  body_end_ = footer_offset + footer_len;
+  file_checksum_ = LoadU64(t + 24);
+
+  // Records tile [header end, footer_offset) exactly, so every byte there is
+  // covered by some record's checksum.
+  uint64_t expect = kShardHeaderSize;
+  for (int i = 0; i < footer_.record_offsets_size(); ++i) {
+    const uint64_t offset = footer_.record_offsets(i);
+    if (i == 0 ? offset != kShardHeaderSize : offset <= expect) return corrupt("record offsets out of order");
+    expect = offset;
+  }
+  if (footer_.record_offsets_size() == 0 ? records_end_ != kShardHeaderSize : expect >= records_end_) {
+    return corrupt("record offsets out of range");
+  }
+  return Status::OK();
+}
+
+ShardReader::~ShardReader() {
+  if (base_ != nullptr) munmap(const_cast<char*>(base_), size_);
+}
+
+std::string_view ShardReader::RawRecord(uint64_t index) const {
+  if (index >= num_records()) return {};
+  const int i = static_cast<int>(index);
+  const uint64_t begin = footer_.record_offsets(i);
+  const uint64_t end = index + 1 < num_records() ? footer_.record_offsets(i + 1) : records_end_;
+  return {base_ + begin, end - begin};
+}
+
+Status ShardReader::Read(uint64_t index, RecordView* out) const {
+  // Emptied first so that no error leaves bytes behind. Clear() keeps the
+  // header's allocations, which parsing into it reuses across reads.
+  out->payload = {};
+  out->header.Clear();
+  if (index >= num_records()) {
+    return Status::OutOfRange("record " + std::to_string(index) + " past the end of " + path_ + " (" +
+                              std::to_string(num_records()) + " records)");
+  }
+  auto corrupt = [&](const char* what) {
+    return Status::Corruption("shard " + path_ + " record " + std::to_string(index) + ": " + what);
+  };
+  const std::string_view raw = RawRecord(index);
+  if (raw.size() < kRecordOverhead) return corrupt("shorter than its framing");
+  const uint32_t header_len = LoadU32(raw.data());
+  if (header_len > raw.size() - kRecordOverhead || header_len > INT_MAX) return corrupt("header length out of range");
+  const size_t checked = raw.size() - 8;
+  if (Checksum64(raw.data(), checked) != LoadU64(raw.data() + checked)) return corrupt("checksum mismatch");
+
+  v1::RecordHeader& header = out->header;
+  if (!header.ParseFromArray(raw.data() + 4, static_cast<int>(header_len))) {
+    header.Clear();
+    return corrupt("header does not parse");
+  }
+  const std::string_view payload = raw.substr(4 + header_len, checked - 4 - header_len);
+  uint64_t total = 0;
+  for (uint64_t size : header.field_sizes()) {
+    if (size > payload.size() - total) break;
+    total += size;
+  }
+  if (header.id() != first_id() + index || total != payload.size()) {
+    header.Clear();
+    return corrupt("id or field sizes do not match the record");
+  }
+  out->payload = payload;
+  return Status::OK();
+}
+
+Status ShardReader::VerifyFile() const {
+  if (Checksum64(base_, body_end_) != file_checksum_) {
+    return Status::Corruption("shard " + path_ + ": file checksum mismatch");
+  }
+  return Status::OK();
+}
+
+}  // namespace strata

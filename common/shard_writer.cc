@@ -1,0 +1,312 @@
+// ShardWriter: stages records in memory, writes them in large chunks to a
+// temporary file beside the final path, and publishes the file with one rename.
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bit>
+#include <climits>
+#include <cstring>
+#include <random>
+
+#include "common/checksum.h"
+#include "common/shard_format.h"
+
+namespace strata {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "the shard format stores little-endian integers");
+
+constexpr std::string_view kHeaderMagic = "STRSHARD";
+constexpr std::string_view kTrailerMagic = "STRTRAIL";
+// Staged bytes are written once they reach this size.
+constexpr size_t kFlushBytes = size_t{1} << 20;
+// Fields at least this large are written straight from the caller's memory
+// instead of being copied into the staging buffer.
+constexpr size_t kDirectWriteBytes = size_t{256} << 10;
+// A record's payload is handed out as one contiguous view; ingest never comes
+// near this, and it bounds what a corrupt footer can make a reader believe.
+constexpr uint64_t kMaxPayloadBytes = uint64_t{4} << 30;
+
+void PutU32(std::string* out, uint32_t v) { out->append(reinterpret_cast<const char*>(&v), sizeof v); }
+void PutU64(std::string* out, uint64_t v) { out->append(reinterpret_cast<const char*>(&v), sizeof v); }
+
+// Strict UTF-8 (RFC 3629: no overlong forms, surrogates or code points past
+// U+10FFFF), which protobuf requires of `string` fields when parsing.
+bool IsValidUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    if (b < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len;
+    uint32_t cp, min;
+    if (b >= 0xC2 && b <= 0xDF) {
+      len = 2, cp = b & 0x1Fu, min = 0x80;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+      len = 3, cp = b & 0x0Fu, min = 0x800;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+      len = 4, cp = b & 0x07u, min = 0x10000;
+    } else {
+      return false;
+    }
+    if (s.size() - i < len) return false;
+    for (size_t k = 1; k < len; ++k) {
+      const auto c = static_cast<unsigned char>(s[i + k]);
+      if ((c & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (c & 0x3Fu);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
+}
+
+// A header whose strings are not UTF-8 would serialize but never parse again.
+bool HeaderStringsAreUtf8(const v1::RecordHeader& h) {
+  if (!IsValidUtf8(h.key()) || !IsValidUtf8(h.label()) || !IsValidUtf8(h.stratum())) return false;
+  for (const auto& [name, value] : h.attributes()) {
+    if (!IsValidUtf8(name) || !IsValidUtf8(value)) return false;
+  }
+  for (const std::string& name : h.field_names()) {
+    if (!IsValidUtf8(name)) return false;
+  }
+  return true;
+}
+
+std::string RandomSuffix() {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s(16, '0');
+  uint64_t bits = rng();
+  for (char& c : s) {
+    c = kHex[bits & 15];
+    bits >>= 4;
+  }
+  return s;
+}
+
+// "dir/" of "dir/name"; "./" of a bare name.
+std::string DirOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "./" : path.substr(0, slash + 1);
+}
+
+// fsyncs a directory so that a rename inside it survives a crash.
+Status SyncDir(const std::string& dir) {
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno("open directory " + dir, errno);
+  int rc = fsync(fd);
+  int err = errno;
+  close(fd);
+  if (rc != 0) return Status::FromErrno("fsync directory " + dir, err);
+  return Status::OK();
+}
+
+// Moves `from` to `to`, failing with AlreadyExists rather than replacing `to`.
+Status RenameNoReplace(const std::string& from, const std::string& to) {
+  if (renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return Status::OK();
+  if (errno == EEXIST) return Status::AlreadyExists(to + " already exists");
+  if (errno != EINVAL && errno != ENOSYS) return Status::FromErrno("rename " + from + " to " + to, errno);
+  // The file system cannot rename without replacing; link() never replaces either.
+  if (link(from.c_str(), to.c_str()) != 0) {
+    if (errno == EEXIST) return Status::AlreadyExists(to + " already exists");
+    return Status::FromErrno("link " + from + " to " + to, errno);
+  }
+  if (unlink(from.c_str()) != 0) {
+    Status status = Status::FromErrno("unlink " + from, errno);
+    unlink(to.c_str());  // the link we just made; nothing else can be there
+    return status;
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(std::string path, ShardIdentity identity) {
+  const std::string dir = DirOf(path);
+  const std::string base = path.substr(path.starts_with(dir) ? dir.size() : 0);
+  if (base.empty()) return Status::InvalidArgument("shard path '" + path + "' names no file");
+
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0) return Status::AlreadyExists(path + " already exists");
+  if (errno != ENOENT) return Status::FromErrno("stat " + path, errno);
+
+  for (int attempt = 0;; ++attempt) {
+    std::string tmp = dir + ".tmp." + base + "." + RandomSuffix();
+    int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      auto writer = std::unique_ptr<ShardWriter>(
+          new ShardWriter(std::move(path), std::move(tmp), fd, std::move(identity)));
+      writer->buffer_.append(kHeaderMagic);
+      PutU32(&writer->buffer_, kShardFormatVersion);
+      PutU32(&writer->buffer_, 0);  // flags
+      writer->offset_ = writer->buffer_.size();
+      return writer;
+    }
+    if (errno != EEXIST || attempt == 8) return Status::FromErrno("create " + tmp, errno);
+  }
+}
+
+ShardWriter::ShardWriter(std::string path, std::string tmp_path, int fd, ShardIdentity identity)
+    : path_(std::move(path)),
+      tmp_path_(std::move(tmp_path)),
+      fd_(fd),
+      identity_(std::move(identity)),
+      file_sum_(std::make_unique<Checksum64Stream>()) {
+  footer_.set_first_id(identity_.first_id);
+  footer_.set_dataset(identity_.dataset);
+  footer_.set_version(identity_.version);
+  footer_.set_seq(identity_.seq);
+  buffer_.reserve(kFlushBytes + kDirectWriteBytes);
+}
+
+ShardWriter::~ShardWriter() { RemoveTemp(); }
+
+void ShardWriter::RemoveTemp() {
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+  if (!tmp_path_.empty()) unlink(tmp_path_.c_str());
+  tmp_path_.clear();
+}
+
+Status ShardWriter::Fail(Status why) {
+  RemoveTemp();
+  return why;
+}
+
+Status ShardWriter::WriteAll(std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = write(fd_, bytes.data(), bytes.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Fail(Status::FromErrno("write " + tmp_path_, errno));
+    }
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return Status::OK();
+}
+
+Status ShardWriter::Flush(std::string_view direct) {
+  file_sum_->Update(buffer_);
+  Status status = WriteAll(buffer_);
+  buffer_.clear();
+  if (!status.ok() || direct.empty()) return status;
+  file_sum_->Update(direct);
+  return WriteAll(direct);
+}
+
+Status ShardWriter::Stage(std::string_view bytes) {
+  if (bytes.size() >= kDirectWriteBytes) return Flush(bytes);
+  buffer_.append(bytes);
+  return buffer_.size() >= kFlushBytes ? Flush() : Status::OK();
+}
+
+Status ShardWriter::Append(const v1::RecordHeader& header, std::span<const std::string_view> fields) {
+  if (finished_) return Status::InvalidArgument("Append after Finish on " + path_);
+  if (fd_ < 0) return Status::FailedPrecondition("shard writer for " + path_ + " failed earlier");
+  const uint64_t want_id = identity_.first_id + records_;
+  if (header.id() != want_id) {
+    return Status::InvalidArgument("record id " + std::to_string(header.id()) + " != expected " +
+                                   std::to_string(want_id) + " in " + path_);
+  }
+  if (static_cast<size_t>(header.field_sizes_size()) != fields.size()) {
+    return Status::InvalidArgument("record " + std::to_string(want_id) + " declares " +
+                                   std::to_string(header.field_sizes_size()) + " fields, got " +
+                                   std::to_string(fields.size()));
+  }
+  uint64_t payload = 0;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (header.field_sizes(static_cast<int>(i)) != fields[i].size()) {
+      return Status::InvalidArgument("record " + std::to_string(want_id) + " field " + std::to_string(i) +
+                                     " size does not match its header");
+    }
+    payload += fields[i].size();
+  }
+  if (payload > kMaxPayloadBytes) {
+    return Status::InvalidArgument("record " + std::to_string(want_id) + " payload exceeds 4 GiB");
+  }
+  if (!HeaderStringsAreUtf8(header)) {
+    return Status::InvalidArgument("record " + std::to_string(want_id) + " has a header string that is not UTF-8");
+  }
+  // protobuf refuses to serialize messages over 2 GiB, below the u32 length prefix.
+  const size_t header_len = header.ByteSizeLong();
+  if (header_len > INT_MAX) return Status::InvalidArgument("record " + std::to_string(want_id) + " header too large");
+
+  const size_t start = buffer_.size();
+  PutU32(&buffer_, static_cast<uint32_t>(header_len));
+  if (!header.AppendToString(&buffer_)) {
+    buffer_.resize(start);
+    return Status::InvalidArgument("record " + std::to_string(want_id) + " header does not serialize");
+  }
+  footer_.add_record_offsets(offset_);
+  offset_ += 4 + header_len + payload + 8;
+  payload_bytes_ += payload;
+  ++records_;
+
+  if (payload < kDirectWriteBytes) {
+    // Small record: stage it whole and checksum it in one pass.
+    for (std::string_view f : fields) buffer_.append(f);
+    PutU64(&buffer_, Checksum64(buffer_.data() + start, buffer_.size() - start));
+    return buffer_.size() >= kFlushBytes ? Flush() : Status::OK();
+  }
+  // Large record: checksum as it streams out, so big fields are never copied.
+  Checksum64Stream sum;
+  sum.Update(buffer_.data() + start, buffer_.size() - start);
+  for (std::string_view f : fields) {
+    sum.Update(f);
+    STRATA_RETURN_IF_ERROR(Stage(f));
+  }
+  std::string tail;
+  PutU64(&tail, sum.Digest());
+  return Stage(tail);
+}
+
+Result<ShardSummary> ShardWriter::Finish() {
+  if (finished_) return Status::InvalidArgument("Finish called twice on " + path_);
+  if (fd_ < 0) return Status::FailedPrecondition("shard writer for " + path_ + " failed earlier");
+
+  footer_.set_payload_bytes(payload_bytes_);
+  std::string footer;
+  if (!footer_.SerializeToString(&footer) || footer.size() > UINT32_MAX) {
+    return Fail(Status::Internal("footer of " + path_ + " does not serialize"));
+  }
+  buffer_.append(footer);
+  STRATA_RETURN_IF_ERROR(Flush());
+
+  ShardSummary summary;
+  summary.records = records_;
+  summary.payload_bytes = payload_bytes_;
+  summary.file_checksum = file_sum_->Digest();
+  summary.file_bytes = offset_ + footer.size() + kShardTrailerSize;
+
+  std::string trailer;
+  PutU64(&trailer, offset_);
+  PutU32(&trailer, static_cast<uint32_t>(footer.size()));
+  PutU32(&trailer, kShardFormatVersion);
+  PutU64(&trailer, Checksum64(footer));
+  PutU64(&trailer, summary.file_checksum);
+  trailer.append(kTrailerMagic);
+  STRATA_RETURN_IF_ERROR(WriteAll(trailer));
+
+  if (fsync(fd_) != 0) return Fail(Status::FromErrno("fsync " + tmp_path_, errno));
+  const int fd = fd_;
+  fd_ = -1;
+  if (close(fd) != 0) return Fail(Status::FromErrno("close " + tmp_path_, errno));
+  if (Status renamed = RenameNoReplace(tmp_path_, path_); !renamed.ok()) return Fail(renamed);
+  tmp_path_.clear();
+  Status synced = SyncDir(DirOf(path_));
+  if (!synced.ok()) {
+    // Keep "Finish failed => nothing at path": the rename may not be durable.
+    unlink(path_.c_str());
+    return synced;
+  }
+  finished_ = true;
+  return summary;
+}
+
+}  // namespace strata

@@ -1,0 +1,144 @@
+#include "server/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <set>
+
+#include "common/units.h"
+
+namespace strata {
+
+namespace {
+
+Status Bad(const std::string& where, const std::string& what) {
+  return Status::InvalidArgument(where + ": " + what);
+}
+
+// Reads a size that may be written as a number or as "64MiB".
+Status ReadSize(const YAML::Node& node, const std::string& where, uint64_t* out);
+
+template <typename T>
+Status ReadScalar(const YAML::Node& node, const std::string& where, T* out);
+
+Status ReadSize(const YAML::Node& node, const std::string& where, uint64_t* out) {
+  std::string text;
+  STRATA_RETURN_IF_ERROR(ReadScalar(node, where, &text));
+  auto parsed = ParseByteSize(text);
+  if (!parsed.ok()) return Bad(where, parsed.status().message());
+  *out = parsed.value();
+  return Status::OK();
+}
+
+template <typename T>
+Status ReadScalar(const YAML::Node& node, const std::string& where, T* out) {
+  try {
+    *out = node.as<T>();
+  } catch (const YAML::Exception&) {
+    return Bad(where, "expected a " + std::string(std::is_same_v<T, std::string> ? "string" : "number") +
+                          ", got '" + YAML::Dump(node) + "'");
+  }
+  return Status::OK();
+}
+
+Status ApplyFile(const std::string& path, NodeConfig* c) {
+  if (!std::filesystem::exists(path)) return Status::NotFound("config file " + path + " does not exist");
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument("config file " + path + ": " + e.what());
+  }
+  if (root.IsNull()) return Status::OK();  // an empty file keeps the defaults
+  if (!root.IsMap()) return Status::InvalidArgument("config file " + path + ": expected a mapping of keys to values");
+  for (const auto& kv : root) {
+    std::string key;
+    STRATA_RETURN_IF_ERROR(ReadScalar(kv.first, path, &key));
+    const YAML::Node& v = kv.second;
+    const std::string where = path + ": " + key;
+    if (key == "node_id") STRATA_RETURN_IF_ERROR(ReadScalar(v, where, &c->node_id));
+    else if (key == "listen") STRATA_RETURN_IF_ERROR(ReadScalar(v, where, &c->listen));
+    else if (key == "metrics_listen") STRATA_RETURN_IF_ERROR(ReadScalar(v, where, &c->metrics_listen));
+    else if (key == "data_dir") STRATA_RETURN_IF_ERROR(ReadScalar(v, where, &c->data_dir));
+    else if (key == "log_level") STRATA_RETURN_IF_ERROR(ReadScalar(v, where, &c->log_level));
+    else if (key == "shard_target_bytes") STRATA_RETURN_IF_ERROR(ReadSize(v, where, &c->shard_target_bytes));
+    else if (key == "io_threads") STRATA_RETURN_IF_ERROR(ReadScalar(v, where, &c->io_threads));
+    else if (key == "prefetch_batches") STRATA_RETURN_IF_ERROR(ReadScalar(v, where, &c->prefetch_batches));
+    else if (key == "max_part_bytes") STRATA_RETURN_IF_ERROR(ReadSize(v, where, &c->max_part_bytes));
+    else if (key == "max_message_bytes") STRATA_RETURN_IF_ERROR(ReadSize(v, where, &c->max_message_bytes));
+    else if (key == "drain_timeout_ms") STRATA_RETURN_IF_ERROR(ReadScalar(v, where, &c->drain_timeout_ms));
+    else if (key == "max_streams") STRATA_RETURN_IF_ERROR(ReadScalar(v, where, &c->max_streams));
+    else return Bad(path, "unknown key '" + key + "'");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ParseHostPort(const std::string& address, std::string* host, int* port) {
+  const auto bad = [&] {
+    return Status::InvalidArgument("invalid address '" + address + "': expected HOST:PORT, e.g. 127.0.0.1:7400");
+  };
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) return bad();
+  *host = address.substr(0, colon);
+  if (host->front() == '[' && host->back() == ']') *host = host->substr(1, host->size() - 2);
+  if (host->empty()) return bad();
+  int p = 0;
+  for (char ch : address.substr(colon + 1)) {
+    if (ch < '0' || ch > '9') return bad();
+    p = p * 10 + (ch - '0');
+    if (p > 65535) return Status::InvalidArgument("invalid address '" + address + "': port above 65535");
+  }
+  *port = p;
+  return Status::OK();
+}
+
+Status ValidateNodeConfig(const NodeConfig& c) {
+  std::string host;
+  int port = 0;
+  STRATA_RETURN_IF_ERROR(ParseHostPort(c.listen, &host, &port).WithContext("listen"));
+  if (!c.metrics_listen.empty()) {
+    STRATA_RETURN_IF_ERROR(ParseHostPort(c.metrics_listen, &host, &port).WithContext("metrics_listen"));
+  }
+  if (c.node_id.empty()) return Status::InvalidArgument("node_id must not be empty");
+  for (char ch : c.node_id) {
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.') {
+      return Status::InvalidArgument("node_id '" + c.node_id + "': use letters, digits, '-', '_' and '.'");
+    }
+  }
+  if (c.data_dir.empty()) return Status::InvalidArgument("data_dir must not be empty");
+  static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+  if (!kLevels.count(c.log_level)) {
+    return Status::InvalidArgument("log_level '" + c.log_level + "': use trace, debug, info, warn or error");
+  }
+  if (c.shard_target_bytes < 4096 || c.shard_target_bytes > (64ull << 30)) {
+    return Status::InvalidArgument("shard_target_bytes must be between 4 KiB and 64 GiB");
+  }
+  if (c.io_threads < 1 || c.io_threads > 256) return Status::InvalidArgument("io_threads must be between 1 and 256");
+  if (c.prefetch_batches < 1 || c.prefetch_batches > 64) {
+    return Status::InvalidArgument("prefetch_batches must be between 1 and 64");
+  }
+  if (c.max_part_bytes < 4096 || c.max_part_bytes > (1ull << 30)) {
+    return Status::InvalidArgument("max_part_bytes must be between 4 KiB and 1 GiB");
+  }
+  if (c.max_message_bytes < (1ull << 20) || c.max_message_bytes > (2ull << 30) - 1) {
+    return Status::InvalidArgument("max_message_bytes must be between 1 MiB and 2 GiB");
+  }
+  if (c.max_streams < 1) return Status::InvalidArgument("max_streams must be at least 1");
+  return Status::OK();
+}
+
+Result<NodeConfig> LoadNodeConfig(const NodeFlags& flags) {
+  NodeConfig c;
+  if (!flags.config_file.empty()) STRATA_RETURN_IF_ERROR(ApplyFile(flags.config_file, &c));
+  if (flags.listen) c.listen = *flags.listen;
+  if (flags.data_dir) c.data_dir = *flags.data_dir;
+  if (flags.metrics_listen) c.metrics_listen = *flags.metrics_listen;
+  if (flags.node_id) c.node_id = *flags.node_id;
+  if (flags.log_level) c.log_level = *flags.log_level;
+  STRATA_RETURN_IF_ERROR(ValidateNodeConfig(c));
+  return c;
+}
+
+}  // namespace strata

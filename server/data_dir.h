@@ -1,0 +1,48 @@
+// The layout of a node's data directory:
+//
+//   <data_dir>/meta/                          RocksDB metadata (the catalog)
+//   <data_dir>/shards/<name>/v<version>/<seq>.shard   shard files (seq: 6 digits)
+//
+// Shard paths recorded in the catalog are relative to <data_dir>, so a data
+// directory can be moved as a whole.
+//
+// Thread-safety: immutable after construction; the file operations are safe to
+// call concurrently for different versions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+
+namespace strata {
+
+class DataDir {
+ public:
+  explicit DataDir(std::string root);
+
+  // Creates the directories. IOError if the root cannot be created or written.
+  Status Init() const;
+
+  const std::string& root() const { return root_; }
+  std::string MetaDir() const;
+  // Relative to root(): "shards/<name>/v<version>/<seq>.shard".
+  std::string ShardRelativePath(const std::string& name, uint64_t version, uint32_t seq) const;
+  std::string Absolute(const std::string& relative) const;
+  std::string VersionDir(const std::string& name, uint64_t version) const;
+
+  // Creates the version's directory, empty: files left by an earlier aborted
+  // ingest of the same version number are removed.
+  Status PrepareVersionDir(const std::string& name, uint64_t version) const;
+  // Removes the version's files (missing files are not an error).
+  Status RemoveVersion(const std::string& name, uint64_t version) const;
+  // Removes temporary files left by a crash (".tmp.*" under shards/). Returns how many.
+  Result<uint64_t> RemoveTempFiles() const;
+  // Bytes of shard files on disk.
+  uint64_t ShardBytes() const;
+
+ private:
+  std::string root_;
+};
+
+}  // namespace strata

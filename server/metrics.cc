@@ -1,0 +1,128 @@
+#include "server/metrics.h"
+
+#include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
+
+#include <cctype>
+#include <mutex>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace strata {
+
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+using prometheus::Registry;
+
+prometheus::Counter& MakeCounter(Registry& r, const std::string& node, const std::string& name, const std::string& help) {
+  return BuildCounter().Name(name).Help(help).Labels({{"node", node}}).Register(r).Add({});
+}
+
+prometheus::Gauge& MakeGauge(Registry& r, const std::string& node, const std::string& name, const std::string& help) {
+  return BuildGauge().Name(name).Help(help).Labels({{"node", node}}).Register(r).Add({});
+}
+
+prometheus::Histogram& MakeLatency(Registry& r, const std::string& node, const std::string& name, const std::string& help) {
+  // 10 us .. ~10 s, exponential.
+  prometheus::Histogram::BucketBoundaries b;
+  for (double v = 1e-5; v < 20; v *= 4) b.push_back(v);
+  return BuildHistogram().Name(name).Help(help).Labels({{"node", node}}).Register(r).Add({}, b);
+}
+
+// "rocksdb.estimate-num-keys" -> "estimate_num_keys": metric names allow [a-zA-Z0-9_] only.
+std::string MetricName(std::string_view raw) {
+  if (const size_t dot = raw.find('.'); dot != std::string_view::npos) raw.remove_prefix(dot + 1);
+  std::string out;
+  for (char c : raw) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return out;
+}
+
+}  // namespace
+
+// Gauges whose values are computed when Prometheus scrapes.
+class Metrics::ScrapeCollectable : public prometheus::Collectable {
+ public:
+  explicit ScrapeCollectable(std::string node_id) : node_id_(std::move(node_id)) {}
+
+  void Add(std::string prefix, std::function<std::map<std::string, double>()> fn) {
+    std::lock_guard<std::mutex> lock(mu_);
+    sources_.emplace_back(std::move(prefix), std::move(fn));
+  }
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<prometheus::MetricFamily> out;
+    for (const auto& [prefix, fn] : sources_) {
+      for (const auto& [suffix, value] : fn()) {
+        prometheus::MetricFamily f;
+        f.name = "strata_" + prefix + "_" + MetricName(suffix);
+        f.help = "computed at scrape time";
+        f.type = prometheus::MetricType::Gauge;
+        prometheus::ClientMetric m;
+        m.label.push_back({"node", node_id_});
+        m.gauge.value = value;
+        f.metric.push_back(std::move(m));
+        out.push_back(std::move(f));
+      }
+    }
+    return out;
+  }
+
+ private:
+  const std::string node_id_;
+  mutable std::mutex mu_;
+  // GUARDED_BY(mu_)
+  std::vector<std::pair<std::string, std::function<std::map<std::string, double>()>>> sources_;
+};
+
+Metrics::Metrics(const std::string& node_id)
+    : registry_(std::make_shared<Registry>()),
+      node_id_(node_id),
+      bytes_served(MakeCounter(*registry_, node_id_, "strata_served_bytes_total", "Payload bytes sent to clients in batches")),
+      samples_served(MakeCounter(*registry_, node_id_, "strata_served_samples_total", "Samples sent to clients")),
+      batches_served(MakeCounter(*registry_, node_id_, "strata_served_batches_total", "Batch messages sent to clients")),
+      streams_opened(MakeCounter(*registry_, node_id_, "strata_streams_opened_total", "Batch streams accepted")),
+      active_streams(MakeGauge(*registry_, node_id_, "strata_active_streams", "Batch streams open now")),
+      batch_build_seconds(MakeLatency(*registry_, node_id_, "strata_batch_build_seconds",
+                                      "Time to read and assemble one batch message")),
+      samples_ingested(MakeCounter(*registry_, node_id_, "strata_ingested_samples_total", "Samples written by ingest")),
+      bytes_ingested(MakeCounter(*registry_, node_id_, "strata_ingested_bytes_total", "Payload bytes written by ingest")),
+      shards_written(MakeCounter(*registry_, node_id_, "strata_shards_written_total", "Shard files written")),
+      versions_sealed(MakeCounter(*registry_, node_id_, "strata_versions_sealed_total", "Dataset versions sealed")),
+      ingests_aborted(MakeCounter(*registry_, node_id_, "strata_ingests_aborted_total", "Ingests that ended without a seal")),
+      active_ingests(MakeGauge(*registry_, node_id_, "strata_active_ingests", "Ingest sessions open now")),
+      checksum_failures(MakeCounter(*registry_, node_id_, "strata_checksum_failures_total",
+                                    "Records or files whose checksum did not match")),
+      requests_rejected(MakeCounter(*registry_, node_id_, "strata_requests_rejected_total",
+                                    "Requests refused for invalid input or state")),
+      scrape_(std::make_shared<ScrapeCollectable>(node_id)) {
+}
+
+Metrics::~Metrics() = default;
+
+Status Metrics::StartExposer(const std::string& listen) {
+  try {
+    exposer_ = std::make_unique<prometheus::Exposer>(listen);
+  } catch (const std::exception& e) {
+    return Status::Unavailable("cannot serve metrics on " + listen + ": " + e.what());
+  }
+  exposer_->RegisterCollectable(registry_);
+  exposer_->RegisterCollectable(scrape_);
+  return Status::OK();
+}
+
+int Metrics::exposer_port() const {
+  if (!exposer_) return 0;
+  auto ports = exposer_->GetListeningPorts();
+  return ports.empty() ? 0 : ports.front();
+}
+
+void Metrics::AddScrapeGauges(const std::string& prefix, std::function<std::map<std::string, double>()> fn) {
+  scrape_->Add(prefix, std::move(fn));
+}
+
+}  // namespace strata

@@ -1,0 +1,60 @@
+#include "server/server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+namespace strata {
+
+Result<std::unique_ptr<Server>> Server::Start(const NodeConfig& config) {
+  std::unique_ptr<Server> server(new Server());
+  auto node = Node::Open(config);
+  if (!node.ok()) return node.status();
+  server->node_ = std::move(node).value();
+
+  std::string host;
+  int port = 0;
+  if (!config.metrics_listen.empty()) {
+    STRATA_RETURN_IF_ERROR(server->node_->metrics().StartExposer(config.metrics_listen));
+    STRATA_RETURN_IF_ERROR(ParseHostPort(config.metrics_listen, &host, &port));
+    server->metrics_address_ = host + ":" + std::to_string(server->node_->metrics().exposer_port());
+  }
+
+  server->data_ = std::make_unique<DataServiceImpl>(server->node_.get());
+  server->admin_ = std::make_unique<AdminServiceImpl>(server->node_.get());
+  grpc::ServerBuilder builder;
+  int bound_port = 0;
+  builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &bound_port);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_message_bytes));
+  builder.SetMaxSendMessageSize(-1);  // batches are bounded by max_part_bytes instead
+  builder.RegisterService(server->data_.get());
+  builder.RegisterService(server->admin_.get());
+  server->grpc_ = builder.BuildAndStart();
+  if (!server->grpc_ || bound_port == 0) {
+    server->node_->Close().IgnoreError();  // the bind failure is the error to report
+    return Status::Unavailable("cannot listen on " + config.listen + " (is another process using it?)");
+  }
+  STRATA_RETURN_IF_ERROR(ParseHostPort(config.listen, &host, &port));
+  server->address_ = host + ":" + std::to_string(bound_port);
+  return server;
+}
+
+Server::~Server() { Stop().IgnoreError(); }
+
+Status Server::Stop() {
+  if (stopped_) return Status::OK();
+  stopped_ = true;
+  const auto timeout = std::chrono::milliseconds(node_->config().drain_timeout_ms);
+  spdlog::info("draining: {} streams and {} ingests open; waiting up to {} ms", node_->active_streams().load(),
+               node_->active_ingests().load(), timeout.count());
+  data_->BeginDrain();
+  // Shutdown stops new calls at once, waits for open ones until the deadline,
+  // then cancels the rest; it returns when every call has finished.
+  grpc_->Shutdown(std::chrono::system_clock::now() + timeout);
+  grpc_->Wait();
+  Status closed = node_->Close();
+  spdlog::info("stopped: storage closed{}", closed.ok() ? "" : " with an error: " + closed.ToString());
+  return closed;
+}
+
+}  // namespace strata

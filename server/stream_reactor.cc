@@ -1,0 +1,148 @@
+#include "server/stream_reactor.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/post.hpp>
+#include <chrono>
+
+#include "common/grpc_status.h"
+
+namespace strata {
+
+StreamReactor::StreamReactor(Node* node, const std::atomic<bool>* draining, std::unique_ptr<BatchStream> stream,
+                             v1::StreamRequest request, std::string peer)
+    : node_(node),
+      draining_(draining),
+      stream_(std::move(stream)),
+      request_(std::move(request)),
+      peer_(std::move(peer)),
+      prefetch_(node->config().prefetch_batches),
+      completed_steps_(stream_->next_step()) {
+  ++node_->active_streams();
+  node_->metrics().active_streams.Increment();
+  node_->metrics().streams_opened.Increment();
+  spdlog::info("stream {} rank {}/{} batch {} epoch {} steps [{}, {}) for {}", request_.dataset(), request_.rank(),
+               request_.world(), request_.batch_size(), request_.epoch(), stream_->next_step(), stream_->end_step(),
+               peer_);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stream_->done()) {
+    source_done_ = true;  // an empty range: the first Pump finishes the call
+    boost::asio::post(node_->pool(), [this] { Pump(); });
+  } else {
+    MaybeScheduleBuild();
+  }
+}
+
+void StreamReactor::MaybeScheduleBuild() {
+  if (building_ || source_done_ || final_status_ || ready_.size() >= prefetch_) return;
+  building_ = true;
+  boost::asio::post(node_->pool(), [this] { BuildTask(); });
+}
+
+void StreamReactor::BuildTask() {
+  std::vector<v1::Batch> parts;
+  const uint64_t step = stream_->next_step();
+  Status s = stream_->BuildNext(&parts);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    building_ = false;
+    if (!s.ok()) {
+      spdlog::error("stream {} rank {}: {}", request_.dataset(), request_.rank(), s.ToString());
+      if (!final_status_) final_status_ = ToGrpcStatus(s);
+    } else {
+      for (size_t i = 0; i < parts.size(); ++i) {
+        ready_.push_back(Outgoing{std::move(parts[i]), step, i + 1 == parts.size()});
+      }
+      source_done_ = stream_->done();
+    }
+  }
+  Pump();  // touches no member after it returns
+}
+
+void StreamReactor::Pump() {
+  enum class Action { kNone, kWrite, kFinish } action = Action::kNone;
+  grpc::Status finish_status;
+  uint64_t cursor = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (writing_ || finishing_) return;
+    if (!final_status_ && draining_->load()) {
+      final_status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                   "stratad is shutting down; resume this stream at step " +
+                                       std::to_string(completed_steps_));
+    }
+    if (final_status_ || (source_done_ && ready_.empty())) {
+      if (building_) return;  // the build task pumps again when it ends
+      finishing_ = true;
+      finish_status = final_status_.value_or(grpc::Status::OK);
+      cursor = completed_steps_;
+      action = Action::kFinish;
+    } else if (!ready_.empty()) {
+      in_flight_ = std::move(ready_.front());
+      ready_.pop_front();
+      writing_ = true;
+      action = Action::kWrite;
+      MaybeScheduleBuild();
+    } else {
+      MaybeScheduleBuild();
+    }
+  }
+  if (action == Action::kWrite) {
+    StartWrite(&in_flight_.message);
+  } else if (action == Action::kFinish) {
+    RecordCursor(cursor);
+    Finish(finish_status);
+  }
+}
+
+void StreamReactor::OnWriteDone(bool ok) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    writing_ = false;
+    if (!ok) {
+      if (!final_status_) final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+    } else {
+      Metrics& m = node_->metrics();
+      m.bytes_served.Increment(static_cast<double>(in_flight_.message.payload().size()));
+      m.samples_served.Increment(in_flight_.message.ids_size());
+      m.batches_served.Increment();
+      if (in_flight_.last_of_step) completed_steps_ = in_flight_.step + 1;
+    }
+    in_flight_ = Outgoing();
+  }
+  Pump();
+}
+
+void StreamReactor::OnCancel() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!final_status_) final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the client cancelled the stream");
+  }
+  Pump();
+}
+
+void StreamReactor::RecordCursor(uint64_t next_step) {
+  if (request_.job_id().empty()) return;
+  v1::CursorRecord c;
+  c.set_dataset(stream_->version().shape().name);
+  c.set_version(stream_->version().shape().version);
+  c.set_seed(request_.seed());
+  c.set_epoch(request_.epoch());
+  c.set_step(next_step);
+  c.set_spec_hash(stream_->plan().plan_hash());
+  c.set_updated_unix_ms(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  Status s = node_->catalog().PutCursor(request_.job_id(), request_.rank(), c);
+  if (!s.ok()) spdlog::warn("job {} rank {}: cannot record cursor: {}", request_.job_id(), request_.rank(), s.ToString());
+}
+
+void StreamReactor::OnDone() {
+  --node_->active_streams();
+  node_->metrics().active_streams.Decrement();
+  spdlog::info("stream {} rank {}/{} ended at step {}", request_.dataset(), request_.rank(), request_.world(),
+               completed_steps_);
+  delete this;
+}
+
+}  // namespace strata

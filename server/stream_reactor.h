@@ -1,0 +1,76 @@
+// The StreamBatches call: a gRPC write reactor that sends one rank's batches.
+//
+// Batches are built on the node's I/O pool, at most prefetch_batches ahead of
+// the network, and written one at a time in step order. HTTP/2 flow control
+// holds writes back for a slow client, and the bounded queue holds building
+// back, so a slow trainer bounds the server's memory.
+//
+// Lifetime: gRPC owns the reactor; it deletes itself in OnDone, which gRPC
+// calls only after Finish and every outstanding operation has completed.
+// Finish is called once, when no build task is running and no write is
+// outstanding, so no pool task ever touches a finished reactor.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "server/batch_stream.h"
+#include "server/node.h"
+#include "strata/v1/data.pb.h"
+
+namespace strata {
+
+class StreamReactor final : public grpc::ServerWriteReactor<v1::Batch> {
+ public:
+  // Starts building at once. `draining` is read before each write.
+  StreamReactor(Node* node, const std::atomic<bool>* draining, std::unique_ptr<BatchStream> stream,
+                v1::StreamRequest request, std::string peer);
+
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+ private:
+  struct Outgoing {
+    v1::Batch message;
+    uint64_t step = 0;
+    bool last_of_step = false;
+  };
+
+  void MaybeScheduleBuild();  // REQUIRES: mu_ held
+  void BuildTask();
+  void Pump();
+  void RecordCursor(uint64_t next_step);
+
+  Node* const node_;
+  const std::atomic<bool>* const draining_;
+  std::unique_ptr<BatchStream> stream_;  // used by the one running build task only
+  const v1::StreamRequest request_;
+  const std::string peer_;
+  const uint32_t prefetch_;
+
+  std::mutex mu_;
+  std::deque<Outgoing> ready_;                 // GUARDED_BY(mu_)
+  Outgoing in_flight_;                         // owned by the outstanding write
+  bool building_ = false;                      // GUARDED_BY(mu_)
+  bool writing_ = false;                       // GUARDED_BY(mu_)
+  bool source_done_ = false;                   // GUARDED_BY(mu_)
+  bool finishing_ = false;                     // GUARDED_BY(mu_)
+  std::optional<grpc::Status> final_status_;   // GUARDED_BY(mu_)
+  uint64_t completed_steps_;                   // GUARDED_BY(mu_): next step not yet fully written
+};
+
+// Finishes a call at once with an error (a refused stream).
+class RefusedStreamReactor final : public grpc::ServerWriteReactor<v1::Batch> {
+ public:
+  explicit RefusedStreamReactor(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace strata

@@ -1,0 +1,166 @@
+#include "server/batch_stream.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "server/node.h"
+#include "tests/server/node_test_util.h"
+
+namespace strata {
+namespace {
+
+using testing::MakeSample;
+using testing::TempDir;
+using testing::TestNodeConfig;
+
+class BatchStreamTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto node = Node::Open(TestNodeConfig(dir_.path()));
+    ASSERT_TRUE(node.ok()) << node.status().ToString();
+    node_ = std::move(node).value();
+    v1::IngestOptions o;
+    o.set_dataset("ds");
+    auto session = node_->StartIngest(o);
+    ASSERT_TRUE(session.ok());
+    for (int i = 0; i < kSamples; ++i) {
+      v1::Sample s = MakeSample("k" + std::to_string(i), "L" + std::to_string(i % 4), Payload(i), "jpg");
+      v1::Field* cls = s.add_fields();
+      cls->set_name("cls");
+      cls->set_data(std::to_string(i % 4));
+      ASSERT_TRUE(session.value()->Add(s).ok());
+    }
+    ASSERT_TRUE(session.value()->Commit(kSamples).ok());
+  }
+
+  static std::string Payload(int i) { return "sample-" + std::to_string(i) + std::string(static_cast<size_t>(i % 50), '#'); }
+
+  v1::StreamRequest Request(uint32_t rank, uint32_t world, uint32_t batch) {
+    v1::StreamRequest r;
+    r.set_dataset("ds");
+    r.set_rank(rank);
+    r.set_world(world);
+    r.set_batch_size(batch);
+    r.set_seed(11);
+    return r;
+  }
+
+  static constexpr int kSamples = 103;
+  TempDir dir_;
+  std::unique_ptr<Node> node_;
+};
+
+TEST_F(BatchStreamTest, EveryRankTogetherGetsEverySampleOnceWithItsBytes) {
+  std::map<uint64_t, int> seen;
+  for (uint32_t rank = 0; rank < 3; ++rank) {
+    auto stream = node_->OpenStream(Request(rank, 3, 8));
+    ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+    std::vector<v1::Batch> parts;
+    while (!stream.value()->done()) {
+      parts.clear();
+      ASSERT_TRUE(stream.value()->BuildNext(&parts).ok());
+      ASSERT_EQ(parts.size(), 1u);
+      const v1::Batch& b = parts[0];
+      uint64_t offset = 0;
+      for (int i = 0; i < b.ids_size(); ++i) {
+        const int id = static_cast<int>(b.ids(i));
+        ++seen[b.ids(i)];
+        EXPECT_EQ(b.labels(i), "L" + std::to_string(id % 4));
+        EXPECT_EQ(b.slots(i), static_cast<uint32_t>(i));
+        const std::string expect = Payload(id) + std::to_string(id % 4);  // jpg then cls, back to back
+        EXPECT_EQ(b.payload().substr(offset, b.sizes(i)), expect);
+        EXPECT_EQ(b.layouts(static_cast<int>(b.layout_of(i))).names(0), "jpg");
+        offset += b.sizes(i);
+      }
+      EXPECT_EQ(offset, b.payload().size());
+    }
+  }
+  ASSERT_EQ(seen.size(), static_cast<size_t>(kSamples));
+  for (const auto& [id, n] : seen) EXPECT_EQ(n, 1) << id;
+}
+
+TEST_F(BatchStreamTest, LargeBatchesAreSplitIntoParts) {
+  NodeConfig c = TestNodeConfig(dir_.path());
+  StreamLimits limits;
+  limits.max_part_bytes = 100;  // a few samples per part
+  DatasetCache cache(&node_->catalog(), &node_->data_dir());
+  auto stream = BatchStream::Open(Request(0, 1, 32), &cache, nullptr, nullptr, limits);
+  ASSERT_TRUE(stream.ok());
+  std::vector<v1::Batch> parts;
+  ASSERT_TRUE(stream.value()->BuildNext(&parts).ok());
+  ASSERT_GT(parts.size(), 3u);
+  std::set<uint32_t> slots;
+  for (const auto& p : parts) {
+    EXPECT_EQ(p.batch_size(), 32u);
+    for (uint32_t s : p.slots()) EXPECT_TRUE(slots.insert(s).second);
+  }
+  EXPECT_EQ(slots.size(), 32u);
+}
+
+TEST_F(BatchStreamTest, RefusesBadRequests) {
+  EXPECT_EQ(node_->OpenStream(Request(0, 1, 0)).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(node_->OpenStream(Request(3, 3, 4)).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(node_->OpenStream(Request(0, 0, 4)).status().code(), Code::kInvalidArgument);
+  v1::StreamRequest unknown = Request(0, 1, 4);
+  unknown.set_dataset("nope");
+  EXPECT_EQ(node_->OpenStream(unknown).status().code(), Code::kNotFound);
+  v1::StreamRequest past = Request(0, 1, 4);
+  past.set_start_step(1000);
+  EXPECT_EQ(node_->OpenStream(past).status().code(), Code::kInvalidArgument);
+  v1::StreamRequest token = Request(0, 1, 4);
+  token.set_expect_plan_hash(42);
+  EXPECT_EQ(node_->OpenStream(token).status().code(), Code::kFailedPrecondition);
+}
+
+TEST_F(BatchStreamTest, DamagedRecordIsCorruptionAndNeverSent) {
+  auto shards = node_->catalog().ListShards("ds", 1);
+  ASSERT_TRUE(shards.ok());
+  const std::string path = node_->data_dir().Absolute(shards->front().path());
+  {
+    // Flip a byte in the middle of the first record's payload.
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(40);
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 0x5a);
+    f.seekp(40);
+    f.write(&c, 1);
+  }
+  const double failures_before = node_->metrics().checksum_failures.Value();
+  auto stream = node_->OpenStream(Request(0, 1, kSamples));  // one batch reads every sample
+  ASSERT_TRUE(stream.ok());
+  std::vector<v1::Batch> parts;
+  Status s = stream.value()->BuildNext(&parts);
+  EXPECT_EQ(s.code(), Code::kDataLoss) << s.ToString();
+  EXPECT_TRUE(parts.empty()) << "no part of a batch with a damaged record is produced";
+  EXPECT_EQ(node_->metrics().checksum_failures.Value(), failures_before + 1);
+}
+
+TEST_F(BatchStreamTest, JobCursorResumesWhereTheJobLeftOff) {
+  auto first = node_->OpenStream(Request(0, 1, 10));
+  ASSERT_TRUE(first.ok());
+  v1::CursorRecord c;
+  c.set_dataset("ds");
+  c.set_version(1);
+  c.set_seed(11);
+  c.set_epoch(0);
+  c.set_step(4);
+  c.set_spec_hash(first.value()->plan().plan_hash());
+  ASSERT_TRUE(node_->catalog().PutCursor("job-a", 0, c).ok());
+  v1::StreamRequest r = Request(0, 1, 10);
+  r.set_job_id("job-a");
+  r.set_resume(true);
+  auto resumed = node_->OpenStream(r);
+  ASSERT_TRUE(resumed.ok());
+  EXPECT_EQ(resumed.value()->next_step(), 4u);
+  r.set_seed(12);  // another plan: the cursor does not apply
+  auto other = node_->OpenStream(r);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other.value()->next_step(), 0u);
+}
+
+}  // namespace
+}  // namespace strata

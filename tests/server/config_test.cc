@@ -1,0 +1,76 @@
+#include "server/config.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/support/temp_dir.h"
+
+namespace strata {
+namespace {
+
+using testing::TempDir;
+using testing::WriteFile;
+
+TEST(ConfigTest, DefaultsAreValid) {
+  auto c = LoadNodeConfig(NodeFlags{});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->listen, "127.0.0.1:7400");
+}
+
+TEST(ConfigTest, FileThenFlagsOverride) {
+  TempDir dir;
+  WriteFile(dir.Join("n.yaml"),
+            "node_id: store-7\nlisten: 0.0.0.0:7500\ndata_dir: /srv/strata\nshard_target_bytes: 8MiB\nio_threads: 3\n");
+  NodeFlags flags;
+  flags.config_file = dir.Join("n.yaml");
+  flags.listen = "127.0.0.1:7600";
+  auto c = LoadNodeConfig(flags);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->node_id, "store-7");
+  EXPECT_EQ(c->listen, "127.0.0.1:7600") << "the flag wins";
+  EXPECT_EQ(c->data_dir, "/srv/strata");
+  EXPECT_EQ(c->shard_target_bytes, 8u << 20);
+  EXPECT_EQ(c->io_threads, 3u);
+}
+
+TEST(ConfigTest, BadConfigIsAClearError) {
+  TempDir dir;
+  struct Case {
+    const char* yaml;
+    const char* expect;
+  } cases[] = {
+      {"listne: 1.2.3.4:5\n", "unknown key 'listne'"},
+      {"listen: nohost\n", "invalid address"},
+      {"listen: 1.2.3.4:99999\n", "port above 65535"},
+      {"io_threads: many\n", "expected a number"},
+      {"shard_target_bytes: 12XB\n", "size unit"},
+      {"log_level: loud\n", "log_level"},
+      {"- a\n- b\n", "mapping"},
+      {"node_id: [a, b]\n", "expected a string"},
+      {"key: [unclosed\n", "config file"},
+  };
+  for (const auto& tc : cases) {
+    WriteFile(dir.Join("bad.yaml"), tc.yaml);
+    NodeFlags flags;
+    flags.config_file = dir.Join("bad.yaml");
+    auto c = LoadNodeConfig(flags);
+    ASSERT_FALSE(c.ok()) << tc.yaml;
+    EXPECT_NE(c.status().message().find(tc.expect), std::string::npos) << tc.yaml << " -> " << c.status().ToString();
+  }
+  NodeFlags missing;
+  missing.config_file = dir.Join("nope.yaml");
+  EXPECT_EQ(LoadNodeConfig(missing).status().code(), Code::kNotFound);
+}
+
+TEST(ConfigTest, ParsesHostPort) {
+  std::string host;
+  int port = 0;
+  ASSERT_TRUE(ParseHostPort("[::1]:7400", &host, &port).ok());
+  EXPECT_EQ(host, "::1");
+  EXPECT_EQ(port, 7400);
+  EXPECT_FALSE(ParseHostPort(":7400", &host, &port).ok());
+  EXPECT_FALSE(ParseHostPort("host:", &host, &port).ok());
+  EXPECT_FALSE(ParseHostPort("host:12a", &host, &port).ok());
+}
+
+}  // namespace
+}  // namespace strata
