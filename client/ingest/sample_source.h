@@ -10,11 +10,13 @@
 //    optional; every other column becomes an attribute.
 //  - A ".jsonl" file: one JSON object per line with the same keys as the CSV;
 //    non-string values are stored as their JSON text.
-//  - A ".tar" file: WebDataset shards. Members are grouped into samples by key
-//    (the member path up to the first '.' of its base name); each member is a
-//    field named by the rest of the name ("jpg", "seg.png"). The text of a
-//    "cls" field, trimmed, is the label; the top-level scalar members of a
-//    "json" field become attributes. Members of one key must be adjacent.
+//  - A ".tar" file (or ".tar.gz", ".tgz"): WebDataset shards. Members are
+//    grouped into samples by key (the member path up to the first '.' of its
+//    base name); each member is a field named by the rest of the name ("jpg",
+//    "seg.png"). The text of a "cls" field, trimmed, is the label; the
+//    top-level scalar members of a "json" field become attributes. Members of
+//    one key must be adjacent. As in WebDataset, members whose base name has
+//    no extension or starts with '.' are skipped, as are directories.
 //
 // Every sample also gets the attribute "source" (the base name of the SOURCE
 // argument) unless the manifest or json already gives one.
@@ -38,7 +40,8 @@ namespace strata {
 class SampleSource {
  public:
   // Picks the kind from the path: a directory, or a file ending in .csv,
-  // .jsonl or .tar. InvalidArgument for anything else; NotFound if missing.
+  // .jsonl, .tar, .tar.gz or .tgz. InvalidArgument for anything else;
+  // NotFound if missing.
   static Result<std::unique_ptr<SampleSource>> Open(const std::string& path);
 
   virtual ~SampleSource() = default;

@@ -1,0 +1,212 @@
+// strata ls | describe | status: what a server holds and how it is doing.
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <limits>
+
+#include "client/cli/command.h"
+#include "client/cli/format.h"
+#include "strata/v1/admin.pb.h"
+
+namespace strata::cli {
+
+namespace {
+
+std::string StateName(v1::VersionState state) {
+  switch (state) {
+    case v1::VERSION_INGESTING: return "ingesting";
+    case v1::VERSION_SEALED: return "sealed";
+    case v1::VERSION_ABORTED: return "aborted";
+    default: return "unknown";
+  }
+}
+
+Counts ToCounts(const google::protobuf::RepeatedPtrField<v1::StratumCount>& counts) {
+  Counts out;
+  for (const v1::StratumCount& c : counts) out.emplace_back(c.key(), c.count());
+  return out;
+}
+
+std::string OrDash(const std::string& text) { return text.empty() ? "-" : text; }
+
+std::string JoinKeys(const google::protobuf::RepeatedPtrField<std::string>& items, std::string_view separator) {
+  std::string out;
+  for (const std::string& item : items) {
+    if (!out.empty()) out += separator;
+    out += item;
+  }
+  return out;
+}
+
+// ---- ls
+
+struct LsArgs {
+  std::vector<std::string> servers;
+  bool all = false;
+  bool json = false;
+};
+
+int RunLs(const LsArgs& args) {
+  auto client = ConnectToServer(args.servers);
+  if (!client.ok()) return PrintError(client.status());
+  auto datasets = (*client)->ListDatasets(args.all);
+  if (!datasets.ok()) return PrintError(datasets.status());
+  if (args.json) {
+    v1::ListDatasetsReply reply;
+    for (v1::DatasetInfo& info : *datasets) *reply.add_datasets() = std::move(info);
+    return PrintJson(reply);
+  }
+  if (datasets->empty()) {
+    std::cout << "no datasets on " << (*client)->address() << "\n";
+    return 0;
+  }
+  using A = Table::Align;
+  Table table({{"DATASET"},
+               {"STATE"},
+               {"SAMPLES", A::kRight},
+               {"PAYLOAD", A::kRight},
+               {"ON DISK", A::kRight},
+               {"SHARDS", A::kRight},
+               {"SEALED"}});
+  for (const v1::DatasetInfo& d : *datasets) {
+    table.AddRow({d.name() + "@" + std::to_string(d.version()), StateName(d.state()), FormatCount(d.samples()),
+                  FormatBytes(d.bytes()), FormatBytes(d.file_bytes()), FormatCount(d.shards()),
+                  FormatTimeUtc(d.sealed_unix_ms())});
+  }
+  table.Print(std::cout);
+  return 0;
+}
+
+// ---- describe
+
+struct DescribeArgs {
+  std::vector<std::string> servers;
+  std::string dataset;
+  bool shards = false;
+  bool json = false;
+};
+
+void PrintDescription(const v1::DescribeDatasetReply& reply, bool with_shards) {
+  const v1::DatasetInfo& d = reply.dataset();
+  std::cout << d.name() << "@" << d.version() << " (" << StateName(d.state()) << ")\n";
+  std::vector<std::pair<std::string, std::string>> fields = {
+      {"samples", FormatCount(d.samples())},
+      {"payload", FormatBytes(d.bytes())},
+      {"on disk", FormatBytes(d.file_bytes()) + " in " + FormatCount(d.shards()) + " shards (one replica)"},
+      {"stratify by", d.stratify_by().empty() ? "label" : JoinKeys(d.stratify_by(), ", ")},
+  };
+  if (!d.time_bucket_field().empty()) {
+    fields.emplace_back("time bucket", d.time_bucket_field() + " every " +
+                                           FormatDuration(static_cast<double>(d.time_bucket_seconds())));
+  }
+  fields.emplace_back("duplicates", FormatCount(d.duplicate_samples()) + " exact duplicate samples");
+  fields.emplace_back("created", FormatTimeUtc(d.created_unix_ms()));
+  fields.emplace_back("sealed", FormatTimeUtc(d.sealed_unix_ms()));
+  PrintFields(std::cout, fields, "  ");
+
+  constexpr size_t kAll = std::numeric_limits<size_t>::max();
+  std::cout << "\nlabels (" << d.label_counts_size() << ")\n";
+  PrintCounts(std::cout, "LABEL", ToCounts(d.label_counts()), kAll, "  ");
+  std::cout << "\nstrata (" << d.stratum_counts_size() << ")\n";
+  PrintCounts(std::cout, "STRATUM", ToCounts(d.stratum_counts()), kAll, "  ");
+  if (!with_shards) return;
+
+  std::cout << "\nshards (" << reply.shards_size() << ")\n";
+  using A = Table::Align;
+  Table table({{"SEQ", A::kRight}, {"FIRST ID", A::kRight}, {"SAMPLES", A::kRight}, {"SIZE", A::kRight}, {"CHECKSUM"}});
+  for (const v1::ShardInfo& s : reply.shards()) {
+    char checksum[17];
+    std::snprintf(checksum, sizeof(checksum), "%016llx", static_cast<unsigned long long>(s.checksum()));
+    table.AddRow({std::to_string(s.seq()), std::to_string(s.first_id()), FormatCount(s.samples()),
+                  FormatBytes(s.bytes()), checksum});
+  }
+  table.Print(std::cout, "  ");
+}
+
+int RunDescribe(const DescribeArgs& args) {
+  auto client = ConnectToServer(args.servers);
+  if (!client.ok()) return PrintError(client.status());
+  auto reply = (*client)->Describe(args.dataset);
+  if (!reply.ok()) return PrintError(reply.status());
+  if (args.json) {
+    if (!args.shards) reply->clear_shards();
+    return PrintJson(*reply);
+  }
+  PrintDescription(*reply, args.shards);
+  return 0;
+}
+
+// ---- status
+
+struct StatusArgs {
+  std::vector<std::string> servers;
+  bool json = false;
+};
+
+int RunStatus(const StatusArgs& args) {
+  auto client = ConnectToServer(args.servers);
+  if (!client.ok()) return PrintError(client.status());
+  auto reply = (*client)->GetStatus();
+  if (!reply.ok()) return PrintError(reply.status());
+  if (args.json) return PrintJson(*reply);
+
+  const v1::StatusReply& s = *reply;
+  std::string started = FormatTimeUtc(s.started_unix_ms());
+  if (s.started_unix_ms() != 0) {
+    const auto now_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    started += " (up " + FormatDuration(static_cast<double>(now_ms - s.started_unix_ms()) / 1000) + ")";
+  }
+  PrintFields(std::cout, {
+                             {"node", OrDash(s.node_id())},
+                             {"build", OrDash(s.build_version())},
+                             {"listen", OrDash(s.listen())},
+                             {"metrics", OrDash(s.metrics_listen())},
+                             {"data dir", OrDash(s.data_dir())},
+                             {"started", started},
+                             {"datasets", FormatCount(s.datasets())},
+                             {"active streams", FormatCount(s.active_streams())},
+                             {"active ingests", FormatCount(s.active_ingests())},
+                             {"served", FormatBytes(s.bytes_served()) + ", " + FormatCount(s.samples_served()) +
+                                            " samples, " + FormatCount(s.batches_served()) + " batches"},
+                             {"ingested", FormatCount(s.samples_ingested()) + " samples"},
+                             {"checksum failures", FormatCount(s.checksum_failures())},
+                             {"disk", FormatBytes(s.disk_bytes())},
+                         });
+  return 0;
+}
+
+}  // namespace
+
+Command AddLsCommand(CLI::App& parent) {
+  auto args = std::make_shared<LsArgs>();
+  CLI::App* app = parent.add_subcommand("ls", "List the datasets a server holds (sealed versions unless --all)");
+  AddServerOption(app, &args->servers);
+  app->add_flag("-a,--all", args->all, "Also list versions that are still ingesting or were aborted");
+  app->add_flag("--json", args->json, "Print the server's reply as JSON");
+  return {app, [args] { return RunLs(*args); }};
+}
+
+Command AddDescribeCommand(CLI::App& parent) {
+  auto args = std::make_shared<DescribeArgs>();
+  CLI::App* app = parent.add_subcommand(
+      "describe", "Show one dataset version: sizes, label and stratum counts, and optionally its shards");
+  AddServerOption(app, &args->servers);
+  app->add_option("dataset", args->dataset, "Dataset as NAME (latest version) or NAME@N")
+      ->required()
+      ->type_name("NAME[@N]");
+  app->add_flag("--shards", args->shards, "Also list every shard: sequence, first id, samples, size, checksum");
+  app->add_flag("--json", args->json, "Print the server's reply as JSON");
+  return {app, [args] { return RunDescribe(*args); }};
+}
+
+Command AddStatusCommand(CLI::App& parent) {
+  auto args = std::make_shared<StatusArgs>();
+  CLI::App* app = parent.add_subcommand("status", "Show a server's health: node, uptime, activity and counters");
+  AddServerOption(app, &args->servers);
+  app->add_flag("--json", args->json, "Print the server's reply as JSON");
+  return {app, [args] { return RunStatus(*args); }};
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,56 @@
+// What every `strata` subcommand shares: how it registers, the --server
+// option, connecting, and how errors and JSON are printed.
+//
+// Exit codes: 0 success, 1 an error reported as "error: <Code>: <message>" on
+// stderr; usage errors keep CLI11's message and exit code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "strata/client.h"
+
+namespace google::protobuf {
+class Message;
+}
+
+namespace strata::cli {
+
+// A subcommand, added to a parent app with its options bound to its own state.
+struct Command {
+  CLI::App* app = nullptr;   // owned by the parent app
+  std::function<int()> run;  // runs it once parsed; returns the exit code
+};
+
+Command AddIngestCommand(CLI::App& parent);    // ingest_command.cc
+Command AddStreamCommand(CLI::App& parent);    // stream_command.cc
+Command AddLsCommand(CLI::App& parent);        // admin_commands.cc
+Command AddDescribeCommand(CLI::App& parent);  // admin_commands.cc
+Command AddStatusCommand(CLI::App& parent);    // admin_commands.cc
+
+inline constexpr const char* kDefaultServer = "127.0.0.1:7400";
+
+// Adds the repeatable --server ADDR option (env STRATA_SERVER) to `command`.
+void AddServerOption(CLI::App* command, std::vector<std::string>* servers);
+
+// A CLI11 check that accepts what `parse` accepts, and reports its message otherwise.
+CLI::Validator StatusValidator(std::function<Status(const std::string&)> parse);
+// Accepts "NAME" or "NAME@N".
+CLI::Validator DatasetRefValidator();
+
+// Connects to the first of `servers`, or to the default when it is empty.
+// (The others are for the cluster client; today only the first is used.)
+Result<std::unique_ptr<Client>> ConnectToServer(const std::vector<std::string>& servers);
+
+// Prints "error: <Code>: <message>" on stderr and returns 1, the exit code.
+int PrintError(const Status& status);
+
+// Prints `message` as JSON (proto field names, zero values included) on
+// stdout and returns the exit code.
+int PrintJson(const google::protobuf::Message& message);
+
+}  // namespace strata::cli

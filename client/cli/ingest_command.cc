@@ -1,0 +1,193 @@
+// strata ingest: reads samples from folders, manifests and WebDataset tars
+// and sends them to a server as one new dataset version.
+//
+// Every source is opened before anything is sent, and the ingest starts at
+// the first sample, so a bad path or an empty source set never creates a
+// version. A source error part-way aborts the ingest on the server.
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/cli/command.h"
+#include "client/cli/format.h"
+#include "client/cli/progress.h"
+#include "client/ingest/sample_source.h"
+
+namespace strata::cli {
+
+namespace {
+
+constexpr size_t kMaxLabelRows = 30;
+constexpr int kMaxDuplicateExamples = 5;
+
+struct IngestArgs {
+  std::vector<std::string> servers;
+  std::string dataset;
+  std::string shard_size;
+  std::vector<std::string> stratify_by;
+  std::string time_bucket;  // FIELD:WIDTH
+  std::vector<std::string> sources;
+  bool quiet = false;
+};
+
+struct TimeBucket {
+  std::string field;
+  uint64_t seconds = 0;
+};
+
+Result<TimeBucket> ParseTimeBucket(const std::string& text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return Status::InvalidArgument("invalid time bucket '" + text + "': expected FIELD:WIDTH, e.g. ts:1h");
+  }
+  auto seconds = ParseDurationSeconds(text.substr(colon + 1));
+  if (!seconds.ok()) return seconds.status();
+  return TimeBucket{text.substr(0, colon), *seconds};
+}
+
+// The flags as IngestOptions. REQUIRES: the flags passed their validators.
+v1::IngestOptions MakeOptions(const IngestArgs& args) {
+  v1::IngestOptions options;
+  options.set_dataset(args.dataset);
+  if (!args.shard_size.empty()) options.set_shard_target_bytes(ParseSize(args.shard_size).value());
+  for (const std::string& key : args.stratify_by) options.add_stratify_by(key);
+  if (!args.time_bucket.empty()) {
+    const TimeBucket bucket = ParseTimeBucket(args.time_bucket).value();
+    options.set_time_bucket_field(bucket.field);
+    options.set_time_bucket_seconds(bucket.seconds);
+  }
+  return options;
+}
+
+ProgressSnapshot Snapshot(const std::vector<std::unique_ptr<SampleSource>>& sources, const IngestWriter* writer) {
+  uint64_t total = 0;
+  uint64_t read = 0;
+  for (const auto& source : sources) {
+    total += source->total_bytes();
+    read += source->bytes_read();
+  }
+  ProgressSnapshot s;
+  if (total > 0) s.fraction = static_cast<double>(read) / static_cast<double>(total);
+  if (writer != nullptr) {
+    s.samples = writer->samples_written();
+    s.bytes = writer->bytes_written();
+  }
+  return s;
+}
+
+void PrintSummary(const v1::IngestReply& reply, double elapsed_s) {
+  const v1::DatasetInfo& d = reply.dataset();
+  const double seconds = elapsed_s > 0 ? elapsed_s : 1e-9;
+  std::cout << "ingested " << d.name() << "@" << d.version() << ": " << FormatCount(d.samples()) << " samples, "
+            << FormatBytes(d.bytes()) << " payload in " << FormatCount(d.shards()) << " shards\n";
+  std::cout << "elapsed " << FormatDuration(elapsed_s) << ": "
+            << FormatCount(static_cast<uint64_t>(static_cast<double>(d.samples()) / seconds)) << " samples/s, "
+            << FormatFixed(static_cast<double>(d.bytes()) / 1e6 / seconds, 1) << " MB/s\n";
+
+  Counts labels;
+  for (const v1::StratumCount& c : d.label_counts()) labels.emplace_back(c.key(), c.count());
+  std::cout << "labels (" << labels.size() << "):\n";
+  PrintCounts(std::cout, "LABEL", std::move(labels), kMaxLabelRows, "  ");
+
+  if (d.duplicate_samples() == 0) {
+    std::cout << "duplicates: none\n";
+    return;
+  }
+  std::cout << "duplicates: " << FormatCount(d.duplicate_samples()) << " exact duplicate samples";
+  if (reply.duplicate_examples_size() > 0) std::cout << "; for example:";
+  std::cout << "\n";
+  for (int i = 0; i < reply.duplicate_examples_size() && i < kMaxDuplicateExamples; ++i) {
+    const v1::DuplicateGroup& group = reply.duplicate_examples(i);
+    std::string keys;
+    for (const std::string& key : group.keys()) keys += (keys.empty() ? "" : ", ") + key;
+    std::cout << "  " << FormatCount(group.count()) << " identical samples: " << keys << "\n";
+  }
+}
+
+int RunIngest(const IngestArgs& args) {
+  std::vector<std::unique_ptr<SampleSource>> sources;
+  for (const std::string& path : args.sources) {
+    auto source = SampleSource::Open(path);
+    if (!source.ok()) return PrintError(source.status());
+    sources.push_back(std::move(*source));
+  }
+  const v1::IngestOptions options = MakeOptions(args);
+  auto client = ConnectToServer(args.servers);
+  if (!client.ok()) return PrintError(client.status());
+
+  Progress progress(!args.quiet);
+  std::unique_ptr<IngestWriter> writer;  // started at the first sample
+  auto fail = [&](const Status& status) {
+    progress.Abandon();
+    if (writer) writer->Abort();
+    return PrintError(status);
+  };
+  v1::Sample sample;
+  for (const auto& source : sources) {
+    for (;;) {
+      const Status read = source->Next(&sample);
+      if (read.code() == Code::kOutOfRange) break;
+      if (!read.ok()) return fail(read);
+      if (!writer) {
+        auto started = (*client)->StartIngest(options);
+        if (!started.ok()) return fail(started.status());
+        writer = std::move(*started);
+      }
+      const Status written = writer->Write(sample);
+      if (!written.ok()) return fail(written);
+      if (progress.Due()) progress.Draw(Snapshot(sources, writer.get()));
+    }
+  }
+  if (!writer) {
+    std::string names;
+    for (const std::string& path : args.sources) names += (names.empty() ? "" : ", ") + path;
+    std::cerr << "error: no samples found in " << names << std::endl;
+    return 1;
+  }
+  progress.Finish(Snapshot(sources, writer.get()));
+  auto reply = writer->Commit();
+  if (!reply.ok()) return PrintError(reply.status());
+  PrintSummary(*reply, progress.elapsed_s());
+  return 0;
+}
+
+}  // namespace
+
+Command AddIngestCommand(CLI::App& parent) {
+  auto args = std::make_shared<IngestArgs>();
+  CLI::App* app = parent.add_subcommand(
+      "ingest",
+      "Send samples from folders, CSV/JSONL manifests or WebDataset .tar files to a server as a new dataset "
+      "version");
+  AddServerOption(app, &args->servers);
+  app->add_option("--dataset,-d", args->dataset,
+                  "Dataset to create: NAME makes the next version, NAME@N names version N")
+      ->required()
+      ->type_name("NAME[@N]")
+      ->check(DatasetRefValidator());
+  app->add_option("--shard-size", args->shard_size,
+                  "Target shard file size, e.g. 64MiB or 1G (K/M/G/T are binary; KB/MB/GB decimal); "
+                  "default: the server's")
+      ->type_name("SIZE")
+      ->check(StatusValidator([](const std::string& text) { return ParseSize(text).status(); }));
+  app->add_option("--stratify-by", args->stratify_by,
+                  "Comma-separated keys that form a sample's stratum: label, source, or any attribute "
+                  "(default: label)")
+      ->type_name("KEYS")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  app->add_option("--time-bucket", args->time_bucket,
+                  "Add a time bucket over a timestamp attribute to the stratum: FIELD:WIDTH, WIDTH in seconds "
+                  "or with a unit s/m/h/d/w, e.g. ts:1h")
+      ->type_name("FIELD:WIDTH")
+      ->check(StatusValidator([](const std::string& text) { return ParseTimeBucket(text).status(); }));
+  app->add_flag("-q,--quiet", args->quiet, "Do not show the progress line");
+  app->add_option("sources", args->sources,
+                  "Folders (label = first sub-folder), .csv/.jsonl manifests, or WebDataset .tar/.tar.gz/.tgz files")
+      ->required()
+      ->type_name("SOURCE");
+  return {app, [args] { return RunIngest(*args); }};
+}
+
+}  // namespace strata::cli

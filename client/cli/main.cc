@@ -1,0 +1,29 @@
+// strata: the command-line client of a strata cluster. Parses the command
+// line and runs the one subcommand given; each lives in its own file.
+#include <exception>
+#include <iostream>
+#include <vector>
+
+#include "client/cli/command.h"
+
+int main(int argc, char** argv) {
+  using namespace strata::cli;
+  CLI::App app("strata: ingest datasets into a strata cluster, stream balanced minibatches, inspect servers", "strata");
+  app.require_subcommand(0, 1);  // none: help below; an unknown word: CLI11's "not expected"
+  const std::vector<Command> commands = {AddIngestCommand(app), AddStreamCommand(app), AddLsCommand(app),
+                                         AddDescribeCommand(app), AddStatusCommand(app)};
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (const Command& command : commands) {
+      if (command.app->parsed()) return command.run();
+    }
+  } catch (const std::exception& e) {  // a bug, not a user error: still say so clearly
+    return PrintError(strata::Status::Internal(e.what()));
+  }
+  std::cerr << app.help();
+  return 1;
+}

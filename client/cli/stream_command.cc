@@ -1,0 +1,223 @@
+// strata stream: streams one rank's batches of an epoch, reports throughput
+// and the label mix, and optionally writes every batch's ids and labels as
+// JSON lines. Useful to check a plan, measure a server, or feed a script.
+#include <algorithm>
+#include <cerrno>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "client/cli/command.h"
+#include "client/cli/format.h"
+#include "client/cli/progress.h"
+#include "common/dataset_ref.h"
+
+namespace strata::cli {
+
+namespace {
+
+constexpr size_t kMaxLabelRows = 50;
+
+struct StreamArgs {
+  std::vector<std::string> servers;
+  std::string dataset;
+  uint32_t batch_size = 0;
+  uint32_t rank = 0;
+  uint32_t world = 1;
+  uint64_t seed = 0;
+  uint64_t epoch = 0;
+  uint64_t start_step = 0;
+  uint64_t max_steps = 0;
+  bool drop_last = false;
+  std::string output;
+  std::string resume;
+  bool quiet = false;
+};
+
+// What was received, for the summary.
+struct Totals {
+  uint64_t steps = 0;
+  uint64_t samples = 0;
+  uint64_t bytes = 0;
+  std::unordered_map<std::string, uint64_t> labels;
+};
+
+// For counts that must be positive; other malformed numbers are left to CLI11's conversion.
+CLI::Validator AtLeastOne() {
+  return StatusValidator([](const std::string& text) {
+    return text.find_first_not_of("0 ") == std::string::npos ? Status::InvalidArgument("must be at least 1")
+                                                             : Status::OK();
+  });
+}
+
+// Checks what the server cannot see: --dataset or --resume, and that they agree.
+Result<std::optional<ResumeToken>> CheckArgs(const StreamArgs& args) {
+  if (args.rank >= args.world) {
+    return Status::InvalidArgument("--rank " + std::to_string(args.rank) + " must be less than --world " +
+                                   std::to_string(args.world));
+  }
+  if (args.resume.empty()) {
+    if (args.dataset.empty()) return Status::InvalidArgument("--dataset is required (or --resume TOKEN)");
+    return std::optional<ResumeToken>();
+  }
+  auto token = ResumeToken::Decode(args.resume);
+  if (!token.ok()) return token.status();
+  if (!args.dataset.empty()) {
+    auto ref = ParseDatasetRef(args.dataset);
+    if (!ref.ok()) return ref.status();
+    if (ref->name != token->dataset || (ref->version && *ref->version != token->version)) {
+      return Status::InvalidArgument("--dataset " + args.dataset + " does not match the resume token's " +
+                                     token->dataset + "@" + std::to_string(token->version));
+    }
+  }
+  return std::optional<ResumeToken>(*token);
+}
+
+Status WriteJsonLine(std::ofstream& out, const Batch& batch) {
+  nlohmann::ordered_json line;
+  line["epoch"] = batch.epoch();
+  line["step"] = batch.step();
+  line["rank"] = batch.rank();
+  line["ids"] = batch.ids();
+  line["labels"] = batch.labels();
+  // Labels come from file names and manifests: replace bytes that are not UTF-8.
+  out << line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+  return out ? Status::OK() : Status::IOError("cannot write the output file");
+}
+
+void PrintSummary(const Stream& stream, const StreamArgs& args, const Totals& totals, double elapsed_s) {
+  const ResumeToken where = stream.resume_token();
+  const double seconds = elapsed_s > 0 ? elapsed_s : 1e-9;
+  std::cout << "streamed " << where.dataset << "@" << where.version << ", epoch " << where.epoch << ", rank "
+            << args.rank << " of " << args.world << ": " << FormatCount(totals.steps) << " steps, "
+            << FormatCount(totals.samples) << " samples, " << FormatBytes(totals.bytes) << " payload\n";
+  std::cout << "elapsed " << FormatDuration(elapsed_s) << ": "
+            << FormatCount(static_cast<uint64_t>(static_cast<double>(totals.samples) / seconds)) << " samples/s, "
+            << FormatFixed(static_cast<double>(totals.bytes) / 1e6 / seconds, 1) << " MB/s, "
+            << FormatFixed(static_cast<double>(totals.steps) / seconds, 1) << " batches/s\n";
+  std::cout << "labels (" << totals.labels.size() << "):\n";
+  PrintCounts(std::cout, "LABEL", Counts(totals.labels.begin(), totals.labels.end()), kMaxLabelRows, "  ");
+  if (stream.next_step() < stream.steps_in_epoch()) {
+    std::cout << "stopped at step " << stream.next_step() << " of " << stream.steps_in_epoch()
+              << "; to continue: --resume " << where.Encode() << "\n";
+  }
+}
+
+int RunStream(const StreamArgs& args) {
+  auto token = CheckArgs(args);
+  if (!token.ok()) return PrintError(token.status());
+  StreamOptions options;
+  options.dataset = args.dataset;
+  options.rank = args.rank;
+  options.world = args.world;
+  options.batch_size = args.batch_size;
+  options.seed = args.seed;
+  options.epoch = args.epoch;
+  options.start_step = args.start_step;
+  options.max_steps = args.max_steps;
+  options.remainder = args.drop_last ? v1::REMAINDER_DROP : v1::REMAINDER_SHORT;
+
+  auto client = ConnectToServer(args.servers);
+  if (!client.ok()) return PrintError(client.status());
+  auto stream = token->has_value() ? (*client)->ResumeStream(**token, options) : (*client)->OpenStream(options);
+  if (!stream.ok()) return PrintError(stream.status());
+
+  std::ofstream out;
+  if (!args.output.empty()) {
+    out.open(args.output, std::ios::out | std::ios::trunc);
+    if (!out) return PrintError(Status::FromErrno("cannot open " + args.output, errno));
+  }
+
+  Progress progress(!args.quiet);
+  const uint64_t first_step = (*stream)->next_step();
+  auto snapshot = [&](const Totals& t) {
+    ProgressSnapshot s;
+    const uint64_t end = args.max_steps != 0 ? std::min((*stream)->steps_in_epoch(), first_step + args.max_steps)
+                                             : (*stream)->steps_in_epoch();
+    if (end > first_step) s.fraction = static_cast<double>(t.steps) / static_cast<double>(end - first_step);
+    s.position = "step " + std::to_string((*stream)->next_step()) + "/" + std::to_string((*stream)->steps_in_epoch());
+    s.samples = t.samples;
+    s.bytes = t.bytes;
+    return s;
+  };
+
+  Totals totals;
+  Batch batch;
+  while (args.max_steps == 0 || totals.steps < args.max_steps) {
+    Status status = (*stream)->Next(&batch);
+    if (status.code() == Code::kOutOfRange) break;
+    if (status.ok() && out.is_open()) status = WriteJsonLine(out, batch);
+    if (!status.ok()) {
+      progress.Abandon();
+      PrintError(status);
+      if (totals.steps > 0) {
+        std::cerr << "stopped at step " << (*stream)->next_step() << "; to continue: --resume "
+                  << (*stream)->resume_token().Encode() << std::endl;
+      }
+      return 1;
+    }
+    ++totals.steps;
+    totals.samples += batch.size();
+    totals.bytes += batch.payload_bytes();
+    for (const std::string& label : batch.labels()) ++totals.labels[label];
+    if (progress.Due()) progress.Draw(snapshot(totals));
+  }
+  progress.Finish(snapshot(totals));
+  if (out.is_open()) {
+    out.flush();
+    if (!out) return PrintError(Status::IOError("cannot write " + args.output));
+  }
+  PrintSummary(**stream, args, totals, progress.elapsed_s());
+  return 0;
+}
+
+}  // namespace
+
+Command AddStreamCommand(CLI::App& parent) {
+  auto args = std::make_shared<StreamArgs>();
+  CLI::App* app =
+      parent.add_subcommand("stream", "Stream one rank's batches of an epoch and report throughput and the label mix");
+  AddServerOption(app, &args->servers);
+  app->add_option("--dataset,-d", args->dataset,
+                  "Dataset as NAME (latest sealed version) or NAME@N; required unless --resume")
+      ->type_name("NAME[@N]")
+      ->check(DatasetRefValidator());
+  app->add_option("--batch-size,-b", args->batch_size, "Samples per batch for this rank (global batch = B * world)")
+      ->required()
+      ->type_name("B")
+      ->check(AtLeastOne());
+  app->add_option("--rank", args->rank, "This rank, below --world")->type_name("R")->capture_default_str();
+  app->add_option("--world", args->world, "Number of ranks sharing each global batch")
+      ->type_name("W")
+      ->check(AtLeastOne())
+      ->capture_default_str();
+  auto* seed = app->add_option("--seed", args->seed, "Seed of the epoch plan")->type_name("S")->capture_default_str();
+  auto* epoch = app->add_option("--epoch", args->epoch, "Epoch to stream")->type_name("E")->capture_default_str();
+  auto* start =
+      app->add_option("--start-step", args->start_step, "First step to stream")->type_name("K")->capture_default_str();
+  app->add_option("--max-steps", args->max_steps, "Stop after this many steps (0: to the end of the epoch)")
+      ->type_name("M")
+      ->capture_default_str();
+  app->add_flag("--drop-last", args->drop_last,
+                "Drop the last incomplete global batch (default: a short last batch, every sample once)");
+  app->add_option("--output,-o", args->output,
+                  "Write one JSON line per batch: {\"epoch\",\"step\",\"rank\",\"ids\",\"labels\"}")
+      ->type_name("FILE.jsonl");
+  app->add_option("--resume", args->resume,
+                  "Continue from a resume token (strata1:...), as printed when a stream stops early; "
+                  "it sets dataset version, seed, epoch and start step")
+      ->type_name("TOKEN")
+      ->excludes(seed)
+      ->excludes(epoch)
+      ->excludes(start)
+      ->check(StatusValidator([](const std::string& text) { return ResumeToken::Decode(text).status(); }));
+  app->add_flag("-q,--quiet", args->quiet, "Do not show the progress line");
+  return {app, [args] { return RunStream(*args); }};
+}
+
+}  // namespace strata::cli

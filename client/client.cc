@@ -1,0 +1,163 @@
+// Client: one gRPC channel to a stratad, the admin calls, and the factories
+// for streams and ingests.
+#include "strata/client.h"
+
+#include <grpcpp/client_context.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/channel_arguments.h>
+
+#include <chrono>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "client/client_internal.h"
+#include "common/dataset_ref.h"
+#include "common/grpc_status.h"
+#include "strata/v1/admin.grpc.pb.h"
+
+namespace strata {
+
+namespace {
+
+// Admin calls are small; a server that takes longer than this is stuck.
+constexpr std::chrono::seconds kAdminDeadline{30};
+// Longer than the 5-minute minimum ping interval that gRPC servers enforce by
+// default: more frequent pings during a stalled stream (a trainer paused for a
+// checkpoint) would make the server close the connection for ping abuse.
+constexpr int kKeepaliveTimeMs = 330 * 1000;
+constexpr int kKeepaliveTimeoutMs = 20 * 1000;
+
+void SetDeadline(grpc::ClientContext* context) {
+  context->set_deadline(std::chrono::system_clock::now() + kAdminDeadline);
+}
+
+Status CheckStreamOptions(const StreamOptions& o) {
+  if (o.batch_size == 0) return Status::InvalidArgument("batch size must be at least 1");
+  if (o.world == 0) return Status::InvalidArgument("world size must be at least 1");
+  if (o.rank >= o.world) {
+    return Status::InvalidArgument("rank " + std::to_string(o.rank) + " is not below world size " +
+                                   std::to_string(o.world));
+  }
+  return Status::OK();
+}
+
+v1::StreamRequest MakeRequest(const StreamOptions& o) {
+  v1::StreamRequest request;
+  request.set_dataset(o.dataset);
+  request.set_rank(o.rank);
+  request.set_world(o.world);
+  request.set_batch_size(o.batch_size);
+  request.set_seed(o.seed);
+  request.set_epoch(o.epoch);
+  request.set_start_step(o.start_step);
+  request.set_max_steps(o.max_steps);
+  *request.mutable_sampler() = o.sampler;
+  request.set_remainder(o.remainder);
+  return request;
+}
+
+class GrpcClient final : public Client {
+ public:
+  GrpcClient(std::string address, std::shared_ptr<grpc::Channel> channel)
+      : address_(std::move(address)), channel_(std::move(channel)), admin_(v1::AdminService::NewStub(channel_)) {}
+
+  const std::string& address() const override { return address_; }
+
+  Result<std::vector<v1::DatasetInfo>> ListDatasets(bool include_unsealed) override {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::ListDatasetsRequest request;
+    request.set_include_unsealed(include_unsealed);
+    v1::ListDatasetsReply reply;
+    STRATA_RETURN_IF_ERROR(FromGrpcStatus(admin_->ListDatasets(&context, request, &reply)));
+    return std::vector<v1::DatasetInfo>(std::make_move_iterator(reply.mutable_datasets()->begin()),
+                                        std::make_move_iterator(reply.mutable_datasets()->end()));
+  }
+
+  Result<v1::DescribeDatasetReply> Describe(const std::string& dataset) override {
+    STRATA_RETURN_IF_ERROR(ParseDatasetRef(dataset).status());
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::DescribeDatasetRequest request;
+    request.set_dataset(dataset);
+    v1::DescribeDatasetReply reply;
+    STRATA_RETURN_IF_ERROR(FromGrpcStatus(admin_->DescribeDataset(&context, request, &reply)));
+    return reply;
+  }
+
+  Result<v1::StatusReply> GetStatus() override {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::StatusReply reply;
+    STRATA_RETURN_IF_ERROR(FromGrpcStatus(admin_->GetStatus(&context, v1::StatusRequest(), &reply)));
+    return reply;
+  }
+
+  Result<std::unique_ptr<Stream>> OpenStream(const StreamOptions& options) override {
+    STRATA_RETURN_IF_ERROR(CheckStreamOptions(options));
+    auto ref = ParseDatasetRef(options.dataset);
+    if (!ref.ok()) return ref.status();
+    ResumeToken position;
+    position.dataset = ref->name;
+    position.version = ref->version.value_or(0);
+    position.seed = options.seed;
+    position.epoch = options.epoch;
+    position.step = options.start_step;
+    return client_internal::NewGrpcStream(channel_, MakeRequest(options), position);
+  }
+
+  Result<std::unique_ptr<Stream>> ResumeStream(const ResumeToken& token, StreamOptions options) override {
+    STRATA_RETURN_IF_ERROR(CheckStreamOptions(options));
+    STRATA_RETURN_IF_ERROR(ValidateDatasetName(token.dataset));
+    if (token.version == 0) return Status::InvalidArgument("resume token has no dataset version");
+    options.dataset = token.dataset + "@" + std::to_string(token.version);
+    options.seed = token.seed;
+    options.epoch = token.epoch;
+    options.start_step = token.step;
+    v1::StreamRequest request = MakeRequest(options);
+    request.set_expect_plan_hash(token.plan_hash);
+    return client_internal::NewGrpcStream(channel_, request, token);
+  }
+
+  Result<std::unique_ptr<IngestWriter>> StartIngest(const v1::IngestOptions& options) override {
+    STRATA_RETURN_IF_ERROR(ParseDatasetRef(options.dataset()).status());
+    return client_internal::NewGrpcIngestWriter(channel_, options);
+  }
+
+ private:
+  const std::string address_;
+  const std::shared_ptr<grpc::Channel> channel_;
+  const std::unique_ptr<v1::AdminService::Stub> admin_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Client>> Client::Connect(const std::string& address, const ClientOptions& options) {
+  if (address.empty()) return Status::InvalidArgument("no server address given");
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(options.max_receive_bytes);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
+  // TODO(tls): credentials from ClientOptions once the server speaks TLS.
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  const auto deadline = std::chrono::system_clock::now() + std::chrono::milliseconds(options.connect_timeout_ms);
+  // A refused or unreachable address fails at once; a slow one gets the timeout.
+  for (grpc_connectivity_state state = channel->GetState(true); state != GRPC_CHANNEL_READY;
+       state = channel->GetState(true)) {
+    if (state == GRPC_CHANNEL_TRANSIENT_FAILURE || state == GRPC_CHANNEL_SHUTDOWN) {
+      return Status::Unavailable("cannot connect to stratad at " + address +
+                                 " (connection refused or host unreachable; is stratad running?)");
+    }
+    if (!channel->WaitForStateChange(state, deadline)) {
+      return Status::Unavailable("cannot reach stratad at " + address + " within " +
+                                 std::to_string(options.connect_timeout_ms) + " ms");
+    }
+  }
+  return std::unique_ptr<Client>(std::make_unique<GrpcClient>(address, std::move(channel)));
+}
+
+}  // namespace strata

@@ -1,0 +1,114 @@
+// libstrata: the trainer-side client of a strata cluster.
+//
+//   auto client = strata::Client::Connect("127.0.0.1:7400");
+//   strata::StreamOptions o;
+//   o.dataset = "cats"; o.batch_size = 64; o.rank = rank; o.world = world; o.epoch = e;
+//   auto stream = (*client)->OpenStream(o);
+//   strata::Batch batch;
+//   while ((*stream)->Next(&batch).ok()) train(batch);   // OutOfRange ends the epoch
+//
+// Thread-safety: a Client is safe for concurrent use; open one Stream per
+// consumer thread. A Stream, a Batch and an IngestWriter are used by one thread
+// at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "strata/batch.h"
+#include "strata/resume_token.h"
+#include "strata/v1/admin.pb.h"
+#include "strata/v1/data.pb.h"
+
+namespace strata {
+
+struct ClientOptions {
+  // Fail Connect if the server does not answer within this time. Default 5 s.
+  int64_t connect_timeout_ms = 5000;
+  // Largest message the client accepts. Default 1 GiB.
+  int max_receive_bytes = 1 << 30;
+};
+
+// What to stream: one rank's view of one epoch.
+struct StreamOptions {
+  std::string dataset;        // "name" (latest sealed version) or "name@N"
+  uint32_t rank = 0;
+  uint32_t world = 1;
+  uint32_t batch_size = 0;    // per rank; global batch = batch_size * world
+  uint64_t seed = 0;
+  uint64_t epoch = 0;
+  uint64_t start_step = 0;    // resume here
+  uint64_t max_steps = 0;     // 0: to the end of the epoch
+  v1::SamplerSpec sampler;    // default: SHUFFLE
+  v1::Remainder remainder = v1::REMAINDER_SHORT;
+};
+
+// A stream of one rank's batches, in step order.
+class Stream {
+ public:
+  virtual ~Stream() = default;
+
+  // Fills *batch with the next complete batch (assembling it if the server
+  // sent it in parts). OutOfRange after the last step; other errors carry the
+  // server's status and message. After an error, Next keeps returning it.
+  virtual Status Next(Batch* batch) = 0;
+
+  // Steps in the epoch (known after the first batch arrives; 0 before).
+  virtual uint64_t steps_in_epoch() const = 0;
+  // The step the next call to Next() will return.
+  virtual uint64_t next_step() const = 0;
+  // Everything needed to continue this stream from next_step() later, on any
+  // world size that divides the same global batch.
+  virtual ResumeToken resume_token() const = 0;
+  // Stops the stream; a blocked Next() returns Cancelled.
+  virtual void Cancel() = 0;
+};
+
+// Sends samples of one new dataset version to a server.
+class IngestWriter {
+ public:
+  virtual ~IngestWriter() = default;
+  // Queues one sample; samples are sent in messages of about 1 MiB. An error
+  // means the server refused the ingest (the status says why).
+  virtual Status Write(const v1::Sample& sample) = 0;
+  // Sends the rest and the commit, waits until the version is sealed
+  // (durable), and returns the server's summary.
+  virtual Result<v1::IngestReply> Commit() = 0;
+  // Abandons the ingest; the server removes what it wrote.
+  virtual void Abort() = 0;
+  // Samples and payload bytes written so far.
+  virtual uint64_t samples_written() const = 0;
+  virtual uint64_t bytes_written() const = 0;
+};
+
+class Client {
+ public:
+  // Connects to a stratad at "host:port". Unavailable (with the address in the
+  // message) if it does not answer within options.connect_timeout_ms.
+  static Result<std::unique_ptr<Client>> Connect(const std::string& address, const ClientOptions& options = {});
+
+  virtual ~Client() = default;
+
+  virtual const std::string& address() const = 0;
+
+  virtual Result<std::vector<v1::DatasetInfo>> ListDatasets(bool include_unsealed = false) = 0;
+  virtual Result<v1::DescribeDatasetReply> Describe(const std::string& dataset) = 0;
+  virtual Result<v1::StatusReply> GetStatus() = 0;
+
+  // Opens a stream. Errors in the options that the client can see (batch size
+  // 0, rank >= world) are InvalidArgument at once; others come from the server
+  // on the first Next().
+  virtual Result<std::unique_ptr<Stream>> OpenStream(const StreamOptions& options) = 0;
+  // Opens a stream that continues from a resume token (dataset version, plan,
+  // seed, epoch and step). batch_size, world, rank, sampler and remainder come
+  // from `options`; the server refuses a token whose plan does not match.
+  virtual Result<std::unique_ptr<Stream>> ResumeStream(const ResumeToken& token, StreamOptions options) = 0;
+
+  virtual Result<std::unique_ptr<IngestWriter>> StartIngest(const v1::IngestOptions& options) = 0;
+};
+
+}  // namespace strata

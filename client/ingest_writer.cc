@@ -1,0 +1,162 @@
+// An IngestWriter over one client-streaming Ingest call:
+//   open, samples..., commit, WritesDone, Finish -> IngestReply.
+// Samples are gathered into SampleBatch messages of about 1 MiB. When a Write
+// fails the server has ended the call; Finish() then returns its real status
+// (the dataset exists, the disk is full...), which is what the caller sees.
+#include <grpcpp/client_context.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "client/client_internal.h"
+#include "common/grpc_status.h"
+#include "common/utf8.h"
+#include "strata/v1/data.grpc.pb.h"
+
+namespace strata::client_internal {
+
+namespace {
+
+constexpr size_t kMessageTargetBytes = size_t{1} << 20;
+// Far above any sensible sample, and below the server's message limit.
+constexpr size_t kMaxSampleBytes = size_t{64} << 20;
+
+// Protobuf string fields must hold UTF-8; say which text is not.
+Status CheckUtf8(const v1::Sample& sample) {
+  auto bad = [&](const std::string& what) {
+    std::string shown;
+    for (char c : sample.key().substr(0, 120)) shown += (c & 0x80) ? '?' : c;
+    return Status::InvalidArgument("sample '" + shown + "': its " + what +
+                                   " is not valid UTF-8 (keys, labels and attributes must be UTF-8 text)");
+  };
+  if (!IsValidUtf8(sample.key())) return bad("key");
+  if (!IsValidUtf8(sample.label())) return bad("label");
+  for (const auto& [k, v] : sample.attributes()) {
+    if (!IsValidUtf8(k) || !IsValidUtf8(v)) return bad("attribute '" + k + "'");
+  }
+  for (const auto& f : sample.fields()) {
+    if (!IsValidUtf8(f.name())) return bad("field name");
+  }
+  return Status::OK();
+}
+
+uint64_t PayloadBytes(const v1::Sample& sample) {
+  uint64_t bytes = 0;
+  for (const v1::Field& field : sample.fields()) bytes += field.data().size();
+  return bytes;
+}
+
+class GrpcIngestWriter final : public IngestWriter {
+ public:
+  GrpcIngestWriter(std::shared_ptr<grpc::Channel> channel, const v1::IngestOptions& options)
+      : stub_(v1::DataService::NewStub(channel)) {
+    writer_ = stub_->Ingest(&context_, &reply_);
+    v1::IngestRequest open;
+    *open.mutable_open() = options;
+    if (!writer_->Write(open)) ServerEnded().IgnoreError();  // kept in error_
+  }
+
+  ~GrpcIngestWriter() override {
+    if (!ended_) Abort();
+  }
+
+  Status Write(const v1::Sample& sample) override;
+  Result<v1::IngestReply> Commit() override;
+  void Abort() override;
+  uint64_t samples_written() const override { return samples_; }
+  uint64_t bytes_written() const override { return bytes_; }
+
+ private:
+  // Sends the gathered samples as one message.
+  Status Flush();
+  // After a failed Write: the call is over; fetch the server's status.
+  Status ServerEnded();
+  // Ends the call: waits for the server's status (and reply).
+  Status Finished();
+
+  grpc::ClientContext context_;
+  std::unique_ptr<v1::DataService::Stub> stub_;
+  v1::IngestReply reply_;
+  std::unique_ptr<grpc::ClientWriter<v1::IngestRequest>> writer_;
+  v1::IngestRequest pending_;  // a `samples` message being filled
+  size_t pending_bytes_ = 0;
+  uint64_t samples_ = 0;
+  uint64_t bytes_ = 0;
+  bool ended_ = false;  // Finish() has been called
+  Status error_;        // sticky
+};
+
+Status GrpcIngestWriter::Write(const v1::Sample& sample) {
+  if (!error_.ok()) return error_;
+  if (ended_) return Status::FailedPrecondition("ingest already committed or aborted");
+  STRATA_RETURN_IF_ERROR(CheckUtf8(sample));
+  const size_t size = sample.ByteSizeLong();
+  if (size > kMaxSampleBytes) {
+    return Status::InvalidArgument("sample '" + sample.key() + "' is " + std::to_string(size >> 20) +
+                                   " MiB; samples may be at most 64 MiB");
+  }
+  // Keep messages near the target: a large sample goes alone.
+  if (pending_bytes_ > 0 && pending_bytes_ + size > kMessageTargetBytes) STRATA_RETURN_IF_ERROR(Flush());
+  *pending_.mutable_samples()->add_samples() = sample;
+  pending_bytes_ += size;
+  ++samples_;
+  bytes_ += PayloadBytes(sample);
+  if (pending_bytes_ >= kMessageTargetBytes) STRATA_RETURN_IF_ERROR(Flush());
+  return Status::OK();
+}
+
+Status GrpcIngestWriter::Flush() {
+  if (pending_.samples().samples_size() == 0) return Status::OK();
+  if (!writer_->Write(pending_)) return ServerEnded();
+  // Clear() keeps the sample objects for reuse by the next message.
+  pending_.mutable_samples()->Clear();
+  pending_bytes_ = 0;
+  return Status::OK();
+}
+
+Result<v1::IngestReply> GrpcIngestWriter::Commit() {
+  if (!error_.ok()) return error_;
+  if (ended_) return Status::FailedPrecondition("ingest already committed or aborted");
+  STRATA_RETURN_IF_ERROR(Flush());
+  v1::IngestRequest commit;
+  commit.mutable_commit()->set_expected_samples(samples_);
+  if (!writer_->Write(commit)) return ServerEnded();
+  writer_->WritesDone();
+  Status status = Finished();
+  if (!status.ok()) {
+    error_ = status;
+    return status;
+  }
+  return std::move(reply_);
+}
+
+void GrpcIngestWriter::Abort() {
+  if (ended_) return;
+  // Ending the stream without a commit makes the server abort the version;
+  // waiting for its status lets it finish before the caller moves on (or exits).
+  writer_->WritesDone();
+  Finished().IgnoreError();  // the server's answer to an abort says nothing new
+  if (error_.ok()) error_ = Status::Aborted("ingest aborted");
+}
+
+Status GrpcIngestWriter::ServerEnded() {
+  Status status = Finished();
+  if (status.ok()) status = Status::Internal("the server ended the ingest before its commit");
+  error_ = status;
+  return status;
+}
+
+Status GrpcIngestWriter::Finished() {
+  ended_ = true;
+  return FromGrpcStatus(writer_->Finish());
+}
+
+}  // namespace
+
+std::unique_ptr<IngestWriter> NewGrpcIngestWriter(std::shared_ptr<grpc::Channel> channel,
+                                                  const v1::IngestOptions& options) {
+  return std::make_unique<GrpcIngestWriter>(std::move(channel), options);
+}
+
+}  // namespace strata::client_internal
