@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <thread>
 
 namespace strata {
 
@@ -44,14 +45,24 @@ Server::~Server() { Stop().IgnoreError(); }
 Status Server::Stop() {
   if (stopped_) return Status::OK();
   stopped_ = true;
-  const auto timeout = std::chrono::milliseconds(node_->config().drain_timeout_ms);
-  spdlog::info("draining: {} streams and {} ingests open; waiting up to {} ms", node_->active_streams().load(),
-               node_->active_ingests().load(), timeout.count());
-  data_->BeginDrain();
-  // Shutdown stops new calls at once, waits for open ones until the deadline,
-  // then cancels the rest; it returns when every call has finished.
-  grpc_->Shutdown(std::chrono::system_clock::now() + timeout);
-  grpc_->Wait();
+  if (grpc_) {
+    const auto timeout = std::chrono::milliseconds(node_->config().drain_timeout_ms);
+    spdlog::info("draining: {} streams and {} ingests open; waiting up to {} ms", node_->active_streams().load(),
+                 node_->active_ingests().load(), timeout.count());
+    data_->BeginDrain();
+    // Streams end after their current batch and new ones are refused; ingests
+    // get the drain time to commit. gRPC's own Shutdown would also wait out its
+    // deadline for connections that are merely open (an idle trainer's channel),
+    // so wait for our calls here and then shut gRPC down at once.
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while ((node_->active_streams().load() > 0 || node_->active_ingests().load() > 0) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    grpc_->Shutdown(std::chrono::system_clock::now());  // cancels whatever is left
+    grpc_->Wait();
+  }
+  if (!node_) return Status::OK();  // Start failed before the node opened
   Status closed = node_->Close();
   spdlog::info("stopped: storage closed{}", closed.ok() ? "" : " with an error: " + closed.ToString());
   return closed;

@@ -39,7 +39,11 @@ int RunStratad(int argc, char** argv) {
   app.add_option("--node-id", flags.node_id, "this node's name in logs, metrics and the cluster (default node-1)");
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn or error (default info)");
   app.set_version_flag("--version", std::string("stratad ") + STRATA_VERSION);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // usage errors exit 2
+  }
 
   auto config = LoadNodeConfig(flags);
   if (!config.ok()) {

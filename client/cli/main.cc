@@ -15,7 +15,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11 prints the message (or the help); usage errors exit 2, as is usual.
+    return app.exit(e) == 0 ? 0 : 2;
   }
   try {
     for (const Command& command : commands) {
@@ -25,5 +26,5 @@ int main(int argc, char** argv) {
     return PrintError(strata::Status::Internal(e.what()));
   }
   std::cerr << app.help();
-  return 1;
+  return 2;
 }

@@ -1,0 +1,193 @@
+// Bad input to a live stratad: each gets a clear status and message, and the
+// server stays up and keeps serving.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/integration/cluster_fixture.h"
+
+namespace strata::testing {
+namespace {
+
+class BadInputTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    node_ = new SingleNode();
+    IngestSynthetic(node_->client(), "good", 100, 3);
+  }
+  static void TearDownTestSuite() {
+    EXPECT_EQ(node_->Stop(), 0);
+    delete node_;
+  }
+  void TearDown() override {
+    // The server is still up and still serves the good dataset.
+    ASSERT_TRUE(node_->process().Running());
+    auto status = node_->client().GetStatus();
+    ASSERT_TRUE(status.ok()) << status.status().ToString();
+    StreamOptions o;
+    o.dataset = "good";
+    o.batch_size = 10;
+    RankRun run = StreamAll(node_->client(), o);
+    EXPECT_EQ(run.end.code(), Code::kOutOfRange) << run.end.ToString();
+    EXPECT_EQ(run.batches.size(), 10u);
+  }
+
+  // Runs the CLI against the node.
+  static CommandResult Cli(std::vector<std::string> args) {
+    std::vector<std::string> argv = {StrataCliBinary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.push_back("--server");
+    argv.push_back(node_->address());
+    return RunCommand(argv);
+  }
+
+  static Status FirstNext(const StreamOptions& o) {
+    // Bypass the client's own checks to reach the server: open with valid
+    // options, then compare with what the server says for the bad ones.
+    auto stream = node_->client().OpenStream(o);
+    if (!stream.ok()) return stream.status();
+    Batch b;
+    return stream.value()->Next(&b);
+  }
+
+  static SingleNode* node_;
+};
+SingleNode* BadInputTest::node_ = nullptr;
+
+TEST_F(BadInputTest, UnknownDataset) {
+  StreamOptions o;
+  o.dataset = "nope";
+  o.batch_size = 4;
+  Status s = FirstNext(o);
+  EXPECT_EQ(s.code(), Code::kNotFound);
+  EXPECT_NE(s.message().find("nope"), std::string::npos) << s.message();
+  CommandResult r = Cli({"describe", "nope"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("NotFound"), std::string::npos) << r.err;
+}
+
+TEST_F(BadInputTest, BatchSizeZeroAndRankNotBelowWorld) {
+  StreamOptions o;
+  o.dataset = "good";
+  o.batch_size = 0;
+  EXPECT_EQ(FirstNext(o).code(), Code::kInvalidArgument);
+  o.batch_size = 4;
+  o.world = 2;
+  o.rank = 2;
+  Status s = FirstNext(o);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("rank 2"), std::string::npos) << s.message();
+  CommandResult r = Cli({"stream", "--dataset", "good", "--batch-size", "0"});
+  EXPECT_NE(r.exit_code, 0);
+  r = Cli({"stream", "--dataset", "good", "--batch-size", "4", "--rank", "3", "--world", "2"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("rank"), std::string::npos) << r.err;
+}
+
+TEST_F(BadInputTest, ServerRefusesWhatTheClientDidNotCheck) {
+  // A raw request straight to the server, past the client's own validation.
+  CommandResult r = Cli({"stream", "--dataset", "good@9", "--batch-size", "4"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("NotFound"), std::string::npos) << r.err;
+  r = Cli({"stream", "--dataset", "good", "--batch-size", "4", "--start-step", "999"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("past the end"), std::string::npos) << r.err;
+}
+
+TEST_F(BadInputTest, DatasetNamesThatCouldEscapeTheDataDirectory) {
+  for (const char* name : {"a/b", "../x", "..", ".hidden"}) {
+    v1::IngestOptions o;
+    o.set_dataset(name);
+    auto w = node_->client().StartIngest(o);
+    ASSERT_FALSE(w.ok()) << name;
+    EXPECT_EQ(w.status().code(), Code::kInvalidArgument) << name;
+    CommandResult r = Cli({"ingest", "--dataset", name, node_->dir().path()});
+    EXPECT_EQ(r.exit_code, 2) << name << ": a usage error";
+    EXPECT_NE(r.err.find("invalid dataset name"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(node_->dir().Join("x")));
+}
+
+TEST_F(BadInputTest, SecondIngestIntoASealedVersion) {
+  v1::IngestOptions o;
+  o.set_dataset("good@1");
+  auto w = node_->client().StartIngest(o);
+  ASSERT_TRUE(w.ok());
+  v1::Sample s;
+  s.set_key("x");
+  v1::Field* f = s.add_fields();
+  f->set_name("bin");
+  f->set_data("x");
+  Status st = w.value()->Write(s);
+  auto reply = st.ok() ? w.value()->Commit() : Result<v1::IngestReply>(st);
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(reply.status().code(), Code::kFailedPrecondition) << reply.status().ToString();
+  EXPECT_NE(reply.status().message().find("sealed"), std::string::npos) << reply.status().message();
+  auto info = node_->client().Describe("good@1");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->dataset().samples(), 100u) << "the sealed version is untouched";
+}
+
+TEST_F(BadInputTest, TruncatedTar) {
+  // Build a valid WebDataset tar with the generator, then cut it mid-member.
+  const std::string dir = node_->dir().Join("tars");
+  CommandResult gen = RunCommand({STRATA_MAKE_DATASET_BINARY, "--out", dir, "--format", "tar", "--samples", "50"});
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  const std::string tar = dir + "/shard-000000.tar";
+  std::filesystem::resize_file(tar, std::filesystem::file_size(tar) / 2 + 100);
+  CommandResult r = Cli({"ingest", "--dataset", "cut", tar});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("truncated or damaged tar"), std::string::npos) << r.err;
+  auto listed = node_->client().ListDatasets(/*include_unsealed=*/true);
+  ASSERT_TRUE(listed.ok());
+  for (const auto& d : listed.value()) {
+    if (d.name() == "cut") {
+      EXPECT_NE(d.state(), v1::VERSION_SEALED) << "a damaged source never seals a version";
+    }
+  }
+}
+
+TEST_F(BadInputTest, UnreadableFile) {
+  // As root, permissions do not stop reads: a directory where the manifest
+  // names a file is unreadable for everyone.
+  const std::string dir = node_->dir().Join("manifest");
+  WriteFile(dir + "/ok.bin", "fine");
+  std::filesystem::create_directories(dir + "/dir.bin");
+  WriteFile(dir + "/m.csv", "path,label\nok.bin,a\ndir.bin,b\n");
+  CommandResult r = Cli({"ingest", "--dataset", "unreadable", dir + "/m.csv"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("dir.bin"), std::string::npos) << r.err;
+}
+
+TEST_F(BadInputTest, EmptySource) {
+  const std::string dir = node_->dir().Join("empty");
+  std::filesystem::create_directories(dir);
+  CommandResult r = Cli({"ingest", "--dataset", "nothing", dir});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no samples"), std::string::npos) << r.err;
+  EXPECT_EQ(node_->client().Describe("nothing").status().code(), Code::kNotFound) << "no version was created";
+  // Straight to the server: an ingest committed with zero samples is refused.
+  v1::IngestOptions o;
+  o.set_dataset("nothing");
+  auto w = node_->client().StartIngest(o);
+  ASSERT_TRUE(w.ok());
+  auto reply = w.value()->Commit();
+  EXPECT_EQ(reply.status().code(), Code::kFailedPrecondition) << reply.status().ToString();
+}
+
+TEST_F(BadInputTest, SampleWithoutFieldsOrBadFieldName) {
+  v1::IngestOptions o;
+  o.set_dataset("fields");
+  auto w = node_->client().StartIngest(o);
+  ASSERT_TRUE(w.ok());
+  v1::Sample s;
+  s.set_key("empty-sample");
+  Status st = w.value()->Write(s);
+  auto reply = st.ok() ? w.value()->Commit() : Result<v1::IngestReply>(st);
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(reply.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(reply.status().message().find("empty-sample"), std::string::npos) << reply.status().message();
+}
+
+}  // namespace
+}  // namespace strata::testing

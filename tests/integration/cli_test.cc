@@ -1,0 +1,207 @@
+// The strata CLI against a live stratad, as a user runs it: ingest each source
+// kind, inspect, stream with --output, resume from the printed token.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "tests/integration/cluster_fixture.h"
+
+namespace strata::testing {
+namespace {
+
+class CliTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { node_ = new SingleNode(); }
+  static void TearDownTestSuite() {
+    EXPECT_EQ(node_->Stop(), 0);
+    delete node_;
+  }
+
+  static CommandResult Cli(std::vector<std::string> args) {
+    std::vector<std::string> argv = {StrataCliBinary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.push_back("--server");
+    argv.push_back(node_->address());
+    return RunCommand(argv);
+  }
+
+  static std::string Generate(const std::string& name, const std::string& format, int samples) {
+    const std::string dir = node_->dir().Join(name);
+    CommandResult gen = RunCommand({STRATA_MAKE_DATASET_BINARY, "--out", dir, "--format", format, "--samples",
+                                    std::to_string(samples), "--size", "300", "--classes", "4", "--samples-per-tar",
+                                    "40"});
+    EXPECT_EQ(gen.exit_code, 0) << gen.err;
+    return dir;
+  }
+
+  // Streams the whole dataset as one rank and returns id -> (label, payload).
+  static std::map<uint64_t, std::pair<std::string, std::string>> Contents(const std::string& dataset) {
+    auto client = Client::Connect(node_->address());
+    EXPECT_TRUE(client.ok());
+    StreamOptions o;
+    o.dataset = dataset;
+    o.batch_size = 64;
+    RankRun run = StreamAll(*client.value(), o);
+    EXPECT_EQ(run.end.code(), Code::kOutOfRange) << run.end.ToString();
+    std::map<uint64_t, std::pair<std::string, std::string>> out;
+    for (const Batch& b : run.batches) {
+      for (size_t i = 0; i < b.size(); ++i) out[b.ids()[i]] = {b.labels()[i], std::string(b.sample(i))};
+    }
+    return out;
+  }
+
+  static std::map<std::string, uint64_t> LabelCounts(const std::string& dataset) {
+    auto d = node_->client().Describe(dataset);
+    EXPECT_TRUE(d.ok()) << d.status().ToString();
+    std::map<std::string, uint64_t> out;
+    for (const auto& c : d->dataset().label_counts()) out[c.key()] = c.count();
+    return out;
+  }
+
+  static SingleNode* node_;
+};
+SingleNode* CliTest::node_ = nullptr;
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST_F(CliTest, IngestsAFolderTreeWithLabelsFromSubFolders) {
+  const std::string dir = Generate("folder", "folder", 120);
+  CommandResult r = Cli({"ingest", "--dataset", "from-folder", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("120 samples"), std::string::npos) << r.out;
+  std::map<std::string, uint64_t> expect;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) ++expect[e.path().parent_path().filename().string()];
+  }
+  EXPECT_EQ(LabelCounts("from-folder"), expect);
+  // Every stored payload is a file of that label's folder, byte for byte.
+  for (const auto& [id, lp] : Contents("from-folder")) {
+    EXPECT_EQ(lp.second.size(), 300u);
+    EXPECT_TRUE(lp.first.rfind("class", 0) == 0) << lp.first;
+  }
+}
+
+TEST_F(CliTest, IngestsCsvAndJsonlManifestsWithAttributes) {
+  const std::string csv = Generate("csv", "csv", 80);
+  CommandResult r = Cli({"ingest", "--dataset", "from-csv", csv + "/manifest.csv"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string jsonl = Generate("jsonl", "jsonl", 80);
+  r = Cli({"ingest", "--dataset", "from-jsonl", jsonl + "/manifest.jsonl"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Same generator seed: the two manifests describe the same samples in the same order.
+  EXPECT_EQ(LabelCounts("from-csv"), LabelCounts("from-jsonl"));
+  auto a = Contents("from-csv");
+  auto b = Contents("from-jsonl");
+  ASSERT_EQ(a.size(), 80u);
+  EXPECT_EQ(a, b);
+  // The manifest's rows, in order, are ids 0..n-1 with the files' bytes.
+  std::ifstream m(csv + "/manifest.csv");
+  std::string line;
+  std::getline(m, line);  // header
+  for (uint64_t id = 0; std::getline(m, line); ++id) {
+    const std::string path = line.substr(0, line.find(','));
+    const std::string label = line.substr(line.find(',') + 1, line.find(',', line.find(',') + 1) - line.find(',') - 1);
+    EXPECT_EQ(a[id].first, label) << id;
+    EXPECT_EQ(a[id].second, ReadAll(csv + "/" + path)) << id;
+  }
+}
+
+TEST_F(CliTest, IngestsWebDatasetTarsGroupingMembersByKey) {
+  const std::string dir = Generate("tar", "tar", 100);  // 3 tars of 40, 40, 20
+  std::vector<std::string> args = {"ingest", "--dataset", "from-tar"};
+  for (int i = 0; i < 3; ++i) args.push_back(dir + "/shard-00000" + std::to_string(i) + ".tar");
+  CommandResult r = Cli(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto contents = Contents("from-tar");
+  ASSERT_EQ(contents.size(), 100u);
+  for (const auto& [id, lp] : contents) {
+    // Each sample holds two fields, bin then cls, and the cls text is the label.
+    EXPECT_EQ(lp.second.size(), 300u + lp.first.size()) << id;
+    EXPECT_EQ(lp.second.substr(300), lp.first);
+  }
+}
+
+TEST_F(CliTest, LsDescribeAndStatusReportTheDataset) {
+  const std::string dir = Generate("inspect", "folder", 30);
+  ASSERT_EQ(Cli({"ingest", "--dataset", "inspect", dir}).exit_code, 0);
+  CommandResult ls = Cli({"ls"});
+  ASSERT_EQ(ls.exit_code, 0) << ls.err;
+  EXPECT_NE(ls.out.find("inspect@1"), std::string::npos) << ls.out;
+  CommandResult describe = Cli({"describe", "inspect", "--shards"});
+  ASSERT_EQ(describe.exit_code, 0) << describe.err;
+  EXPECT_NE(describe.out.find("30"), std::string::npos);
+  CommandResult json = Cli({"describe", "inspect@1", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto parsed = nlohmann::json::parse(json.out);
+  EXPECT_EQ(parsed["dataset"]["samples"], "30") << "protobuf JSON prints 64-bit integers as strings";
+  CommandResult status = Cli({"status"});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_NE(status.out.find("node-1"), std::string::npos) << status.out;
+}
+
+TEST_F(CliTest, StreamWritesOneJsonLinePerBatchAndEveryIdOnce) {
+  const std::string dir = Generate("stream", "folder", 250);
+  ASSERT_EQ(Cli({"ingest", "--dataset", "to-stream", dir}).exit_code, 0);
+  std::set<uint64_t> ids;
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string out = node_->dir().Join("rank" + std::to_string(rank) + ".jsonl");
+    CommandResult r = Cli({"stream", "--dataset", "to-stream", "--batch-size", "16", "--world", "2", "--rank",
+                           std::to_string(rank), "--seed", "4", "--epoch", "2", "--output", out, "--quiet"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("samples/s"), std::string::npos) << "prints throughput";
+    EXPECT_NE(r.out.find("class00"), std::string::npos) << "prints a per-label summary";
+    std::ifstream in(out);
+    std::string line;
+    uint64_t step = 0;
+    while (std::getline(in, line)) {
+      auto j = nlohmann::json::parse(line);
+      ASSERT_EQ(j.size(), 5u) << line;
+      for (const char* key : {"epoch", "step", "rank", "ids", "labels"}) {
+        auto found = j.find(key);
+        ASSERT_NE(found, j.end()) << key;
+      }
+      EXPECT_EQ(line.substr(0, 10), "{\"epoch\":2");
+      EXPECT_EQ(j["step"], step++);
+      EXPECT_EQ(j["rank"], rank);
+      ASSERT_EQ(j["ids"].size(), j["labels"].size());
+      for (auto& id : j["ids"]) EXPECT_TRUE(ids.insert(id.get<uint64_t>()).second);
+    }
+    EXPECT_EQ(step, 8u) << "250 samples, global batch 32: 7 full steps and a short one";
+  }
+  EXPECT_EQ(ids.size(), 250u);
+  EXPECT_EQ(*ids.rbegin(), 249u) << "ids are the dense indexes 0..n-1";
+}
+
+TEST_F(CliTest, StreamStoppedEarlyPrintsAResumeTokenThatContinues) {
+  const std::string dir = Generate("resume", "folder", 200);
+  ASSERT_EQ(Cli({"ingest", "--dataset", "resume", dir}).exit_code, 0);
+  const std::string full = node_->dir().Join("full.jsonl");
+  ASSERT_EQ(Cli({"stream", "--dataset", "resume", "--batch-size", "10", "--seed", "8", "--output", full, "-q"})
+                .exit_code,
+            0);
+  const std::string head = node_->dir().Join("head.jsonl");
+  CommandResult first =
+      Cli({"stream", "--dataset", "resume", "--batch-size", "10", "--seed", "8", "--max-steps", "6", "--output", head, "-q"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  std::smatch m;
+  const std::string all = first.out + first.err;
+  ASSERT_TRUE(std::regex_search(all, m, std::regex("--resume (strata1:\\S+)"))) << all;
+  const std::string tail = node_->dir().Join("tail.jsonl");
+  CommandResult second = Cli({"stream", "--resume", m[1], "--batch-size", "10", "--output", tail, "-q"});
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(ReadAll(head) + ReadAll(tail), ReadAll(full));
+}
+
+}  // namespace
+}  // namespace strata::testing

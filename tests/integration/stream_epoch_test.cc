@@ -1,0 +1,173 @@
+// A real stratad on loopback: ingest over gRPC, stream an epoch on several
+// ranks, and check what arrives against what was sent.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "tests/integration/cluster_fixture.h"
+
+namespace strata::testing {
+namespace {
+
+constexpr uint64_t kSamples = 2003;  // not divisible by any global batch below
+constexpr uint32_t kLabels = 7;
+
+class StreamEpochTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    node_ = new SingleNode();
+    IngestSynthetic(node_->client(), "synth", kSamples, kLabels);
+  }
+  static void TearDownTestSuite() {
+    EXPECT_EQ(node_->Stop(), 0) << "stratad exits 0 after SIGTERM";
+    delete node_;
+  }
+  static SingleNode* node_;
+};
+SingleNode* StreamEpochTest::node_ = nullptr;
+
+StreamOptions Options(uint32_t rank, uint32_t world, uint32_t batch, uint64_t seed = 5, uint64_t epoch = 0) {
+  StreamOptions o;
+  o.dataset = "synth";
+  o.rank = rank;
+  o.world = world;
+  o.batch_size = batch;
+  o.seed = seed;
+  o.epoch = epoch;
+  return o;
+}
+
+TEST_F(StreamEpochTest, EveryIdExactlyOnceAcrossRanksWithItsPayloadAndLabel) {
+  for (uint32_t world : {1u, 3u, 4u}) {
+    std::map<uint64_t, int> seen;
+    for (uint32_t rank = 0; rank < world; ++rank) {
+      RankRun run = StreamAll(node_->client(), Options(rank, world, 16));
+      ASSERT_EQ(run.end.code(), Code::kOutOfRange) << run.end.ToString();
+      uint64_t expect_step = 0;
+      for (const Batch& b : run.batches) {
+        EXPECT_EQ(b.step(), expect_step++);
+        EXPECT_EQ(b.rank(), rank);
+        for (size_t i = 0; i < b.size(); ++i) {
+          const uint64_t id = b.ids()[i];
+          ++seen[id];
+          EXPECT_EQ(b.sample(i), SyntheticPayload(id)) << "id " << id;
+          EXPECT_EQ(b.labels()[i], SyntheticLabel(id, kLabels));
+          EXPECT_EQ(b.field(i, "bin"), SyntheticPayload(id));
+        }
+      }
+    }
+    ASSERT_EQ(seen.size(), kSamples) << "world " << world;
+    for (const auto& [id, n] : seen) ASSERT_EQ(n, 1) << "world " << world << " id " << id;
+  }
+}
+
+TEST_F(StreamEpochTest, SameGlobalBatchesForWorldOneTwoFourEight) {
+  // Global batch 32 throughout: (32 x 1), (16 x 2), (8 x 4), (4 x 8).
+  std::vector<std::vector<std::set<uint64_t>>> by_world;
+  for (uint32_t world : {1u, 2u, 4u, 8u}) {
+    std::vector<std::set<uint64_t>> steps;
+    for (uint32_t rank = 0; rank < world; ++rank) {
+      RankRun run = StreamAll(node_->client(), Options(rank, world, 32 / world));
+      ASSERT_EQ(run.end.code(), Code::kOutOfRange);
+      for (const Batch& b : run.batches) {
+        if (steps.size() <= b.step()) steps.resize(b.step() + 1);
+        steps[b.step()].insert(b.ids().begin(), b.ids().end());
+      }
+    }
+    by_world.push_back(steps);
+  }
+  for (size_t w = 1; w < by_world.size(); ++w) EXPECT_EQ(by_world[w], by_world[0]) << "world index " << w;
+}
+
+TEST_F(StreamEpochTest, ResumedStreamEqualsTheUninterruptedOne) {
+  RankRun full = StreamAll(node_->client(), Options(1, 2, 10, 9, 3));
+  ASSERT_EQ(full.end.code(), Code::kOutOfRange);
+  // Stop after 17 steps, then continue from the resume token in a new stream.
+  StreamOptions first = Options(1, 2, 10, 9, 3);
+  first.max_steps = 17;
+  auto stream = node_->client().OpenStream(first);
+  ASSERT_TRUE(stream.ok());
+  std::vector<Batch> got;
+  for (;;) {
+    Batch b;
+    Status s = stream.value()->Next(&b);
+    if (!s.ok()) break;
+    got.push_back(std::move(b));
+  }
+  ASSERT_EQ(got.size(), 17u);
+  const ResumeToken token = stream.value()->resume_token();
+  EXPECT_EQ(token.step, 17u);
+  auto decoded = ResumeToken::Decode(token.Encode());
+  ASSERT_TRUE(decoded.ok());
+  auto resumed = node_->client().ResumeStream(decoded.value(), Options(1, 2, 10));
+  ASSERT_TRUE(resumed.ok());
+  for (;;) {
+    Batch b;
+    Status s = resumed.value()->Next(&b);
+    if (!s.ok()) {
+      EXPECT_EQ(s.code(), Code::kOutOfRange) << s.ToString();
+      break;
+    }
+    got.push_back(std::move(b));
+  }
+  ASSERT_EQ(got.size(), full.batches.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].step(), full.batches[i].step());
+    EXPECT_EQ(got[i].ids(), full.batches[i].ids()) << "step " << i;
+    EXPECT_EQ(got[i].payload(), full.batches[i].payload());
+  }
+}
+
+TEST_F(StreamEpochTest, ResumeTokenOfAnotherPlanIsRefused) {
+  StreamOptions o = Options(0, 1, 10);
+  o.max_steps = 1;
+  RankRun one = StreamAll(node_->client(), o);
+  ASSERT_EQ(one.batches.size(), 1u);
+  auto stream = node_->client().OpenStream(o);
+  ASSERT_TRUE(stream.ok());
+  Batch b;
+  ASSERT_TRUE(stream.value()->Next(&b).ok());
+  ResumeToken token = stream.value()->resume_token();
+  // The same token with another global batch is another plan.
+  auto resumed = node_->client().ResumeStream(token, Options(0, 1, 12));
+  ASSERT_TRUE(resumed.ok());
+  Status s = resumed.value()->Next(&b);
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition) << s.ToString();
+}
+
+TEST_F(StreamEpochTest, EpochsAndSeedsReorderButKeepExactlyOnce) {
+  RankRun e0 = StreamAll(node_->client(), Options(0, 1, 50, 5, 0));
+  RankRun e1 = StreamAll(node_->client(), Options(0, 1, 50, 5, 1));
+  ASSERT_FALSE(e0.batches.empty());
+  EXPECT_NE(e0.batches[0].ids(), e1.batches[0].ids());
+  std::set<uint64_t> all;
+  for (const Batch& b : e1.batches) all.insert(b.ids().begin(), b.ids().end());
+  EXPECT_EQ(all.size(), kSamples);
+}
+
+TEST_F(StreamEpochTest, MetricsCountWhatWasServed) {
+  auto before = node_->client().GetStatus();
+  ASSERT_TRUE(before.ok());
+  RankRun run = StreamAll(node_->client(), Options(0, 1, 100));
+  uint64_t bytes = 0;
+  for (const Batch& b : run.batches) bytes += b.payload_bytes();
+  auto after = node_->client().GetStatus();
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->samples_served() - before->samples_served(), kSamples);
+  EXPECT_EQ(after->bytes_served() - before->bytes_served(), bytes);
+  // And the same figures on /metrics, as Prometheus scrapes them.
+  CommandResult scrape = RunCommand({"/usr/bin/curl", "-sf", "http://" + node_->process().metrics_address() + "/metrics"});
+  ASSERT_EQ(scrape.exit_code, 0) << scrape.err;
+  for (const char* family : {"strata_served_bytes_total", "strata_served_samples_total", "strata_served_batches_total",
+                             "strata_active_streams", "strata_ingested_samples_total",
+                             "strata_checksum_failures_total"}) {
+    EXPECT_NE(scrape.out.find(family), std::string::npos) << family;
+  }
+  EXPECT_NE(scrape.out.find("strata_served_samples_total{node=\"node-1\"} " + std::to_string(after->samples_served())),
+            std::string::npos)
+      << scrape.out.substr(0, 2000);
+}
+
+}  // namespace
+}  // namespace strata::testing
