@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs the Debian packages strata needs (deploy/setup-debian.sh) and builds
+# everything into ./build. Safe to run again: both steps are incremental.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$root"
+bash deploy/setup-debian.sh
+build_type="${STRATA_BUILD_TYPE:-RelWithDebInfo}"
+if [ ! -f build/build.ninja ]; then
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="$build_type" -DSTRATA_WERROR=ON
+fi
+echo "build: compiling (a clean build takes about 4 minutes on 2 cores)"
+cmake --build build --parallel "$(nproc)"
