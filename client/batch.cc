@@ -90,6 +90,9 @@ void Batch::Reset(uint64_t epoch, uint64_t step, uint32_t rank, uint64_t dataset
 bool Batch::AddPart(v1::Batch* part) {
   if (!PartIsConsistent(*part, size())) return false;
   const int n = part->slots_size();
+  // An empty part (a server with no sample of this step, saying it is done)
+  // adds nothing; in particular it must not finalise a complete batch again.
+  if (n == 0) return true;
   for (int i = 0; i < n; ++i) {
     const uint32_t slot = part->slots(i);
     if (slot_filled_[slot]) {  // filled before, or twice in this part: undo and refuse

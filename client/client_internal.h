@@ -5,18 +5,24 @@
 
 #include <grpcpp/channel.h>
 
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "strata/client.h"
 #include "strata/v1/data.pb.h"
 
 namespace strata::client_internal {
 
-// Starts one StreamBatches call. `position` is where the stream starts: the
-// dataset name, version (0 when the request names the latest), plan hash (0
-// when not yet known), seed, epoch and start step of `request`.
-std::unique_ptr<Stream> NewGrpcStream(std::shared_ptr<grpc::Channel> channel, const v1::StreamRequest& request,
-                                      const ResumeToken& position);
+// A channel to a node by address (the client caches them).
+using ChannelSource = std::function<std::shared_ptr<grpc::Channel>(const std::string& address)>;
+
+// A stream over every node of `map` that serves part of the request (see
+// cluster_stream.cc). `position` is where it starts: dataset name, version (0
+// when the request names the latest), plan hash (0 when not yet known), seed,
+// epoch and start step.
+std::unique_ptr<Stream> NewClusterStream(ChannelSource channels, v1::ClusterMap map, v1::StreamRequest request,
+                                         ResumeToken position, const ClientOptions& options);
 
 // Starts one Ingest call and sends `options` as its first message. Errors
 // come from the server on a later Write or on Commit.

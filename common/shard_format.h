@@ -111,6 +111,12 @@ struct RecordView {
   std::string_view field(std::string_view name) const;
 };
 
+// Verifies and parses one raw record (length prefix to checksum), as
+// ShardReader::RawRecord returns it or a peer sends it. The views point into
+// `raw`. Corruption (and *out left empty) if the checksum, framing, id or
+// field sizes do not match.
+Status ParseRecord(std::string_view raw, uint64_t expected_id, RecordView* out);
+
 // Reads a shard file through a read-only memory mapping.
 // Thread-safe: after Open, every method is const and may be called concurrently.
 class ShardReader {

@@ -144,29 +144,23 @@ std::string_view ShardReader::RawRecord(uint64_t index) const {
   return {base_ + begin, end - begin};
 }
 
-Status ShardReader::Read(uint64_t index, RecordView* out) const {
+Status ParseRecord(std::string_view raw, uint64_t expected_id, RecordView* out) {
   // Emptied first so that no error leaves bytes behind. Clear() keeps the
   // header's allocations, which parsing into it reuses across reads.
   out->payload = {};
   out->header.Clear();
-  if (index >= num_records()) {
-    return Status::OutOfRange("record " + std::to_string(index) + " past the end of " + path_ + " (" +
-                              std::to_string(num_records()) + " records)");
-  }
-  auto corrupt = [&](const char* what) {
-    return Status::Corruption("shard " + path_ + " record " + std::to_string(index) + ": " + what);
-  };
-  const std::string_view raw = RawRecord(index);
-  if (raw.size() < kRecordOverhead) return corrupt("shorter than its framing");
+  if (raw.size() < kRecordOverhead) return Status::Corruption("shorter than its framing");
   const uint32_t header_len = LoadU32(raw.data());
-  if (header_len > raw.size() - kRecordOverhead || header_len > INT_MAX) return corrupt("header length out of range");
+  if (header_len > raw.size() - kRecordOverhead || header_len > INT_MAX) {
+    return Status::Corruption("header length out of range");
+  }
   const size_t checked = raw.size() - 8;
-  if (Checksum64(raw.data(), checked) != LoadU64(raw.data() + checked)) return corrupt("checksum mismatch");
+  if (Checksum64(raw.data(), checked) != LoadU64(raw.data() + checked)) return Status::Corruption("checksum mismatch");
 
   v1::RecordHeader& header = out->header;
   if (!header.ParseFromArray(raw.data() + 4, static_cast<int>(header_len))) {
     header.Clear();
-    return corrupt("header does not parse");
+    return Status::Corruption("header does not parse");
   }
   const std::string_view payload = raw.substr(4 + header_len, checked - 4 - header_len);
   uint64_t total = 0;
@@ -174,12 +168,24 @@ Status ShardReader::Read(uint64_t index, RecordView* out) const {
     if (size > payload.size() - total) break;
     total += size;
   }
-  if (header.id() != first_id() + index || total != payload.size()) {
+  if (header.id() != expected_id || total != payload.size()) {
     header.Clear();
-    return corrupt("id or field sizes do not match the record");
+    return Status::Corruption("id or field sizes do not match the record");
   }
   out->payload = payload;
   return Status::OK();
+}
+
+Status ShardReader::Read(uint64_t index, RecordView* out) const {
+  if (index >= num_records()) {
+    out->payload = {};
+    out->header.Clear();
+    return Status::OutOfRange("record " + std::to_string(index) + " past the end of " + path_ + " (" +
+                              std::to_string(num_records()) + " records)");
+  }
+  Status s = ParseRecord(RawRecord(index), first_id() + index, out);
+  if (!s.ok()) return Status::Corruption("shard " + path_ + " record " + std::to_string(index) + ": " + s.message());
+  return s;
 }
 
 Status ShardReader::VerifyFile() const {

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "common/dataset_ref.h"
+#include "common/placement.h"
 
 namespace strata {
 
@@ -22,9 +23,69 @@ uint64_t CursorStart(const v1::StreamRequest& r, const Catalog* catalog, const O
 
 }  // namespace
 
+// Packs samples into parts of at most max_part_bytes payload (at least one
+// sample each).
+class BatchStream::PartBuilder {
+ public:
+  PartBuilder(const BatchStream& s, uint64_t step, uint32_t batch_size, std::vector<v1::Batch>* out)
+      : stream_(s), step_(step), batch_size_(batch_size), out_(out) {
+    Start();
+  }
+
+  void Add(uint32_t slot, const RecordView& view) {
+    if (part_.ids_size() > 0 && part_.payload().size() + view.payload.size() > stream_.limits_.max_part_bytes) {
+      out_->push_back(std::move(part_));
+      Start();
+    }
+    const v1::RecordHeader& h = view.header;
+    std::string joined;
+    for (const auto& n : h.field_names()) {
+      joined += n;
+      joined += '\0';
+    }
+    auto [it, added] = layouts_.try_emplace(joined, static_cast<uint32_t>(part_.layouts_size()));
+    if (added) part_.add_layouts()->mutable_names()->CopyFrom(h.field_names());
+    part_.add_slots(slot);
+    part_.add_ids(h.id());
+    part_.add_labels(h.label());
+    part_.add_strata(h.stratum());
+    part_.add_sizes(view.payload.size());
+    part_.add_layout_of(it->second);
+    for (uint64_t fs : h.field_sizes()) part_.add_field_sizes(fs);
+    part_.mutable_payload()->append(view.payload);
+  }
+
+  // Emits the last part, marked as the end of this server's share.
+  void Finish() {
+    part_.set_last_part(true);
+    out_->push_back(std::move(part_));
+  }
+
+ private:
+  void Start() {
+    part_ = v1::Batch();
+    part_.set_epoch(stream_.request_.epoch());
+    part_.set_step(step_);
+    part_.set_rank(stream_.request_.rank());
+    part_.set_dataset_version(stream_.version_->shape().version);
+    part_.set_steps_in_epoch(stream_.plan_.num_steps());
+    part_.set_batch_size(batch_size_);
+    part_.set_plan_hash(stream_.plan_.plan_hash());
+    part_.set_node_id(stream_.server_.node_id);
+    layouts_.clear();
+  }
+
+  const BatchStream& stream_;
+  const uint64_t step_;
+  const uint32_t batch_size_;
+  std::vector<v1::Batch>* out_;
+  v1::Batch part_;
+  std::map<std::string, uint32_t> layouts_;  // joined field names -> index in this part
+};
+
 Result<std::unique_ptr<BatchStream>> BatchStream::Open(const v1::StreamRequest& r, DatasetCache* cache,
                                                        const Catalog* catalog, Metrics* metrics,
-                                                       const StreamLimits& limits) {
+                                                       const StreamLimits& limits, StreamServer server) {
   if (r.batch_size() == 0) return Status::InvalidArgument("batch size must be at least 1");
   if (r.world() == 0) return Status::InvalidArgument("world size must be at least 1");
   if (r.world() > limits.max_world) {
@@ -39,8 +100,10 @@ Result<std::unique_ptr<BatchStream>> BatchStream::Open(const v1::StreamRequest& 
   if (!ref.ok()) return ref.status();
   auto version = cache->Open(ref.value());
   if (!version.ok()) return version.status();
-  auto plan = EpochPlan::Create(version.value()->shape(), r.sampler(), r.seed(), r.epoch(), r.batch_size(), r.world(),
-                                r.remainder());
+  auto shape = version.value()->PlanShape(r.sampler());  // with the stratum index if the sampler needs it
+  if (!shape.ok()) return shape.status();
+  auto plan = EpochPlan::Create(shape.value(), r.sampler(), r.seed(), r.epoch(), r.batch_size(), r.world(),
+                                r.remainder(), version.value()->samplers());
   if (!plan.ok()) return plan.status();
   if (r.expect_plan_hash() != 0 && r.expect_plan_hash() != plan->plan_hash()) {
     return Status::FailedPrecondition(
@@ -54,30 +117,47 @@ Result<std::unique_ptr<BatchStream>> BatchStream::Open(const v1::StreamRequest& 
                                    std::to_string(steps) + " steps)");
   }
   const uint64_t end = r.max_steps() == 0 ? steps : std::min(steps, start + r.max_steps());
-  return std::unique_ptr<BatchStream>(
-      new BatchStream(r, std::move(version).value(), std::move(plan).value(), start, end, metrics, limits));
+  return std::unique_ptr<BatchStream>(new BatchStream(r, std::move(version).value(), std::move(plan).value(), start,
+                                                      end, metrics, limits, std::move(server)));
 }
 
 BatchStream::BatchStream(v1::StreamRequest request, std::shared_ptr<const OpenVersion> version, EpochPlan plan,
-                         uint64_t start, uint64_t end, Metrics* metrics, const StreamLimits& limits)
+                         uint64_t start, uint64_t end, Metrics* metrics, const StreamLimits& limits,
+                         StreamServer server)
     : request_(std::move(request)),
       version_(std::move(version)),
       plan_(std::move(plan)),
       next_step_(start),
       end_step_(end),
       metrics_(metrics),
-      limits_(limits) {}
+      limits_(limits),
+      server_(std::move(server)),
+      placement_(version_->num_shards()),
+      members_(request_.members().begin(), request_.members().end()),
+      excluded_(request_.excluded().begin(), request_.excluded().end()) {}
 
-v1::Batch BatchStream::NewPart(uint64_t step, uint32_t batch_size) const {
-  v1::Batch b;
-  b.set_epoch(request_.epoch());
-  b.set_step(step);
-  b.set_rank(request_.rank());
-  b.set_dataset_version(version_->shape().version);
-  b.set_steps_in_epoch(plan_.num_steps());
-  b.set_batch_size(batch_size);
-  b.set_plan_hash(plan_.plan_hash());
-  return b;
+v1::FileRef BatchStream::ShardFile(size_t shard) const {
+  v1::FileRef f;
+  f.set_dataset(version_->shape().name);
+  f.set_version(version_->shape().version);
+  f.set_kind(v1::FileRef::SHARD);
+  f.set_seq(version_->shard(shard).info().seq());
+  return f;
+}
+
+bool BatchStream::ServesHere(size_t shard, uint64_t id) {
+  if (members_.empty()) return true;  // a single node serves everything
+  ShardPlacement& p = placement_[shard];
+  if (!p.known) {
+    const std::string key = ShardFileKey(version_->shape().name, version_->shape().version,
+                                         version_->shard(shard).info().seq());
+    p.ranked = RankMembers(key, members_);
+    p.holders = p.ranked;
+    p.holders.resize(std::min<size_t>(p.holders.size(), version_->Replication(members_.size())));
+    p.known = true;
+  }
+  const auto node = ServingNode(p.holders, p.ranked, excluded_, id);
+  return node.has_value() && *node == server_.node_id;
 }
 
 Status BatchStream::BuildNext(std::vector<v1::Batch>* parts) {
@@ -85,39 +165,70 @@ Status BatchStream::BuildNext(std::vector<v1::Batch>* parts) {
   const uint64_t step = next_step_;
   plan_.RankBatch(step, request_.rank(), &ids_);
   const uint32_t batch_size = static_cast<uint32_t>(ids_.size());
+  const std::string where = "step " + std::to_string(step);
 
-  v1::Batch part = NewPart(step, batch_size);
-  std::map<std::string, uint32_t> layouts;  // joined field names -> index in this part
+  std::vector<v1::Batch> out;
+  PartBuilder builder(*this, step, batch_size, &out);
+  // Samples this node serves but has no good copy of, per shard: (slot, record),
+  // and why the local copy could not serve them.
+  std::map<size_t, std::vector<std::pair<uint32_t, uint64_t>>> remote;
+  std::map<size_t, Status> local_error;
   RecordView view;
   for (uint32_t slot = 0; slot < batch_size; ++slot) {
-    Status s = version_->Read(ids_[slot], &view);
-    if (!s.ok()) {
-      if (s.IsCorruption() && metrics_) metrics_->checksum_failures.Increment();
-      return s.WithContext("step " + std::to_string(step) + ", sample " + std::to_string(ids_[slot]));
+    const uint64_t id = ids_[slot];
+    const OpenVersion::Location at = version_->Locate(id);
+    if (!ServesHere(at.shard, id)) continue;
+    if (placement_[at.shard].local) {
+      Status s = version_->Read(id, &view);
+      if (s.ok()) {
+        builder.Add(slot, view);
+        continue;
+      }
+      if (s.IsCorruption()) {
+        if (metrics_) metrics_->checksum_failures.Increment();
+        if (server_.fetcher) {
+          server_.fetcher->Quarantine(ShardFile(at.shard));
+          version_->Invalidate(at.shard);
+        }
+      }
+      if (!server_.fetcher || (!s.IsCorruption() && !s.IsNotFound())) {
+        return s.WithContext(where + ", sample " + std::to_string(id));
+      }
+      placement_[at.shard].local = false;
+      local_error[at.shard] = s;
     }
-    if (part.ids_size() > 0 && part.payload().size() + view.payload.size() > limits_.max_part_bytes) {
-      parts->push_back(std::move(part));
-      part = NewPart(step, batch_size);
-      layouts.clear();
-    }
-    const v1::RecordHeader& h = view.header;
-    std::string joined;
-    for (const auto& n : h.field_names()) {
-      joined += n;
-      joined += '\0';
-    }
-    auto [it, added] = layouts.try_emplace(joined, static_cast<uint32_t>(part.layouts_size()));
-    if (added) part.add_layouts()->mutable_names()->CopyFrom(h.field_names());
-    part.add_slots(slot);
-    part.add_ids(h.id());
-    part.add_labels(h.label());
-    part.add_strata(h.stratum());
-    part.add_sizes(view.payload.size());
-    part.add_layout_of(it->second);
-    for (uint64_t fs : h.field_sizes()) part.add_field_sizes(fs);
-    part.mutable_payload()->append(view.payload);
+    remote[at.shard].emplace_back(slot, at.record);
   }
-  parts->push_back(std::move(part));
+  for (const auto& [shard, wanted] : remote) {
+    std::vector<uint64_t> indexes;
+    for (const auto& w : wanted) indexes.push_back(w.second);
+    std::vector<std::string> raw;
+    Status s = server_.fetcher->Fetch(ShardFile(shard), indexes, &raw);
+    if (!s.ok()) {
+      // The local reason (a damaged record: Corruption) says more than "no peer had it".
+      auto it = local_error.find(shard);
+      if (it != local_error.end()) {
+        return Status(it->second.code(), it->second.message() + "; no other node could serve it: " + s.message())
+            .WithContext(where);
+      }
+      return s.WithContext(where);
+    }
+    for (size_t i = 0; i < wanted.size(); ++i) {
+      const uint64_t id = version_->shard(shard).info().first_id() + wanted[i].second;
+      STRATA_RETURN_IF_ERROR(ParseRecord(raw[i], id, &view).WithContext(where + ", record from a peer"));
+      builder.Add(wanted[i].first, view);
+    }
+    if (metrics_) metrics_->proxied_records.Increment(static_cast<double>(wanted.size()));
+  }
+  builder.Finish();
+  if (metrics_) {
+    if (!composition_) {
+      composition_ = std::make_unique<CompositionRecorder>(version_->shape(), plan_.sampler().TargetShares(),
+                                                           &metrics_->strata());
+    }
+    composition_->Record(out, batch_size);
+  }
+  for (auto& p : out) parts->push_back(std::move(p));
   ++next_step_;
   if (metrics_) {
     metrics_->batch_build_seconds.Observe(

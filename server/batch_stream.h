@@ -6,11 +6,20 @@
 // Batch messages. A batch whose payload exceeds max_part_bytes is split into
 // parts; the parts' `slots` say where each sample belongs.
 //
+// In a cluster (request.members non-empty) every server computes the same
+// plan and sends only the samples it serves: for each sample, one of its
+// shard's holders not in request.excluded (common/placement.h). Every server
+// sends at least one part per step, the last one marked last_part, so the
+// client can tell a finished share from a late one. A sample this node should
+// serve but holds no good copy of (a new holder before repair reached it, a
+// quarantined copy) is fetched from another holder through a RecordFetcher.
+//
 // Thread-safety: not thread-safe; one caller at a time.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -18,6 +27,7 @@
 #include "server/catalog.h"
 #include "server/dataset_cache.h"
 #include "server/metrics.h"
+#include "server/stratum_metrics.h"
 #include "strata/v1/data.pb.h"
 
 namespace strata {
@@ -25,6 +35,25 @@ namespace strata {
 struct StreamLimits {
   uint64_t max_part_bytes = 16ull << 20;
   uint32_t max_world = 1u << 16;
+};
+
+// Where a stream finds records this node does not hold, or holds damaged.
+class RecordFetcher {
+ public:
+  virtual ~RecordFetcher() = default;
+  // Appends the verified raw records `indexes` of `shard`, in order, from
+  // another node that holds it. Unavailable if no holder can provide them.
+  virtual Status Fetch(const v1::FileRef& shard, std::span<const uint64_t> indexes,
+                       std::vector<std::string>* raw) = 0;
+  // Sets a damaged local copy aside so that it is never read again and
+  // repair replaces it.
+  virtual void Quarantine(const v1::FileRef& shard) = 0;
+};
+
+// Who is serving: this node's id and its fetcher (nullptr on a single node).
+struct StreamServer {
+  std::string node_id;
+  RecordFetcher* fetcher = nullptr;
 };
 
 class BatchStream {
@@ -36,7 +65,7 @@ class BatchStream {
   // a matching cursor in the catalog gives the start step.
   static Result<std::unique_ptr<BatchStream>> Open(const v1::StreamRequest& request, DatasetCache* cache,
                                                    const Catalog* catalog, Metrics* metrics,
-                                                   const StreamLimits& limits);
+                                                   const StreamLimits& limits, StreamServer server = {});
 
   const EpochPlan& plan() const { return plan_; }
   const OpenVersion& version() const { return *version_; }
@@ -51,8 +80,11 @@ class BatchStream {
 
  private:
   BatchStream(v1::StreamRequest request, std::shared_ptr<const OpenVersion> version, EpochPlan plan,
-              uint64_t start, uint64_t end, Metrics* metrics, const StreamLimits& limits);
-  v1::Batch NewPart(uint64_t step, uint32_t batch_size) const;
+              uint64_t start, uint64_t end, Metrics* metrics, const StreamLimits& limits, StreamServer server);
+  class PartBuilder;
+  // Whether this node serves sample `id` of shard `shard`.
+  bool ServesHere(size_t shard, uint64_t id);
+  v1::FileRef ShardFile(size_t shard) const;
 
   const v1::StreamRequest request_;
   std::shared_ptr<const OpenVersion> version_;
@@ -61,7 +93,19 @@ class BatchStream {
   const uint64_t end_step_;
   Metrics* metrics_;
   const StreamLimits limits_;
+  const StreamServer server_;
+  // Cluster serving, per shard, computed on first use.
+  struct ShardPlacement {
+    bool known = false;
+    bool local = true;  // until a read says this node has no good copy
+    std::vector<std::string> holders;
+    std::vector<std::string> ranked;
+  };
+  std::vector<ShardPlacement> placement_;
+  std::vector<std::string> members_;
+  std::vector<std::string> excluded_;
   std::vector<uint64_t> ids_;  // scratch
+  std::unique_ptr<CompositionRecorder> composition_;  // with metrics: the strata of served batches
 };
 
 }  // namespace strata

@@ -173,6 +173,29 @@ Status Catalog::SealVersion(const v1::VersionRecord& sealed) {
   return kv_->Put(KvSpace::kDatasets, VersionKey(name, version), sealed.SerializeAsString());
 }
 
+Result<bool> Catalog::ImportVersion(const v1::VersionRecord& record, const std::vector<v1::ShardRecord>& shards) {
+  const std::string& name = record.info().name();
+  const uint64_t version = record.info().version();
+  STRATA_RETURN_IF_ERROR(CheckName("dataset name", name));
+  const v1::VersionState incoming = record.info().state();
+  if (incoming != v1::VERSION_SEALED && incoming != v1::VERSION_ABORTED) return false;
+  std::lock_guard lock(create_mu_);
+  Result<v1::VersionRecord> stored = GetVersion(name, version);
+  if (!stored.ok() && !stored.status().IsNotFound()) return stored.status();
+  const v1::VersionState local = stored.ok() ? stored->info().state() : v1::VERSION_STATE_UNSPECIFIED;
+  if (local == v1::VERSION_SEALED || local == incoming) return false;
+  KvWriteBatch batch;
+  STRATA_RETURN_IF_ERROR(DeleteShards(*kv_, name, version, &batch));
+  batch.Put(KvSpace::kDatasets, VersionKey(name, version), record.SerializeAsString());
+  if (incoming == v1::VERSION_SEALED) {
+    for (const auto& shard : shards) {
+      batch.Put(KvSpace::kShards, ShardKey(name, version, shard.info().seq()), shard.SerializeAsString());
+    }
+  }
+  STRATA_RETURN_IF_ERROR(kv_->Write(batch));
+  return true;
+}
+
 Status Catalog::AbortVersion(const std::string& name, uint64_t version) {
   std::lock_guard lock(create_mu_);
   Result<v1::VersionRecord> stored = GetVersion(name, version);

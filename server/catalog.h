@@ -49,6 +49,15 @@ class Catalog {
   // FailedPrecondition if it is sealed; OK if it is already aborted.
   Status AbortVersion(const std::string& name, uint64_t version);
 
+  // Merges a version recorded by another node (its coordinator) into this
+  // catalog, atomically with its shard records. A sealed version is final:
+  // an incoming sealed record replaces anything that is not sealed here, and
+  // anything incoming is ignored when this catalog already has it sealed. An
+  // incoming aborted record marks a local non-sealed version aborted (its shard
+  // records go). Ingesting records are ignored (only a coordinator writes
+  // those). Returns true if the catalog changed.
+  Result<bool> ImportVersion(const v1::VersionRecord& record, const std::vector<v1::ShardRecord>& shards);
+
   // Deletes a version and its shard records entirely, in any state. NotFound
   // if there is no such version.
   Status DeleteVersion(const std::string& name, uint64_t version);

@@ -41,6 +41,78 @@ Status ReadScalar(const YAML::Node& node, const std::string& where, T* out) {
   return Status::OK();
 }
 
+Status ApplyCluster(const YAML::Node& node, const std::string& where, ClusterConfig* c) {
+  if (!node.IsMap()) return Bad(where, "expected a mapping");
+  for (const auto& kv : node) {
+    std::string key;
+    STRATA_RETURN_IF_ERROR(ReadScalar(kv.first, where, &key));
+    const YAML::Node& v = kv.second;
+    const std::string at = where + "." + key;
+    if (key == "name") STRATA_RETURN_IF_ERROR(ReadScalar(v, at, &c->name));
+    else if (key == "membership") STRATA_RETURN_IF_ERROR(ReadScalar(v, at, &c->membership));
+    else if (key == "advertise") STRATA_RETURN_IF_ERROR(ReadScalar(v, at, &c->advertise));
+    else if (key == "lease_ttl_s") STRATA_RETURN_IF_ERROR(ReadScalar(v, at, &c->lease_ttl_s));
+    else if (key == "heartbeat_interval_ms") STRATA_RETURN_IF_ERROR(ReadScalar(v, at, &c->heartbeat_interval_ms));
+    else if (key == "failure_timeout_ms") STRATA_RETURN_IF_ERROR(ReadScalar(v, at, &c->failure_timeout_ms));
+    else if (key == "grace_period_s") STRATA_RETURN_IF_ERROR(ReadScalar(v, at, &c->grace_period_s));
+    else if (key == "repair_bytes_per_sec") STRATA_RETURN_IF_ERROR(ReadSize(v, at, &c->repair_bytes_per_sec));
+    else if (key == "repair_interval_ms") STRATA_RETURN_IF_ERROR(ReadScalar(v, at, &c->repair_interval_ms));
+    else if (key == "scrub_bytes_per_sec") STRATA_RETURN_IF_ERROR(ReadSize(v, at, &c->scrub_bytes_per_sec));
+    else if (key == "etcd_endpoints") {
+      if (!v.IsSequence()) return Bad(at, "expected a list of HOST:PORT");
+      c->etcd_endpoints.clear();
+      for (const auto& e : v) {
+        std::string endpoint;
+        STRATA_RETURN_IF_ERROR(ReadScalar(e, at, &endpoint));
+        c->etcd_endpoints.push_back(endpoint);
+      }
+    } else if (key == "nodes") {
+      if (!v.IsSequence()) return Bad(at, "expected a list of {id, address}");
+      c->nodes.clear();
+      for (const auto& n : v) {
+        if (!n.IsMap() || !n["id"] || !n["address"]) return Bad(at, "each node needs an id and an address");
+        ClusterConfig::Peer peer;
+        STRATA_RETURN_IF_ERROR(ReadScalar(n["id"], at, &peer.id));
+        STRATA_RETURN_IF_ERROR(ReadScalar(n["address"], at, &peer.address));
+        c->nodes.push_back(std::move(peer));
+      }
+    } else {
+      return Bad(where, "unknown key '" + key + "'");
+    }
+  }
+  return Status::OK();
+}
+
+// "node-1=127.0.0.1:7400,node-2=127.0.0.1:7401"
+Status ParsePeers(const std::string& text, std::vector<ClusterConfig::Peer>* out) {
+  out->clear();
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) {
+      return Status::InvalidArgument("--peers: expected ID=HOST:PORT[,ID=HOST:PORT...], got '" + item + "'");
+    }
+    out->push_back({item.substr(0, eq), item.substr(eq + 1)});
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return Status::OK();
+}
+
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    if (comma > start) out.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
 Status ApplyFile(const std::string& path, NodeConfig* c) {
   if (!std::filesystem::exists(path)) return Status::NotFound("config file " + path + " does not exist");
   YAML::Node root;
@@ -68,6 +140,7 @@ Status ApplyFile(const std::string& path, NodeConfig* c) {
     else if (key == "max_message_bytes") STRATA_RETURN_IF_ERROR(ReadSize(v, where, &c->max_message_bytes));
     else if (key == "drain_timeout_ms") STRATA_RETURN_IF_ERROR(ReadScalar(v, where, &c->drain_timeout_ms));
     else if (key == "max_streams") STRATA_RETURN_IF_ERROR(ReadScalar(v, where, &c->max_streams));
+    else if (key == "cluster") STRATA_RETURN_IF_ERROR(ApplyCluster(v, path + ": cluster", &c->cluster));
     else return Bad(path, "unknown key '" + key + "'");
   }
   return Status::OK();
@@ -126,6 +199,35 @@ Status ValidateNodeConfig(const NodeConfig& c) {
     return Status::InvalidArgument("max_message_bytes must be between 1 MiB and 2 GiB");
   }
   if (c.max_streams < 1) return Status::InvalidArgument("max_streams must be at least 1");
+  const ClusterConfig& k = c.cluster;
+  if (k.membership != "static" && k.membership != "etcd") {
+    return Status::InvalidArgument("cluster.membership '" + k.membership + "': use static or etcd");
+  }
+  if (k.membership == "etcd" && k.etcd_endpoints.empty()) {
+    return Status::InvalidArgument("cluster.membership is etcd but no etcd_endpoints are given");
+  }
+  for (const auto& e : k.etcd_endpoints) {
+    STRATA_RETURN_IF_ERROR(ParseHostPort(e, &host, &port).WithContext("cluster.etcd_endpoints"));
+  }
+  if (!k.advertise.empty()) STRATA_RETURN_IF_ERROR(ParseHostPort(k.advertise, &host, &port).WithContext("advertise"));
+  std::set<std::string> ids;
+  bool self_listed = k.nodes.empty();
+  for (const auto& n : k.nodes) {
+    if (!ids.insert(n.id).second) return Status::InvalidArgument("cluster.nodes lists '" + n.id + "' twice");
+    STRATA_RETURN_IF_ERROR(ParseHostPort(n.address, &host, &port).WithContext("cluster.nodes " + n.id));
+    self_listed = self_listed || n.id == c.node_id;
+  }
+  if (!self_listed) {
+    return Status::InvalidArgument("cluster.nodes does not list this node ('" + c.node_id + "')");
+  }
+  if (k.lease_ttl_s < 1) return Status::InvalidArgument("cluster.lease_ttl_s must be at least 1");
+  if (k.heartbeat_interval_ms < 10) return Status::InvalidArgument("cluster.heartbeat_interval_ms must be >= 10");
+  if (k.failure_timeout_ms < k.heartbeat_interval_ms) {
+    return Status::InvalidArgument("cluster.failure_timeout_ms must be at least heartbeat_interval_ms");
+  }
+  if (k.grace_period_s < 1) return Status::InvalidArgument("cluster.grace_period_s must be at least 1");
+  if (k.repair_bytes_per_sec < (1u << 20)) return Status::InvalidArgument("cluster.repair_bytes_per_sec must be >= 1 MiB");
+  if (k.repair_interval_ms < 10) return Status::InvalidArgument("cluster.repair_interval_ms must be >= 10");
   return Status::OK();
 }
 
@@ -137,6 +239,16 @@ Result<NodeConfig> LoadNodeConfig(const NodeFlags& flags) {
   if (flags.metrics_listen) c.metrics_listen = *flags.metrics_listen;
   if (flags.node_id) c.node_id = *flags.node_id;
   if (flags.log_level) c.log_level = *flags.log_level;
+  if (flags.advertise) c.cluster.advertise = *flags.advertise;
+  if (flags.cluster_name) c.cluster.name = *flags.cluster_name;
+  if (flags.peers) {
+    c.cluster.membership = "static";
+    STRATA_RETURN_IF_ERROR(ParsePeers(*flags.peers, &c.cluster.nodes));
+  }
+  if (flags.etcd_endpoints) {
+    c.cluster.membership = "etcd";
+    c.cluster.etcd_endpoints = SplitList(*flags.etcd_endpoints);
+  }
   STRATA_RETURN_IF_ERROR(ValidateNodeConfig(c));
   return c;
 }

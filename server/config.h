@@ -6,10 +6,31 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
 namespace strata {
+
+// How this node finds the others, and how the cluster keeps its data whole.
+struct ClusterConfig {
+  struct Peer {
+    std::string id;
+    std::string address;
+  };
+  std::string name = "strata";         // etcd key prefix /strata/<name>/
+  std::string membership = "static";   // "static" (the node list below) or "etcd"
+  std::vector<Peer> nodes;             // static: every node, this one included; empty: this node alone
+  std::vector<std::string> etcd_endpoints;  // etcd: HOST:PORT of the etcd cluster
+  uint32_t lease_ttl_s = 5;            // etcd: a node's registration lives this long without keep-alives
+  std::string advertise;               // address others use for this node; default: the bound listen address
+  uint32_t heartbeat_interval_ms = 1000;  // static: ping period
+  uint32_t failure_timeout_ms = 3000;  // static: unanswered pings this long mark a node down
+  uint32_t grace_period_s = 300;       // a node down this long leaves the map; its shards are re-replicated
+  uint64_t repair_bytes_per_sec = 256ull << 20;  // repair and rebalance copy rate (per node)
+  uint32_t repair_interval_ms = 2000;  // how often a node checks what placement gives it
+  uint64_t scrub_bytes_per_sec = 32ull << 20;    // background checksum verification; 0 disables
+};
 
 struct NodeConfig {
   std::string node_id = "node-1";            // names this node in logs, metrics and the cluster map
@@ -24,6 +45,7 @@ struct NodeConfig {
   uint64_t max_message_bytes = 256ull << 20; // largest gRPC message accepted (ingest)
   uint32_t drain_timeout_ms = 5000;          // SIGTERM: time streams get to finish
   uint32_t max_streams = 1024;               // concurrent batch streams
+  ClusterConfig cluster;
 };
 
 // The flags of stratad; a set flag overrides the config file.
@@ -34,6 +56,10 @@ struct NodeFlags {
   std::optional<std::string> metrics_listen;
   std::optional<std::string> node_id;
   std::optional<std::string> log_level;
+  std::optional<std::string> advertise;
+  std::optional<std::string> peers;           // static membership: "id=addr,id=addr"
+  std::optional<std::string> etcd_endpoints;  // etcd membership: "host:port,host:port"
+  std::optional<std::string> cluster_name;
 };
 
 // Loads flags.config_file (if set) over the defaults, applies the flags and

@@ -4,6 +4,8 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <vector>
 
@@ -85,6 +87,65 @@ uint64_t DataDir::ShardBytes() const {
     if (it->is_regular_file(ec)) total += it->file_size(ec);
   }
   return total;
+}
+
+std::string DataDir::FileRelativePath(const v1::FileRef& file) const {
+  if (file.kind() == v1::FileRef::STRATA_INDEX) {
+    return "shards/" + file.dataset() + "/v" + std::to_string(file.version()) + "/strata.idx";
+  }
+  return ShardRelativePath(file.dataset(), file.version(), file.seq());
+}
+
+Result<std::vector<v1::FileRef>> DataDir::ScanFiles() const {
+  std::vector<v1::FileRef> out;
+  std::error_code ec;
+  const fs::path base = root_ + "/shards";
+  for (fs::recursive_directory_iterator it(base, ec), end; it != end; it.increment(ec)) {
+    if (ec) return FsError("cannot scan " + base.string(), ec);
+    if (!it->is_regular_file(ec)) continue;
+    const fs::path rel = fs::relative(it->path(), base, ec);
+    // <name>/v<version>/<file>
+    auto part = rel.begin();
+    if (std::distance(rel.begin(), rel.end()) != 3) continue;
+    const std::string name = (part++)->string();
+    const std::string vdir = (part++)->string();
+    const std::string file = part->string();
+    if (vdir.size() < 2 || vdir[0] != 'v' || file.rfind(".tmp.", 0) == 0) continue;
+    v1::FileRef ref;
+    ref.set_dataset(name);
+    ref.set_version(std::strtoull(vdir.c_str() + 1, nullptr, 10));
+    if (file == "strata.idx") {
+      ref.set_kind(v1::FileRef::STRATA_INDEX);
+    } else if (file.size() == 12 && file.substr(6) == ".shard") {
+      ref.set_kind(v1::FileRef::SHARD);
+      ref.set_seq(static_cast<uint32_t>(std::strtoul(file.c_str(), nullptr, 10)));
+    } else {
+      continue;
+    }
+    out.push_back(std::move(ref));
+  }
+  return out;
+}
+
+Status DataDir::Quarantine(const v1::FileRef& file) const {
+  std::error_code ec;
+  fs::create_directories(root_ + "/quarantine", ec);
+  if (ec) return FsError("cannot create " + root_ + "/quarantine", ec);
+  std::string flat = FileRelativePath(file);
+  for (char& c : flat) {
+    if (c == '/') c = '_';
+  }
+  const std::string to = root_ + "/quarantine/" + std::to_string(std::time(nullptr)) + "-" + flat;
+  fs::rename(Absolute(FileRelativePath(file)), to, ec);
+  if (ec) return FsError("cannot quarantine " + FileRelativePath(file), ec);
+  return Status::OK();
+}
+
+Status DataDir::RemoveFile(const v1::FileRef& file) const {
+  std::error_code ec;
+  fs::remove(Absolute(FileRelativePath(file)), ec);
+  if (ec) return FsError("cannot remove " + FileRelativePath(file), ec);
+  return Status::OK();
 }
 
 }  // namespace strata

@@ -2,6 +2,8 @@
 //
 //   <data_dir>/meta/                          RocksDB metadata (the catalog)
 //   <data_dir>/shards/<name>/v<version>/<seq>.shard   shard files (seq: 6 digits)
+//   <data_dir>/shards/<name>/v<version>/strata.idx    the version's stratum member index
+//   <data_dir>/quarantine/                    corrupt copies set aside by the scrubber
 //
 // Shard paths recorded in the catalog are relative to <data_dir>, so a data
 // directory can be moved as a whole.
@@ -12,8 +14,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
+#include "strata/v1/cluster.pb.h"
 
 namespace strata {
 
@@ -40,6 +44,15 @@ class DataDir {
   Result<uint64_t> RemoveTempFiles() const;
   // Bytes of shard files on disk.
   uint64_t ShardBytes() const;
+
+  // Relative path of a version's file (a shard or its stratum index).
+  std::string FileRelativePath(const v1::FileRef& file) const;
+  // Every shard and index file present (not temporary files).
+  Result<std::vector<v1::FileRef>> ScanFiles() const;
+  // Moves a corrupt file out of the way into quarantine/ (kept for inspection).
+  Status Quarantine(const v1::FileRef& file) const;
+  // Removes one file (NotFound is not an error).
+  Status RemoveFile(const v1::FileRef& file) const;
 
  private:
   std::string root_;

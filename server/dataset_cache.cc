@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/placement.h"
+
 namespace strata {
 
 OpenVersion::OpenVersion(v1::VersionRecord record, std::vector<v1::ShardRecord> shards, const DataDir* dir)
@@ -26,16 +28,69 @@ Result<std::shared_ptr<const ShardReader>> OpenVersion::Reader(size_t shard) con
   return slot.reader;
 }
 
+OpenVersion::Location OpenVersion::Locate(uint64_t id) const {
+  const auto it = std::upper_bound(first_ids_.begin(), first_ids_.end(), id);
+  const size_t shard = static_cast<size_t>(it - first_ids_.begin()) - 1;
+  return {shard, shards_[shard].info().seq(), id - first_ids_[shard]};
+}
+
 Status OpenVersion::Read(uint64_t id, RecordView* out) const {
   if (id >= shape_.num_samples || first_ids_.empty()) {
     return Status::OutOfRange("sample " + std::to_string(id) + " is past the end of " + shape_.name + "@" +
                               std::to_string(shape_.version));
   }
-  const auto it = std::upper_bound(first_ids_.begin(), first_ids_.end(), id);
-  const size_t shard = static_cast<size_t>(it - first_ids_.begin()) - 1;
-  auto reader = Reader(shard);
+  const Location at = Locate(id);
+  auto reader = Reader(at.shard);
   if (!reader.ok()) return reader.status();
-  return reader.value()->Read(id - first_ids_[shard], out);
+  return reader.value()->Read(at.record, out);
+}
+
+Status OpenVersion::ReadRaw(uint64_t id, std::string* raw) const {
+  if (id >= shape_.num_samples || first_ids_.empty()) {
+    return Status::OutOfRange("sample " + std::to_string(id) + " is past the end");
+  }
+  const Location at = Locate(id);
+  auto reader = Reader(at.shard);
+  if (!reader.ok()) return reader.status();
+  RecordView view;
+  STRATA_RETURN_IF_ERROR(reader.value()->Read(at.record, &view));  // verified before it leaves
+  raw->assign(reader.value()->RawRecord(at.record));
+  return Status::OK();
+}
+
+void OpenVersion::Invalidate(size_t shard) const {
+  Slot& slot = slots_[shard];
+  std::lock_guard<std::mutex> lock(slot.mu);
+  slot.reader.reset();  // streams holding it finish with the old mapping
+}
+
+uint32_t OpenVersion::Replication(size_t members) const {
+  const uint32_t r = record_.info().replication();
+  return r != 0 ? r : DefaultReplication(members);
+}
+
+Result<DatasetShape> OpenVersion::PlanShape(const v1::SamplerSpec& sampler) const {
+  if (sampler.kind() == v1::SamplerSpec::SHUFFLE) return shape_;
+  const std::string name = shape_.name + "@" + std::to_string(shape_.version);
+  std::lock_guard<std::mutex> lock(members_mu_);
+  if (!members_) {
+    if (!record_.has_strata_index()) {
+      return Status::FailedPrecondition("dataset " + name +
+                                        " has no stratum index (it was ingested by an older server); re-ingest it "
+                                        "to stream it with a stratified or weighted sampler");
+    }
+    StratumIndexExpect expect;
+    expect.file_bytes = record_.strata_index().bytes();
+    expect.checksum = record_.strata_index().checksum();
+    for (const auto& c : shape_.strata) expect.counts.push_back(c.count());
+    auto file = StratumIndexFile::Open(dir_->VersionDir(shape_.name, shape_.version) + "/" + kStratumIndexFileName,
+                                       &expect);
+    if (!file.ok()) return file.status();
+    members_ = std::shared_ptr<const StratumMembers>(std::move(file).value());
+  }
+  DatasetShape out = shape_;
+  out.members = members_;
+  return out;
 }
 
 Result<std::shared_ptr<const OpenVersion>> DatasetCache::Open(const DatasetRef& ref) {

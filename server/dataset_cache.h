@@ -15,6 +15,7 @@
 #include "common/dataset_ref.h"
 #include "common/epoch_plan.h"
 #include "common/shard_format.h"
+#include "common/stratum_index.h"
 #include "server/catalog.h"
 #include "server/data_dir.h"
 
@@ -30,8 +31,37 @@ class OpenVersion {
 
   // Reads sample `id`, verifying its record checksum. OutOfRange if id is past
   // the end; Corruption (never the bytes) if the record or shard is damaged;
-  // IOError if a shard file cannot be opened.
+  // NotFound if this node does not hold the shard file; IOError if it cannot
+  // be opened.
   Status Read(uint64_t id, RecordView* out) const;
+
+  // Reads sample `id` like Read, then copies its raw record bytes (length
+  // prefix to checksum) into *raw, for a peer.
+  Status ReadRaw(uint64_t id, std::string* raw) const;
+
+  // shape() plus what a plan with `sampler` needs beyond it: for the
+  // stratified and weighted samplers, the stratum member index (strata.idx),
+  // mapped and verified against the catalog's record on first use (O(samples),
+  // once per version). FailedPrecondition if the version has no index (it was
+  // ingested by an older server); NotFound if this node does not hold the
+  // file; Corruption if it is damaged.
+  Result<DatasetShape> PlanShape(const v1::SamplerSpec& sampler) const;
+  // Samplers shared by the streams of this version (see SamplerCache).
+  SamplerCache* samplers() const { return &samplers_; }
+
+  // Where sample `id` lives. REQUIRES: id < shape().num_samples.
+  struct Location {
+    size_t shard;      // index into the version's shard list
+    uint32_t seq;      // the shard's sequence number
+    uint64_t record;   // record index within the shard
+  };
+  Location Locate(uint64_t id) const;
+  const v1::ShardRecord& shard(size_t i) const { return shards_[i]; }
+  // Forgets the open reader of shard i (after its file was quarantined).
+  void Invalidate(size_t shard) const;
+  // Copies of each shard this version keeps (its recorded replication, or the
+  // default for `members` nodes when it recorded none).
+  uint32_t Replication(size_t members) const;
 
  private:
   struct Slot {
@@ -46,6 +76,9 @@ class OpenVersion {
   DatasetShape shape_;
   const DataDir* dir_;
   mutable std::vector<Slot> slots_;
+  mutable std::mutex members_mu_;
+  mutable std::shared_ptr<const StratumMembers> members_;  // GUARDED_BY(members_mu_)
+  mutable SamplerCache samplers_;
 };
 
 class DatasetCache {

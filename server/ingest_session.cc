@@ -56,7 +56,9 @@ void CopyCounts(const std::map<std::string, uint64_t>& from,
 
 Result<std::unique_ptr<IngestSession>> IngestSession::Open(const v1::IngestOptions& options, Catalog* catalog,
                                                            const DataDir* dir, Metrics* metrics,
-                                                           const IngestLimits& limits) {
+                                                           const IngestLimits& limits,
+                                                           std::unique_ptr<IngestObserver> observer,
+                                                           const std::string& coordinator) {
   auto ref = ParseDatasetRef(options.dataset());
   if (!ref.ok()) return ref.status();
   uint64_t target = options.shard_target_bytes() ? options.shard_target_bytes() : limits.default_shard_target_bytes;
@@ -72,6 +74,10 @@ Result<std::unique_ptr<IngestSession>> IngestSession::Open(const v1::IngestOptio
   for (const auto& k : keyer->stratify_by()) initial.mutable_info()->add_stratify_by(k);
   initial.mutable_info()->set_time_bucket_field(options.time_bucket_field());
   initial.mutable_info()->set_time_bucket_seconds(options.time_bucket_seconds());
+  initial.mutable_info()->set_replication(options.replication());
+  initial.mutable_info()->set_write_policy(options.write_policy());
+  initial.mutable_info()->set_write_quorum(options.write_quorum());
+  initial.mutable_info()->set_coordinator(coordinator);
   auto created = catalog->CreateVersion(ref->name, ref->version, initial);
   if (!created.ok()) return created.status();
   const uint64_t version = created->info().version();
@@ -81,12 +87,13 @@ Result<std::unique_ptr<IngestSession>> IngestSession::Open(const v1::IngestOptio
   }
   metrics->active_ingests.Increment();
   spdlog::info("ingest {}@{}: started (shard target {} bytes)", ref->name, version, target);
-  return std::unique_ptr<IngestSession>(
-      new IngestSession(ref->name, version, target, std::move(keyer).value(), catalog, dir, metrics, limits));
+  return std::unique_ptr<IngestSession>(new IngestSession(ref->name, version, target, std::move(keyer).value(),
+                                                          catalog, dir, metrics, limits, std::move(observer)));
 }
 
 IngestSession::IngestSession(std::string name, uint64_t version, uint64_t shard_target, StratumKeyer keyer,
-                             Catalog* catalog, const DataDir* dir, Metrics* metrics, const IngestLimits& limits)
+                             Catalog* catalog, const DataDir* dir, Metrics* metrics, const IngestLimits& limits,
+                             std::unique_ptr<IngestObserver> observer)
     : name_(std::move(name)),
       version_(version),
       shard_target_(shard_target),
@@ -94,7 +101,8 @@ IngestSession::IngestSession(std::string name, uint64_t version, uint64_t shard_
       catalog_(catalog),
       dir_(dir),
       metrics_(metrics),
-      limits_(limits) {}
+      limits_(limits),
+      observer_(std::move(observer)) {}
 
 IngestSession::~IngestSession() {
   if (!committed_) Abort("the ingest ended before it was committed");
@@ -140,6 +148,11 @@ Status IngestSession::Add(const v1::Sample& sample) {
 Status IngestSession::AddValidated(const v1::Sample& sample) {
   auto stratum = keyer_.KeyOf(sample);
   if (!stratum.ok()) return stratum.status();
+  if (!index_) {
+    auto w = StratumIndexWriter::Create(dir_->VersionDir(name_, version_) + "/" + kStratumIndexFileName);
+    if (!w.ok()) return w.status();
+    index_ = std::move(w).value();
+  }
   if (!writer_) {
     ShardIdentity id{name_, version_, next_seq_, samples_};
     auto w = ShardWriter::Create(dir_->Absolute(dir_->ShardRelativePath(name_, version_, next_seq_)), id);
@@ -162,6 +175,7 @@ Status IngestSession::AddValidated(const v1::Sample& sample) {
     bytes += f.data().size();
   }
   STRATA_RETURN_IF_ERROR(writer_->Append(header, fields));
+  STRATA_RETURN_IF_ERROR(index_->Add(stratum.value()));
 
   const Hash128 content = ContentOf(sample);
   auto [it, inserted] = first_by_hash_.try_emplace(content, id);
@@ -200,10 +214,44 @@ Status IngestSession::FinishShard() {
   info->set_bytes(summary->file_bytes);
   info->set_checksum(summary->file_checksum);
   STRATA_RETURN_IF_ERROR(catalog_->PutShard(name_, version_, rec));
+  if (observer_) {
+    v1::FileRef file;
+    file.set_dataset(name_);
+    file.set_version(version_);
+    file.set_kind(v1::FileRef::SHARD);
+    file.set_seq(next_seq_);
+    observer_->FileWritten(file, summary->file_bytes);
+  }
   shards_.push_back(std::move(rec));
   file_bytes_ += summary->file_bytes;
   ++next_seq_;
   metrics_->shards_written.Increment();
+  return Status::OK();
+}
+
+Status IngestSession::FinishStratumIndex() {
+  if (!index_) return Status::Internal("no stratum index writer");  // Commit refuses an empty ingest first
+  auto summary = index_->Finish();
+  index_.reset();
+  if (!summary.ok()) return summary.status();
+  // The index and the catalog's counts come from the same keys; a mismatch is a bug.
+  if (summary->keys.size() != stratum_counts_.size()) return Status::Internal("stratum index disagrees with counts");
+  size_t i = 0;
+  for (const auto& [key, count] : stratum_counts_) {
+    if (summary->keys[i] != key || summary->counts[i] != count) {
+      return Status::Internal("stratum index disagrees with the count of '" + key + "'");
+    }
+    ++i;
+  }
+  index_record_.set_bytes(summary->file_bytes);
+  index_record_.set_checksum(summary->checksum);
+  if (observer_) {
+    v1::FileRef file;
+    file.set_dataset(name_);
+    file.set_version(version_);
+    file.set_kind(v1::FileRef::STRATA_INDEX);
+    observer_->FileWritten(file, summary->file_bytes);
+  }
   return Status::OK();
 }
 
@@ -237,6 +285,8 @@ Result<v1::IngestReply> IngestSession::Commit(uint64_t expected_samples) {
     s = Status::FailedPrecondition("no samples were sent; an empty dataset cannot be sealed");
   } else {
     s = FinishShard();
+    if (s.ok()) s = FinishStratumIndex();
+    if (s.ok() && observer_) s = observer_->BeforeSeal();
   }
   if (!s.ok()) {
     Abort(s.ToString());
@@ -258,11 +308,13 @@ Result<v1::IngestReply> IngestSession::Commit(uint64_t expected_samples) {
   info->set_sealed_unix_ms(NowMs());
   CopyCounts(label_counts_, info->mutable_label_counts());
   CopyCounts(stratum_counts_, info->mutable_stratum_counts());
+  *sealed.mutable_strata_index() = index_record_;
   if (Status seal = catalog_->SealVersion(sealed); !seal.ok()) {
     Abort(seal.ToString());
     return seal;
   }
   committed_ = true;
+  if (observer_) observer_->AfterSeal(sealed);
   metrics_->active_ingests.Decrement();
   metrics_->versions_sealed.Increment();
   spdlog::info("ingest {}@{}: sealed {} samples, {} payload bytes, {} shards, {} duplicates", name_, version_,
@@ -277,8 +329,10 @@ void IngestSession::Abort(const std::string& why) {
   if (committed_ || aborted_) return;
   aborted_ = true;
   writer_.reset();  // removes its temporary file
+  index_.reset();   // and the stratum index's
   Status files = dir_->RemoveVersion(name_, version_);
   Status meta = catalog_->AbortVersion(name_, version_);
+  if (observer_) observer_->AfterAbort();
   metrics_->active_ingests.Decrement();
   metrics_->ingests_aborted.Increment();
   spdlog::warn("ingest {}@{}: aborted after {} samples: {}", name_, version_, samples_, why);

@@ -21,13 +21,31 @@
 
 #include "common/checksum.h"
 #include "common/shard_format.h"
+#include "common/stratum_index.h"
 #include "server/catalog.h"
 #include "server/data_dir.h"
 #include "server/metrics.h"
 #include "server/stratum_key.h"
+#include "strata/v1/cluster.pb.h"
 #include "strata/v1/data.pb.h"
 
 namespace strata {
+
+// What happens to the files an ingest writes, beyond this node's catalog: in a
+// cluster they are copied to their holders (server/cluster/ingest_replication).
+class IngestObserver {
+ public:
+  virtual ~IngestObserver() = default;
+  // A file of the version is complete and durable here.
+  virtual void FileWritten(const v1::FileRef& file, uint64_t bytes) = 0;
+  // Called before sealing: returns when the version's write policy is met
+  // (enough durable copies), or why it cannot be.
+  virtual Status BeforeSeal() = 0;
+  // Called once the version is sealed here.
+  virtual void AfterSeal(const v1::VersionRecord& sealed) = 0;
+  // Called once an aborted version's files are gone.
+  virtual void AfterAbort() = 0;
+};
 
 struct IngestLimits {
   uint64_t default_shard_target_bytes = 64ull << 20;
@@ -42,8 +60,12 @@ class IngestSession {
  public:
   // Validates the options and creates the version. The collaborators must
   // outlive the session.
+  // `observer` (optional) is owned by the session. `coordinator` names this
+  // node in the version's record.
   static Result<std::unique_ptr<IngestSession>> Open(const v1::IngestOptions& options, Catalog* catalog,
-                                                     const DataDir* dir, Metrics* metrics, const IngestLimits& limits);
+                                                     const DataDir* dir, Metrics* metrics, const IngestLimits& limits,
+                                                     std::unique_ptr<IngestObserver> observer = nullptr,
+                                                     const std::string& coordinator = "");
   ~IngestSession();  // aborts unless committed
   IngestSession(const IngestSession&) = delete;
   IngestSession& operator=(const IngestSession&) = delete;
@@ -66,10 +88,13 @@ class IngestSession {
 
  private:
   IngestSession(std::string name, uint64_t version, uint64_t shard_target, StratumKeyer keyer, Catalog* catalog,
-                const DataDir* dir, Metrics* metrics, const IngestLimits& limits);
+                const DataDir* dir, Metrics* metrics, const IngestLimits& limits,
+                std::unique_ptr<IngestObserver> observer);
   Status Validate(const v1::Sample& sample) const;
   Status AddValidated(const v1::Sample& sample);
   Status FinishShard();
+  // Publishes strata.idx (the stratum member index) beside the shards.
+  Status FinishStratumIndex();
   void FillDuplicateExamples(v1::IngestReply* reply) const;
 
   const std::string name_;
@@ -80,8 +105,12 @@ class IngestSession {
   const DataDir* dir_;
   Metrics* metrics_;
   const IngestLimits limits_;
+  const std::unique_ptr<IngestObserver> observer_;
 
   std::unique_ptr<ShardWriter> writer_;
+  // Each sample's stratum, for the stratum member index written at commit.
+  std::unique_ptr<StratumIndexWriter> index_;
+  v1::StratumIndexRecord index_record_;
   uint32_t next_seq_ = 0;
   uint64_t samples_ = 0;
   uint64_t payload_bytes_ = 0;

@@ -99,7 +99,26 @@ Metrics::Metrics(const std::string& node_id)
                                     "Records or files whose checksum did not match")),
       requests_rejected(MakeCounter(*registry_, node_id_, "strata_requests_rejected_total",
                                     "Requests refused for invalid input or state")),
+      replication_backlog_bytes(MakeGauge(*registry_, node_id_, "strata_replication_backlog_bytes",
+                                          "Shard bytes an async ingest has yet to copy to their holders")),
+      replicated_bytes(MakeCounter(*registry_, node_id_, "strata_replicated_bytes_total",
+                                   "Shard bytes pushed to holders at ingest")),
+      repair_files_copied(MakeCounter(*registry_, node_id_, "strata_repair_files_copied_total",
+                                      "Files copied here by repair or rebalance (repairs done)")),
+      repair_bytes_copied(MakeCounter(*registry_, node_id_, "strata_repair_bytes_copied_total",
+                                      "Bytes copied here by repair or rebalance")),
+      files_released(MakeCounter(*registry_, node_id_, "strata_files_released_total",
+                                 "Extra copies deleted once their holders had them")),
+      scrubbed_bytes(MakeCounter(*registry_, node_id_, "strata_scrubbed_bytes_total",
+                                 "Bytes re-verified by the background scrubber")),
+      corruptions_found(MakeCounter(*registry_, node_id_, "strata_corruptions_found_total",
+                                    "Local copies found corrupt (by the scrubber or a read) and quarantined")),
+      proxied_records(MakeCounter(*registry_, node_id_, "strata_proxied_records_total",
+                                  "Records served from a peer because the local copy was missing or corrupt")),
+      map_epoch(MakeGauge(*registry_, node_id_, "strata_cluster_map_epoch", "Epoch of this node's cluster map")),
+      nodes_up(MakeGauge(*registry_, node_id_, "strata_cluster_nodes_up", "Nodes up in this node's cluster map")),
       scrape_(std::make_shared<ScrapeCollectable>(node_id)) {
+  strata_ = std::make_unique<StratumMetrics>(*registry_, node_id_);
 }
 
 Metrics::~Metrics() = default;

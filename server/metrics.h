@@ -17,6 +17,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "server/stratum_metrics.h"
 
 namespace strata {
 
@@ -58,14 +59,29 @@ class Metrics {
   prometheus::Counter& checksum_failures;
   // Requests refused for bad input, by nothing finer (reasons are in the logs).
   prometheus::Counter& requests_rejected;
+  // Cluster: replication, repair, scrubbing.
+  prometheus::Gauge& replication_backlog_bytes;
+  prometheus::Counter& replicated_bytes;
+  prometheus::Counter& repair_files_copied;
+  prometheus::Counter& repair_bytes_copied;
+  prometheus::Counter& files_released;
+  prometheus::Counter& scrubbed_bytes;
+  prometheus::Counter& corruptions_found;
+  prometheus::Counter& proxied_records;
+  prometheus::Gauge& map_epoch;
+  prometheus::Gauge& nodes_up;
 
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+
+  // Per-stratum served samples and batch composition (server/stratum_metrics.h).
+  StratumMetrics& strata() const { return *strata_; }
 
  private:
   class ScrapeCollectable;
 
   std::shared_ptr<ScrapeCollectable> scrape_;
   std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<StratumMetrics> strata_;
 };
 
 }  // namespace strata

@@ -12,6 +12,10 @@
 
 #include "server/batch_stream.h"
 #include "server/catalog.h"
+#include "server/cluster/local_files.h"
+#include "server/cluster/membership.h"
+#include "server/cluster/peer_clients.h"
+#include "server/cluster/rate_limiter.h"
 #include "server/config.h"
 #include "server/data_dir.h"
 #include "server/dataset_cache.h"
@@ -19,23 +23,66 @@
 #include "server/kv_store.h"
 #include "server/metrics.h"
 #include "strata/v1/admin.pb.h"
+#include "strata/v1/cluster.pb.h"
 
 namespace strata {
 
-class Node {
+class Repairer;
+class Replicator;
+class Scrubber;
+
+class Node : public RecordFetcher {
  public:
   // Creates the data directory, opens RocksDB, and recovers from a crash:
   // versions left ingesting are aborted and their files removed, temporary
   // files are deleted. IOError if the directory is unusable or held by
   // another stratad.
   static Result<std::unique_ptr<Node>> Open(const NodeConfig& config);
-  ~Node();
+  ~Node() override;
+
+  // Joins the cluster as `self` (its advertised address is known once the
+  // gRPC port is bound) and starts the background work: membership,
+  // replication, repair and rebalance, scrubbing.
+  Status StartCluster(const v1::NodeInfo& self);
 
   const NodeConfig& config() const { return config_; }
   Metrics& metrics() { return metrics_; }
   Catalog& catalog() { return *catalog_; }
   const DataDir& data_dir() const { return dir_; }
   boost::asio::thread_pool& pool() { return pool_; }
+  LocalFiles& local_files() { return files_; }
+  PeerClients& peers() { return peers_; }
+  DatasetCache& cache() { return cache_; }
+  Replicator* replicator() { return replicator_.get(); }
+  // This node's latest cluster map (this node alone before StartCluster).
+  v1::ClusterMap cluster_map() const;
+
+  // Reads record `index` of a local shard, verified, as raw bytes (for a peer).
+  // NotFound if this node does not hold the shard; Corruption (and the copy is
+  // quarantined) if it is damaged.
+  Status ReadLocalRecord(const v1::FileRef& shard, uint64_t index, std::string* raw);
+  // Merges version metadata from another node; removes local files of a
+  // version that arrives aborted.
+  Status ImportVersion(const v1::VersionMeta& meta);
+  // This node's versions (sealed and aborted), optionally with shard records.
+  Status ExportVersions(const v1::ListVersionsRequest& request, v1::ListVersionsReply* reply);
+  // Broadcasts a version's metadata to every other node that is up (best
+  // effort: anti-entropy in the repair loop catches up the rest).
+  void BroadcastVersion(const std::string& name, uint64_t version);
+
+  // The files placement gives this node (shards of sealed versions it holds,
+  // and every sealed version's stratum index), and the local copies it no
+  // longer gives it (for the repair loop).
+  std::vector<v1::FileRef> DesiredFiles(const v1::ClusterMap& map) const;
+  std::vector<v1::FileRef> ExtraFiles(const v1::ClusterMap& map) const;
+  uint32_t ReplicationOf(const std::string& name, uint64_t version, const v1::ClusterMap& map) const;
+  // Deletes a local copy (the repair loop decided it is extra).
+  Status ReleaseFile(const v1::FileRef& file);
+  RateLimiter* repair_limiter() { return &repair_limiter_; }
+
+  // RecordFetcher: records from other holders, and quarantine of damaged copies.
+  Status Fetch(const v1::FileRef& shard, std::span<const uint64_t> indexes, std::vector<std::string>* raw) override;
+  void Quarantine(const v1::FileRef& file) override;
 
   Result<std::unique_ptr<IngestSession>> StartIngest(const v1::IngestOptions& options);
   Result<std::unique_ptr<BatchStream>> OpenStream(const v1::StreamRequest& request);
@@ -54,6 +101,7 @@ class Node {
  private:
   Node(NodeConfig config, std::unique_ptr<KvStore> kv);
   Status Recover();
+  void OnMapChange(const v1::ClusterMap& map);
 
   const NodeConfig config_;
   DataDir dir_;
@@ -62,6 +110,15 @@ class Node {
   std::unique_ptr<Catalog> catalog_;
   DatasetCache cache_;
   boost::asio::thread_pool pool_;
+  PeerClients peers_;
+  LocalFiles files_;
+  RateLimiter repair_limiter_;
+  std::unique_ptr<Membership> membership_;
+  std::unique_ptr<Replicator> replicator_;
+  std::unique_ptr<Repairer> repairer_;
+  std::unique_ptr<Scrubber> scrubber_;
+  mutable std::mutex map_mu_;
+  v1::ClusterMap map_;  // GUARDED_BY(map_mu_)
   const int64_t started_unix_ms_;
   std::atomic<uint32_t> active_streams_{0};
   std::atomic<uint32_t> active_ingests_{0};

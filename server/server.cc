@@ -23,6 +23,7 @@ Result<std::unique_ptr<Server>> Server::Start(const NodeConfig& config) {
 
   server->data_ = std::make_unique<DataServiceImpl>(server->node_.get());
   server->admin_ = std::make_unique<AdminServiceImpl>(server->node_.get());
+  server->peer_ = std::make_unique<PeerServiceImpl>(server->node_.get());
   grpc::ServerBuilder builder;
   int bound_port = 0;
   builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &bound_port);
@@ -30,6 +31,7 @@ Result<std::unique_ptr<Server>> Server::Start(const NodeConfig& config) {
   builder.SetMaxSendMessageSize(-1);  // batches are bounded by max_part_bytes instead
   builder.RegisterService(server->data_.get());
   builder.RegisterService(server->admin_.get());
+  builder.RegisterService(server->peer_.get());
   server->grpc_ = builder.BuildAndStart();
   if (!server->grpc_ || bound_port == 0) {
     server->node_->Close().IgnoreError();  // the bind failure is the error to report
@@ -37,6 +39,14 @@ Result<std::unique_ptr<Server>> Server::Start(const NodeConfig& config) {
   }
   STRATA_RETURN_IF_ERROR(ParseHostPort(config.listen, &host, &port));
   server->address_ = host + ":" + std::to_string(bound_port);
+
+  // Join the cluster under the address others can use.
+  v1::NodeInfo self;
+  self.set_id(config.node_id);
+  self.set_address(config.cluster.advertise.empty() ? server->address_ : config.cluster.advertise);
+  self.set_metrics_address(server->metrics_address_);
+  self.set_state(v1::NODE_UP);
+  STRATA_RETURN_IF_ERROR(server->node_->StartCluster(self));
   return server;
 }
 
@@ -47,7 +57,7 @@ Status Server::Stop() {
   stopped_ = true;
   if (grpc_) {
     const auto timeout = std::chrono::milliseconds(node_->config().drain_timeout_ms);
-    spdlog::info("draining: {} streams and {} ingests open; waiting up to {} ms", node_->active_streams().load(),
+  spdlog::info("draining: {} streams and {} ingests open; waiting up to {} ms", node_->active_streams().load(),
                  node_->active_ingests().load(), timeout.count());
     data_->BeginDrain();
     // Streams end after their current batch and new ones are refused; ingests

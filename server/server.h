@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "server/cluster/peer_service.h"
 #include "server/config.h"
 #include "server/node.h"
 #include "server/services.h"
@@ -36,6 +37,7 @@ class Server {
   std::unique_ptr<Node> node_;
   std::unique_ptr<DataServiceImpl> data_;
   std::unique_ptr<AdminServiceImpl> admin_;
+  std::unique_ptr<PeerServiceImpl> peer_;
   std::unique_ptr<grpc::Server> grpc_;
   std::string address_;
   std::string metrics_address_;

@@ -67,4 +67,10 @@ grpc::ServerUnaryReactor* AdminServiceImpl::GetStatus(grpc::CallbackServerContex
   return FinishUnary(context, Result<v1::StatusReply>(node_->GetStatus()), reply);
 }
 
+grpc::ServerUnaryReactor* AdminServiceImpl::GetClusterMap(grpc::CallbackServerContext* context,
+                                                          const v1::GetClusterMapRequest* /*request*/,
+                                                          v1::ClusterMap* reply) {
+  return FinishUnary(context, Result<v1::ClusterMap>(node_->cluster_map()), reply);
+}
+
 }  // namespace strata

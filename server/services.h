@@ -38,6 +38,8 @@ class AdminServiceImpl final : public v1::AdminService::CallbackService {
                                             v1::DescribeDatasetReply* reply) override;
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* context, const v1::StatusRequest* request,
                                       v1::StatusReply* reply) override;
+  grpc::ServerUnaryReactor* GetClusterMap(grpc::CallbackServerContext* context,
+                                          const v1::GetClusterMapRequest* request, v1::ClusterMap* reply) override;
 
  private:
   Node* const node_;

@@ -38,6 +38,12 @@ int RunStratad(int argc, char** argv) {
                  "Prometheus /metrics address HOST:PORT (default 127.0.0.1:9400; empty disables)");
   app.add_option("--node-id", flags.node_id, "this node's name in logs, metrics and the cluster (default node-1)");
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn or error (default info)");
+  app.add_option("--advertise", flags.advertise,
+                 "address other nodes and clients use for this node (default: the bound --listen address)");
+  app.add_option("--peers", flags.peers,
+                 "static membership: every node of the cluster, this one included, as ID=HOST:PORT,ID=HOST:PORT");
+  app.add_option("--etcd", flags.etcd_endpoints, "etcd membership: etcd endpoints HOST:PORT[,HOST:PORT]");
+  app.add_option("--cluster", flags.cluster_name, "cluster name (etcd key prefix /strata/NAME/; default strata)");
   app.set_version_flag("--version", std::string("stratad ") + STRATA_VERSION);
   try {
     app.parse(argc, argv);

@@ -4,6 +4,9 @@
 #include <iostream>
 #include <limits>
 
+#include <google/protobuf/util/json_util.h>
+
+#include "client/cli/cluster_status.h"
 #include "client/cli/command.h"
 #include "client/cli/format.h"
 #include "strata/v1/admin.pb.h"
@@ -148,7 +151,18 @@ int RunStatus(const StatusArgs& args) {
   if (!client.ok()) return PrintError(client.status());
   auto reply = (*client)->GetStatus();
   if (!reply.ok()) return PrintError(reply.status());
-  if (args.json) return PrintJson(*reply);
+  auto cluster = GatherClusterStatus(**client);
+  if (!cluster.ok()) return PrintError(cluster.status());
+  if (args.json) {
+    nlohmann::json j = ClusterStatusJson(*cluster);
+    std::string node;
+    google::protobuf::util::JsonPrintOptions o;
+    o.preserve_proto_field_names = true;
+    (void)google::protobuf::util::MessageToJsonString(*reply, &node, o);
+    j["node"] = nlohmann::json::parse(node);
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
 
   const v1::StatusReply& s = *reply;
   std::string started = FormatTimeUtc(s.started_unix_ms());
@@ -174,6 +188,7 @@ int RunStatus(const StatusArgs& args) {
                              {"checksum failures", FormatCount(s.checksum_failures())},
                              {"disk", FormatBytes(s.disk_bytes())},
                          });
+  PrintClusterStatus(std::cout, *cluster);
   return 0;
 }
 
@@ -203,7 +218,9 @@ Command AddDescribeCommand(CLI::App& parent) {
 
 Command AddStatusCommand(CLI::App& parent) {
   auto args = std::make_shared<StatusArgs>();
-  CLI::App* app = parent.add_subcommand("status", "Show a server's health: node, uptime, activity and counters");
+  CLI::App* app = parent.add_subcommand(
+      "status", "Show the cluster's health: this node's counters, every node's state, repair and scrub progress, "
+                "and each dataset's replica health");
   AddServerOption(app, &args->servers);
   app->add_flag("--json", args->json, "Print the server's reply as JSON");
   return {app, [args] { return RunStatus(*args); }};

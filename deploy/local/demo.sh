@@ -1,52 +1,49 @@
 #!/usr/bin/env bash
-# The quick-start job: start stratad on loopback, generate a labelled dataset,
-# ingest it, and stream three epochs into a small data-parallel training loop.
-# Expects a build in ./build (deploy/local/build.sh makes one).
+# The quick-start job: a 3-node strata cluster on loopback
+# (deploy/local/cluster.sh), a generated labelled dataset ingested with two
+# copies of every shard, and three epochs of data-parallel training streamed
+# from the cluster. During the second epoch one node is killed with kill -9:
+# its share moves to the other replicas and every sample still arrives exactly
+# once. Expects a build in ./build (deploy/local/build.sh makes one).
 #
 # Environment: STRATA_DEMO_DIR (default /tmp/strata-demo), STRATA_DEMO_PORT
-# (gRPC port, default 7400; metrics on port + 2000), STRATA_DEMO_SAMPLES (20000).
+# (first gRPC port, default 7400; metrics from port + 100), STRATA_DEMO_SAMPLES (20000).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 bin="$root/build"
 dir="${STRATA_DEMO_DIR:-/tmp/strata-demo}"
 port="${STRATA_DEMO_PORT:-7400}"
 samples="${STRATA_DEMO_SAMPLES:-20000}"
-server="127.0.0.1:$port"
+servers="127.0.0.1:$port,127.0.0.1:$((port + 1)),127.0.0.1:$((port + 2))"
 strata="$bin/client/strata"
 
+"$root/deploy/local/cluster.sh" stop --dir "$dir" >/dev/null 2>&1 || true
 rm -rf "$dir"
 mkdir -p "$dir"
-pid=""
-cleanup() { if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then kill -TERM "$pid"; wait "$pid" || true; fi; }
+cleanup() { "$root/deploy/local/cluster.sh" stop --dir "$dir" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 
 step() { printf '\n== %s\n' "$*"; }
 
-step "starting stratad on $server (data in $dir/node, log in $dir/stratad.log)"
-"$bin/server/stratad" --listen "$server" --metrics-listen "127.0.0.1:$((port + 2000))" \
-  --data-dir "$dir/node" --node-id node-1 >"$dir/stratad.log" 2>&1 &
-pid=$!
-for _ in $(seq 100); do grep -q "ready:" "$dir/stratad.log" && break; sleep 0.1; done
-grep "ready:" "$dir/stratad.log" || { cat "$dir/stratad.log"; exit 1; }
+step "starting a 3-node cluster: deploy/local/cluster.sh start --nodes 3 --base-port $port --dir $dir"
+"$root/deploy/local/cluster.sh" start --nodes 3 --base-port "$port" --dir "$dir"
 
 step "generating $samples labelled samples (10 classes, Zipf-distributed: class09 is rare)"
 "$bin/bench/strata-make-dataset" --out "$dir/dataset" --samples "$samples" --classes 10 --zipf 1.0 --size 1KiB
 
-step "strata ingest --server $server --dataset demo $dir/dataset"
-"$strata" ingest --server "$server" --dataset demo "$dir/dataset"
+step "strata ingest --server 127.0.0.1:$port --dataset demo --replication 2 $dir/dataset"
+"$strata" ingest --server "127.0.0.1:$port" --dataset demo --replication 2 --shard-size 1MiB "$dir/dataset"
 
-step "strata describe demo"
-"$strata" describe --server "$server" demo
+step "strata status (nodes, replica health, repair progress)"
+"$strata" status --server "127.0.0.1:$port"
 
-step "training: 2 ranks x batch 64, 3 epochs, batches streamed from stratad"
-"$bin/client/strata-train-example" --server "$server" --dataset demo --world 2 --batch-size 64 --epochs 3
+step "training: 2 ranks x batch 64, 3 epochs, batches from all three nodes; node-3 is killed (kill -9) during epoch 1"
+"$bin/client/strata-train-example" --server "$servers" --dataset demo --world 2 --batch-size 64 --epochs 3 \
+  --kill-during-epoch 1 --kill-pid "$(cat "$dir/node-3.pid")"
 
-step "strata status"
-"$strata" status --server "$server"
+step "strata status after the failure"
+"$strata" status --server "127.0.0.1:$port" | sed -n '/^cluster/,$p'
 
-step "stopping stratad (SIGTERM drains and exits 0)"
-kill -TERM "$pid"
-wait "$pid"
-echo "stratad exited with status $?"
-pid=""
-printf '\nDone. The dataset, the node'"'"'s data directory and its log are in %s.\n' "$dir"
+step "stopping the cluster (SIGTERM drains and exits 0)"
+"$root/deploy/local/cluster.sh" stop --dir "$dir"
+printf '\nDone. The dataset, the nodes'"'"' data directories and their logs are in %s.\n' "$dir"

@@ -74,3 +74,59 @@ TEST(ConfigTest, ParsesHostPort) {
 
 }  // namespace
 }  // namespace strata
+
+namespace strata {
+namespace {
+
+TEST(ClusterConfigTest, StaticNodesFromTheFileAndPeersFromAFlag) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.Join("c.yaml"),
+                     "node_id: node-2\ncluster:\n  name: prod\n  grace_period_s: 60\n  repair_bytes_per_sec: 64MiB\n"
+                     "  nodes:\n    - {id: node-1, address: 10.0.0.1:7400}\n    - {id: node-2, address: 10.0.0.2:7400}\n");
+  NodeFlags flags;
+  flags.config_file = dir.Join("c.yaml");
+  auto c = LoadNodeConfig(flags);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cluster.name, "prod");
+  ASSERT_EQ(c->cluster.nodes.size(), 2u);
+  EXPECT_EQ(c->cluster.nodes[1].address, "10.0.0.2:7400");
+  EXPECT_EQ(c->cluster.grace_period_s, 60u);
+  EXPECT_EQ(c->cluster.repair_bytes_per_sec, 64u << 20);
+  flags.peers = "node-1=127.0.0.1:1,node-2=127.0.0.1:2,node-3=127.0.0.1:3";
+  c = LoadNodeConfig(flags);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cluster.nodes.size(), 3u) << "the flag replaces the file's list";
+  flags.peers.reset();
+  flags.etcd_endpoints = "127.0.0.1:2379,127.0.0.1:2380";
+  c = LoadNodeConfig(flags);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cluster.membership, "etcd");
+  EXPECT_EQ(c->cluster.etcd_endpoints.size(), 2u);
+}
+
+TEST(ClusterConfigTest, BadClusterConfigIsAClearError) {
+  struct Case {
+    NodeFlags flags;
+    const char* expect;
+  };
+  std::vector<Case> cases(5);
+  cases[0].flags.peers = "node-2=127.0.0.1:1";
+  cases[0].expect = "does not list this node";
+  cases[1].flags.peers = "node-1=127.0.0.1:1,node-1=127.0.0.1:2";
+  cases[1].expect = "twice";
+  cases[2].flags.peers = "garbage";
+  cases[2].expect = "ID=HOST:PORT";
+  cases[3].flags.etcd_endpoints = "nohostport";
+  cases[3].expect = "etcd_endpoints";
+  cases[4].flags.advertise = "0.0.0.0";
+  cases[4].expect = "advertise";
+  for (const auto& tc : cases) {
+    auto c = LoadNodeConfig(tc.flags);
+    ASSERT_FALSE(c.ok()) << tc.expect;
+    EXPECT_EQ(c.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(c.status().ToString().find(tc.expect), std::string::npos) << c.status().ToString();
+  }
+}
+
+}  // namespace
+}  // namespace strata

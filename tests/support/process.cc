@@ -145,6 +145,10 @@ void StratadProcess::Kill() {
   pid_ = -1;
 }
 
+void StratadProcess::Signal(int signo) {
+  if (pid_ > 0) kill(pid_, signo);
+}
+
 bool StratadProcess::Running() {
   if (pid_ <= 0) return false;
   int status = 0;

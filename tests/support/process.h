@@ -50,6 +50,8 @@ class StratadProcess {
   int Terminate(int timeout_s = 30);
   // SIGKILL and reap.
   void Kill();
+  // Sends `signo` (SIGSTOP, SIGCONT...) without waiting.
+  void Signal(int signo);
   bool Running();
 
  private:

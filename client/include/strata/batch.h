@@ -63,6 +63,8 @@ class Batch {
   // or the part is inconsistent (array lengths, sizes vs payload).
   bool AddPart(v1::Batch* part);
   bool Complete() const { return filled_ == ids_.size(); }
+  // Whether `slot` has been filled. REQUIRES: slot < size().
+  bool filled(size_t slot) const { return slot_filled_[slot]; }
 
  private:
   void Finalize();

@@ -22,6 +22,7 @@
 #include "strata/batch.h"
 #include "strata/resume_token.h"
 #include "strata/v1/admin.pb.h"
+#include "strata/v1/cluster.pb.h"
 #include "strata/v1/data.pb.h"
 
 namespace strata {
@@ -31,6 +32,12 @@ struct ClientOptions {
   int64_t connect_timeout_ms = 5000;
   // Largest message the client accepts. Default 1 GiB.
   int max_receive_bytes = 1 << 30;
+  // A server that owes its part of the step the trainer waits for, and has
+  // sent nothing for this long, is treated as failed: its share moves to the
+  // other holders. Default 5 s.
+  int64_t stall_timeout_ms = 5000;
+  // Parts buffered per server ahead of the trainer. Default 8.
+  size_t max_buffered_parts = 8;
 };
 
 // What to stream: one rank's view of one epoch.
@@ -47,7 +54,10 @@ struct StreamOptions {
   v1::Remainder remainder = v1::REMAINDER_SHORT;
 };
 
-// A stream of one rank's batches, in step order.
+// A stream of one rank's batches, in step order. In a cluster it reads from
+// every node that serves part of the rank's batches and joins the parts; when
+// a node fails or stalls, the others take over its share from the first
+// incomplete step, and every sample still arrives exactly once.
 class Stream {
  public:
   virtual ~Stream() = default;
@@ -90,6 +100,10 @@ class Client {
   // Connects to a stratad at "host:port". Unavailable (with the address in the
   // message) if it does not answer within options.connect_timeout_ms.
   static Result<std::unique_ptr<Client>> Connect(const std::string& address, const ClientOptions& options = {});
+  // Connects to the first of `seeds` that answers (any node of a cluster will
+  // do: the client learns the others from its cluster map).
+  static Result<std::unique_ptr<Client>> Connect(const std::vector<std::string>& seeds,
+                                                 const ClientOptions& options = {});
 
   virtual ~Client() = default;
 
@@ -98,6 +112,12 @@ class Client {
   virtual Result<std::vector<v1::DatasetInfo>> ListDatasets(bool include_unsealed = false) = 0;
   virtual Result<v1::DescribeDatasetReply> Describe(const std::string& dataset) = 0;
   virtual Result<v1::StatusReply> GetStatus() = 0;
+  // The cluster map as the connected node sees it.
+  virtual Result<v1::ClusterMap> GetClusterMap() = 0;
+  // GetStatus of another node (by its address from the map).
+  virtual Result<v1::StatusReply> GetNodeStatus(const std::string& address) = 0;
+  // The files (shards, stratum indexes) a node holds, by its address.
+  virtual Result<std::vector<v1::FileRef>> ListNodeFiles(const std::string& address) = 0;
 
   // Opens a stream. Errors in the options that the client can see (batch size
   // 0, rank >= world) are InvalidArgument at once; others come from the server

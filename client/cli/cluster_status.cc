@@ -1,0 +1,116 @@
+#include "client/cli/cluster_status.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <map>
+#include <ostream>
+#include <set>
+#include <tuple>
+
+#include "client/cli/format.h"
+
+namespace strata::cli {
+
+namespace {
+
+std::string StateName(v1::NodeState s) { return s == v1::NODE_UP ? "up" : s == v1::NODE_DOWN ? "down" : "?"; }
+
+nlohmann::json ProtoJson(const google::protobuf::Message& m) {
+  std::string text;
+  google::protobuf::util::JsonPrintOptions o;
+  o.preserve_proto_field_names = true;
+  if (!google::protobuf::util::MessageToJsonString(m, &text, o).ok()) return nullptr;
+  return nlohmann::json::parse(text);
+}
+
+}  // namespace
+
+Result<ClusterStatus> GatherClusterStatus(Client& client) {
+  ClusterStatus out;
+  auto map = client.GetClusterMap();
+  if (!map.ok()) return map.status();
+  out.map = std::move(map).value();
+  // Copies of each file, counted over the nodes that answer.
+  std::map<std::tuple<std::string, uint64_t, int, uint32_t>, int> copies;
+  for (const auto& n : out.map.nodes()) {
+    out.nodes.push_back(n.state() == v1::NODE_UP ? client.GetNodeStatus(n.address())
+                                                 : Result<v1::StatusReply>(Status::Unavailable("down")));
+    if (n.state() != v1::NODE_UP) continue;
+    auto files = client.ListNodeFiles(n.address());
+    if (!files.ok()) continue;
+    for (const auto& f : files.value()) ++copies[{f.dataset(), f.version(), static_cast<int>(f.kind()), f.seq()}];
+  }
+  auto datasets = client.ListDatasets();
+  if (!datasets.ok()) return datasets.status();
+  for (const auto& d : datasets.value()) {
+    ReplicaHealth h;
+    h.dataset = d.name() + "@" + std::to_string(d.version());
+    h.replication = d.replication() ? d.replication() : static_cast<uint32_t>(std::min(3, out.map.nodes_size()));
+    h.shards = d.shards();
+    for (uint32_t seq = 0; seq < d.shards(); ++seq) {
+      auto it = copies.find({d.name(), d.version(), static_cast<int>(v1::FileRef::SHARD), seq});
+      const int n = it == copies.end() ? 0 : it->second;
+      if (n == 0) {
+        ++h.missing;
+      } else if (static_cast<uint32_t>(n) < h.replication) {
+        ++h.under_replicated;
+      } else {
+        ++h.healthy;
+      }
+    }
+    auto idx = copies.find({d.name(), d.version(), static_cast<int>(v1::FileRef::STRATA_INDEX), 0});
+    h.index_copies = idx == copies.end() ? 0 : static_cast<uint64_t>(idx->second);
+    out.datasets.push_back(h);
+  }
+  return out;
+}
+
+void PrintClusterStatus(std::ostream& out, const ClusterStatus& s) {
+  out << "\ncluster " << (s.map.cluster().empty() ? "-" : s.map.cluster()) << " (" << s.map.membership()
+      << " membership, map epoch " << s.map.epoch() << ")\n";
+  Table nodes({{"NODE"}, {"STATE"}, {"ADDRESS"}, {"STREAMS", Table::Align::kRight}, {"DISK", Table::Align::kRight},
+               {"REPAIR MISSING", Table::Align::kRight}, {"COPIED", Table::Align::kRight},
+               {"RELEASED", Table::Align::kRight}, {"BACKLOG", Table::Align::kRight},
+               {"SCRUBBED", Table::Align::kRight}, {"CORRUPT", Table::Align::kRight}});
+  for (int i = 0; i < s.map.nodes_size(); ++i) {
+    const auto& n = s.map.nodes(i);
+    const auto& st = s.nodes[static_cast<size_t>(i)];
+    if (!st.ok()) {
+      nodes.AddRow({n.id(), StateName(n.state()), n.address(), "-", "-", "-", "-", "-", "-", "-", "-"});
+      continue;
+    }
+    const auto& r = st->repair();
+    nodes.AddRow({n.id(), StateName(n.state()), n.address(), FormatCount(st->active_streams()),
+                  FormatBytes(st->disk_bytes()), FormatCount(r.files_missing()),
+                  FormatCount(r.files_copied()) + " (" + FormatBytes(r.bytes_copied()) + ")",
+                  FormatCount(r.files_released()), FormatBytes(r.replication_backlog_bytes()),
+                  FormatBytes(r.bytes_scrubbed()), FormatCount(r.corruptions_found())});
+  }
+  nodes.Print(out, "  ");
+  if (s.datasets.empty()) return;
+  out << "\nreplica health\n";
+  Table health({{"DATASET"}, {"R", Table::Align::kRight}, {"SHARDS", Table::Align::kRight},
+                {"HEALTHY", Table::Align::kRight}, {"UNDER-REPLICATED", Table::Align::kRight},
+                {"MISSING", Table::Align::kRight}, {"INDEX COPIES", Table::Align::kRight}});
+  for (const auto& h : s.datasets) {
+    health.AddRow({h.dataset, std::to_string(h.replication), FormatCount(h.shards), FormatCount(h.healthy),
+                   FormatCount(h.under_replicated), FormatCount(h.missing), FormatCount(h.index_copies)});
+  }
+  health.Print(out, "  ");
+}
+
+nlohmann::json ClusterStatusJson(const ClusterStatus& s) {
+  nlohmann::json j;
+  j["map"] = ProtoJson(s.map);
+  j["nodes"] = nlohmann::json::array();
+  for (const auto& n : s.nodes) j["nodes"].push_back(n.ok() ? ProtoJson(*n) : nlohmann::json(nullptr));
+  j["datasets"] = nlohmann::json::array();
+  for (const auto& h : s.datasets) {
+    j["datasets"].push_back({{"dataset", h.dataset}, {"replication", h.replication}, {"shards", h.shards},
+                             {"healthy", h.healthy}, {"under_replicated", h.under_replicated},
+                             {"missing", h.missing}, {"index_copies", h.index_copies}});
+  }
+  return j;
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,35 @@
+// The cluster half of `strata status`: every node's state and background work,
+// and each dataset version's replica health, gathered from the nodes that are up.
+#pragma once
+
+#include <iosfwd>
+
+#include <nlohmann/json.hpp>
+
+#include "strata/client.h"
+
+namespace strata::cli {
+
+struct ReplicaHealth {
+  std::string dataset;  // name@version
+  uint32_t replication = 0;
+  uint64_t shards = 0;
+  uint64_t healthy = 0;           // at least `replication` copies
+  uint64_t under_replicated = 0;  // some copies, fewer than `replication`
+  uint64_t missing = 0;           // no copy on any node that is up
+  uint64_t index_copies = 0;      // nodes holding the stratum index
+};
+
+struct ClusterStatus {
+  v1::ClusterMap map;
+  std::vector<Result<v1::StatusReply>> nodes;  // in map order; an error for nodes that did not answer
+  std::vector<ReplicaHealth> datasets;
+};
+
+// Asks every node of `client`'s map. Errors only if the map itself cannot be had.
+Result<ClusterStatus> GatherClusterStatus(Client& client);
+
+void PrintClusterStatus(std::ostream& out, const ClusterStatus& status);
+nlohmann::json ClusterStatusJson(const ClusterStatus& status);
+
+}  // namespace strata::cli

@@ -1,0 +1,266 @@
+// ClusterStream: one rank's batches from every node that serves part of them.
+//
+// Each node computes the same epoch plan and sends the samples it serves
+// (common/placement.h); this stream fills each step's slots from their parts
+// and yields complete steps in order. Exactly once is kept at the slot: a slot
+// is filled once, and a second copy of it (after a failover reassigns samples)
+// is dropped.
+//
+// Failover: a node whose call ends with an error, or that owes its share of
+// the step the trainer waits for and has sent nothing for stall_timeout_ms, is
+// excluded. The remaining calls are cancelled and new ones open on every node
+// still serving, from the first incomplete step, with the excluded nodes named
+// in the request: the holders that remain take over the excluded node's
+// samples. Slots already filled stay filled.
+#include <spdlog/spdlog.h>
+
+#include <map>
+#include <memory>
+#include <set>
+
+#include "client/client_internal.h"
+#include "client/part_reader.h"
+
+namespace strata::client_internal {
+
+namespace {
+
+// Errors that every node would repeat: they end the stream, not a node.
+bool IsRequestError(const Status& s) {
+  switch (s.code()) {
+    case Code::kInvalidArgument:
+    case Code::kNotFound:
+    case Code::kFailedPrecondition:
+    case Code::kOutOfRange:
+    case Code::kUnimplemented:
+    case Code::kPermissionDenied:
+    case Code::kUnauthenticated:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Removes the samples of `part` whose slots `batch` already holds.
+void DropFilledSlots(const Batch& batch, v1::Batch* part) {
+  bool any = false;
+  for (uint32_t slot : part->slots()) any = any || (slot < batch.size() && batch.filled(slot));
+  if (!any) return;
+  v1::Batch kept;
+  kept.CopyFrom(*part);
+  kept.clear_slots();
+  kept.clear_ids();
+  kept.clear_labels();
+  kept.clear_sizes();
+  kept.clear_layout_of();
+  kept.clear_field_sizes();
+  kept.clear_strata();
+  kept.clear_payload();
+  uint64_t offset = 0;
+  int field = 0;
+  for (int i = 0; i < part->slots_size(); ++i) {
+    const int fields = part->layout_of_size() ? part->layouts(static_cast<int>(part->layout_of(i))).names_size() : 0;
+    const uint32_t slot = part->slots(i);
+    if (slot >= batch.size() || !batch.filled(slot)) {
+      kept.add_slots(slot);
+      kept.add_ids(part->ids(i));
+      kept.add_labels(part->labels(i));
+      kept.add_sizes(part->sizes(i));
+      if (part->layout_of_size()) kept.add_layout_of(part->layout_of(i));
+      if (part->strata_size()) kept.add_strata(part->strata(i));
+      for (int k = 0; k < fields; ++k) kept.add_field_sizes(part->field_sizes(field + k));
+      kept.mutable_payload()->append(part->payload(), offset, part->sizes(i));
+    }
+    offset += part->sizes(i);
+    field += fields;
+  }
+  *part = std::move(kept);
+}
+
+class ClusterStream final : public Stream {
+ public:
+  ClusterStream(ChannelSource channels, v1::ClusterMap map, v1::StreamRequest request, ResumeToken position,
+                const ClientOptions& options)
+      : channels_(std::move(channels)),
+        map_(std::move(map)),
+        request_(std::move(request)),
+        position_(std::move(position)),
+        stall_(options.stall_timeout_ms),
+        queue_(std::max<uint64_t>(2, options.max_buffered_parts)) {
+    for (const auto& n : map_.nodes()) {
+      request_.add_members(n.id());
+      if (n.state() != v1::NODE_UP) excluded_.insert(n.id());
+    }
+  }
+
+  ~ClusterStream() override { readers_.clear(); }
+
+  Status Next(Batch* batch) override;
+  uint64_t steps_in_epoch() const override { return steps_in_epoch_; }
+  uint64_t next_step() const override { return position_.step; }
+  ResumeToken resume_token() const override { return position_; }
+  void Cancel() override { cancelled_ = true; }
+
+ private:
+  struct NodeState {
+    std::unique_ptr<PartReader> reader;
+    bool ended = false;                   // its call ended OK: it owes nothing more
+    int64_t completed_through = -1;       // last step whose share it finished
+    std::chrono::steady_clock::time_point last_heard;
+  };
+
+  Status Fail(Status s) {
+    readers_.clear();
+    final_ = std::move(s);
+    return final_;
+  }
+  Status Open(uint64_t from_step);
+  Status Failover(const std::string& node, const std::string& why);
+  Status Handle(PartEvent& e);
+  Status CheckStalls();
+  bool Finished() const { return end_step_ && position_.step >= *end_step_; }
+
+  ChannelSource channels_;
+  const v1::ClusterMap map_;
+  v1::StreamRequest request_;
+  ResumeToken position_;
+  const std::chrono::milliseconds stall_;
+  PartQueue queue_;
+  std::set<std::string> excluded_;
+  std::map<std::string, NodeState> readers_;
+  std::map<uint64_t, Batch> pending_;  // steps being assembled
+  uint64_t generation_ = 0;
+  uint64_t steps_in_epoch_ = 0;
+  std::optional<uint64_t> end_step_;
+  bool opened_ = false;
+  Status final_;
+  std::string last_failure_;  // why the last node was excluded
+  std::atomic<bool> cancelled_{false};
+};
+
+Status ClusterStream::Open(uint64_t from_step) {
+  readers_.clear();  // cancels and joins the previous generation
+  ++generation_;
+  request_.clear_excluded();
+  for (const auto& x : excluded_) request_.add_excluded(x);
+  request_.set_start_step(from_step);
+  if (request_.max_steps() != 0 && end_step_) request_.set_max_steps(*end_step_ - from_step);
+  queue_.SetNextStep(from_step);
+  const auto now = std::chrono::steady_clock::now();
+  for (const auto& n : map_.nodes()) {
+    if (excluded_.count(n.id())) continue;
+    NodeState& state = readers_[n.id()];
+    state.last_heard = now;
+    state.completed_through = static_cast<int64_t>(from_step) - 1;
+    state.reader = std::make_unique<PartReader>(channels_(n.address()), request_, n.id(), generation_, &queue_);
+  }
+  if (readers_.empty()) {
+    return Fail(Status::Unavailable("every node that could serve this stream has failed" +
+                                    (last_failure_.empty() ? std::string() : "; last: " + last_failure_)));
+  }
+  return Status::OK();
+}
+
+Status ClusterStream::Failover(const std::string& node, const std::string& why) {
+  excluded_.insert(node);
+  last_failure_ = node + " " + why;
+  spdlog::warn("strata: node {} {}; the other holders take over its share from step {}", node, why, position_.step);
+  return Open(position_.step);
+}
+
+Status ClusterStream::Handle(PartEvent& e) {
+  if (e.generation != generation_) return Status::OK();  // from cancelled calls
+  auto it = readers_.find(e.node);
+  if (it == readers_.end()) return Status::OK();
+  NodeState& node = it->second;
+  node.last_heard = std::chrono::steady_clock::now();
+  if (e.end) {
+    if (e.status.ok()) {
+      node.ended = true;
+      return Status::OK();
+    }
+    if (IsRequestError(e.status) || cancelled_) return Fail(e.status);
+    return Failover(e.node, "failed (" + e.status.ToString() + ")");
+  }
+  v1::Batch& part = e.part;
+  if (part.last_part()) node.completed_through = std::max<int64_t>(node.completed_through, static_cast<int64_t>(part.step()));
+  if (part.step() < position_.step) return Status::OK();  // already delivered
+  if (part.epoch() != position_.epoch || part.rank() != request_.rank() ||
+      (position_.version != 0 && part.dataset_version() != position_.version) ||
+      (position_.plan_hash != 0 && part.plan_hash() != position_.plan_hash)) {
+    return Fail(Status::Internal("node " + e.node + " sent a part of another stream (step " +
+                                 std::to_string(part.step()) + ")"));
+  }
+  position_.version = part.dataset_version();
+  position_.plan_hash = part.plan_hash();
+  steps_in_epoch_ = part.steps_in_epoch();
+  if (!end_step_) {
+    const uint64_t start = request_.start_step();
+    end_step_ = request_.max_steps() == 0 ? steps_in_epoch_ : std::min(steps_in_epoch_, start + request_.max_steps());
+  }
+  auto [slot, fresh] = pending_.try_emplace(part.step());
+  Batch& batch = slot->second;
+  if (fresh) {
+    batch.Reset(part.epoch(), part.step(), part.rank(), part.dataset_version(), part.steps_in_epoch(),
+                part.batch_size());
+  }
+  DropFilledSlots(batch, &part);
+  if (!batch.AddPart(&part)) {
+    return Fail(Status::Internal("node " + e.node + " sent an inconsistent part of step " +
+                                 std::to_string(part.step())));
+  }
+  return Status::OK();
+}
+
+Status ClusterStream::CheckStalls() {
+  const auto now = std::chrono::steady_clock::now();
+  for (const auto& [id, node] : readers_) {
+    const bool owes = !node.ended && node.completed_through < static_cast<int64_t>(position_.step);
+    if (owes && now - node.last_heard > stall_) {
+      return Failover(id, "sent nothing for " + std::to_string(stall_.count()) + " ms");
+    }
+  }
+  return Status::OK();
+}
+
+Status ClusterStream::Next(Batch* batch) {
+  if (!final_.ok()) return final_;
+  if (!opened_) {
+    opened_ = true;
+    STRATA_RETURN_IF_ERROR(Open(position_.step));
+  }
+  const auto poll = std::min(stall_, std::chrono::milliseconds(50));
+  for (;;) {
+    if (cancelled_) return Fail(Status::Cancelled("stream cancelled"));
+    if (Finished()) return Fail(Status::OutOfRange("end of the epoch at step " + std::to_string(position_.step)));
+    auto ready = pending_.find(position_.step);
+    if (ready != pending_.end() && ready->second.Complete()) {
+      *batch = std::move(ready->second);
+      pending_.erase(ready);
+      ++position_.step;
+      queue_.SetNextStep(position_.step);
+      return Status::OK();
+    }
+    const bool all_ended = std::all_of(readers_.begin(), readers_.end(), [](const auto& r) { return r.second.ended; });
+    if (all_ended) {
+      if (!end_step_ || pending_.empty()) {
+        return Fail(Status::OutOfRange("end of stream at step " + std::to_string(position_.step)));
+      }
+      return Fail(Status::Internal("every node finished but step " + std::to_string(position_.step) +
+                                   " is incomplete (the nodes disagree about placement?)"));
+    }
+    if (auto e = queue_.Pop(poll)) STRATA_RETURN_IF_ERROR(Handle(*e));
+    if (!final_.ok()) return final_;
+    STRATA_RETURN_IF_ERROR(CheckStalls());
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Stream> NewClusterStream(ChannelSource channels, v1::ClusterMap map, v1::StreamRequest request,
+                                         ResumeToken position, const ClientOptions& options) {
+  return std::make_unique<ClusterStream>(std::move(channels), std::move(map), std::move(request),
+                                         std::move(position), options);
+}
+
+}  // namespace strata::client_internal

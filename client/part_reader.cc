@@ -1,0 +1,84 @@
+#include "client/part_reader.h"
+
+#include "common/grpc_status.h"
+
+namespace strata::client_internal {
+
+bool PartQueue::Push(PartEvent e, const std::atomic<bool>& cancelled) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!e.end) {
+    room_.wait(lock, [&] { return cancelled.load() || e.part.step() < next_step_ + lookahead_; });
+    if (cancelled.load()) return false;
+  }
+  events_.push_back(std::move(e));
+  pushed_.notify_one();
+  return true;
+}
+
+std::optional<PartEvent> PartQueue::Pop(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!pushed_.wait_for(lock, timeout, [&] { return !events_.empty(); })) return std::nullopt;
+  PartEvent e = std::move(events_.front());
+  events_.pop_front();
+  return e;
+}
+
+void PartQueue::SetNextStep(uint64_t step) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    next_step_ = step;
+  }
+  room_.notify_all();
+}
+
+void PartQueue::WakeAll() {
+  std::lock_guard<std::mutex> lock(mu_);
+  room_.notify_all();
+}
+
+PartReader::PartReader(std::shared_ptr<grpc::Channel> channel, v1::StreamRequest request, std::string node,
+                       uint64_t generation, PartQueue* queue)
+    : stub_(v1::DataService::NewStub(channel)),
+      request_(std::move(request)),
+      node_(std::move(node)),
+      generation_(generation),
+      queue_(queue) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+PartReader::~PartReader() {
+  Cancel();
+  if (thread_.joinable()) thread_.join();
+}
+
+void PartReader::Cancel() {
+  cancelled_ = true;
+  context_.TryCancel();
+  queue_->WakeAll();
+}
+
+void PartReader::Run() {
+  auto reader = stub_->StreamBatches(&context_, request_);
+  for (;;) {
+    PartEvent e;  // a fresh one per part: the queue takes it whole, payload and all
+    if (!reader->Read(&e.part)) break;
+    e.node = node_;
+    e.generation = generation_;
+    if (!queue_->Push(std::move(e), cancelled_)) {
+      context_.TryCancel();
+      break;
+    }
+  }
+  // Finish() must follow the last Read(): drain what a cancelled call still buffers.
+  v1::Batch ignored;
+  while (reader->Read(&ignored)) {
+  }
+  PartEvent end;
+  end.node = node_;
+  end.generation = generation_;
+  end.end = true;
+  end.status = FromGrpcStatus(reader->Finish());
+  if (!cancelled_) queue_->Push(std::move(end), cancelled_);
+}
+
+}  // namespace strata::client_internal

@@ -1,0 +1,79 @@
+// Private to libstrata. One StreamBatches call to one server, read on its own
+// thread into a PartQueue shared by every server of a ClusterStream.
+//
+// The queue bounds memory: a reader holding a part more than `lookahead`
+// steps ahead of the step the trainer waits for blocks until the trainer
+// catches up, so a fast server cannot flood the client while a slow one
+// lags, and HTTP/2 flow control passes the wait on to the server.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "common/status.h"
+#include "strata/v1/data.grpc.pb.h"
+
+namespace strata::client_internal {
+
+// A part from a server, or the end of its call.
+struct PartEvent {
+  std::string node;
+  uint64_t generation = 0;  // which set of readers it came from (failover starts a new one)
+  bool end = false;         // the call ended; `status` says how
+  Status status;
+  v1::Batch part;
+};
+
+class PartQueue {
+ public:
+  explicit PartQueue(uint64_t lookahead_steps) : lookahead_(lookahead_steps) {}
+
+  // Queues `e`, first waiting while its part is too far ahead. Returns false
+  // (dropping it) if `cancelled` becomes true meanwhile.
+  bool Push(PartEvent e, const std::atomic<bool>& cancelled);
+  // The oldest event, waiting up to `timeout`.
+  std::optional<PartEvent> Pop(std::chrono::milliseconds timeout);
+  // The trainer now waits for `step`: parts up to step + lookahead may come.
+  void SetNextStep(uint64_t step);
+  // Wakes blocked pushers (after cancelling their readers).
+  void WakeAll();
+
+ private:
+  const uint64_t lookahead_;
+  std::mutex mu_;
+  std::condition_variable pushed_;
+  std::condition_variable room_;
+  std::deque<PartEvent> events_;  // GUARDED_BY(mu_)
+  uint64_t next_step_ = 0;        // GUARDED_BY(mu_)
+};
+
+class PartReader {
+ public:
+  PartReader(std::shared_ptr<grpc::Channel> channel, v1::StreamRequest request, std::string node,
+             uint64_t generation, PartQueue* queue);
+  ~PartReader();  // cancels the call and joins the thread
+
+  void Cancel();
+
+ private:
+  void Run();
+
+  const std::unique_ptr<v1::DataService::Stub> stub_;
+  const v1::StreamRequest request_;
+  const std::string node_;
+  const uint64_t generation_;
+  PartQueue* const queue_;
+  grpc::ClientContext context_;
+  std::atomic<bool> cancelled_{false};
+  std::thread thread_;
+};
+
+}  // namespace strata::client_internal

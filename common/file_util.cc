@@ -1,0 +1,82 @@
+#include "common/file_util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <random>
+
+namespace strata {
+
+std::string DirOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "./" : path.substr(0, slash + 1);
+}
+
+std::string RandomSuffix() {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s(16, '0');
+  uint64_t bits = rng();
+  for (char& c : s) {
+    c = kHex[bits & 15];
+    bits >>= 4;
+  }
+  return s;
+}
+
+Status SyncDir(const std::string& dir) {
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno("open directory " + dir, errno);
+  int rc = fsync(fd);
+  int err = errno;
+  close(fd);
+  if (rc != 0) return Status::FromErrno("fsync directory " + dir, err);
+  return Status::OK();
+}
+
+Status RenameNoReplace(const std::string& from, const std::string& to) {
+  if (renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return Status::OK();
+  if (errno == EEXIST) return Status::AlreadyExists(to + " already exists");
+  if (errno != EINVAL && errno != ENOSYS) return Status::FromErrno("rename " + from + " to " + to, errno);
+  // The file system cannot rename without replacing; link() never replaces either.
+  if (link(from.c_str(), to.c_str()) != 0) {
+    if (errno == EEXIST) return Status::AlreadyExists(to + " already exists");
+    return Status::FromErrno("link " + from + " to " + to, errno);
+  }
+  if (unlink(from.c_str()) != 0) {
+    Status status = Status::FromErrno("unlink " + from, errno);
+    unlink(to.c_str());  // the link we just made; nothing else can be there
+    return status;
+  }
+  return Status::OK();
+}
+
+Status WriteAllFd(int fd, std::string_view bytes, const std::string& path) {
+  while (!bytes.empty()) {
+    ssize_t n = write(fd, bytes.data(), bytes.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno("write " + path, errno);
+    }
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return Status::OK();
+}
+
+Status PWriteAllFd(int fd, std::string_view bytes, uint64_t offset, const std::string& path) {
+  while (!bytes.empty()) {
+    ssize_t n = pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno("write " + path, errno);
+    }
+    bytes.remove_prefix(static_cast<size_t>(n));
+    offset += static_cast<uint64_t>(n);
+  }
+  return Status::OK();
+}
+
+}  // namespace strata

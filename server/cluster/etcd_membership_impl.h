@@ -1,0 +1,102 @@
+// The etcd membership's class, for tests that need its knobs or a simulated
+// crash; everything else uses NewEtcdMembership (etcd_membership.h).
+//
+// Keys, under /strata/<cluster>/:
+//   nodes/<id>  serialized v1::NodeInfo (id, address, metrics_address),
+//               attached to the node's lease: it vanishes when the node does.
+//   map         serialized v1::ClusterMap (nodes, membership, cluster; epoch
+//               unset): readers take the epoch from the key's mod_revision.
+//
+// Every node reconciles (on each watch event, and every reconcile_interval so
+// that grace periods end without events): registered nodes are NODE_UP; nodes
+// in the map no longer registered are NODE_DOWN from the first time a node saw
+// them gone; DOWN for grace_period_s or longer they leave the map. A change is
+// written with a transaction that compares the map key's mod_revision with the
+// one read; a node that loses the race re-reads and tries again. etcd orders
+// the writes; strata needs no consensus of its own.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "server/cluster/etcd_client.h"
+#include "server/cluster/membership.h"
+
+namespace strata {
+
+struct EtcdMembershipOptions {
+  // Start() gives up (Unavailable) when etcd has not answered for this long.
+  std::chrono::milliseconds start_timeout{5000};
+  // Reconcile at least this often, events or not.
+  std::chrono::milliseconds reconcile_interval{1000};
+  // Deadline of each call to etcd.
+  std::chrono::milliseconds call_timeout{2000};
+};
+
+class EtcdMembership final : public Membership {
+ public:
+  // REQUIRES: config.cluster.etcd_endpoints non-empty.
+  EtcdMembership(const NodeConfig& config, const v1::NodeInfo& self, EtcdMembershipOptions options = {});
+  ~EtcdMembership() override;  // Stop()
+
+  // REQUIRES: called once, not concurrently with Stop().
+  Status Start() override;
+  void Stop() override;
+  v1::ClusterMap Current() const override;
+  void Subscribe(std::function<void(const v1::ClusterMap&)> fn) override;
+
+  // Test-only: stops every thread and the keep-alive without revoking the
+  // lease, as a crash or kill -9 would; the registration lingers for the
+  // lease's TTL. Stop() afterwards does nothing more.
+  void CrashForTesting();
+
+ private:
+  // Grants a lease, writes nodes/<self> under it and keeps it alive. Returns
+  // the revision of the write. Revokes `previous` (0: none) once replaced.
+  Result<int64_t> Register(int64_t previous_lease);
+  void Run();
+  // Reads the map and the registrations, publishes the map, and writes a new
+  // one if it is out of date. Returns false if this node's own registration is
+  // missing although its lease was thought alive.
+  bool Reconcile();
+  // Makes `map` (epoch = its revision) the current one; notifies on a change
+  // of content. REQUIRES: mu_ not held; called on the membership thread.
+  void Publish(const v1::ClusterMap& map);
+  void Shutdown(bool revoke);
+
+  const ClusterConfig config_;
+  const v1::NodeInfo self_;  // as registered: id, address, metrics_address
+  const EtcdMembershipOptions options_;
+  const std::string prefix_;  // /strata/<cluster>/
+  const std::string nodes_prefix_;
+  const std::string node_key_;
+  const std::string map_key_;
+  EtcdClient client_;
+
+  // Owned by the thread that runs Start(), then by the membership thread, then
+  // by the thread that runs Stop(); never two at once.
+  EtcdLease lease_;
+  bool registered_ = false;
+  bool etcd_ok_ = true;  // for logging transitions only
+  std::unique_ptr<EtcdKeepAlive> keep_alive_;
+  std::unique_ptr<EtcdWatch> nodes_watch_;
+  std::unique_ptr<EtcdWatch> map_watch_;
+  std::thread thread_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  v1::ClusterMap map_;                                             // GUARDED_BY(mu_)
+  std::vector<std::function<void(const v1::ClusterMap&)>> subs_;  // GUARDED_BY(mu_)
+  bool started_ = false;                                           // GUARDED_BY(mu_)
+  bool stopped_ = false;                                           // GUARDED_BY(mu_)
+  bool stopping_ = false;                                          // GUARDED_BY(mu_)
+  bool dirty_ = false;        // GUARDED_BY(mu_); a watch saw a change
+  bool lease_lost_ = false;   // GUARDED_BY(mu_); the keep-alive gave up
+  bool first_pass_ = false;   // GUARDED_BY(mu_); the thread has reconciled once
+};
+
+}  // namespace strata

@@ -1,0 +1,181 @@
+#include "server/cluster/file_transfer.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <random>
+
+#include "common/grpc_status.h"
+#include "common/shard_format.h"
+#include "common/stratum_index.h"
+#include "server/cluster/local_files.h"
+
+namespace strata {
+
+namespace {
+
+Status FsyncDir(const std::string& dir) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno("open " + dir, errno);
+  const int rc = fsync(fd);
+  const int err = errno;
+  close(fd);
+  return rc == 0 ? Status::OK() : Status::FromErrno("fsync " + dir, err);
+}
+
+}  // namespace
+
+Status VerifyLocalFile(v1::FileRef::Kind kind, const std::string& path) {
+  if (kind == v1::FileRef::SHARD) {
+    auto reader = ShardReader::Open(path);
+    if (!reader.ok()) return reader.status();
+    return reader.value()->VerifyFile();
+  }
+  auto index = StratumIndexFile::Open(path);  // verifies the whole file
+  return index.ok() ? Status::OK() : index.status();
+}
+
+Result<std::unique_ptr<FileReceiver>> FileReceiver::Begin(const DataDir& dir, const v1::FileRef& file) {
+  const std::string final_path = dir.Absolute(dir.FileRelativePath(file));
+  const std::filesystem::path parent = std::filesystem::path(final_path).parent_path();
+  std::error_code ec;
+  std::filesystem::create_directories(parent, ec);
+  if (ec) return Status::IOError("cannot create " + parent.string() + ": " + ec.message());
+  std::random_device rd;
+  const std::string tmp = parent.string() + "/.tmp." + std::filesystem::path(final_path).filename().string() + "." +
+                          std::to_string(rd());
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::FromErrno("create " + tmp, errno);
+  return std::unique_ptr<FileReceiver>(new FileReceiver(final_path, tmp, fd, file.kind()));
+}
+
+FileReceiver::FileReceiver(std::string final_path, std::string tmp_path, int fd, v1::FileRef::Kind kind)
+    : final_path_(std::move(final_path)), tmp_path_(std::move(tmp_path)), fd_(fd), kind_(kind) {}
+
+FileReceiver::~FileReceiver() {
+  if (fd_ >= 0) close(fd_);
+  if (!committed_) unlink(tmp_path_.c_str());
+}
+
+Status FileReceiver::Append(std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = write(fd_, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno("write " + tmp_path_, errno);
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return Status::OK();
+}
+
+Result<bool> FileReceiver::Commit() {
+  if (fsync(fd_) != 0) return Status::FromErrno("fsync " + tmp_path_, errno);
+  close(fd_);
+  fd_ = -1;
+  STRATA_RETURN_IF_ERROR(VerifyLocalFile(kind_, tmp_path_).WithContext("received copy"));
+  // link() fails with EEXIST instead of replacing: the first complete copy wins.
+  if (link(tmp_path_.c_str(), final_path_.c_str()) != 0) {
+    if (errno == EEXIST) return true;
+    return Status::FromErrno("link " + final_path_, errno);
+  }
+  unlink(tmp_path_.c_str());
+  committed_ = true;
+  STRATA_RETURN_IF_ERROR(FsyncDir(std::filesystem::path(final_path_).parent_path().string()));
+  return false;
+}
+
+Status ReadFileChunks(const std::string& path, const v1::FileRef& file, RateLimiter* limiter,
+                      const std::function<bool(v1::FileChunk&)>& send) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return Status::NotFound(FileName(file) + " is not held here");
+    return Status::FromErrno("open " + path, errno);
+  }
+  struct stat st {};
+  fstat(fd, &st);
+  std::string buffer(kFileChunkBytes, '\0');
+  bool first = true;
+  Status result;
+  for (;;) {
+    const ssize_t n = read(fd, buffer.data(), buffer.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      result = Status::FromErrno("read " + path, errno);
+      break;
+    }
+    if (n == 0 && !first) break;
+    if (limiter) limiter->Acquire(static_cast<uint64_t>(n));
+    v1::FileChunk chunk;
+    if (first) {
+      *chunk.mutable_file() = file;
+      chunk.set_size(static_cast<uint64_t>(st.st_size));
+      first = false;
+    }
+    chunk.set_data(buffer.data(), static_cast<size_t>(n));
+    if (!send(chunk)) {
+      result = Status::Cancelled("the receiver stopped the transfer of " + FileName(file));
+      break;
+    }
+    if (n == 0) break;
+  }
+  close(fd);
+  return result;
+}
+
+Result<bool> PushFile(v1::PeerService::Stub* peer, const DataDir& dir, const v1::FileRef& file, RateLimiter* limiter,
+                      std::chrono::milliseconds timeout) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + timeout);
+  v1::PutFileReply reply;
+  auto writer = peer->PutFile(&context, &reply);
+  Status read = ReadFileChunks(dir.Absolute(dir.FileRelativePath(file)), file, limiter,
+                               [&](v1::FileChunk& chunk) { return writer->Write(chunk); });
+  writer->WritesDone();
+  Status remote = FromGrpcStatus(writer->Finish());
+  if (!remote.ok()) return remote;  // the peer's reason beats "the receiver stopped"
+  if (reply.already_present()) return true;  // it may have stopped the transfer early
+  if (!read.ok()) return read;
+  return false;
+}
+
+Result<uint64_t> PullFile(v1::PeerService::Stub* peer, const DataDir& dir, const v1::FileRef& file,
+                          RateLimiter* limiter, std::chrono::milliseconds timeout) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + timeout);
+  v1::GetFileRequest request;
+  *request.mutable_file() = file;
+  auto reader = peer->GetFile(&context, request);
+  auto receiver = FileReceiver::Begin(dir, file);
+  if (!receiver.ok()) {
+    context.TryCancel();
+    reader->Finish().ok();
+    return receiver.status();
+  }
+  v1::FileChunk chunk;
+  uint64_t bytes = 0;
+  Status local;
+  while (reader->Read(&chunk)) {
+    if (limiter) limiter->Acquire(chunk.data().size());
+    bytes += chunk.data().size();
+    local = receiver.value()->Append(chunk.data());
+    if (!local.ok()) {
+      context.TryCancel();
+      while (reader->Read(&chunk)) {
+      }
+      break;
+    }
+  }
+  Status remote = FromGrpcStatus(reader->Finish());
+  if (!local.ok()) return local;
+  if (!remote.ok()) return remote;
+  auto committed = receiver.value()->Commit();
+  if (!committed.ok()) return committed.status();
+  return committed.value() ? 0 : bytes;
+}
+
+}  // namespace strata

@@ -1,0 +1,66 @@
+// Whole files between nodes (replication, repair, rebalance).
+//
+// Files are immutable, so a transfer is copy-and-verify: the receiver writes a
+// temporary file next to the final one, verifies the complete file by its own
+// format's checksums (a shard: footer, trailer, and every byte against the file
+// checksum), fsyncs, and renames it into place. A file is never visible half
+// written, and a copy that already exists is left alone (transfers are
+// idempotent, so a repeated or racing copy costs bytes, never data).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+#include "server/cluster/rate_limiter.h"
+#include "server/data_dir.h"
+#include "strata/v1/cluster.grpc.pb.h"
+
+namespace strata {
+
+inline constexpr size_t kFileChunkBytes = size_t{1} << 20;
+
+// Checks a complete file of `kind` at `path`. Corruption if it is damaged.
+Status VerifyLocalFile(v1::FileRef::Kind kind, const std::string& path);
+
+// One incoming file. Not thread-safe.
+class FileReceiver {
+ public:
+  // Opens a temporary file in the final file's directory (creating it).
+  static Result<std::unique_ptr<FileReceiver>> Begin(const DataDir& dir, const v1::FileRef& file);
+  ~FileReceiver();  // removes the temporary file unless committed
+
+  Status Append(std::string_view data);
+  // Verifies, fsyncs and renames into place. Returns true if the file was
+  // already there (the new copy is dropped). Corruption if verification fails.
+  Result<bool> Commit();
+
+ private:
+  FileReceiver(std::string final_path, std::string tmp_path, int fd, v1::FileRef::Kind kind);
+
+  const std::string final_path_;
+  const std::string tmp_path_;
+  int fd_;
+  const v1::FileRef::Kind kind_;
+  bool committed_ = false;
+};
+
+// Calls `send` with each chunk of the local file at `path` (the first chunk
+// carries `file` and the size). Stops with Cancelled if `send` returns false.
+// `limiter` (optional) paces the reads.
+Status ReadFileChunks(const std::string& path, const v1::FileRef& file, RateLimiter* limiter,
+                      const std::function<bool(v1::FileChunk&)>& send);
+
+// Pushes a local file to a peer. Returns true if the peer already had it.
+Result<bool> PushFile(v1::PeerService::Stub* peer, const DataDir& dir, const v1::FileRef& file, RateLimiter* limiter,
+                      std::chrono::milliseconds timeout);
+
+// Pulls a file from a peer into the local data directory. NotFound if the peer
+// does not hold it. Returns the bytes copied (0 if the file was already here).
+Result<uint64_t> PullFile(v1::PeerService::Stub* peer, const DataDir& dir, const v1::FileRef& file,
+                          RateLimiter* limiter, std::chrono::milliseconds timeout);
+
+}  // namespace strata

@@ -1,0 +1,56 @@
+#include "server/cluster/ingest_replication.h"
+
+#include <spdlog/spdlog.h>
+
+#include "common/placement.h"
+#include "server/node.h"
+
+namespace strata {
+
+namespace {
+
+// Longest a seal waits for its copies before the ingest fails.
+constexpr std::chrono::minutes kSealTimeout{10};
+
+}  // namespace
+
+IngestReplication::IngestReplication(Node* node, v1::ClusterMap map, uint32_t replication, v1::WritePolicy policy,
+                                     uint32_t quorum)
+    : node_(node), map_(std::move(map)), replication_(replication), policy_(policy), quorum_(quorum) {}
+
+void IngestReplication::FileWritten(const v1::FileRef& file, uint64_t bytes) {
+  node_->local_files().Add(file);
+  written_.push_back(file);
+  if (map_.nodes_size() <= 1) return;  // a single node keeps its one copy
+  const bool index = file.kind() == v1::FileRef::STRATA_INDEX;
+  const std::string key =
+      index ? StrataIndexFileKey(file.dataset(), file.version()) : ShardFileKey(file.dataset(), file.version(), file.seq());
+  // Candidates in placement order; nodes that are down are skipped (their
+  // share goes to the next node, and rebalance moves it home later).
+  std::vector<v1::NodeInfo> candidates;
+  for (const std::string& id : RankMembers(key, MapMembers(map_))) {
+    const v1::NodeInfo* n = FindNode(map_, id);
+    if (n != nullptr && n->state() == v1::NODE_UP) candidates.push_back(*n);
+  }
+  const uint32_t want = index ? static_cast<uint32_t>(candidates.size()) : replication_;
+  auto copies = node_->replicator()->Replicate(file, bytes, std::move(candidates), want);
+  if (!index) shards_.push_back(std::move(copies));
+}
+
+Status IngestReplication::BeforeSeal() {
+  const uint32_t need = policy_ == v1::WRITE_SYNC ? replication_ : policy_ == v1::WRITE_QUORUM ? quorum_ : 0;
+  if (need == 0) return Status::OK();
+  const auto deadline = std::chrono::steady_clock::now() + kSealTimeout;
+  for (const auto& copies : shards_) STRATA_RETURN_IF_ERROR(copies->WaitFor(need, deadline));
+  return Status::OK();
+}
+
+void IngestReplication::AfterSeal(const v1::VersionRecord& sealed) {
+  if (map_.nodes_size() > 1) node_->BroadcastVersion(sealed.info().name(), sealed.info().version());
+}
+
+void IngestReplication::AfterAbort() {
+  for (const auto& f : written_) node_->local_files().Remove(f);
+}
+
+}  // namespace strata

@@ -1,0 +1,43 @@
+// The node's IngestObserver: records every file an ingest writes in the
+// node's file inventory and, in a cluster, copies it to its holders
+// (Replicator), holds the seal until the version's write policy is met, and
+// broadcasts the sealed version's metadata.
+//
+//   sync:     every shard has `replication` durable copies
+//   quorum W: every shard has W durable copies
+//   async:    one durable copy (this node's); the rest follow in the background
+// The stratum index goes to every node, never waited for: a node without it
+// fetches it when it first serves the version.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "server/cluster/replicator.h"
+#include "server/ingest_session.h"
+
+namespace strata {
+
+class Node;
+
+class IngestReplication final : public IngestObserver {
+ public:
+  // `map` is the cluster as the ingest started.
+  IngestReplication(Node* node, v1::ClusterMap map, uint32_t replication, v1::WritePolicy policy, uint32_t quorum);
+
+  void FileWritten(const v1::FileRef& file, uint64_t bytes) override;
+  Status BeforeSeal() override;
+  void AfterSeal(const v1::VersionRecord& sealed) override;
+  void AfterAbort() override;
+
+ private:
+  Node* const node_;
+  const v1::ClusterMap map_;
+  const uint32_t replication_;
+  const v1::WritePolicy policy_;
+  const uint32_t quorum_;
+  std::vector<std::shared_ptr<Replicator::Copies>> shards_;
+  std::vector<v1::FileRef> written_;
+};
+
+}  // namespace strata

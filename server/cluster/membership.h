@@ -1,0 +1,64 @@
+// Membership: which nodes form the cluster and which are up, as a ClusterMap
+// (strata/v1/cluster.proto) that every node and client shares.
+//
+// Two implementations:
+//  - static: the node list from the config (the embedded default: one node
+//    needs no coordinator). Liveness comes from heartbeats (PeerService.Ping):
+//    a node that has not answered for failure_timeout_ms is NODE_DOWN, and one
+//    down for grace_period_s leaves this node's map. Views may differ between
+//    nodes for a moment; shards are immutable and copies idempotent, so a
+//    difference costs at most an extra copy, never data.
+//  - etcd: each node registers under a lease (/strata/<cluster>/nodes/<id>);
+//    the map lives under one key (/strata/<cluster>/map) whose revision is the
+//    map epoch. Any node rewrites the map with a compare-and-swap transaction
+//    when registrations change (a lease expired: NODE_DOWN; down past the grace
+//    period: removed; registered again: NODE_UP). Nodes watch the map key.
+//    etcd provides the consensus; strata has none of its own.
+//
+// Thread-safety: Current() and Subscribe() are safe from any thread; callbacks
+// run on the membership's own thread and must not block for long.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "server/cluster/peer_clients.h"
+#include "server/config.h"
+#include "strata/v1/cluster.pb.h"
+
+namespace strata {
+
+class Membership {
+ public:
+  // Picks the implementation from config.cluster.membership. `self` describes
+  // this node (id, advertised address, metrics address). `peers` must outlive
+  // the membership.
+  static Result<std::unique_ptr<Membership>> Create(const NodeConfig& config, const v1::NodeInfo& self,
+                                                    PeerClients* peers);
+
+  virtual ~Membership() = default;
+
+  // Joins (etcd: registers under a lease and starts keeping it alive) and
+  // starts following the cluster. Unavailable if etcd cannot be reached.
+  virtual Status Start() = 0;
+  // Leaves (etcd: revokes the lease, so the others see it at once) and stops
+  // its threads. Idempotent.
+  virtual void Stop() = 0;
+
+  // The latest map. Before Start() it holds this node alone.
+  virtual v1::ClusterMap Current() const = 0;
+
+  // `fn` runs after every change of the map, with the new map.
+  virtual void Subscribe(std::function<void(const v1::ClusterMap&)> fn) = 0;
+};
+
+// The map's placement members (every listed node) and the nodes that are not
+// up, as id lists (for placement and StreamRequest.members/excluded).
+std::vector<std::string> MapMembers(const v1::ClusterMap& map);
+std::vector<std::string> MapDownNodes(const v1::ClusterMap& map);
+// The node with id `id`, or nullptr.
+const v1::NodeInfo* FindNode(const v1::ClusterMap& map, const std::string& id);
+
+}  // namespace strata

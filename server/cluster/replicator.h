@@ -1,0 +1,79 @@
+// Copies files written here at ingest to their holders, in the background.
+//
+// For each file the caller gives the candidates in placement order (nodes up,
+// best first) and how many copies the placement wants. The first `want`
+// candidates are the targets; this node counts as a copy if it is one (its file
+// is already durable). A target that cannot be reached is replaced by the next
+// candidate (a hand-off copy that rebalance later moves home), so a node dying
+// mid-ingest costs a retry, not the ingest. Callers wait for as many confirmed
+// copies as their write policy needs; the rest continue after the ingest
+// returns, counted in strata_replication_backlog_bytes.
+//
+// Thread-safety: safe for concurrent use.
+#pragma once
+
+#include <boost/asio/thread_pool.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "server/cluster/peer_clients.h"
+#include "server/data_dir.h"
+#include "server/metrics.h"
+#include "strata/v1/cluster.pb.h"
+
+namespace strata {
+
+class Replicator {
+ public:
+  // The progress of one file's copies.
+  class Copies {
+   public:
+    // Blocks until `n` targets hold a durable copy (OK), until that can no
+    // longer happen (Unavailable, naming the file and what failed), or until
+    // `deadline` (DeadlineExceeded).
+    Status WaitFor(uint32_t n, std::chrono::steady_clock::time_point deadline);
+    uint32_t confirmed() const;
+    std::vector<std::string> holders() const;  // nodes with a confirmed copy
+
+   private:
+    friend class Replicator;
+    v1::FileRef file_;
+    uint64_t bytes_ = 0;
+    std::vector<v1::NodeInfo> candidates_;  // placement order
+    size_t next_candidate_ = 0;             // GUARDED_BY(mu_)
+    mutable std::mutex mu_;
+    std::condition_variable cv_;
+    std::set<std::string> confirmed_;       // GUARDED_BY(mu_)
+    int in_flight_ = 0;                     // GUARDED_BY(mu_)
+    std::string last_error_;                // GUARDED_BY(mu_)
+  };
+
+  Replicator(std::string self_id, const DataDir* dir, PeerClients* peers, Metrics* metrics, size_t threads = 2);
+  ~Replicator();
+
+  // Starts copying `file` (durable here, `bytes` long) to the first `want` of
+  // `candidates`, replacing failed ones from the rest.
+  std::shared_ptr<Copies> Replicate(const v1::FileRef& file, uint64_t bytes, std::vector<v1::NodeInfo> candidates,
+                                    uint32_t want);
+
+  // Waits for the copies in flight to end (used at shutdown).
+  void Stop();
+
+ private:
+  void Launch(const std::shared_ptr<Copies>& copies, const v1::NodeInfo& target);  // REQUIRES: copies->mu_ held
+  void Push(std::shared_ptr<Copies> copies, v1::NodeInfo target);
+
+  const std::string self_id_;
+  const DataDir* dir_;
+  PeerClients* peers_;
+  Metrics* metrics_;
+  boost::asio::thread_pool pool_;
+};
+
+}  // namespace strata

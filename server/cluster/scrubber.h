@@ -1,0 +1,42 @@
+// The scrubber: re-verifies every local file's checksums in the background,
+// at scrub_bytes_per_sec, pass after pass. A corrupt copy is quarantined
+// (moved aside, never served again) and the repair loop copies a good one
+// back from another holder. Reads meanwhile check every record anyway; the
+// scrubber finds damage in data nobody is reading.
+//
+// Thread-safety: Start/Stop from one thread.
+#pragma once
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "server/cluster/rate_limiter.h"
+
+namespace strata {
+
+class Node;
+
+class Scrubber {
+ public:
+  // `bytes_per_sec` 0 disables scrubbing (Start does nothing).
+  Scrubber(Node* node, uint64_t bytes_per_sec);
+  ~Scrubber();
+
+  void Start();
+  void Stop();
+
+ private:
+  void Run();
+  bool WaitOrStop(std::chrono::milliseconds d);
+
+  Node* const node_;
+  const uint64_t bytes_per_sec_;
+  RateLimiter limiter_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;  // GUARDED_BY(mu_)
+  std::thread thread_;
+};
+
+}  // namespace strata

@@ -1,0 +1,137 @@
+// N real stratad processes on loopback forming one cluster, for the cluster
+// integration tests: start, kill -9, SIGSTOP/SIGCONT, restart, and wait for
+// the cluster to reach a state.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "strata/client.h"
+#include "tests/support/etcd_process.h"
+#include "tests/support/process.h"
+#include "tests/support/temp_dir.h"
+
+namespace strata::testing {
+
+inline const v1::NodeInfo* FindNodeForTest(const v1::ClusterMap& map, const std::string& id) {
+  for (const auto& n : map.nodes()) {
+    if (n.id() == id) return &n;
+  }
+  return nullptr;
+}
+
+// Polls `done` until it holds or `timeout` passes.
+inline bool Eventually(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return done();
+}
+
+class LocalCluster {
+ public:
+  struct Options {
+    int nodes = 3;
+    std::string etcd;  // endpoint: etcd membership instead of the static list
+    uint32_t grace_period_s = 300;
+    uint32_t repair_interval_ms = 200;
+    std::vector<std::string> extra_args;
+    int start = -1;  // nodes started at once (the others later with Start); -1: all
+  };
+
+  explicit LocalCluster(const Options& o) : options_(o) {
+    for (int i = 1; i <= o.nodes; ++i) {
+      ids_.push_back("node-" + std::to_string(i));
+      ports_.push_back(EtcdProcess::FreePort());
+    }
+    for (int i = 0; i < o.nodes; ++i) {
+      peers_ += (i ? "," : "") + ids_[static_cast<size_t>(i)] + "=" + Address(i);
+    }
+    procs_.resize(static_cast<size_t>(o.nodes));
+    for (int i = 0; i < (o.start < 0 ? o.nodes : o.start); ++i) Start(i);
+  }
+
+  std::string Address(int i) const { return "127.0.0.1:" + std::to_string(ports_[static_cast<size_t>(i)]); }
+  const std::string& Id(int i) const { return ids_[static_cast<size_t>(i)]; }
+  std::string DataDir(int i) const { return dir_.Join(Id(i)); }
+  StratadProcess& Process(int i) { return *procs_[static_cast<size_t>(i)]; }
+  int size() const { return options_.nodes; }
+  std::vector<std::string> Addresses() const {
+    std::vector<std::string> out;
+    for (int i = 0; i < options_.nodes; ++i) out.push_back(Address(i));
+    return out;
+  }
+
+  // (Re)starts node i on its port and data directory.
+  void Start(int i) {
+    StratadProcess::Options o;
+    o.data_dir = DataDir(i);
+    o.node_id = Id(i);
+    o.listen = Address(i);
+    o.metrics_listen = "127.0.0.1:0";
+    o.extra_args = {"--log-level", "info"};
+    if (options_.etcd.empty()) {
+      o.extra_args.insert(o.extra_args.end(), {"--peers", peers_});
+    } else {
+      o.extra_args.insert(o.extra_args.end(), {"--etcd", options_.etcd, "--cluster", "test"});
+    }
+    // Timings short enough for tests, written as a config file.
+    const std::string config = dir_.Join(Id(i) + ".yaml");
+    WriteFile(config, "cluster:\n  heartbeat_interval_ms: 200\n  failure_timeout_ms: 800\n  lease_ttl_s: 2\n"
+                      "  grace_period_s: " + std::to_string(options_.grace_period_s) +
+                      "\n  repair_interval_ms: " + std::to_string(options_.repair_interval_ms) +
+                      "\n  scrub_bytes_per_sec: 64MiB\n");
+    o.extra_args.insert(o.extra_args.end(), {"--config", config});
+    o.extra_args.insert(o.extra_args.end(), options_.extra_args.begin(), options_.extra_args.end());
+    procs_[static_cast<size_t>(i)] = StratadProcess::Start(o);
+    ASSERT_NE(procs_[static_cast<size_t>(i)], nullptr) << "node " << i;
+  }
+
+  void Kill(int i) { Process(i).Kill(); }
+  void Pause(int i) { Process(i).Signal(SIGSTOP); }
+  void Resume(int i) { Process(i).Signal(SIGCONT); }
+
+  // A client connected to node i, with a short stall timeout.
+  std::unique_ptr<Client> Connect(int i, int64_t stall_ms = 1000) {
+    ClientOptions o;
+    o.stall_timeout_ms = stall_ms;
+    auto c = Client::Connect(Address(i), o);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return c.ok() ? std::move(c).value() : nullptr;
+  }
+
+  // Node i's view of the cluster.
+  v1::ClusterMap Map(int i) {
+    auto c = Client::Connect(Address(i));
+    if (!c.ok()) return {};
+    auto m = c.value()->GetClusterMap();
+    return m.ok() ? m.value() : v1::ClusterMap();
+  }
+
+  // How many nodes are up in node i's map.
+  int UpIn(int i) {
+    int up = 0;
+    const v1::ClusterMap map = Map(i);
+    for (const auto& n : map.nodes()) up += n.state() == v1::NODE_UP;
+    return up;
+  }
+
+ private:
+  Options options_;
+  TempDir dir_;
+  std::vector<std::string> ids_;
+  std::vector<int> ports_;
+  std::string peers_;
+  std::vector<std::unique_ptr<StratadProcess>> procs_;
+};
+
+}  // namespace strata::testing
