@@ -10,7 +10,9 @@
 //  - Elastic: the global batches depend on the global batch size G only, never
 //    on the number of ranks. Rank r of W receives positions r, r+W, r+2W, ... of
 //    each global batch, so a job on 2 ranks of B=8 and one on 8 ranks of B=2
-//    see the same global batches step by step.
+//    see the same global batches step by step. (The stratified samplers hand a
+//    rank those samples in a keyed order rather than position order, so that
+//    a rank's batch is not sorted by stratum; the sets are the same.)
 //  - Exactly once: without-replacement samplers visit every sample once per
 //    epoch, with no padding duplicates. The remainder policy is explicit:
 //    REMAINDER_SHORT ends with a short global batch (each rank gets the floor
@@ -18,14 +20,17 @@
 //  - Resumable: any step can be computed directly; nothing depends on having
 //    computed the steps before it.
 //  - O(1) memory per sample: samplers map positions to samples with keyed
-//    permutations; no n-element array is built.
+//    permutations; no n-element array is built. The stratified samplers keep
+//    O(strata) state per step (see common/stratified_sampler.h).
 //
 // Thread-safety: Sampler and EpochPlan are immutable after Create; every const
 // method is safe to call concurrently.
 #pragma once
 
 #include <cstdint>
+#include <list>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -33,6 +38,8 @@
 #include "strata/v1/types.pb.h"
 
 namespace strata {
+
+class StratumMembers;  // common/stratum_index.h
 
 // What the plan needs to know about a sealed dataset version.
 struct DatasetShape {
@@ -42,6 +49,9 @@ struct DatasetShape {
   // Per-stratum counts, in the canonical (sorted by key) order; they sum to
   // num_samples. Used by stratified samplers.
   std::vector<v1::StratumCount> strata;
+  // Which samples are in each stratum (same order as `strata`). Required by
+  // the stratified and weighted samplers, unused by SHUFFLE.
+  std::shared_ptr<const StratumMembers> members;
 };
 
 // The job-wide inputs of the global sequence.
@@ -70,9 +80,41 @@ class Sampler {
   // Samples in global batch `step`. REQUIRES: step < num_steps().
   virtual uint64_t batch_size(uint64_t step) const = 0;
   // Appends the sample ids at positions first, first + stride, first + 2*stride,
-  // ... (below batch_size(step)) of global batch `step`.
+  // ... (below batch_size(step)) of global batch `step`: in position order for
+  // SHUFFLE, in a keyed order for the stratified samplers.
   // REQUIRES: step < num_steps(), stride >= 1.
   virtual void Select(uint64_t step, uint64_t first, uint64_t stride, std::vector<uint64_t>* ids) const = 0;
+  // Per stratum of the shape (same order as DatasetShape::strata): the share of
+  // a full global batch the plan aims at (natural proportions for SHUFFLE and
+  // STRATIFIED, the weights for WEIGHTED, adjusted by min_per_batch). Empty
+  // when the shape has no stratum counts.
+  virtual std::vector<double> TargetShares() const = 0;
+};
+
+// Samplers shared by the plans of one server: every rank of a job streaming
+// from it, and a trainer that resumes while the server still holds the plan.
+// A stratified schedule is then computed once per server rather than once per
+// rank, and a resumed stream finds its checkpoints instead of replaying the
+// schedule from the start. SHUFFLE samplers cost nothing to build and are not
+// kept. Keyed by PlanHash, seed and epoch; the `capacity` most recently used
+// samplers are kept (default 8).
+//
+// Thread-safety: safe for concurrent use.
+class SamplerCache {
+ public:
+  explicit SamplerCache(size_t capacity = 8) : capacity_(capacity) {}
+
+  // Sampler::Create, or the sampler an earlier call built for the same plan.
+  Result<std::shared_ptr<const Sampler>> GetOrCreate(const DatasetShape& shape, const PlanSpec& spec);
+
+ private:
+  struct Entry {
+    uint64_t plan_hash, seed, epoch;
+    std::shared_ptr<const Sampler> sampler;
+  };
+  const size_t capacity_;
+  std::mutex mu_;
+  std::list<Entry> entries_;  // GUARDED_BY(mu_); most recently used first
 };
 
 // Hash of everything that determines the global sequence except seed and
@@ -85,8 +127,11 @@ class EpochPlan {
  public:
   // InvalidArgument when batch_size or world is 0, the global batch is larger
   // than kMaxGlobalBatch, or the epoch would be empty.
+  // With a `cache`, the sampler is shared with other plans of the same
+  // dataset version, spec, global batch, remainder, seed and epoch.
   static Result<EpochPlan> Create(const DatasetShape& shape, const v1::SamplerSpec& sampler, uint64_t seed,
-                                  uint64_t epoch, uint32_t batch_size, uint32_t world, v1::Remainder remainder);
+                                  uint64_t epoch, uint32_t batch_size, uint32_t world, v1::Remainder remainder,
+                                  SamplerCache* cache = nullptr);
 
   uint64_t num_steps() const { return sampler_->num_steps(); }
   uint32_t world() const { return world_; }

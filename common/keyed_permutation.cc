@@ -16,7 +16,7 @@ uint64_t SplitMix(uint64_t* state) {
 }
 
 // A 64-bit finaliser with full avalanche: the Feistel round function.
-uint64_t Mix(uint64_t x) {
+inline uint64_t Mix(uint64_t x) {
   x ^= x >> 33;
   x *= 0xFF51AFD7ED558CCDULL;
   x ^= x >> 33;
@@ -36,7 +36,8 @@ KeyedPermutation::KeyedPermutation(uint64_t n, uint64_t key) : n_(n) {
   for (auto& k : keys_) k = SplitMix(&state);
 }
 
-uint64_t KeyedPermutation::Round(int r, uint64_t half) const {
+// Inlined into Encrypt and Decrypt: they are the inner loop of every sampler.
+inline uint64_t KeyedPermutation::Round(int r, uint64_t half) const {
   return Mix(half ^ keys_[static_cast<size_t>(r)]) & half_mask_;
 }
 

@@ -23,8 +23,11 @@ ShuffleSampler::ShuffleSampler(const DatasetShape& shape, const PlanSpec& spec)
     : n_(shape.num_samples),
       global_batch_(spec.global_batch),
       steps_(spec.remainder == v1::REMAINDER_DROP ? n_ / global_batch_ : (n_ + global_batch_ - 1) / global_batch_),
-      perm_(shape.num_samples, ShuffleKey(shape, spec)) {
+      perm_(shape.num_samples, spec.sampler.block_window(), ShuffleKey(shape, spec)) {
   if (spec.remainder == v1::REMAINDER_DROP) n_ = steps_ * global_batch_;
+  for (const auto& s : shape.strata) {
+    shares_.push_back(static_cast<double>(s.count()) / static_cast<double>(shape.num_samples));
+  }
 }
 
 uint64_t ShuffleSampler::batch_size(uint64_t step) const {

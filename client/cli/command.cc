@@ -11,11 +11,12 @@ namespace strata::cli {
 void AddServerOption(CLI::App* command, std::vector<std::string>* servers) {
   command
       ->add_option("--server", *servers,
-                   std::string("stratad address HOST:PORT; may be given more than once "
-                               "(default: $STRATA_SERVER, else ") +
+                   std::string("stratad address HOST:PORT: any node of the cluster; several, comma-separated or "
+                               "repeated, are tried in turn (default: $STRATA_SERVER, else ") +
                        kDefaultServer + ")")
       ->envname("STRATA_SERVER")
-      ->type_name("ADDR")
+      ->type_name("ADDR[,ADDR...]")
+      ->delimiter(',')
       ->allow_extra_args(false);  // one address per --server, so positionals stay positionals
 }
 
@@ -33,7 +34,9 @@ CLI::Validator DatasetRefValidator() {
 }
 
 Result<std::unique_ptr<Client>> ConnectToServer(const std::vector<std::string>& servers) {
-  return Client::Connect(servers.empty() ? std::string(kDefaultServer) : servers.front());
+  // Any node of a cluster will do: the first that answers.
+  if (servers.empty()) return Client::Connect(std::string(kDefaultServer));
+  return Client::Connect(servers);
 }
 
 int PrintError(const Status& status) {

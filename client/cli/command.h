@@ -42,7 +42,7 @@ CLI::Validator StatusValidator(std::function<Status(const std::string&)> parse);
 // Accepts "NAME" or "NAME@N".
 CLI::Validator DatasetRefValidator();
 
-// Connects to the first of `servers`, or to the default when it is empty.
+// Connects to the first of `servers` that answers, or to the default when it is empty.
 // (The others are for the cluster client; today only the first is used.)
 Result<std::unique_ptr<Client>> ConnectToServer(const std::vector<std::string>& servers);
 

@@ -27,6 +27,9 @@ struct IngestArgs {
   std::string shard_size;
   std::vector<std::string> stratify_by;
   std::string time_bucket;  // FIELD:WIDTH
+  uint32_t replication = 0;
+  std::string write_policy = "sync";
+  uint32_t write_quorum = 0;
   std::vector<std::string> sources;
   bool quiet = false;
 };
@@ -52,6 +55,11 @@ v1::IngestOptions MakeOptions(const IngestArgs& args) {
   options.set_dataset(args.dataset);
   if (!args.shard_size.empty()) options.set_shard_target_bytes(ParseSize(args.shard_size).value());
   for (const std::string& key : args.stratify_by) options.add_stratify_by(key);
+  options.set_replication(args.replication);
+  options.set_write_policy(args.write_policy == "async"    ? v1::WRITE_ASYNC
+                           : args.write_policy == "quorum" ? v1::WRITE_QUORUM
+                                                           : v1::WRITE_SYNC);
+  options.set_write_quorum(args.write_quorum);
   if (!args.time_bucket.empty()) {
     const TimeBucket bucket = ParseTimeBucket(args.time_bucket).value();
     options.set_time_bucket_field(bucket.field);
@@ -182,6 +190,18 @@ Command AddIngestCommand(CLI::App& parent) {
                   "or with a unit s/m/h/d/w, e.g. ts:1h")
       ->type_name("FIELD:WIDTH")
       ->check(StatusValidator([](const std::string& text) { return ParseTimeBucket(text).status(); }));
+  app->add_option("--replication,-r", args->replication,
+                  "Copies of every shard in the cluster (default: min(3, nodes))")
+      ->type_name("R")
+      ->check(CLI::Range(1u, 64u));
+  app->add_option("--write-policy", args->write_policy,
+                  "When the ingest is acknowledged: sync (every copy durable), async (one copy; the rest follow in "
+                  "the background), quorum (--write-quorum copies)")
+      ->type_name("POLICY")
+      ->check(CLI::IsMember({"sync", "async", "quorum"}));
+  app->add_option("--write-quorum", args->write_quorum, "Copies to wait for with --write-policy quorum")
+      ->type_name("W")
+      ->check(CLI::Range(1u, 64u));
   app->add_flag("-q,--quiet", args->quiet, "Do not show the progress line");
   app->add_option("sources", args->sources,
                   "Folders (label = first sub-folder), .csv/.jsonl manifests, or WebDataset .tar/.tar.gz/.tgz files")

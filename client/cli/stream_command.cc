@@ -1,12 +1,13 @@
 // strata stream: streams one rank's batches of an epoch, reports throughput
-// and the label mix, and optionally writes every batch's ids and labels as
-// JSON lines. Useful to check a plan, measure a server, or feed a script.
+// and the label mix, and optionally writes every batch's ids, labels and
+// strata as JSON lines. Useful to check a plan, measure a server, or feed a
+// script. With --report it streams every rank of --world itself and prints the
+// balance report (client/cli/stream_report.cc).
 #include <algorithm>
 #include <cerrno>
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -15,6 +16,8 @@
 #include "client/cli/command.h"
 #include "client/cli/format.h"
 #include "client/cli/progress.h"
+#include "client/cli/stream_options.h"
+#include "client/cli/stream_report.h"
 #include "common/dataset_ref.h"
 
 namespace strata::cli {
@@ -22,22 +25,6 @@ namespace strata::cli {
 namespace {
 
 constexpr size_t kMaxLabelRows = 50;
-
-struct StreamArgs {
-  std::vector<std::string> servers;
-  std::string dataset;
-  uint32_t batch_size = 0;
-  uint32_t rank = 0;
-  uint32_t world = 1;
-  uint64_t seed = 0;
-  uint64_t epoch = 0;
-  uint64_t start_step = 0;
-  uint64_t max_steps = 0;
-  bool drop_last = false;
-  std::string output;
-  std::string resume;
-  bool quiet = false;
-};
 
 // What was received, for the summary.
 struct Totals {
@@ -78,15 +65,8 @@ Result<std::optional<ResumeToken>> CheckArgs(const StreamArgs& args) {
   return std::optional<ResumeToken>(*token);
 }
 
-Status WriteJsonLine(std::ofstream& out, const Batch& batch) {
-  nlohmann::ordered_json line;
-  line["epoch"] = batch.epoch();
-  line["step"] = batch.step();
-  line["rank"] = batch.rank();
-  line["ids"] = batch.ids();
-  line["labels"] = batch.labels();
-  // Labels come from file names and manifests: replace bytes that are not UTF-8.
-  out << line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+Status WriteJsonLine(std::ofstream& out, const Batch& batch, bool with_strata) {
+  out << BatchJsonLine(batch, with_strata) << '\n';
   return out ? Status::OK() : Status::IOError("cannot write the output file");
 }
 
@@ -109,9 +89,13 @@ void PrintSummary(const Stream& stream, const StreamArgs& args, const Totals& to
 }
 
 int RunStream(const StreamArgs& args) {
+  auto spec = BuildSamplerSpec(args.sampler);
+  if (!spec.ok()) return PrintError(spec.status());
+  if (args.report || !args.plot.empty()) return RunStreamReport(args, spec.value());
   auto token = CheckArgs(args);
   if (!token.ok()) return PrintError(token.status());
   StreamOptions options;
+  options.sampler = spec.value();
   options.dataset = args.dataset;
   options.rank = args.rank;
   options.world = args.world;
@@ -151,7 +135,9 @@ int RunStream(const StreamArgs& args) {
   while (args.max_steps == 0 || totals.steps < args.max_steps) {
     Status status = (*stream)->Next(&batch);
     if (status.code() == Code::kOutOfRange) break;
-    if (status.ok() && out.is_open()) status = WriteJsonLine(out, batch);
+    if (status.ok() && out.is_open()) {
+      status = WriteJsonLine(out, batch, options.sampler.kind() != v1::SamplerSpec::SHUFFLE);
+    }
     if (!status.ok()) {
       progress.Abandon();
       PrintError(status);
@@ -191,7 +177,7 @@ Command AddStreamCommand(CLI::App& parent) {
       ->required()
       ->type_name("B")
       ->check(AtLeastOne());
-  app->add_option("--rank", args->rank, "This rank, below --world")->type_name("R")->capture_default_str();
+  auto* rank = app->add_option("--rank", args->rank, "This rank, below --world")->type_name("R")->capture_default_str();
   app->add_option("--world", args->world, "Number of ranks sharing each global batch")
       ->type_name("W")
       ->check(AtLeastOne())
@@ -206,8 +192,19 @@ Command AddStreamCommand(CLI::App& parent) {
   app->add_flag("--drop-last", args->drop_last,
                 "Drop the last incomplete global batch (default: a short last batch, every sample once)");
   app->add_option("--output,-o", args->output,
-                  "Write one JSON line per batch: {\"epoch\",\"step\",\"rank\",\"ids\",\"labels\"}")
+                  "Write one JSON line per batch: {\"epoch\",\"step\",\"rank\",\"ids\",\"labels\"}, and "
+                  "\"strata\" after \"labels\" with --sampler stratified or weighted")
       ->type_name("FILE.jsonl");
+  AddSamplerOptions(app, &args->sampler);
+  auto* report = app->add_flag("--report", args->report,
+                               "Stream every rank of --world (one stream each) and print the balance report: per "
+                               "stratum, target against delivered, the largest per-batch deviation and the batches "
+                               "lacking a stratum, beside the same figures for torch's DistributedSampler");
+  app->add_option("--plot", args->plot,
+                  "With the report (implied): draw per-batch composition for both samplers into a PNG "
+                  "(needs /usr/bin/python3 with matplotlib)")
+      ->type_name("FILE.png");
+  report->excludes(rank);
   app->add_option("--resume", args->resume,
                   "Continue from a resume token (strata1:...), as printed when a stream stops early; "
                   "it sets dataset version, seed, epoch and start step")
@@ -217,7 +214,10 @@ Command AddStreamCommand(CLI::App& parent) {
       ->excludes(start)
       ->check(StatusValidator([](const std::string& text) { return ResumeToken::Decode(text).status(); }));
   app->add_flag("-q,--quiet", args->quiet, "Do not show the progress line");
-  return {app, [args] { return RunStream(*args); }};
+  return {app, [args, rank] {
+            args->rank_given = rank->count() > 0;
+            return RunStream(*args);
+          }};
 }
 
 }  // namespace strata::cli
