@@ -11,6 +11,8 @@
 #include <CLI/CLI.hpp>
 
 #include <array>
+#include <signal.h>
+
 #include <barrier>
 #include <chrono>
 #include <cmath>
@@ -28,7 +30,9 @@ namespace {
 constexpr int kBins = 16;  // features: a histogram of payload byte values
 
 struct Options {
-  std::string server = "127.0.0.1:7400";
+  std::string server = "127.0.0.1:7400";  // one address, or several separated by commas
+  int kill_during_epoch = -1;             // demo: SIGKILL kill_pid half-way through this epoch
+  int kill_pid = 0;
   std::string dataset;
   uint32_t world = 2;
   uint32_t batch_size = 64;
@@ -77,7 +81,10 @@ struct RankTotals {
 int main(int argc, char** argv) {
   Options o;
   CLI::App app{"strata-train-example: data-parallel training of a small classifier on batches streamed by strata"};
-  app.add_option("--server", o.server, "stratad address");
+  app.add_option("--server", o.server, "stratad address, or several (any node of a cluster), comma-separated");
+  app.add_option("--kill-during-epoch", o.kill_during_epoch,
+                 "demonstration: kill -9 the process --kill-pid half-way through this epoch");
+  app.add_option("--kill-pid", o.kill_pid, "the process to kill (a stratad)");
   app.add_option("--dataset", o.dataset, "dataset name")->required();
   app.add_option("--world", o.world, "ranks (threads)")->check(CLI::Range(1u, 64u));
   app.add_option("--batch-size", o.batch_size, "samples per rank per step")->check(CLI::Range(1u, 1u << 16));
@@ -86,7 +93,13 @@ int main(int argc, char** argv) {
   app.add_option("--lr", o.learning_rate, "learning rate");
   CLI11_PARSE(app, argc, argv);
 
-  auto client = strata::Client::Connect(o.server);
+  std::vector<std::string> seeds;
+  for (size_t start = 0; start <= o.server.size();) {
+    const size_t comma = std::min(o.server.find(',', start), o.server.size());
+    if (comma > start) seeds.push_back(o.server.substr(start, comma - start));
+    start = comma + 1;
+  }
+  auto client = strata::Client::Connect(seeds);
   if (!client.ok()) {
     std::cerr << "error: " << client.status().ToString() << "\n";
     return 1;
@@ -171,6 +184,12 @@ int main(int argc, char** argv) {
             ++t.labels[batch.labels()[i]];
           }
           t.samples += batch.size();
+          if (rank == 0 && static_cast<int>(epoch) == o.kill_during_epoch && o.kill_pid > 0 &&
+              batch.step() == batch.steps_in_epoch() / 2) {
+            std::printf("  (step %llu: kill -9 %d)\n", static_cast<unsigned long long>(batch.step()), o.kill_pid);
+            std::fflush(stdout);
+            kill(o.kill_pid, SIGKILL);
+          }
           t.bytes += batch.payload_bytes();
           batch_sizes[rank] = batch.size();
           sync.arrive_and_wait();

@@ -229,3 +229,36 @@ TEST(BatchTest, RefusesAPartForAnotherBatchSize) { ExpectRefused(MakePart(4, {{0
 
 }  // namespace
 }  // namespace strata
+
+namespace strata {
+namespace {
+
+// A server with nothing to send for a step still sends an empty last part; it
+// may arrive after the other servers' parts completed the batch.
+TEST(BatchEmptyPartTest, EmptyPartAfterCompletionChangesNothing) {
+  Batch batch;
+  batch.Reset(0, 3, 0, 1, 10, 2);
+  v1::Batch a;
+  a.set_batch_size(2);
+  a.add_slots(1);
+  a.add_ids(11);
+  a.add_labels("x");
+  a.add_sizes(3);
+  a.set_payload("bbb");
+  v1::Batch b = a;
+  b.set_slots(0, 0);
+  b.set_ids(0, 10);
+  b.set_payload("aaa");
+  ASSERT_TRUE(batch.AddPart(&a));
+  ASSERT_TRUE(batch.AddPart(&b));
+  ASSERT_TRUE(batch.Complete());
+  v1::Batch empty;
+  empty.set_batch_size(2);
+  ASSERT_TRUE(batch.AddPart(&empty));
+  EXPECT_EQ(batch.payload(), "aaabbb");
+  EXPECT_EQ(batch.sample(0), "aaa");
+  EXPECT_EQ(batch.sample(1), "bbb");
+}
+
+}  // namespace
+}  // namespace strata

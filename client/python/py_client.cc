@@ -1,0 +1,275 @@
+// strata.Client: a connection to a stratad; opens streams, runs the admin
+// calls (list, describe, status) and ingests samples from Python.
+//
+// Thread-safety: a Client may be used from several Python threads.
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "client/python/py_common.h"
+#include "strata/client.h"
+#include "strata/resume_token.h"
+#include "strata/staging.h"
+
+namespace strata::python {
+
+namespace {
+
+// How a stream's batches reach the caller, from the `device` argument:
+// None: straight from the network, no staging; "cpu": a host staging ring
+// (background prefetch); "cuda", "cuda:N" or N: a staging ring on GPU N, or
+// host memory with a log line saying why when there is none.
+std::optional<StagingOptions> StagingFor(const py::object& device, int prefetch_depth, const py::object& cuda_stream) {
+  if (device.is_none()) return std::nullopt;
+  StagingOptions o;
+  o.prefetch_depth = prefetch_depth;
+  if (py::isinstance<py::int_>(device)) {
+    o.device = device.cast<int>();
+  } else {
+    const std::string d = py::str(device);
+    if (d == "cpu") {
+      o.prefer_device = false;
+    } else if (d == "cuda") {
+      o.device = 0;
+    } else if (d.rfind("cuda:", 0) == 0) {
+      try {
+        o.device = std::stoi(d.substr(5));
+      } catch (const std::exception&) {
+        throw py::value_error("device must be None, 'cpu', 'cuda', 'cuda:N' or an int, not '" + d + "'");
+      }
+    } else {
+      throw py::value_error("device must be None, 'cpu', 'cuda', 'cuda:N' or an int, not '" + d + "'");
+    }
+  }
+  if (!cuda_stream.is_none()) {
+    o.cuda_stream = reinterpret_cast<void*>(static_cast<intptr_t>(cuda_stream.cast<int64_t>()));
+  }
+  return o;
+}
+
+v1::SamplerSpec SamplerFrom(const py::object& sampler) {
+  v1::SamplerSpec spec;
+  if (sampler.is_none()) return spec;
+  if (py::isinstance<py::str>(sampler)) {
+    py::dict d;
+    d["kind"] = py::str(sampler).attr("upper")();
+    FromDict(d, &spec);
+  } else {
+    FromDict(sampler.cast<py::dict>(), &spec);
+  }
+  return spec;
+}
+
+std::string BytesOf(const py::handle& value) {
+  if (py::isinstance<py::str>(value)) return value.cast<std::string>();
+  PyObject* bytes = PyBytes_FromObject(value.ptr());  // bytes, bytearray, memoryview, numpy...
+  if (bytes == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::bytes>(bytes);
+}
+
+// A sample from a dict {"key", "label", "fields": {name: bytes}, "attributes": {k: v}}
+// or a tuple (key, label, fields).
+v1::Sample SampleFrom(const py::handle& item) {
+  v1::Sample s;
+  py::object fields;
+  if (py::isinstance<py::dict>(item)) {
+    py::dict d = py::reinterpret_borrow<py::dict>(item);
+    for (const auto& [k, v] : d) {
+      const std::string key = py::str(k);
+      if (key == "key") {
+        s.set_key(py::str(v));
+      } else if (key == "label") {
+        s.set_label(py::str(v));
+      } else if (key == "fields") {
+        fields = py::reinterpret_borrow<py::object>(v);
+      } else if (key == "attributes") {
+        for (const auto& [ak, av] : v.cast<py::dict>()) (*s.mutable_attributes())[py::str(ak)] = py::str(av);
+      } else {
+        throw py::value_error("a sample dict has keys key, label, fields, attributes; not '" + key + "'");
+      }
+    }
+  } else {
+    py::tuple t = py::reinterpret_borrow<py::object>(item).cast<py::tuple>();
+    if (t.size() != 3) throw py::value_error("a sample tuple is (key, label, {field: bytes})");
+    s.set_key(py::str(t[0]));
+    s.set_label(py::str(t[1]));
+    fields = t[2];
+  }
+  if (fields.is_none() || !py::isinstance<py::dict>(fields)) {
+    throw py::value_error("sample '" + s.key() + "' needs fields: a dict of name -> bytes");
+  }
+  for (const auto& [name, data] : fields.cast<py::dict>()) {
+    v1::Field* f = s.add_fields();
+    f->set_name(py::str(name));
+    f->set_data(BytesOf(data));
+  }
+  return s;
+}
+
+class PyClient {
+ public:
+  PyClient(const std::string& address, int64_t connect_timeout_ms) {
+    ClientOptions o;
+    o.connect_timeout_ms = connect_timeout_ms;
+    Result<std::unique_ptr<Client>> c = Status::Unavailable("not connected");
+    {
+      py::gil_scoped_release nogil;
+      c = Client::Connect(address, o);
+    }
+    ThrowIfError(c.status());
+    client_ = std::move(c).value();
+  }
+
+  const std::string& address() const { return client_->address(); }
+
+  py::list List(bool include_unsealed) {
+    auto r = Call([&] { return client_->ListDatasets(include_unsealed); });
+    py::list out;
+    for (const auto& d : r) out.append(ToDict(d));
+    return out;
+  }
+  py::dict Describe(const std::string& dataset) { return ToDict(Call([&] { return client_->Describe(dataset); })); }
+  py::dict GetStatus() { return ToDict(Call([&] { return client_->GetStatus(); })); }
+
+  py::object OpenStream(const std::string& dataset, uint32_t batch_size, uint32_t rank, uint32_t world, uint64_t seed,
+                        uint64_t epoch, uint64_t start_step, uint64_t max_steps, bool drop_last,
+                        const py::object& sampler, const py::object& device, int prefetch_depth,
+                        const py::object& cuda_stream) {
+    StreamOptions o;
+    o.dataset = dataset;
+    o.batch_size = batch_size;
+    o.rank = rank;
+    o.world = world;
+    o.seed = seed;
+    o.epoch = epoch;
+    o.start_step = start_step;
+    o.max_steps = max_steps;
+    o.remainder = drop_last ? v1::REMAINDER_DROP : v1::REMAINDER_SHORT;
+    o.sampler = SamplerFrom(sampler);
+    const std::optional<StagingOptions> staging = StagingFor(device, prefetch_depth, cuda_stream);
+    auto stream = Call([&] { return client_->OpenStream(o); });
+    return MakePyStream(std::move(stream), staging ? &*staging : nullptr);
+  }
+
+  py::object Resume(const std::string& token_text, uint32_t batch_size, uint32_t rank, uint32_t world,
+                    uint64_t max_steps, bool drop_last, const py::object& sampler, const py::object& device,
+                    int prefetch_depth, const py::object& cuda_stream) {
+    auto token = ResumeToken::Decode(token_text);
+    ThrowIfError(token.status());
+    StreamOptions o;
+    o.batch_size = batch_size;
+    o.rank = rank;
+    o.world = world;
+    o.max_steps = max_steps;
+    o.remainder = drop_last ? v1::REMAINDER_DROP : v1::REMAINDER_SHORT;
+    o.sampler = SamplerFrom(sampler);
+    const std::optional<StagingOptions> staging = StagingFor(device, prefetch_depth, cuda_stream);
+    auto stream = Call([&] { return client_->ResumeStream(*token, o); });
+    return MakePyStream(std::move(stream), staging ? &*staging : nullptr);
+  }
+
+  py::dict Ingest(const std::string& dataset, const py::iterable& samples, uint64_t shard_size,
+                  const py::object& options) {
+    v1::IngestOptions o;
+    if (!options.is_none()) FromDict(options.cast<py::dict>(), &o);
+    o.set_dataset(dataset);
+    if (shard_size != 0) o.set_shard_target_bytes(shard_size);
+    auto writer = Call([&] { return client_->StartIngest(o); });
+    try {
+      for (const auto& item : samples) {
+        const v1::Sample sample = SampleFrom(item);
+        Status s;
+        {
+          py::gil_scoped_release nogil;
+          s = writer->Write(sample);
+        }
+        ThrowIfError(s);
+      }
+    } catch (...) {
+      py::gil_scoped_release nogil;
+      writer->Abort();
+      throw;
+    }
+    return ToDict(Call([&] { return writer->Commit(); }));
+  }
+
+ private:
+  // Runs a blocking client call without the GIL; raises on error.
+  template <typename F>
+  auto Call(F&& f) -> std::remove_reference_t<decltype(f().value())> {
+    std::optional<std::remove_reference_t<decltype(f())>> r;
+    {
+      py::gil_scoped_release nogil;
+      r.emplace(f());
+    }
+    ThrowIfError(r->status());
+    return std::move(*r).value();
+  }
+
+  std::unique_ptr<Client> client_;
+};
+
+}  // namespace
+
+void BindClient(py::module_& m) {
+  py::class_<PyClient>(m, "Client", R"(A connection to a stratad at "host:port".
+
+Raises strata.Error (code Unavailable) if it does not answer within
+connect_timeout_ms.)")
+      .def(py::init<const std::string&, int64_t>(), py::arg("address"), py::arg("connect_timeout_ms") = 5000)
+      .def_property_readonly("address", &PyClient::address)
+      .def("list", &PyClient::List, py::arg("include_unsealed") = false, "Datasets and versions, as dicts.")
+      .def("describe", &PyClient::Describe, py::arg("dataset"), "One version ('name' or 'name@N') in detail.")
+      .def("status", &PyClient::GetStatus, "The node's health and counters.")
+      .def("stream", &PyClient::OpenStream, py::arg("dataset"), py::arg("batch_size"), py::arg("rank") = 0,
+           py::arg("world") = 1, py::arg("seed") = 0, py::arg("epoch") = 0, py::arg("start_step") = 0,
+           py::arg("max_steps") = 0, py::arg("drop_last") = false, py::arg("sampler") = py::none(),
+           py::arg("device") = py::none(), py::arg("prefetch_depth") = 2, py::arg("cuda_stream") = py::none(),
+           R"(Opens rank `rank` of `world`'s stream of one epoch; batch_size is per rank.
+
+sampler: None (shuffle), a kind name ('shuffle', 'stratified', 'weighted') or
+a dict of SamplerSpec fields. device: None (batches straight from the network),
+'cpu' (a host staging ring with background prefetch), 'cuda', 'cuda:N' or N (a
+staging ring on that GPU; host memory, with a log line, when there is none).
+cuda_stream: the consumer's cudaStream_t as an int (default: legacy stream).)")
+      .def("resume", &PyClient::Resume, py::arg("token"), py::arg("batch_size"), py::arg("rank") = 0,
+           py::arg("world") = 1, py::arg("max_steps") = 0, py::arg("drop_last") = false,
+           py::arg("sampler") = py::none(), py::arg("device") = py::none(), py::arg("prefetch_depth") = 2,
+           py::arg("cuda_stream") = py::none(),
+           "Continues a stream from a resume token, on any world size that divides the same global batch.")
+      .def("ingest", &PyClient::Ingest, py::arg("dataset"), py::arg("samples"), py::arg("shard_size") = 0,
+           py::arg("options") = py::none(),
+           R"(Creates the next version of `dataset` from an iterable of samples and seals it.
+
+A sample is a dict {"key", "label", "fields": {name: bytes}, "attributes"} or a
+tuple (key, label, {name: bytes}). options: more IngestOptions fields as a dict.
+Returns the server's summary.)");
+
+  m.def("parse_resume_token", [](const std::string& text) {
+    auto t = ResumeToken::Decode(text);
+    ThrowIfError(t.status());
+    py::dict d;
+    d["dataset"] = t->dataset;
+    d["version"] = t->version;
+    d["plan_hash"] = t->plan_hash;
+    d["seed"] = t->seed;
+    d["epoch"] = t->epoch;
+    d["step"] = t->step;
+    return d;
+  }, py::arg("token"), "A resume token's parts as a dict.");
+
+  m.def("staging_path", [](const py::object& device) {
+    StagingOptions o;
+    if (!device.is_none()) o = *StagingFor(device, 2, py::none());
+    std::string description;
+    const StagingMemory memory = StagedStream::Probe(o, &description);
+    return py::make_tuple(memory == StagingMemory::kDevice ? "cuda:" + std::to_string(o.device) : std::string("cpu"),
+                          description);
+  }, py::arg("device") = py::none(),
+        "('cuda:N' or 'cpu', description): where a staged stream for `device` would put batches, and why.");
+}
+
+}  // namespace strata::python

@@ -1,0 +1,68 @@
+// Shared by the pieces of the `_strata` extension module (client/python/).
+//
+// GIL: every call that may block on the network or on the staging ring
+// releases the GIL. Objects below hold no Python references, so they may be
+// destroyed on any thread, with or without the GIL (a DLPack deleter runs
+// wherever the consumer drops its tensor).
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "strata/batch.h"
+#include "strata/client.h"
+#include "strata/staging.h"
+
+namespace google::protobuf {
+class Message;
+}
+
+namespace strata::python {
+
+namespace py = pybind11;
+
+// What a Python Batch owns: a batch from a plain Stream, or a lease on a
+// staging-ring slot. numpy arrays, memoryviews and DLPack tensors made from a
+// batch keep this alive, so the memory they view lives as long as they do.
+struct BatchHandle {
+  Batch plain;         // plain streams
+  StagedBatch staged;  // staged streams
+  bool is_staged = false;
+
+  const Batch& batch() const { return is_staged ? staged.batch() : plain; }
+  // The payload in host memory: the batch's own buffer, or the slot's host buffer.
+  const std::byte* host_payload() const;
+  size_t payload_bytes() const { return is_staged ? staged.bytes() : plain.payload().size(); }
+  bool on_device() const { return is_staged && staged.memory() == StagingMemory::kDevice; }
+  // The payload where it lives: device memory when on_device().
+  const std::byte* data() const { return on_device() ? staged.data() : host_payload(); }
+  int device() const { return on_device() ? staged.device() : -1; }
+};
+
+// Raises strata.Error (with .code, e.g. "NotFound") for a non-OK status.
+[[noreturn]] void Raise(const Status& status);
+inline void ThrowIfError(const Status& status) {
+  if (!status.ok()) Raise(status);
+}
+
+// A protobuf message as a dict: every field, enums by name, maps as dicts,
+// unset sub-messages as None.
+py::dict ToDict(const google::protobuf::Message& message);
+// Sets the fields named in `fields` (scalars, enums by name or number,
+// repeated scalars, maps of scalars); ValueError for unknown names or bad values.
+void FromDict(const py::dict& fields, google::protobuf::Message* message);
+
+// A strata.Stream over `stream`: plain when `staging` is null, else through a
+// staging ring opened with *staging (which logs the path it takes).
+py::object MakePyStream(std::unique_ptr<Stream> stream, const StagingOptions* staging);
+
+void BindErrors(py::module_& m);
+void BindBatch(py::module_& m);
+void BindStream(py::module_& m);
+void BindClient(py::module_& m);
+
+}  // namespace strata::python

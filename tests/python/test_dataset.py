@@ -1,0 +1,95 @@
+"""strata.torch.StrataDataset: iteration through a DataLoader, the decode
+hook, rank and world from torch.distributed, and mid-epoch resumption with
+state_dict() / load_state_dict()."""
+
+import socket
+
+import pytest
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader
+
+from conftest import SYNTHETIC_SAMPLES, synthetic_payload
+from strata.torch import StrataDataset
+
+
+def ids_of(items):
+    return [item["ids"].tolist() for item in items]
+
+
+def test_default_decode_yields_tensors_over_the_payload(server, synthetic):
+    ds = StrataDataset(server.address, synthetic, batch_size=64, seed=1)
+    items = list(DataLoader(ds, batch_size=None, num_workers=0))
+    assert len(items) == len(ds) == (SYNTHETIC_SAMPLES + 63) // 64
+    assert sorted(i for item in items for i in item["ids"].tolist()) == list(range(SYNTHETIC_SAMPLES))
+    item = items[0]
+    assert item["payload"].dtype == torch.uint8 and item["ids"].dtype == torch.int64
+    assert item["step"] == 0 and item["epoch"] == 0
+    for k, sample_id in enumerate(item["ids"].tolist()):
+        start, size = int(item["offsets"][k]), int(item["sizes"][k])
+        assert bytes(item["payload"][start:start + size].tolist()) == synthetic_payload(sample_id)
+
+
+def test_decode_hook_turns_payloads_into_tensors(server, synthetic):
+    def lengths(batch):
+        return torch.from_numpy(batch.sizes.astype("int64")), torch.from_numpy(batch.ids.astype("int64"))
+
+    ds = StrataDataset(server.address, synthetic, batch_size=100, decode=lengths)
+    for sizes, ids in ds:
+        assert sizes.tolist() == [len(synthetic_payload(i)) for i in ids.tolist()]
+
+
+def test_state_dict_resumes_mid_epoch(server, synthetic):
+    full = ids_of(StrataDataset(server.address, synthetic, batch_size=48, seed=7, epoch=2))
+    ds = StrataDataset(server.address, synthetic, batch_size=48, seed=7, epoch=2)
+    assert ds.state_dict()["resume_token"] is None
+    first = []
+    for item in DataLoader(ds, batch_size=None):
+        first.append(item["ids"].tolist())
+        if len(first) == 6:
+            state = ds.state_dict()  # as a checkpoint after step 5
+            break
+    assert state["epoch"] == 2 and state["resume_token"].endswith(":6")
+
+    restored = StrataDataset(server.address, synthetic, batch_size=48)  # a fresh process's dataset
+    restored.load_state_dict(state)
+    assert restored.epoch == 2 and restored.seed == 7
+    rest = ids_of(DataLoader(restored, batch_size=None))
+    assert first + rest == full
+    # The epoch is complete: its state resumes to nothing; the next epoch starts afresh.
+    done = restored.state_dict()
+    again = StrataDataset(server.address, synthetic, batch_size=48)
+    again.load_state_dict(done)
+    assert list(again) == []
+    again.set_epoch(3)
+    assert sorted(i for b in ids_of(again) for i in b) == list(range(SYNTHETIC_SAMPLES))
+
+
+def test_iterating_again_replays_the_epoch(server, synthetic):
+    ds = StrataDataset(server.address, synthetic, batch_size=128, seed=1)
+    assert ids_of(ds) == ids_of(ds)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_rank_and_world_come_from_torch_distributed(server, synthetic):
+    ds = StrataDataset(server.address, synthetic, batch_size=10)
+    assert (ds.rank, ds.world) == (0, 1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+    try:
+        assert (ds.rank, ds.world) == (0, 1)
+        explicit = StrataDataset(server.address, synthetic, batch_size=10, rank=1, world=4)
+        assert (explicit.rank, explicit.world) == (1, 4)
+        assert len(explicit) == SYNTHETIC_SAMPLES // 40
+    finally:
+        dist.destroy_process_group()
+
+
+def test_several_dataloader_workers_are_refused(server, synthetic):
+    ds = StrataDataset(server.address, synthetic, batch_size=10)
+    with pytest.raises(RuntimeError, match="num_workers=0"):
+        list(DataLoader(ds, batch_size=None, num_workers=2))

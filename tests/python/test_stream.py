@@ -1,0 +1,205 @@
+"""strata.Client and strata.Stream against a live stratad: iteration, payload
+equality, zero-copy hand-off to numpy and torch, resumption, errors."""
+
+import gc
+
+import numpy as np
+import pytest
+import torch
+
+import strata
+from conftest import SYNTHETIC_SAMPLES, synthetic_label, synthetic_payload
+
+
+def all_batches(stream):
+    return list(stream)
+
+
+def test_one_epoch_delivers_every_sample_once_with_its_payload(client, synthetic):
+    stream = client.stream(synthetic, batch_size=64, seed=3, epoch=0)
+    seen = []
+    steps = 0
+    for batch in stream:
+        assert batch.step == steps
+        assert batch.epoch == 0 and batch.rank == 0
+        assert len(batch) == len(batch.ids) == len(batch.labels) == len(batch.offsets) == len(batch.sizes)
+        assert batch.ids.dtype == np.uint64 and batch.offsets.dtype == np.uint64 and batch.sizes.dtype == np.uint64
+        assert int(batch.sizes.sum()) == batch.nbytes == len(batch.payload)
+        for i, sample_id in enumerate(batch.ids.tolist()):
+            assert batch.labels[i] == synthetic_label(sample_id)
+            assert bytes(batch.sample(i)) == synthetic_payload(sample_id)
+            start, size = int(batch.offsets[i]), int(batch.sizes[i])
+            assert batch.payload[start:start + size].tobytes() == synthetic_payload(sample_id)
+        seen.extend(batch.ids.tolist())
+        steps += 1
+    assert steps == stream.steps_in_epoch == (SYNTHETIC_SAMPLES + 63) // 64
+    assert sorted(seen) == list(range(SYNTHETIC_SAMPLES))
+    assert stream.device == "cpu"
+
+
+def test_fields_and_sample_views(client, synthetic):
+    batch = next(iter(client.stream(synthetic, batch_size=16, seed=1)))
+    for i, sample_id in enumerate(batch.ids.tolist()):
+        assert batch.field_names(i) == ["bin"]
+        assert bytes(batch.field(i, "bin")) == synthetic_payload(sample_id)
+        assert batch.field(i, "jpg") is None
+    assert bytes(batch.sample(-1)) == synthetic_payload(int(batch.ids[-1]))
+    with pytest.raises(IndexError):
+        batch.sample(16)
+    view = batch.sample(0)
+    assert isinstance(view, memoryview) and view.readonly
+
+
+def test_numpy_views_share_the_batch_memory_and_keep_it_alive(client, synthetic):
+    stream = client.stream(synthetic, batch_size=32, seed=2)
+    batch = next(stream)
+    payload = batch.payload
+    assert payload.dtype == np.uint8 and not payload.flags.writeable
+    assert payload.ctypes.data == batch.host_data_ptr == batch.data_ptr
+    via_buffer = np.frombuffer(batch, dtype=np.uint8)
+    assert np.shares_memory(payload, via_buffer)
+    assert memoryview(batch).readonly and memoryview(batch).nbytes == batch.nbytes
+    assert not batch.ids.flags.writeable
+    expected = [synthetic_payload(i) for i in batch.ids.tolist()]
+    ids, offsets, sizes = batch.ids, batch.offsets, batch.sizes
+    del batch
+    stream.close()
+    del stream
+    gc.collect()
+    for k, sample in enumerate(expected):  # the views outlived the batch and its stream
+        assert payload[int(offsets[k]):int(offsets[k]) + int(sizes[k])].tobytes() == sample
+    assert len(ids) == len(expected)
+
+
+def test_torch_tensors_share_the_batch_memory(client, synthetic):
+    batch = next(iter(client.stream(synthetic, batch_size=32, seed=2)))
+    tensor = batch.torch()
+    assert tensor.dtype == torch.uint8 and tensor.device.type == "cpu" and tensor.dim() == 1
+    assert tensor.data_ptr() == batch.data_ptr
+    assert torch.utils.dlpack.from_dlpack(batch).data_ptr() == batch.data_ptr
+    as_numpy = tensor.numpy()
+    assert np.shares_memory(as_numpy, batch.payload)
+    expected = b"".join(synthetic_payload(i) for i in batch.ids.tolist())
+    del batch
+    gc.collect()
+    assert tensor.numpy().tobytes() == expected
+
+
+def test_resume_token_continues_where_the_stream_stopped(client, synthetic):
+    full = [(b.ids.tolist(), b.payload.tobytes()) for b in client.stream(synthetic, batch_size=50, seed=9, epoch=1)]
+    stream = client.stream(synthetic, batch_size=50, seed=9, epoch=1)
+    first = [(b.ids.tolist(), b.payload.tobytes()) for _, b in zip(range(7), stream)]
+    token = stream.resume_token()
+    stream.close()
+    parts = strata.parse_resume_token(token)
+    assert parts["step"] == 7 and parts["epoch"] == 1 and parts["seed"] == 9
+    assert parts["dataset"] == synthetic.split("@")[0]
+    resumed = client.resume(token, batch_size=50)
+    rest = [(b.ids.tolist(), b.payload.tobytes()) for b in resumed]
+    assert first + rest == full
+    assert resumed.next_step == len(full)
+
+
+def test_resume_on_another_world_size_splits_the_same_global_batches(client, synthetic):
+    full = [b.ids.tolist() for b in client.stream(synthetic, batch_size=40, seed=5)]
+    stream = client.stream(synthetic, batch_size=40, seed=5)
+    for _ in range(3):
+        next(stream)
+    token = stream.resume_token()
+    ranks = [[b.ids.tolist() for b in client.resume(token, batch_size=20, rank=r, world=2)] for r in range(2)]
+    for step, ids in enumerate(full[3:]):
+        joined = ranks[0][step] + (ranks[1][step] if step < len(ranks[1]) else [])
+        assert sorted(joined) == sorted(ids)
+
+
+def test_staged_host_stream_prefetches_into_reused_buffers(client, synthetic):
+    stream = client.stream(synthetic, batch_size=100, seed=4, device="cpu", prefetch_depth=3)
+    assert stream.device == "cpu"
+    assert stream.staging == "host memory (prefer_device is off)"
+    held = []
+    for batch in stream:
+        assert batch.device == "cpu"
+        assert batch.payload.ctypes.data == batch.data_ptr
+        assert batch.torch().data_ptr() == batch.data_ptr
+        held.append(batch)
+    assert sorted(i for b in held for i in b.ids.tolist()) == list(range(SYNTHETIC_SAMPLES))
+    for batch in held:  # every held batch kept its own slot
+        for i, sample_id in enumerate(batch.ids.tolist()):
+            assert bytes(batch.sample(i)) == synthetic_payload(sample_id)
+    assert len({b.data_ptr for b in held}) == len(held)
+    # Dropped batches give their slots back: a second pass reuses a handful of buffers.
+    del held, batch
+    addresses = {b.data_ptr for b in client.stream(synthetic, batch_size=100, seed=4, device="cpu")}
+    assert len(addresses) <= 5
+
+
+def test_staged_stream_on_a_gpu(client, synthetic):
+    where, why = strata.staging_path("cuda")
+    if where == "cpu":
+        pytest.skip(f"no GPU: staging would use {why}")
+    if not torch.cuda.is_available():
+        pytest.skip("this torch has no CUDA support")
+    stream = client.stream(synthetic, batch_size=64, seed=1, device="cuda")
+    assert stream.device == "cuda:0"
+    for batch in stream:
+        tensor = batch.torch()
+        assert tensor.is_cuda and tensor.data_ptr() == batch.data_ptr
+        assert tensor.cpu().numpy().tobytes() == batch.payload.tobytes()
+
+
+def test_staging_falls_back_to_host_without_a_gpu():
+    where, why = strata.staging_path("cuda:0")
+    assert where in ("cpu", "cuda:0")
+    if where == "cpu":
+        assert why.startswith("host memory (")
+    assert strata.staging_path("cpu") == ("cpu", "host memory (prefer_device is off)")
+    with pytest.raises(ValueError):
+        strata.staging_path("tpu")
+
+
+def test_drop_last_drops_the_short_batch(client, synthetic):
+    sizes = [len(b) for b in client.stream(synthetic, batch_size=300, drop_last=True)]
+    assert sizes == [300, 300, 300]
+    sizes = [len(b) for b in client.stream(synthetic, batch_size=300)]
+    assert sizes == [300, 300, 300, 100]
+
+
+def test_errors_carry_their_code(client, server, synthetic):
+    with pytest.raises(strata.Error) as e:
+        next(client.stream("no-such-dataset", batch_size=8))
+    assert e.value.code == "NotFound"
+    with pytest.raises(strata.Error) as e:
+        client.stream(synthetic, batch_size=0)
+    assert e.value.code == "InvalidArgument"
+    with pytest.raises(strata.Error) as e:
+        client.stream(synthetic, batch_size=8, rank=2, world=2)
+    assert e.value.code == "InvalidArgument"
+    with pytest.raises(strata.Error) as e:
+        client.resume("not a token", batch_size=8)
+    assert e.value.code == "InvalidArgument"
+    with pytest.raises(strata.Error) as e:
+        strata.Client("127.0.0.1:1", connect_timeout_ms=500)
+    assert e.value.code == "Unavailable"
+    assert isinstance(e.value, RuntimeError)
+
+
+def test_admin_calls_return_dicts(client, synthetic):
+    name, version = synthetic.split("@")
+    listed = [d for d in client.list() if d["name"] == name]
+    assert listed and listed[0]["samples"] == SYNTHETIC_SAMPLES
+    described = client.describe(synthetic)
+    assert described["dataset"]["version"] == int(version)
+    assert described["dataset"]["state"] == "VERSION_SEALED"
+    assert {c["key"]: c["count"] for c in described["dataset"]["label_counts"]} == {
+        f"label{k}": SYNTHETIC_SAMPLES // 5 for k in range(5)}
+    status = client.status()
+    assert status["datasets"] >= 1 and isinstance(status["node_id"], str)
+
+
+def test_close_and_context_manager(client, synthetic):
+    with client.stream(synthetic, batch_size=10) as stream:
+        batch = next(stream)
+    assert list(stream) == []  # closed: iteration ends
+    assert len(batch) == 10    # batches outlive the stream
+    with pytest.raises(ValueError):
+        stream.resume_token()
