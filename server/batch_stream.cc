@@ -27,13 +27,14 @@ uint64_t CursorStart(const v1::StreamRequest& r, const Catalog* catalog, const O
 // sample each).
 class BatchStream::PartBuilder {
  public:
-  PartBuilder(const BatchStream& s, uint64_t step, uint32_t batch_size, std::vector<v1::Batch>* out)
+  PartBuilder(const BatchStream& s, uint64_t step, uint32_t batch_size, std::vector<WirePart>* out)
       : stream_(s), step_(step), batch_size_(batch_size), out_(out) {
     Start();
   }
 
-  void Add(uint32_t slot, const RecordView& view) {
-    if (part_.ids_size() > 0 && part_.payload().size() + view.payload.size() > stream_.limits_.max_part_bytes) {
+  // `owner` keeps view.payload valid until the part has been written.
+  void Add(uint32_t slot, const RecordView& view, std::shared_ptr<const void> owner) {
+    if (message().ids_size() > 0 && part_.payload_bytes() + view.payload.size() > stream_.limits_.max_part_bytes) {
       out_->push_back(std::move(part_));
       Start();
     }
@@ -43,43 +44,46 @@ class BatchStream::PartBuilder {
       joined += n;
       joined += '\0';
     }
-    auto [it, added] = layouts_.try_emplace(joined, static_cast<uint32_t>(part_.layouts_size()));
-    if (added) part_.add_layouts()->mutable_names()->CopyFrom(h.field_names());
-    part_.add_slots(slot);
-    part_.add_ids(h.id());
-    part_.add_labels(h.label());
-    part_.add_strata(h.stratum());
-    part_.add_sizes(view.payload.size());
-    part_.add_layout_of(it->second);
-    for (uint64_t fs : h.field_sizes()) part_.add_field_sizes(fs);
-    part_.mutable_payload()->append(view.payload);
+    auto [it, added] = layouts_.try_emplace(joined, static_cast<uint32_t>(message().layouts_size()));
+    v1::Batch& m = message();
+    if (added) m.add_layouts()->mutable_names()->CopyFrom(h.field_names());
+    m.add_slots(slot);
+    m.add_ids(h.id());
+    m.add_labels(h.label());
+    m.add_strata(h.stratum());
+    m.add_sizes(view.payload.size());
+    m.add_layout_of(it->second);
+    for (uint64_t fs : h.field_sizes()) m.add_field_sizes(fs);
+    part_.AppendPayload(view.payload, std::move(owner));
   }
 
   // Emits the last part, marked as the end of this server's share.
   void Finish() {
-    part_.set_last_part(true);
+    message().set_last_part(true);
     out_->push_back(std::move(part_));
   }
 
  private:
+  v1::Batch& message() { return part_.message(); }
   void Start() {
-    part_ = v1::Batch();
-    part_.set_epoch(stream_.request_.epoch());
-    part_.set_step(step_);
-    part_.set_rank(stream_.request_.rank());
-    part_.set_dataset_version(stream_.version_->shape().version);
-    part_.set_steps_in_epoch(stream_.plan_.num_steps());
-    part_.set_batch_size(batch_size_);
-    part_.set_plan_hash(stream_.plan_.plan_hash());
-    part_.set_node_id(stream_.server_.node_id);
+    part_ = WirePart();
+    v1::Batch& m = message();
+    m.set_epoch(stream_.request_.epoch());
+    m.set_step(step_);
+    m.set_rank(stream_.request_.rank());
+    m.set_dataset_version(stream_.version_->shape().version);
+    m.set_steps_in_epoch(stream_.plan_.num_steps());
+    m.set_batch_size(batch_size_);
+    m.set_plan_hash(stream_.plan_.plan_hash());
+    m.set_node_id(stream_.server_.node_id);
     layouts_.clear();
   }
 
   const BatchStream& stream_;
   const uint64_t step_;
   const uint32_t batch_size_;
-  std::vector<v1::Batch>* out_;
-  v1::Batch part_;
+  std::vector<WirePart>* out_;
+  WirePart part_;
   std::map<std::string, uint32_t> layouts_;  // joined field names -> index in this part
 };
 
@@ -160,28 +164,29 @@ bool BatchStream::ServesHere(size_t shard, uint64_t id) {
   return node.has_value() && *node == server_.node_id;
 }
 
-Status BatchStream::BuildNext(std::vector<v1::Batch>* parts) {
+Status BatchStream::BuildNext(std::vector<WirePart>* parts) {
   const auto started = std::chrono::steady_clock::now();
   const uint64_t step = next_step_;
   plan_.RankBatch(step, request_.rank(), &ids_);
   const uint32_t batch_size = static_cast<uint32_t>(ids_.size());
   const std::string where = "step " + std::to_string(step);
 
-  std::vector<v1::Batch> out;
+  std::vector<WirePart> out;
   PartBuilder builder(*this, step, batch_size, &out);
   // Samples this node serves but has no good copy of, per shard: (slot, record),
   // and why the local copy could not serve them.
   std::map<size_t, std::vector<std::pair<uint32_t, uint64_t>>> remote;
   std::map<size_t, Status> local_error;
   RecordView view;
+  std::shared_ptr<const void> owner;
   for (uint32_t slot = 0; slot < batch_size; ++slot) {
     const uint64_t id = ids_[slot];
     const OpenVersion::Location at = version_->Locate(id);
     if (!ServesHere(at.shard, id)) continue;
     if (placement_[at.shard].local) {
-      Status s = version_->Read(id, &view);
+      Status s = version_->Read(id, &view, &owner);
       if (s.ok()) {
-        builder.Add(slot, view);
+        builder.Add(slot, view, owner);
         continue;
       }
       if (s.IsCorruption()) {
@@ -202,8 +207,8 @@ Status BatchStream::BuildNext(std::vector<v1::Batch>* parts) {
   for (const auto& [shard, wanted] : remote) {
     std::vector<uint64_t> indexes;
     for (const auto& w : wanted) indexes.push_back(w.second);
-    std::vector<std::string> raw;
-    Status s = server_.fetcher->Fetch(ShardFile(shard), indexes, &raw);
+    auto raw = std::make_shared<std::vector<std::string>>();  // owns the records until they are sent
+    Status s = server_.fetcher->Fetch(ShardFile(shard), indexes, raw.get());
     if (!s.ok()) {
       // The local reason (a damaged record: Corruption) says more than "no peer had it".
       auto it = local_error.find(shard);
@@ -215,8 +220,8 @@ Status BatchStream::BuildNext(std::vector<v1::Batch>* parts) {
     }
     for (size_t i = 0; i < wanted.size(); ++i) {
       const uint64_t id = version_->shard(shard).info().first_id() + wanted[i].second;
-      STRATA_RETURN_IF_ERROR(ParseRecord(raw[i], id, &view).WithContext(where + ", record from a peer"));
-      builder.Add(wanted[i].first, view);
+      STRATA_RETURN_IF_ERROR(ParseRecord((*raw)[i], id, &view).WithContext(where + ", record from a peer"));
+      builder.Add(wanted[i].first, view, raw);
     }
     if (metrics_) metrics_->proxied_records.Increment(static_cast<double>(wanted.size()));
   }

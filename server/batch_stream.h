@@ -3,8 +3,10 @@
 //
 // For every step the stream computes the rank's sample ids from the epoch
 // plan, reads each record (verifying its checksum) and packs the samples into
-// Batch messages. A batch whose payload exceeds max_part_bytes is split into
-// parts; the parts' `slots` say where each sample belongs.
+// Batch parts (server/wire_part.h) whose payloads point into the mapped shard
+// files: no payload byte is copied until gRPC writes it to the socket. A batch
+// whose payload exceeds max_part_bytes is split into parts; the parts' `slots`
+// say where each sample belongs.
 //
 // In a cluster (request.members non-empty) every server computes the same
 // plan and sends only the samples it serves: for each sample, one of its
@@ -28,6 +30,7 @@
 #include "server/dataset_cache.h"
 #include "server/metrics.h"
 #include "server/stratum_metrics.h"
+#include "server/wire_part.h"
 #include "strata/v1/data.pb.h"
 
 namespace strata {
@@ -76,7 +79,7 @@ class BatchStream {
   // Appends the next step's batch (one or more parts) to *parts and advances.
   // Corruption if a record is damaged (no bytes of it are sent).
   // REQUIRES: !done().
-  Status BuildNext(std::vector<v1::Batch>* parts);
+  Status BuildNext(std::vector<WirePart>* parts);
 
  private:
   BatchStream(v1::StreamRequest request, std::shared_ptr<const OpenVersion> version, EpochPlan plan,

@@ -34,7 +34,7 @@ OpenVersion::Location OpenVersion::Locate(uint64_t id) const {
   return {shard, shards_[shard].info().seq(), id - first_ids_[shard]};
 }
 
-Status OpenVersion::Read(uint64_t id, RecordView* out) const {
+Status OpenVersion::Read(uint64_t id, RecordView* out, std::shared_ptr<const void>* owner) const {
   if (id >= shape_.num_samples || first_ids_.empty()) {
     return Status::OutOfRange("sample " + std::to_string(id) + " is past the end of " + shape_.name + "@" +
                               std::to_string(shape_.version));
@@ -42,7 +42,9 @@ Status OpenVersion::Read(uint64_t id, RecordView* out) const {
   const Location at = Locate(id);
   auto reader = Reader(at.shard);
   if (!reader.ok()) return reader.status();
-  return reader.value()->Read(at.record, out);
+  STRATA_RETURN_IF_ERROR(reader.value()->Read(at.record, out));
+  if (owner != nullptr) *owner = std::move(reader).value();
+  return Status::OK();
 }
 
 Status OpenVersion::ReadRaw(uint64_t id, std::string* raw) const {

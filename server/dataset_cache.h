@@ -33,7 +33,11 @@ class OpenVersion {
   // the end; Corruption (never the bytes) if the record or shard is damaged;
   // NotFound if this node does not hold the shard file; IOError if it cannot
   // be opened.
-  Status Read(uint64_t id, RecordView* out) const;
+  Status Read(uint64_t id, RecordView* out) const { return Read(id, out, nullptr); }
+  // Read, and sets *owner (when not null) to what keeps out->payload valid:
+  // the shard's mapping stays while the owner lives, even if the shard is
+  // invalidated meanwhile.
+  Status Read(uint64_t id, RecordView* out, std::shared_ptr<const void>* owner) const;
 
   // Reads sample `id` like Read, then copies its raw record bytes (length
   // prefix to checksum) into *raw, for a peer.

@@ -1,5 +1,7 @@
 #include "server/services.h"
 
+#include <grpcpp/support/proto_buffer_reader.h>
+
 #include <spdlog/spdlog.h>
 
 #include "common/grpc_status.h"
@@ -30,8 +32,19 @@ grpc::ServerReadReactor<v1::IngestRequest>* DataServiceImpl::Ingest(grpc::Callba
   return new IngestReactor(node_, &draining_, reply, context->peer());
 }
 
-grpc::ServerWriteReactor<v1::Batch>* DataServiceImpl::StreamBatches(grpc::CallbackServerContext* context,
-                                                                    const v1::StreamRequest* request) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* DataServiceImpl::StreamBatches(grpc::CallbackServerContext* context,
+                                                                           const grpc::ByteBuffer* raw) {
+  v1::StreamRequest parsed;
+  {
+    grpc::ByteBuffer copy(*raw);  // shares the slices
+    grpc::ProtoBufferReader reader(&copy);
+    if (!parsed.ParseFromZeroCopyStream(&reader)) {
+      node_->metrics().requests_rejected.Increment();
+      return new RefusedStreamReactor(
+          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the stream request is not a valid StreamRequest"));
+    }
+  }
+  const v1::StreamRequest* request = &parsed;
   if (draining_) {
     return new RefusedStreamReactor(
         grpc::Status(grpc::StatusCode::UNAVAILABLE, "stratad is shutting down; retry on another node or later"));

@@ -10,7 +10,10 @@
 
 namespace strata {
 
-class DataServiceImpl final : public v1::DataService::CallbackService {
+// StreamBatches is a raw method: it answers with byte buffers that reference
+// the shard files (server/wire_part.h); clients see ordinary Batch messages.
+class DataServiceImpl final
+    : public v1::DataService::WithRawCallbackMethod_StreamBatches<v1::DataService::CallbackService> {
  public:
   explicit DataServiceImpl(Node* node) : node_(node) {}
 
@@ -19,8 +22,8 @@ class DataServiceImpl final : public v1::DataService::CallbackService {
 
   grpc::ServerReadReactor<v1::IngestRequest>* Ingest(grpc::CallbackServerContext* context,
                                                      v1::IngestReply* reply) override;
-  grpc::ServerWriteReactor<v1::Batch>* StreamBatches(grpc::CallbackServerContext* context,
-                                                     const v1::StreamRequest* request) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* StreamBatches(grpc::CallbackServerContext* context,
+                                                            const grpc::ByteBuffer* request) override;
 
  private:
   Node* const node_;

@@ -64,10 +64,11 @@ CompositionRecorder::CompositionRecorder(const DatasetShape& shape, const std::v
   std::sort(by_share_.begin(), by_share_.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
 }
 
-void CompositionRecorder::Record(const std::vector<v1::Batch>& parts, uint32_t batch_size) {
+void CompositionRecorder::Record(const std::vector<WirePart>& parts, uint32_t batch_size) {
   counts_.clear();
   uint64_t samples = 0;
-  for (const v1::Batch& p : parts) {
+  for (const WirePart& part : parts) {
+    const v1::Batch& p = part.message();
     for (const std::string& s : p.strata()) ++counts_[s];
     samples += static_cast<uint64_t>(p.strata_size());
   }

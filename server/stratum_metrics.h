@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "common/epoch_plan.h"
+#include "server/wire_part.h"
 #include "strata/v1/data.pb.h"
 
 namespace strata {
@@ -67,7 +68,7 @@ class CompositionRecorder {
   CompositionRecorder(const DatasetShape& shape, const std::vector<double>& shares, StratumMetrics* metrics);
 
   // The parts one server built for a step of `batch_size` samples.
-  void Record(const std::vector<v1::Batch>& parts, uint32_t batch_size);
+  void Record(const std::vector<WirePart>& parts, uint32_t batch_size);
 
  private:
   StratumMetrics* metrics_;

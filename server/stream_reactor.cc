@@ -40,9 +40,13 @@ void StreamReactor::MaybeScheduleBuild() {
 }
 
 void StreamReactor::BuildTask() {
-  std::vector<v1::Batch> parts;
+  std::vector<WirePart> parts;
   const uint64_t step = stream_->next_step();
   Status s = stream_->BuildNext(&parts);
+  std::vector<grpc::ByteBuffer> wire;  // serialised here, off the lock and off gRPC's threads
+  if (s.ok()) {
+    for (const WirePart& p : parts) wire.push_back(p.Serialize());
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     building_ = false;
@@ -51,7 +55,9 @@ void StreamReactor::BuildTask() {
       if (!final_status_) final_status_ = ToGrpcStatus(s);
     } else {
       for (size_t i = 0; i < parts.size(); ++i) {
-        ready_.push_back(Outgoing{std::move(parts[i]), step, i + 1 == parts.size()});
+        ready_.push_back(Outgoing{std::move(wire[i]), parts[i].payload_bytes(),
+                                  static_cast<uint64_t>(parts[i].message().ids_size()), step,
+                                  i + 1 == parts.size()});
       }
       source_done_ = stream_->done();
     }
@@ -88,7 +94,7 @@ void StreamReactor::Pump() {
     }
   }
   if (action == Action::kWrite) {
-    StartWrite(&in_flight_.message);
+    StartWrite(&in_flight_.wire);
   } else if (action == Action::kFinish) {
     RecordCursor(cursor);
     Finish(finish_status);
@@ -103,8 +109,8 @@ void StreamReactor::OnWriteDone(bool ok) {
       if (!final_status_) final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
     } else {
       Metrics& m = node_->metrics();
-      m.bytes_served.Increment(static_cast<double>(in_flight_.message.payload().size()));
-      m.samples_served.Increment(in_flight_.message.ids_size());
+      m.bytes_served.Increment(static_cast<double>(in_flight_.payload_bytes));
+      m.samples_served.Increment(static_cast<double>(in_flight_.samples));
       m.batches_served.Increment();
       if (in_flight_.last_of_step) completed_steps_ = in_flight_.step + 1;
     }

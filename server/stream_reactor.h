@@ -26,7 +26,9 @@
 
 namespace strata {
 
-class StreamReactor final : public grpc::ServerWriteReactor<v1::Batch> {
+// Parts go out as raw byte buffers (server/wire_part.h), serialised on the
+// pool by the build task, so that payloads reach gRPC without a copy.
+class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   // Starts building at once. `draining` is read before each write.
   StreamReactor(Node* node, const std::atomic<bool>* draining, std::unique_ptr<BatchStream> stream,
@@ -38,7 +40,9 @@ class StreamReactor final : public grpc::ServerWriteReactor<v1::Batch> {
 
  private:
   struct Outgoing {
-    v1::Batch message;
+    grpc::ByteBuffer wire;
+    uint64_t payload_bytes = 0;
+    uint64_t samples = 0;
     uint64_t step = 0;
     bool last_of_step = false;
   };
@@ -67,7 +71,7 @@ class StreamReactor final : public grpc::ServerWriteReactor<v1::Batch> {
 };
 
 // Finishes a call at once with an error (a refused stream).
-class RefusedStreamReactor final : public grpc::ServerWriteReactor<v1::Batch> {
+class RefusedStreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   explicit RefusedStreamReactor(const grpc::Status& status) { Finish(status); }
   void OnDone() override { delete this; }

@@ -58,12 +58,12 @@ TEST_F(BatchStreamTest, EveryRankTogetherGetsEverySampleOnceWithItsBytes) {
   for (uint32_t rank = 0; rank < 3; ++rank) {
     auto stream = node_->OpenStream(Request(rank, 3, 8));
     ASSERT_TRUE(stream.ok()) << stream.status().ToString();
-    std::vector<v1::Batch> parts;
+    std::vector<WirePart> parts;
     while (!stream.value()->done()) {
       parts.clear();
       ASSERT_TRUE(stream.value()->BuildNext(&parts).ok());
       ASSERT_EQ(parts.size(), 1u);
-      const v1::Batch& b = parts[0];
+      const v1::Batch b = parts[0].ToMessage();
       uint64_t offset = 0;
       for (int i = 0; i < b.ids_size(); ++i) {
         const int id = static_cast<int>(b.ids(i));
@@ -89,11 +89,12 @@ TEST_F(BatchStreamTest, LargeBatchesAreSplitIntoParts) {
   DatasetCache cache(&node_->catalog(), &node_->data_dir());
   auto stream = BatchStream::Open(Request(0, 1, 32), &cache, nullptr, nullptr, limits);
   ASSERT_TRUE(stream.ok());
-  std::vector<v1::Batch> parts;
+  std::vector<WirePart> parts;
   ASSERT_TRUE(stream.value()->BuildNext(&parts).ok());
   ASSERT_GT(parts.size(), 3u);
   std::set<uint32_t> slots;
-  for (const auto& p : parts) {
+  for (const auto& part : parts) {
+    const v1::Batch& p = part.message();
     EXPECT_EQ(p.batch_size(), 32u);
     for (uint32_t s : p.slots()) EXPECT_TRUE(slots.insert(s).second);
   }
@@ -132,7 +133,7 @@ TEST_F(BatchStreamTest, DamagedRecordIsCorruptionAndNeverSent) {
   const double failures_before = node_->metrics().checksum_failures.Value();
   auto stream = node_->OpenStream(Request(0, 1, kSamples));  // one batch reads every sample
   ASSERT_TRUE(stream.ok());
-  std::vector<v1::Batch> parts;
+  std::vector<WirePart> parts;
   Status s = stream.value()->BuildNext(&parts);
   EXPECT_EQ(s.code(), Code::kDataLoss) << s.ToString();
   EXPECT_TRUE(parts.empty()) << "no part of a batch with a damaged record is produced";

@@ -1,0 +1,57 @@
+// A Batch part as it goes on the wire, without copying payload bytes on the
+// server.
+//
+// `message` holds every field of the v1::Batch but the payload; the payload is
+// a list of pieces, each a view of record bytes that stays valid while its
+// owner lives (a shard reader whose file is mapped, or a record a peer sent).
+// Serialize() lays the protobuf encoding of the whole Batch out as gRPC
+// slices: the encoded message, the payload field's tag and length, then the
+// pieces themselves. Protobuf parses a message from the concatenation of its
+// fields' encodings, so the client sees an ordinary Batch. Pieces of at least
+// kZeroCopyMinBytes become slices that reference the mapped bytes (gRPC
+// releases the owner once the bytes are on the socket); smaller neighbours are
+// gathered into one buffer, one copy, because a slice per kilobyte costs more
+// than copying it.
+//
+// Thread-safety: a WirePart is a value; Serialize() may run on any thread.
+#pragma once
+
+#include <grpcpp/support/byte_buffer.h>
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "strata/v1/data.pb.h"
+
+namespace strata {
+
+class WirePart {
+ public:
+  static constexpr size_t kZeroCopyMinBytes = 16 * 1024;
+
+  v1::Batch& message() { return message_; }
+  const v1::Batch& message() const { return message_; }
+  uint64_t payload_bytes() const { return payload_bytes_; }
+
+  // Appends `bytes` to the payload. `owner` keeps them valid.
+  void AppendPayload(std::string_view bytes, std::shared_ptr<const void> owner);
+
+  // The encoding of the Batch with its payload. REQUIRES: message().payload() is empty.
+  grpc::ByteBuffer Serialize() const;
+
+  // The Batch with its payload copied in: for in-process callers and tests.
+  v1::Batch ToMessage() const;
+
+ private:
+  struct Piece {
+    std::string_view bytes;
+    std::shared_ptr<const void> owner;
+  };
+  v1::Batch message_;
+  std::vector<Piece> pieces_;
+  uint64_t payload_bytes_ = 0;
+};
+
+}  // namespace strata
