@@ -129,6 +129,7 @@ class ClusterStream final : public Stream {
   std::set<std::string> excluded_;
   std::map<std::string, NodeState> readers_;
   std::map<uint64_t, Batch> pending_;  // steps being assembled
+  std::vector<Batch> spare_batches_;   // batches callers gave back, to assemble into
   uint64_t generation_ = 0;
   uint64_t steps_in_epoch_ = 0;
   std::optional<uint64_t> end_step_;
@@ -201,6 +202,10 @@ Status ClusterStream::Handle(PartEvent& e) {
   auto [slot, fresh] = pending_.try_emplace(part.step());
   Batch& batch = slot->second;
   if (fresh) {
+    if (!spare_batches_.empty()) {  // the caller's previous batch: its buffers have their capacity
+      batch = std::move(spare_batches_.back());
+      spare_batches_.pop_back();
+    }
     batch.Reset(part.epoch(), part.step(), part.rank(), part.dataset_version(), part.steps_in_epoch(),
                 part.batch_size());
   }
@@ -209,6 +214,7 @@ Status ClusterStream::Handle(PartEvent& e) {
     return Fail(Status::Internal("node " + e.node + " sent an inconsistent part of step " +
                                  std::to_string(part.step())));
   }
+  queue_.Recycle(std::move(part));  // holds what AddPart swapped out: buffers to parse into
   return Status::OK();
 }
 
@@ -235,7 +241,10 @@ Status ClusterStream::Next(Batch* batch) {
     if (Finished()) return Fail(Status::OutOfRange("end of the epoch at step " + std::to_string(position_.step)));
     auto ready = pending_.find(position_.step);
     if (ready != pending_.end() && ready->second.Complete()) {
-      *batch = std::move(ready->second);
+      // The caller's previous batch is overwritten either way: keep it, and
+      // its buffers, for a step to come.
+      std::swap(*batch, ready->second);
+      if (spare_batches_.size() < 2) spare_batches_.push_back(std::move(ready->second));
       pending_.erase(ready);
       ++position_.step;
       queue_.SetNextStep(position_.step);

@@ -31,6 +31,19 @@ void PartQueue::SetNextStep(uint64_t step) {
   room_.notify_all();
 }
 
+v1::Batch PartQueue::TakeSpare() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (spares_.empty()) return v1::Batch();
+  v1::Batch part = std::move(spares_.back());
+  spares_.pop_back();
+  return part;
+}
+
+void PartQueue::Recycle(v1::Batch part) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (spares_.size() < kSpares) spares_.push_back(std::move(part));
+}
+
 void PartQueue::WakeAll() {
   std::lock_guard<std::mutex> lock(mu_);
   room_.notify_all();
@@ -60,7 +73,8 @@ void PartReader::Cancel() {
 void PartReader::Run() {
   auto reader = stub_->StreamBatches(&context_, request_);
   for (;;) {
-    PartEvent e;  // a fresh one per part: the queue takes it whole, payload and all
+    PartEvent e;  // the queue takes it whole, payload and all
+    e.part = queue_->TakeSpare();  // parsing reuses its buffers' capacity
     if (!reader->Read(&e.part)) break;
     e.node = node_;
     e.generation = generation_;

@@ -5,6 +5,10 @@
 // steps ahead of the step the trainer waits for blocks until the trainer
 // catches up, so a fast server cannot flood the client while a slow one
 // lags, and HTTP/2 flow control passes the wait on to the server.
+//
+// It also keeps parts the stream has consumed, so that readers parse into
+// buffers that already have their capacity: a payload buffer is allocated
+// once and reused, rather than mapped, faulted in and unmapped per batch.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -17,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/status.h"
 #include "strata/v1/data.grpc.pb.h"
@@ -45,6 +50,11 @@ class PartQueue {
   void SetNextStep(uint64_t step);
   // Wakes blocked pushers (after cancelling their readers).
   void WakeAll();
+  // A consumed part to parse into (an empty one if none is kept), and the
+  // return of one. At most kSpares are kept.
+  v1::Batch TakeSpare();
+  void Recycle(v1::Batch part);
+  static constexpr size_t kSpares = 8;
 
  private:
   const uint64_t lookahead_;
@@ -53,6 +63,7 @@ class PartQueue {
   std::condition_variable room_;
   std::deque<PartEvent> events_;  // GUARDED_BY(mu_)
   uint64_t next_step_ = 0;        // GUARDED_BY(mu_)
+  std::vector<v1::Batch> spares_;  // GUARDED_BY(mu_)
 };
 
 class PartReader {
