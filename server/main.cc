@@ -1,3 +1,7 @@
+#include "common/allocator.h"
 #include "server/server.h"
 
-int main(int argc, char** argv) { return strata::RunStratad(argc, argv); }
+int main(int argc, char** argv) {
+  strata::TuneAllocatorForStreaming();  // common/allocator.h
+  return strata::RunStratad(argc, argv);
+}

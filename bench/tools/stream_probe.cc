@@ -16,9 +16,11 @@
 #include <thread>
 #include <vector>
 
+#include "common/allocator.h"
 #include "strata/client.h"
 
 int main(int argc, char** argv) {
+  strata::TuneAllocatorForStreaming();
   std::string servers = "127.0.0.1:7400";
   std::string dataset;
   uint32_t world = 1, batch = 256;

@@ -12,9 +12,9 @@ The PyTorch dataset is in strata.torch (imported on first use, since torch is
 slow to import): ``from strata.torch import StrataDataset``.
 """
 
-from ._strata import Batch, Client, Error, Stream, parse_resume_token, staging_path
+from ._strata import Batch, Client, Error, Stream, parse_resume_token, staging_path, tune_allocator
 
-__all__ = ["Batch", "Client", "Error", "Stream", "parse_resume_token", "staging_path"]
+__all__ = ["Batch", "Client", "Error", "Stream", "parse_resume_token", "staging_path", "tune_allocator"]
 
 
 def _batch_torch(self):
