@@ -203,3 +203,16 @@ def test_close_and_context_manager(client, synthetic):
     assert len(batch) == 10    # batches outlive the stream
     with pytest.raises(ValueError):
         stream.resume_token()
+
+
+def test_batches_kept_by_the_caller_stay_intact_with_the_tuned_allocator(client, synthetic):
+    # The client recycles part buffers and the caller's previous batch; batches the
+    # caller still holds must never be among them.
+    assert strata.tune_allocator() is True
+    kept = list(client.stream(synthetic, batch_size=16, seed=5, epoch=1))
+    seen = []
+    for batch in kept:
+        for i, sample_id in enumerate(batch.ids.tolist()):
+            assert bytes(batch.sample(i)) == synthetic_payload(sample_id)
+        seen.extend(batch.ids.tolist())
+    assert sorted(seen) == list(range(SYNTHETIC_SAMPLES))

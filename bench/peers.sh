@@ -1,0 +1,263 @@
+#!/usr/bin/env bash
+# strata against its peers, measured in one run on loopback:
+#   limit  iperf3's loopback TCP throughput;
+#   peer 1 nginx serving the dataset as WebDataset tar shards over HTTP, read in
+#          full by curl (two transfers at a time, like two loader workers);
+#   peer 2 PyTorch's DataLoader + DistributedSampler (shuffle, 2 workers)
+#          reading the same samples stored one file per sample;
+#   strata shuffled and stratified batches from 1 node, shuffled from 3 nodes.
+# For small samples (1 KiB) and large ones (1 MiB), then the scale figures:
+# 1, 4 and 16 concurrent client streams with the server's peak memory, and the
+# time to a first batch for 10k against 10M samples.
+# Every dataset is read once before it is timed, so all systems read from the
+# page cache. Each strata figure is the best of three runs; peers get one run
+# each (their runs are long enough to be steady).
+#
+# Usage: bench/peers.sh [--small N] [--large N] [--big N] [--skip-scale]
+#   --small N   1 KiB samples (default 300000)
+#   --large N   1 MiB samples (default 2000, about 2 GB)
+#   --big N     samples of the large dataset for time to first batch (default 10000000)
+# Needs a build in ./build, nginx, iperf3, curl, /usr/bin/python3 with torch
+# and matplotlib (deploy/setup-debian.sh installs them). Writes
+# bench/results/peers.csv and bench/results/peers.png.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+bin="$root/build"
+small=300000
+large=2000
+big=10000000
+scale=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --small) small="$2"; shift 2 ;;
+    --large) large="$2"; shift 2 ;;
+    --big) big="$2"; shift 2 ;;
+    --skip-scale) scale=0; shift ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "peers.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+for tool in nginx iperf3 curl; do
+  command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] ||
+    { echo "peers.sh: $tool is missing; run deploy/setup-debian.sh" >&2; exit 2; }
+done
+[ -x "$bin/client/strata" ] || { echo "peers.sh: no build in $bin; run deploy/local/build.sh" >&2; exit 2; }
+py=/usr/bin/python3
+strata="$bin/client/strata"
+cluster="$root/deploy/local/cluster.sh"
+work="$(mktemp -d /tmp/strata-peers-XXXXXX)"
+chmod 755 "$work"  # nginx workers run as another user
+pids=()
+cleanup() {
+  for d in one three scale first; do "$cluster" stop --dir "$work/$d" >/dev/null 2>&1 || true; done
+  [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+mkdir -p "$root/bench/results"
+csv="$root/bench/results/peers.csv"
+echo "size,system,samples,seconds,samples_per_s,gb_per_s,strata_vs_this,vs_iperf3" >"$csv"
+base=$((21000 + RANDOM % 10000))
+now() { date +%s.%N; }
+calc() { "$py" -c "print($1)"; }
+rate() {  # strata stream's summary -> "samples/s MB/s"
+  grep -oE '[0-9,.]+ samples/s, [0-9,.]+ MB/s' | head -1 | sed -E 's/,//g; s/ samples\/s//; s/ MB\/s//'
+}
+row() {  # size system samples seconds samples/s GB/s
+  echo "$1,$2,$3,$4,$5,$6,," >>"$csv"
+  printf '  %-34s %12s samples/s %8s GB/s\n' "$2" "$5" "$6"
+}
+
+echo "== limit: iperf3 loopback TCP (5 s)"
+iperf3 -s -p $((base + 90)) -1 >/dev/null 2>&1 &
+pids+=($!)
+sleep 0.5
+iperf_gbs=$(iperf3 -c 127.0.0.1 -p $((base + 90)) -t 5 -J |
+  "$py" -c 'import json,sys; bps = json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]; print(f"{bps/8e9:.3f}")')
+echo "  iperf3: $iperf_gbs GB/s"
+echo "any,iperf3,,,,$iperf_gbs,," >>"$csv"
+
+cat >"$work/nginx.conf" <<EOF
+daemon on;
+worker_processes 2;
+pid $work/nginx.pid;
+error_log $work/nginx.err;
+events { worker_connections 64; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  server { listen 127.0.0.1:$((base + 91)); root $work/www; }
+}
+EOF
+mkdir -p "$work/www"
+nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+"$nginx_bin" -c "$work/nginx.conf" -p "$work" -e "$work/nginx.err" 2>/dev/null ||
+  "$nginx_bin" -c "$work/nginx.conf" -p "$work"
+
+"$cluster" start --nodes 1 --base-port "$base" --dir "$work/one" >/dev/null
+"$cluster" start --nodes 3 --base-port $((base + 10)) --dir "$work/three" >/dev/null
+three="127.0.0.1:$((base + 10)),127.0.0.1:$((base + 11)),127.0.0.1:$((base + 12))"
+
+best_stream() {  # servers dataset batch [stream args...] -> "samples/s MB/s", best of 3
+  local servers=$1 ds=$2 batch=$3; shift 3
+  local best_s=0 best_m=0 s m
+  for _ in 1 2 3; do
+    read -r s m <<<"$("$strata" stream --server "$servers" --dataset "$ds" --batch-size "$batch" --quiet "$@" | rate)"
+    if [ "$(calc "int($m > $best_m)")" = 1 ]; then best_s=$s; best_m=$m; fi
+  done
+  echo "$best_s $best_m"
+}
+
+for kind in small large; do
+  if [ $kind = small ]; then n=$small; size=1KiB; batch=256; per_tar=10000
+  else n=$large; size=1MiB; batch=8; per_tar=100; fi
+  echo "== $kind: $n samples of $size"
+  "$bin/bench/strata-make-dataset" --out "$work/www/$kind" --format tar --samples "$n" --size $size \
+    --samples-per-tar $per_tar --classes 10 >/dev/null 2>&1
+  "$bin/bench/strata-make-dataset" --out "$work/files-$kind" --format folder --samples "$n" --size $size \
+    --classes 10 >/dev/null 2>&1
+  "$strata" ingest -q --server 127.0.0.1:$base --dataset $kind "$work/www/$kind"/*.tar >/dev/null
+  "$strata" ingest -q --server 127.0.0.1:$((base + 10)) --dataset $kind --replication 1 \
+    "$work/www/$kind"/*.tar >/dev/null
+  # Warm the page cache for every system.
+  cat "$work/www/$kind"/*.tar >/dev/null
+  find "$work/files-$kind" -type f -print0 | xargs -0 cat >/dev/null
+  "$strata" stream --server 127.0.0.1:$base --dataset $kind --batch-size $batch --quiet >/dev/null
+  "$strata" stream --server "$three" --dataset $kind --batch-size $batch --quiet >/dev/null
+  bytes=$(calc "$n * (1024 if '$kind' == 'small' else 1048576)")
+
+  # peer 1: nginx + curl, two transfers at a time
+  t0=$(now)
+  (cd "$work/www" && ls $kind/*.tar) |
+    xargs -P 2 -I{} curl -sf -o /dev/null "http://127.0.0.1:$((base + 91))/{}"
+  t1=$(now)
+  secs=$(calc "round($t1 - $t0, 3)")
+  row $kind nginx_webdataset "$n" "$secs" "$(calc "round($n / $secs)")" "$(calc "round($bytes / $secs / 1e9, 3)")"
+
+  # peer 2: DataLoader + DistributedSampler, one file per sample
+  out=$("$py" "$root/bench/dataloader_peer.py" "$work/files-$kind" --batch-size $batch --workers 2)
+  dl_secs=$(echo "$out" | grep -o 'seconds=[^ ]*' | cut -d= -f2)
+  dl_sps=$(echo "$out" | grep -o 'samples_per_s=[^ ]*' | cut -d= -f2)
+  dl_mbs=$(echo "$out" | grep -o 'mb_per_s=[^ ]*' | cut -d= -f2)
+  row $kind pytorch_dataloader "$n" "$dl_secs" "$dl_sps" "$(calc "round($dl_mbs / 1000, 3)")"
+
+  for spec in "strata_1_node_shuffle|127.0.0.1:$base|" \
+              "strata_1_node_stratified|127.0.0.1:$base|--sampler stratified" \
+              "strata_3_nodes_shuffle|$three|"; do
+    IFS='|' read -r name servers extra <<<"$spec"
+    # shellcheck disable=SC2086
+    read -r s m <<<"$(best_stream "$servers" $kind $batch $extra)"
+    row $kind "$name" "$n" "$(calc "round($n / $s, 3)")" "$s" "$(calc "round($m / 1000, 3)")"
+  done
+  find "$work/files-$kind" -delete
+done
+
+if [ $scale = 1 ]; then
+  echo "== scale: 1, 4 and 16 concurrent streams of the small dataset from one node"
+  # A fresh server, so that its peak memory is the streams' alone.
+  "$cluster" stop --dir "$work/one" >/dev/null
+  "$cluster" start --nodes 1 --base-port "$base" --dir "$work/one" >/dev/null
+  pid=$(cat "$work/one/node-1.pid")
+  for k in 1 4 16; do
+    peak_anon=0
+    t0=$(now)
+    spids=()
+    for r in $(seq 0 $((k - 1))); do
+      "$strata" stream --server 127.0.0.1:$base --dataset small --batch-size 256 --world $k --rank $r \
+        --quiet >/dev/null &
+      spids+=($!)
+    done
+    while kill -0 "${spids[@]}" 2>/dev/null; do
+      a=$(awk '/RssAnon/ {print $2}' /proc/"$pid"/status)
+      [ "$a" -gt "$peak_anon" ] && peak_anon=$a
+      sleep 0.05
+    done
+    wait "${spids[@]}"
+    t1=$(now)
+    secs=$(calc "round($t1 - $t0, 3)")
+    file_kb=$(awk '/RssFile/ {print $2}' /proc/"$pid"/status)
+    sps=$(calc "round($small / $secs)")
+    printf '  %2d streams: %10s samples/s   server anonymous RSS peak %6.1f MiB (mapped shard pages %6.1f MiB)\n' \
+      $k "$sps" "$(calc "$peak_anon / 1024")" "$(calc "$file_kb / 1024")"
+    echo "small,strata_${k}_streams,$small,$secs,$sps,$(calc "round($small * 1024 / $secs / 1e9, 3)"),,anon_rss_mib=$(calc "round($peak_anon / 1024, 1)")" >>"$csv"
+  done
+
+  echo "== time to first batch: 10k against $big samples (16 B each)"
+  "$cluster" start --nodes 1 --base-port $((base + 20)) --dir "$work/first" >/dev/null
+  for n in 10000 "$big"; do
+    "$bin/bench/strata-make-dataset" --out "$work/first-$n" --format tar --samples "$n" --size 16 \
+      --samples-per-tar 1000000 --classes 100 >/dev/null 2>&1
+    "$strata" ingest -q --server 127.0.0.1:$((base + 20)) --dataset "first$n" "$work/first-$n"/*.tar >/dev/null
+    rm -rf "$work/first-$n"
+    # cold: the server opens the version (and its shard files) for this stream;
+    # warm: it has them open. Each is a fresh client process: connect, plan, one batch.
+    for spec in shuffle:cold shuffle:warm stratified:cold stratified:warm; do
+      IFS=: read -r sampler when <<<"$spec"
+      t0=$(now)
+      "$strata" stream --server 127.0.0.1:$((base + 20)) --dataset "first$n" --batch-size 256 --max-steps 1 \
+        --sampler $sampler --quiet >/dev/null
+      t1=$(now)
+      ms=$(calc "round(($t1 - $t0) * 1000, 1)")
+      echo "  $n samples, $sampler, $when server: first batch after $ms ms"
+      echo "tiny,first_batch_${sampler}_${when}_$n,$n,$(calc "round($t1 - $t0, 4)"),,,," >>"$csv"
+    done
+  done
+fi
+
+echo "== ratios"
+"$py" - "$csv" "$root/bench/results/peers.png" <<'EOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+iperf = float(next(r["gb_per_s"] for r in rows if r["system"] == "iperf3"))
+by = {(r["size"], r["system"]): r for r in rows}
+for r in rows:
+    if r["size"] in ("small", "large") and r["system"].startswith("strata_") and r["gb_per_s"]:
+        r["vs_iperf3"] = f"{float(r['gb_per_s']) / iperf:.2f}"
+for size in ("small", "large"):
+    strata = by.get((size, "strata_1_node_shuffle"))
+    if not strata:
+        continue
+    for peer in ("nginx_webdataset", "pytorch_dataloader"):
+        p = by.get((size, peer))
+        if p:
+            p["strata_vs_this"] = f"{float(strata['samples_per_s']) / float(p['samples_per_s']):.2f}"
+with open(sys.argv[1], "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+    w.writeheader()
+    w.writerows(rows)
+print(f"{'size':6} {'system':28} {'samples/s':>12} {'GB/s':>7} {'strata 1 node/this':>19} {'vs iperf3':>9}")
+for r in rows:
+    if r["size"] in ("small", "large") and "streams" not in r["system"]:
+        print(f"{r['size']:6} {r['system']:28} {r['samples_per_s']:>12} {r['gb_per_s']:>7} "
+              f"{r['strata_vs_this']:>19} {r['vs_iperf3']:>9}")
+try:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+except ImportError:
+    print("matplotlib is missing: no chart")
+    sys.exit(0)
+systems = ["nginx_webdataset", "pytorch_dataloader", "strata_1_node_shuffle", "strata_1_node_stratified",
+           "strata_3_nodes_shuffle"]
+fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+for ax, size, unit in ((axes[0], "small", "samples_per_s"), (axes[1], "large", "gb_per_s")):
+    names = [s for s in systems if (size, s) in by]
+    vals = [float(by[(size, s)][unit]) for s in names]
+    ax.bar(range(len(names)), vals, color=["#999", "#999", "#2a7", "#2a7", "#2a7"][:len(names)])
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels([s.replace("_", "\n", 1) for s in names], fontsize=8)
+    if unit == "gb_per_s":
+        ax.axhline(iperf, color="r", linestyle="--", label=f"iperf3 loopback {iperf:.2f} GB/s")
+        ax.legend(fontsize=8)
+        ax.set_ylabel("GB/s")
+        ax.set_title("1 MiB samples")
+    else:
+        ax.set_ylabel("samples/s")
+        ax.set_title("1 KiB samples")
+fig.suptitle("strata and its peers on loopback, one run (bench/peers.sh)")
+fig.tight_layout()
+fig.savefig(sys.argv[2], dpi=100)
+print(f"wrote {sys.argv[1]} and {sys.argv[2]}")
+EOF
