@@ -9,10 +9,11 @@
 #include <bit>
 #include <climits>
 #include <cstring>
-#include <random>
 
 #include "common/checksum.h"
+#include "common/file_util.h"
 #include "common/shard_format.h"
+#include "common/utf8.h"
 
 namespace strata {
 namespace {
@@ -33,39 +34,6 @@ constexpr uint64_t kMaxPayloadBytes = uint64_t{4} << 30;
 void PutU32(std::string* out, uint32_t v) { out->append(reinterpret_cast<const char*>(&v), sizeof v); }
 void PutU64(std::string* out, uint64_t v) { out->append(reinterpret_cast<const char*>(&v), sizeof v); }
 
-// Strict UTF-8 (RFC 3629: no overlong forms, surrogates or code points past
-// U+10FFFF), which protobuf requires of `string` fields when parsing.
-bool IsValidUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    if (b < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len;
-    uint32_t cp, min;
-    if (b >= 0xC2 && b <= 0xDF) {
-      len = 2, cp = b & 0x1Fu, min = 0x80;
-    } else if (b >= 0xE0 && b <= 0xEF) {
-      len = 3, cp = b & 0x0Fu, min = 0x800;
-    } else if (b >= 0xF0 && b <= 0xF4) {
-      len = 4, cp = b & 0x07u, min = 0x10000;
-    } else {
-      return false;
-    }
-    if (s.size() - i < len) return false;
-    for (size_t k = 1; k < len; ++k) {
-      const auto c = static_cast<unsigned char>(s[i + k]);
-      if ((c & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (c & 0x3Fu);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += len;
-  }
-  return true;
-}
-
 // A header whose strings are not UTF-8 would serialize but never parse again.
 bool HeaderStringsAreUtf8(const v1::RecordHeader& h) {
   if (!IsValidUtf8(h.key()) || !IsValidUtf8(h.label()) || !IsValidUtf8(h.stratum())) return false;
@@ -76,53 +44,6 @@ bool HeaderStringsAreUtf8(const v1::RecordHeader& h) {
     if (!IsValidUtf8(name)) return false;
   }
   return true;
-}
-
-std::string RandomSuffix() {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string s(16, '0');
-  uint64_t bits = rng();
-  for (char& c : s) {
-    c = kHex[bits & 15];
-    bits >>= 4;
-  }
-  return s;
-}
-
-// "dir/" of "dir/name"; "./" of a bare name.
-std::string DirOf(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "./" : path.substr(0, slash + 1);
-}
-
-// fsyncs a directory so that a rename inside it survives a crash.
-Status SyncDir(const std::string& dir) {
-  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno("open directory " + dir, errno);
-  int rc = fsync(fd);
-  int err = errno;
-  close(fd);
-  if (rc != 0) return Status::FromErrno("fsync directory " + dir, err);
-  return Status::OK();
-}
-
-// Moves `from` to `to`, failing with AlreadyExists rather than replacing `to`.
-Status RenameNoReplace(const std::string& from, const std::string& to) {
-  if (renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return Status::OK();
-  if (errno == EEXIST) return Status::AlreadyExists(to + " already exists");
-  if (errno != EINVAL && errno != ENOSYS) return Status::FromErrno("rename " + from + " to " + to, errno);
-  // The file system cannot rename without replacing; link() never replaces either.
-  if (link(from.c_str(), to.c_str()) != 0) {
-    if (errno == EEXIST) return Status::AlreadyExists(to + " already exists");
-    return Status::FromErrno("link " + from + " to " + to, errno);
-  }
-  if (unlink(from.c_str()) != 0) {
-    Status status = Status::FromErrno("unlink " + from, errno);
-    unlink(to.c_str());  // the link we just made; nothing else can be there
-    return status;
-  }
-  return Status::OK();
 }
 
 }  // namespace
@@ -180,15 +101,8 @@ Status ShardWriter::Fail(Status why) {
 }
 
 Status ShardWriter::WriteAll(std::string_view bytes) {
-  while (!bytes.empty()) {
-    ssize_t n = write(fd_, bytes.data(), bytes.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Fail(Status::FromErrno("write " + tmp_path_, errno));
-    }
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-  return Status::OK();
+  Status s = WriteAllFd(fd_, bytes, tmp_path_);
+  return s.ok() ? s : Fail(std::move(s));
 }
 
 Status ShardWriter::Flush(std::string_view direct) {
