@@ -6,13 +6,18 @@
 //   record  := u32 header_len | RecordHeader (protobuf, header_len bytes)
 //              | payload (the fields' bytes, concatenated in header order)
 //              | u64 checksum  (XXH3-64 of header_len, header and payload)
-//   footer  := ShardFooter (protobuf): first id, every record's file offset
+//   footer  := u64 record_count | u64 record_offset[record_count] (ascending)
+//              | ShardFooter (protobuf: first id, dataset, version, seq)
 //   trailer := u64 footer_offset | u32 footer_len | u32 format_version
 //              | u64 footer_checksum (XXH3-64 of the footer)
 //              | u64 file_checksum   (XXH3-64 of bytes [0, footer_offset + footer_len))
 //              | magic "STRTRAIL" (8 bytes)                                   = 40 bytes
 //
 // Records of one shard hold consecutive dense ids: record i has id first_id + i.
+// The offset table is fixed-width so that opening a shard costs O(1) work and
+// memory beyond hashing the footer: a reader indexes the mapped table in place.
+// Format 1 (still read) kept the offsets as a varint list inside ShardFooter,
+// which every open had to decode into memory: O(records) time and heap.
 // A writer writes to a temporary name in the same directory, fsyncs, and renames
 // into place, so a shard path either does not exist or holds a complete file.
 #pragma once
@@ -22,13 +27,15 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 #include "strata/v1/storage.pb.h"
 
 namespace strata {
 
-inline constexpr uint32_t kShardFormatVersion = 1;
+inline constexpr uint32_t kShardFormatVersion = 2;  // what writers write
+inline constexpr uint32_t kOldestShardFormatVersion = 1;  // the oldest readers accept
 inline constexpr size_t kShardHeaderSize = 16;
 inline constexpr size_t kShardTrailerSize = 40;
 
@@ -90,7 +97,8 @@ class ShardWriter {
   std::string tmp_path_;
   int fd_ = -1;
   ShardIdentity identity_;
-  v1::ShardFooter footer_;
+  v1::ShardFooter footer_;  // metadata; the offsets go in the table before it
+  std::vector<uint64_t> record_offsets_;
   uint64_t records_ = 0;
   uint64_t offset_ = 0;
   uint64_t payload_bytes_ = 0;
@@ -122,8 +130,9 @@ Status ParseRecord(std::string_view raw, uint64_t expected_id, RecordView* out);
 class ShardReader {
  public:
   // Maps the file and checks the header, trailer and footer (magic, version,
-  // bounds, footer checksum, ascending offsets). Does not read every record:
-  // records are verified as they are read, the whole file by VerifyFile().
+  // bounds, footer checksum). Does not read every record: records are verified
+  // as they are read (their offsets included), the whole file by VerifyFile().
+  // Costs O(1) besides hashing the footer; nothing per record is allocated.
   // Errors: NotFound, IOError, Corruption (with the path in the message).
   static Result<std::unique_ptr<ShardReader>> Open(const std::string& path);
 
@@ -132,9 +141,14 @@ class ShardReader {
   ShardReader& operator=(const ShardReader&) = delete;
 
   const std::string& path() const { return path_; }
+  // The footer's metadata (record_offsets is empty in format 2: see RecordOffset).
   const v1::ShardFooter& footer() const { return footer_; }
+  uint32_t format_version() const { return format_version_; }
   uint64_t first_id() const { return footer_.first_id(); }
-  uint64_t num_records() const { return static_cast<uint64_t>(footer_.record_offsets_size()); }
+  uint64_t num_records() const { return records_; }
+  // File offset of record `index` as the footer states it (unverified).
+  // REQUIRES: index < num_records().
+  uint64_t RecordOffset(uint64_t index) const;
   uint64_t file_size() const { return size_; }
   uint64_t file_checksum() const { return file_checksum_; }
 
@@ -144,7 +158,9 @@ class ShardReader {
   Status Read(uint64_t index, RecordView* out) const;
 
   // The raw bytes of record `index` (length prefix to checksum) without
-  // verification: for copying whole records between nodes.
+  // verification: for copying whole records between nodes. Empty if the
+  // footer's offsets for it are out of order or out of bounds (a damaged
+  // footer that still matched its checksum).
   // REQUIRES: index < num_records().
   std::string_view RawRecord(uint64_t index) const;
 
@@ -163,6 +179,9 @@ class ShardReader {
   uint64_t body_end_ = 0;  // footer_offset + footer_len
   uint64_t records_end_ = 0;  // footer_offset
   uint64_t file_checksum_ = 0;
+  uint32_t format_version_ = 0;
+  uint64_t records_ = 0;
+  const char* offset_table_ = nullptr;  // format 2: records_ u64s in the mapping
   v1::ShardFooter footer_;
 };
 

@@ -97,14 +97,17 @@ Status ShardReader::CheckLayout() {
   auto corrupt = [this](const std::string& what) { return Status::Corruption("shard " + path_ + ": " + what); };
   const char* h = base_;
   if (std::string_view(h, 8) != kHeaderMagic) return corrupt("bad header magic");
-  if (LoadU32(h + 8) != kShardFormatVersion) return corrupt("unsupported format version " + std::to_string(LoadU32(h + 8)));
+  format_version_ = LoadU32(h + 8);
+  if (format_version_ < kOldestShardFormatVersion || format_version_ > kShardFormatVersion) {
+    return corrupt("unsupported format version " + std::to_string(format_version_));
+  }
   if (LoadU32(h + 12) != 0) return corrupt("unknown header flags");
 
   const char* t = base_ + size_ - kShardTrailerSize;
   if (std::string_view(t + 32, 8) != kTrailerMagic) return corrupt("bad trailer magic");
   const uint64_t footer_offset = LoadU64(t);
   const uint32_t footer_len = LoadU32(t + 8);
-  if (LoadU32(t + 12) != kShardFormatVersion) return corrupt("trailer format version mismatch");
+  if (LoadU32(t + 12) != format_version_) return corrupt("trailer format version mismatch");
   // The footer sits between the records and the trailer, with no gap.
   const uint64_t trailer_offset = size_ - kShardTrailerSize;
   if (footer_offset < kShardHeaderSize || footer_offset > trailer_offset ||
@@ -113,11 +116,32 @@ Status ShardReader::CheckLayout() {
   }
   const char* footer = base_ + footer_offset;
   if (Checksum64(footer, footer_len) != LoadU64(t + 16)) return corrupt("footer checksum mismatch");
-  if (!footer_.ParseFromArray(footer, static_cast<int>(footer_len))) return corrupt("footer does not parse");
   records_end_ = footer_offset;
   body_end_ = footer_offset + footer_len;
   file_checksum_ = LoadU64(t + 24);
 
+  if (format_version_ >= 2) {
+    // u64 count | u64 offsets[count] | ShardFooter.
+    if (footer_len < 8) return corrupt("footer too short");
+    const uint64_t count = LoadU64(footer);
+    if (count > (footer_len - 8) / 8) return corrupt("record count out of range");
+    const uint64_t table_bytes = 8 + 8 * count;
+    if (!footer_.ParseFromArray(footer + table_bytes, static_cast<int>(footer_len - table_bytes)) ||
+        footer_.record_offsets_size() != 0) {
+      return corrupt("footer does not parse");
+    }
+    records_ = count;
+    offset_table_ = footer + 8;
+    // The ends of the table here; each record's own offsets when it is read.
+    if (count == 0 ? records_end_ != kShardHeaderSize
+                   : RecordOffset(0) != kShardHeaderSize || RecordOffset(count - 1) >= records_end_) {
+      return corrupt("record offsets out of range");
+    }
+    return Status::OK();
+  }
+
+  if (!footer_.ParseFromArray(footer, static_cast<int>(footer_len))) return corrupt("footer does not parse");
+  records_ = static_cast<uint64_t>(footer_.record_offsets_size());
   // Records tile [header end, footer_offset) exactly, so every byte there is
   // covered by some record's checksum.
   uint64_t expect = kShardHeaderSize;
@@ -132,15 +156,21 @@ Status ShardReader::CheckLayout() {
   return Status::OK();
 }
 
+uint64_t ShardReader::RecordOffset(uint64_t index) const {
+  if (offset_table_ != nullptr) return LoadU64(offset_table_ + 8 * index);
+  return footer_.record_offsets(static_cast<int>(index));
+}
+
 ShardReader::~ShardReader() {
   if (base_ != nullptr) munmap(const_cast<char*>(base_), size_);
 }
 
 std::string_view ShardReader::RawRecord(uint64_t index) const {
   if (index >= num_records()) return {};
-  const int i = static_cast<int>(index);
-  const uint64_t begin = footer_.record_offsets(i);
-  const uint64_t end = index + 1 < num_records() ? footer_.record_offsets(i + 1) : records_end_;
+  const uint64_t begin = RecordOffset(index);
+  const uint64_t end = index + 1 < num_records() ? RecordOffset(index + 1) : records_end_;
+  // Format 1 checked the order at open; format 2 checks the pair it uses.
+  if (begin < kShardHeaderSize || begin >= end || end > records_end_) return {};
   return {base_ + begin, end - begin};
 }
 

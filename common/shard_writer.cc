@@ -157,7 +157,7 @@ Status ShardWriter::Append(const v1::RecordHeader& header, std::span<const std::
     buffer_.resize(start);
     return Status::InvalidArgument("record " + std::to_string(want_id) + " header does not serialize");
   }
-  footer_.add_record_offsets(offset_);
+  record_offsets_.push_back(offset_);
   offset_ += 4 + header_len + payload + 8;
   payload_bytes_ += payload;
   ++records_;
@@ -186,7 +186,10 @@ Result<ShardSummary> ShardWriter::Finish() {
 
   footer_.set_payload_bytes(payload_bytes_);
   std::string footer;
-  if (!footer_.SerializeToString(&footer) || footer.size() > UINT32_MAX) {
+  footer.reserve(8 + 8 * record_offsets_.size() + 64);
+  PutU64(&footer, record_offsets_.size());
+  footer.append(reinterpret_cast<const char*>(record_offsets_.data()), 8 * record_offsets_.size());
+  if (!footer_.AppendToString(&footer) || footer.size() > INT_MAX) {
     return Fail(Status::Internal("footer of " + path_ + " does not serialize"));
   }
   buffer_.append(footer);
