@@ -27,6 +27,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -157,12 +158,30 @@ class ShardReader {
   // the end gives OutOfRange. On any error *out is left empty.
   Status Read(uint64_t index, RecordView* out) const;
 
+  // Read, but through pread into *buffer instead of the mapping: the views
+  // point into *buffer, and no page of the file is mapped into this process.
+  Status ReadCopy(uint64_t index, std::string* buffer, RecordView* out) const;
+
   // The raw bytes of record `index` (length prefix to checksum) without
   // verification: for copying whole records between nodes. Empty if the
   // footer's offsets for it are out of order or out of bounds (a damaged
   // footer that still matched its checksum).
   // REQUIRES: index < num_records().
   std::string_view RawRecord(uint64_t index) const;
+
+  // The bytes [begin, end) record `index` occupies in the file, or {0, 0} where
+  // RawRecord would be empty. REQUIRES: index < num_records().
+  std::pair<uint64_t, uint64_t> RecordRange(uint64_t index) const;
+
+  // Residency of the mapping, for a cache that manages it (server/block_cache.h).
+  // Neither changes what a read returns; both clip the range to the file.
+  // Populate maps the pages of [offset, offset + len) into this process,
+  // reading them from storage first if they are not in the page cache
+  // (blocking: call it off the serving path). IOError if storage fails.
+  Status Populate(uint64_t offset, uint64_t len) const;
+  // Release drops those pages from this process's memory; the page cache may
+  // keep them, and a later read maps them back in.
+  void Release(uint64_t offset, uint64_t len) const;
 
   // Re-reads the whole file and compares it with the trailer's file checksum
   // (the scrubber's check). Corruption on a mismatch.
@@ -174,6 +193,7 @@ class ShardReader {
   Status CheckLayout();
 
   std::string path_;
+  int fd_ = -1;
   const char* base_ = nullptr;
   uint64_t size_ = 0;
   uint64_t body_end_ = 0;  // footer_offset + footer_len

@@ -84,9 +84,12 @@ Result<std::unique_ptr<ShardReader>> ShardReader::Open(const std::string& path) 
     return Status::Corruption("shard " + path + ": file too small (" + std::to_string(size) + " bytes)");
   }
   void* map = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  const int map_errno = errno;
-  close(fd);  // the mapping keeps the file open
-  if (map == MAP_FAILED) return Status::FromErrno("mmap " + path, map_errno);
+  if (map == MAP_FAILED) {
+    const int map_errno = errno;
+    close(fd);
+    return Status::FromErrno("mmap " + path, map_errno);
+  }
+  reader->fd_ = fd;  // for ReadCopy
   reader->base_ = static_cast<const char*>(map);
   reader->size_ = size;
   STRATA_RETURN_IF_ERROR(reader->CheckLayout());
@@ -163,6 +166,27 @@ uint64_t ShardReader::RecordOffset(uint64_t index) const {
 
 ShardReader::~ShardReader() {
   if (base_ != nullptr) munmap(const_cast<char*>(base_), size_);
+  if (fd_ >= 0) close(fd_);
+}
+
+Status ShardReader::ReadCopy(uint64_t index, std::string* buffer, RecordView* out) const {
+  out->payload = {};
+  out->header.Clear();
+  if (index >= num_records()) {
+    return Status::OutOfRange("record " + std::to_string(index) + " past the end of " + path_);
+  }
+  const auto [begin, end] = RecordRange(index);
+  buffer->resize(end - begin);  // an empty range reads nothing and fails to parse below
+  for (uint64_t done = 0; done < buffer->size();) {
+    const ssize_t n = pread(fd_, buffer->data() + done, buffer->size() - done, static_cast<off_t>(begin + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::FromErrno("read " + path_, errno);
+    if (n == 0) return Status::Corruption("shard " + path_ + ": file shorter than its footer says");
+    done += static_cast<uint64_t>(n);
+  }
+  Status s = ParseRecord(*buffer, first_id() + index, out);
+  if (!s.ok()) return Status::Corruption("shard " + path_ + " record " + std::to_string(index) + ": " + s.message());
+  return s;
 }
 
 std::string_view ShardReader::RawRecord(uint64_t index) const {
@@ -172,6 +196,49 @@ std::string_view ShardReader::RawRecord(uint64_t index) const {
   // Format 1 checked the order at open; format 2 checks the pair it uses.
   if (begin < kShardHeaderSize || begin >= end || end > records_end_) return {};
   return {base_ + begin, end - begin};
+}
+
+std::pair<uint64_t, uint64_t> ShardReader::RecordRange(uint64_t index) const {
+  const std::string_view raw = RawRecord(index);
+  if (raw.empty()) return {0, 0};
+  const uint64_t begin = static_cast<uint64_t>(raw.data() - base_);
+  return {begin, begin + raw.size()};
+}
+
+namespace {
+
+// The page-aligned part of the mapping that covers [offset, offset + len) of a
+// file of `size` bytes mapped at `base`, or an empty range.
+std::pair<char*, size_t> PageSpan(const char* base, uint64_t size, uint64_t offset, uint64_t len) {
+  static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  if (offset >= size || len == 0) return {nullptr, 0};
+  const uint64_t end = std::min(size, offset + std::min(len, size - offset));
+  const uint64_t first = offset / page * page;
+  return {const_cast<char*>(base) + first, static_cast<size_t>(end - first)};
+}
+
+}  // namespace
+
+Status ShardReader::Populate(uint64_t offset, uint64_t len) const {
+  const auto [at, bytes] = PageSpan(base_, size_, offset, len);
+  if (bytes == 0) return Status::OK();
+#ifdef MADV_POPULATE_READ
+  if (madvise(at, bytes, MADV_POPULATE_READ) == 0) return Status::OK();
+  if (errno != EINVAL) return Status::FromErrno("read ahead in " + path_, errno);
+#endif
+  // Kernels before 5.14: start the read, then touch each page to map it.
+  madvise(at, bytes, MADV_WILLNEED);
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  volatile char sink = 0;
+  for (size_t i = 0; i < bytes; i += page) sink = sink + at[i];
+  return Status::OK();
+}
+
+void ShardReader::Release(uint64_t offset, uint64_t len) const {
+  const auto [at, bytes] = PageSpan(base_, size_, offset, len);
+  // A shared read-only file mapping: the pages are dropped from this process
+  // only, and read back from the file when touched again.
+  if (bytes != 0) madvise(at, bytes, MADV_DONTNEED);
 }
 
 Status ParseRecord(std::string_view raw, uint64_t expected_id, RecordView* out) {

@@ -1,5 +1,6 @@
 #include "server/batch_stream.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 
@@ -138,7 +139,47 @@ BatchStream::BatchStream(v1::StreamRequest request, std::shared_ptr<const OpenVe
       server_(std::move(server)),
       placement_(version_->num_shards()),
       members_(request_.members().begin(), request_.members().end()),
-      excluded_(request_.excluded().begin(), request_.excluded().end()) {}
+      excluded_(request_.excluded().begin(), request_.excluded().end()),
+      planned_end_(start) {}
+
+BatchStream::~BatchStream() {
+  for (const Planned& p : ahead_) server_.blocks->Unpin(p.blocks);
+}
+
+bool BatchStream::OutsideCache(const OpenVersion::Location& at,
+                               std::span<const std::pair<const void*, uint64_t>> unmapped) const {
+  auto reader = version_->Reader(at.shard);
+  if (!reader.ok()) return false;  // the read reports why
+  const auto [begin, end] = reader.value()->RecordRange(at.record);
+  if (end <= begin) return false;
+  const uint64_t bs = server_.blocks->options().block_bytes;
+  for (uint64_t b = begin / bs; b <= (end - 1) / bs; ++b) {
+    if (std::binary_search(unmapped.begin(), unmapped.end(), std::make_pair<const void*>(reader.value().get(), b))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void BatchStream::PlanAhead() {
+  const uint64_t horizon = std::min(end_step_, next_step_ + 1 + limits_.read_ahead_steps);
+  for (; planned_end_ < horizon; ++planned_end_) {
+    Planned p;
+    plan_.RankBatch(planned_end_, request_.rank(), &p.ids);
+    for (uint64_t id : p.ids) {
+      const OpenVersion::Location at = version_->Locate(id);
+      if (!ServesHere(at.shard, id) || !placement_[at.shard].local) continue;
+      auto reader = version_->Reader(at.shard);
+      if (!reader.ok()) continue;  // the read that serves it reports why
+      const auto [begin, end] = reader.value()->RecordRange(at.record);
+      server_.blocks->AddRange(reader.value(), begin, end, &p.blocks);
+    }
+    BlockCache::Dedupe(&p.blocks);
+    // The step being built now is read at once: reading it ahead would only race the build.
+    server_.blocks->Pin(p.blocks, /*read_ahead=*/planned_end_ > next_step_);
+    ahead_.push_back(std::move(p));
+  }
+}
 
 v1::FileRef BatchStream::ShardFile(size_t shard) const {
   v1::FileRef f;
@@ -167,7 +208,32 @@ bool BatchStream::ServesHere(size_t shard, uint64_t id) {
 Status BatchStream::BuildNext(std::vector<WirePart>* parts) {
   const auto started = std::chrono::steady_clock::now();
   const uint64_t step = next_step_;
-  plan_.RankBatch(step, request_.rank(), &ids_);
+  // With a block cache, the payload's owner: the step's pinned blocks (unpinned
+  // once gRPC has sent the bytes) and the mappings its records point into.
+  struct StepOwner {
+    std::shared_ptr<const void> pins;
+    std::vector<std::shared_ptr<const void>> readers;
+  };
+  std::shared_ptr<StepOwner> step_owner;
+  // Blocks the cache did not admit: records in them are read with pread.
+  std::vector<std::pair<const void*, uint64_t>> unmapped;
+  if (server_.blocks != nullptr) {
+    PlanAhead();
+    Planned& now = ahead_.front();
+    ids_.swap(now.ids);
+    step_owner = std::make_shared<StepOwner>();
+    std::vector<bool> mapped;
+    std::vector<std::pair<const void*, uint64_t>> keys;
+    keys.reserve(now.blocks.size());
+    for (const auto& b : now.blocks) keys.emplace_back(b.reader.get(), b.block);
+    step_owner->pins = server_.blocks->Hold(std::move(now.blocks), &mapped);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (!mapped[i]) unmapped.push_back(keys[i]);  // stays sorted
+    }
+    ahead_.pop_front();
+  } else {
+    plan_.RankBatch(step, request_.rank(), &ids_);
+  }
   const uint32_t batch_size = static_cast<uint32_t>(ids_.size());
   const std::string where = "step " + std::to_string(step);
 
@@ -184,9 +250,18 @@ Status BatchStream::BuildNext(std::vector<WirePart>* parts) {
     const OpenVersion::Location at = version_->Locate(id);
     if (!ServesHere(at.shard, id)) continue;
     if (placement_[at.shard].local) {
-      Status s = version_->Read(id, &view, &owner);
+      const bool copy = !unmapped.empty() && OutsideCache(at, unmapped);
+      Status s = copy ? version_->ReadCopy(id, &view, &owner) : version_->Read(id, &view, &owner);
       if (s.ok()) {
-        builder.Add(slot, view, owner);
+        if (copy) {
+          builder.Add(slot, view, owner);  // the buffer owns the bytes
+        } else if (step_owner) {
+          auto& readers = step_owner->readers;
+          if (std::find(readers.begin(), readers.end(), owner) == readers.end()) readers.push_back(owner);
+          builder.Add(slot, view, step_owner);
+        } else {
+          builder.Add(slot, view, owner);
+        }
         continue;
       }
       if (s.IsCorruption()) {

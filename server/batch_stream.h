@@ -16,16 +16,25 @@
 // serve but holds no good copy of (a new holder before repair reached it, a
 // quarantined copy) is fetched from another holder through a RecordFetcher.
 //
+// With a block cache (server/block_cache.h) the stream plans read_ahead_steps
+// steps ahead of the one it builds: it computes their sample ids once, pins the
+// shard blocks they will read (so the cache reads them in on the I/O pool and
+// keeps them until they are used), and unpins a step's blocks once the step is
+// built.
+//
 // Thread-safety: not thread-safe; one caller at a time.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/epoch_plan.h"
+#include "server/block_cache.h"
 #include "server/catalog.h"
 #include "server/dataset_cache.h"
 #include "server/metrics.h"
@@ -38,6 +47,7 @@ namespace strata {
 struct StreamLimits {
   uint64_t max_part_bytes = 16ull << 20;
   uint32_t max_world = 1u << 16;
+  uint32_t read_ahead_steps = 4;  // with a block cache: steps planned and read in ahead
 };
 
 // Where a stream finds records this node does not hold, or holds damaged.
@@ -53,10 +63,13 @@ class RecordFetcher {
   virtual void Quarantine(const v1::FileRef& shard) = 0;
 };
 
-// Who is serving: this node's id and its fetcher (nullptr on a single node).
+// Who is serving: this node's id, its fetcher (nullptr on a single node) and
+// its block cache (nullptr: streams read the shard mappings directly and the
+// kernel alone decides what stays in memory).
 struct StreamServer {
   std::string node_id;
   RecordFetcher* fetcher = nullptr;
+  BlockCache* blocks = nullptr;
 };
 
 class BatchStream {
@@ -69,6 +82,11 @@ class BatchStream {
   static Result<std::unique_ptr<BatchStream>> Open(const v1::StreamRequest& request, DatasetCache* cache,
                                                    const Catalog* catalog, Metrics* metrics,
                                                    const StreamLimits& limits, StreamServer server = {});
+
+  // Unpins the blocks of the steps planned ahead.
+  ~BatchStream();
+  BatchStream(const BatchStream&) = delete;
+  BatchStream& operator=(const BatchStream&) = delete;
 
   const EpochPlan& plan() const { return plan_; }
   const OpenVersion& version() const { return *version_; }
@@ -88,6 +106,13 @@ class BatchStream {
   // Whether this node serves sample `id` of shard `shard`.
   bool ServesHere(size_t shard, uint64_t id);
   v1::FileRef ShardFile(size_t shard) const;
+  // Whether the record at `at` lies in one of `unmapped` (sorted blocks the
+  // cache did not admit for this step). REQUIRES: server_.blocks.
+  bool OutsideCache(const OpenVersion::Location& at,
+                    std::span<const std::pair<const void*, uint64_t>> unmapped) const;
+  // Plans steps up to next_step_ + read_ahead_steps: their ids and pinned
+  // blocks. REQUIRES: server_.blocks.
+  void PlanAhead();
 
   const v1::StreamRequest request_;
   std::shared_ptr<const OpenVersion> version_;
@@ -108,6 +133,13 @@ class BatchStream {
   std::vector<std::string> members_;
   std::vector<std::string> excluded_;
   std::vector<uint64_t> ids_;  // scratch
+  // Steps planned ahead (with a block cache): [next_step_, planned_end_).
+  struct Planned {
+    std::vector<uint64_t> ids;
+    std::vector<BlockCache::BlockRef> blocks;  // pinned
+  };
+  std::deque<Planned> ahead_;
+  uint64_t planned_end_;
   std::unique_ptr<CompositionRecorder> composition_;  // with metrics: the strata of served batches
 };
 

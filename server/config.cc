@@ -136,6 +136,9 @@ Status ApplyFile(const std::string& path, NodeConfig* c) {
     else if (key == "shard_target_bytes") STRATA_RETURN_IF_ERROR(ReadSize(v, where, &c->shard_target_bytes));
     else if (key == "io_threads") STRATA_RETURN_IF_ERROR(ReadScalar(v, where, &c->io_threads));
     else if (key == "prefetch_batches") STRATA_RETURN_IF_ERROR(ReadScalar(v, where, &c->prefetch_batches));
+    else if (key == "cache_bytes") STRATA_RETURN_IF_ERROR(ReadSize(v, where, &c->cache_bytes));
+    else if (key == "cache_block_bytes") STRATA_RETURN_IF_ERROR(ReadSize(v, where, &c->cache_block_bytes));
+    else if (key == "read_ahead_steps") STRATA_RETURN_IF_ERROR(ReadScalar(v, where, &c->read_ahead_steps));
     else if (key == "max_part_bytes") STRATA_RETURN_IF_ERROR(ReadSize(v, where, &c->max_part_bytes));
     else if (key == "max_message_bytes") STRATA_RETURN_IF_ERROR(ReadSize(v, where, &c->max_message_bytes));
     else if (key == "drain_timeout_ms") STRATA_RETURN_IF_ERROR(ReadScalar(v, where, &c->drain_timeout_ms));
@@ -192,6 +195,13 @@ Status ValidateNodeConfig(const NodeConfig& c) {
   if (c.prefetch_batches < 1 || c.prefetch_batches > 64) {
     return Status::InvalidArgument("prefetch_batches must be between 1 and 64");
   }
+  if (c.cache_block_bytes < 4096 || c.cache_block_bytes > (64ull << 20) || c.cache_block_bytes % 4096 != 0) {
+    return Status::InvalidArgument("cache_block_bytes must be a multiple of 4 KiB between 4 KiB and 64 MiB");
+  }
+  if (c.cache_bytes != 0 && c.cache_bytes < c.cache_block_bytes) {
+    return Status::InvalidArgument("cache_bytes must be 0 (no cache) or at least cache_block_bytes");
+  }
+  if (c.read_ahead_steps > 1024) return Status::InvalidArgument("read_ahead_steps must be at most 1024");
   if (c.max_part_bytes < 4096 || c.max_part_bytes > (1ull << 30)) {
     return Status::InvalidArgument("max_part_bytes must be between 4 KiB and 1 GiB");
   }
@@ -239,6 +249,11 @@ Result<NodeConfig> LoadNodeConfig(const NodeFlags& flags) {
   if (flags.metrics_listen) c.metrics_listen = *flags.metrics_listen;
   if (flags.node_id) c.node_id = *flags.node_id;
   if (flags.log_level) c.log_level = *flags.log_level;
+  if (flags.cache_bytes) {
+    auto parsed = ParseByteSize(*flags.cache_bytes);
+    if (!parsed.ok()) return Status::InvalidArgument("--cache-bytes: " + parsed.status().message());
+    c.cache_bytes = parsed.value();
+  }
   if (flags.advertise) c.cluster.advertise = *flags.advertise;
   if (flags.cluster_name) c.cluster.name = *flags.cluster_name;
   if (flags.peers) {

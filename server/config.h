@@ -41,6 +41,9 @@ struct NodeConfig {
   uint64_t shard_target_bytes = 64ull << 20; // cut a shard when it reaches this size
   uint32_t io_threads = 4;                   // threads that build batches and write shards
   uint32_t prefetch_batches = 2;             // batches built ahead of the network, per stream
+  uint64_t cache_bytes = 1ull << 30;         // shard bytes kept in memory by the block cache; 0 disables it
+  uint64_t cache_block_bytes = 2ull << 20;   // the cache's unit: an aligned range of a shard file
+  uint32_t read_ahead_steps = 4;             // steps each stream plans and reads in ahead (with the cache)
   uint64_t max_part_bytes = 16ull << 20;     // a batch larger than this is sent in parts
   uint64_t max_message_bytes = 256ull << 20; // largest gRPC message accepted (ingest)
   uint32_t drain_timeout_ms = 5000;          // SIGTERM: time streams get to finish
@@ -56,6 +59,7 @@ struct NodeFlags {
   std::optional<std::string> metrics_listen;
   std::optional<std::string> node_id;
   std::optional<std::string> log_level;
+  std::optional<std::string> cache_bytes;     // "1GiB", "0" disables
   std::optional<std::string> advertise;
   std::optional<std::string> peers;           // static membership: "id=addr,id=addr"
   std::optional<std::string> etcd_endpoints;  // etcd membership: "host:port,host:port"

@@ -47,6 +47,20 @@ Status OpenVersion::Read(uint64_t id, RecordView* out, std::shared_ptr<const voi
   return Status::OK();
 }
 
+Status OpenVersion::ReadCopy(uint64_t id, RecordView* out, std::shared_ptr<const void>* owner) const {
+  if (id >= shape_.num_samples || first_ids_.empty()) {
+    return Status::OutOfRange("sample " + std::to_string(id) + " is past the end of " + shape_.name + "@" +
+                              std::to_string(shape_.version));
+  }
+  const Location at = Locate(id);
+  auto reader = Reader(at.shard);
+  if (!reader.ok()) return reader.status();
+  auto buffer = std::make_shared<std::string>();
+  STRATA_RETURN_IF_ERROR(reader.value()->ReadCopy(at.record, buffer.get(), out));
+  *owner = std::move(buffer);
+  return Status::OK();
+}
+
 Status OpenVersion::ReadRaw(uint64_t id, std::string* raw) const {
   if (id >= shape_.num_samples || first_ids_.empty()) {
     return Status::OutOfRange("sample " + std::to_string(id) + " is past the end");

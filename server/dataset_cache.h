@@ -39,6 +39,10 @@ class OpenVersion {
   // invalidated meanwhile.
   Status Read(uint64_t id, RecordView* out, std::shared_ptr<const void>* owner) const;
 
+  // Read through pread (ShardReader::ReadCopy): *owner owns the bytes. For
+  // records outside the block cache, so that reading them maps nothing.
+  Status ReadCopy(uint64_t id, RecordView* out, std::shared_ptr<const void>* owner) const;
+
   // Reads sample `id` like Read, then copies its raw record bytes (length
   // prefix to checksum) into *raw, for a peer.
   Status ReadRaw(uint64_t id, std::string* raw) const;
@@ -61,6 +65,9 @@ class OpenVersion {
   };
   Location Locate(uint64_t id) const;
   const v1::ShardRecord& shard(size_t i) const { return shards_[i]; }
+  // The open reader of shard i, opened on first use (NotFound if this node
+  // does not hold the file, Corruption if its layout is damaged).
+  Result<std::shared_ptr<const ShardReader>> Reader(size_t shard) const;
   // Forgets the open reader of shard i (after its file was quarantined).
   void Invalidate(size_t shard) const;
   // Copies of each shard this version keeps (its recorded replication, or the
@@ -72,7 +79,6 @@ class OpenVersion {
     std::mutex mu;
     std::shared_ptr<const ShardReader> reader;  // GUARDED_BY(mu)
   };
-  Result<std::shared_ptr<const ShardReader>> Reader(size_t shard) const;
 
   v1::VersionRecord record_;
   std::vector<v1::ShardRecord> shards_;

@@ -48,6 +48,12 @@ class Metrics {
   prometheus::Counter& streams_opened;
   prometheus::Gauge& active_streams;
   prometheus::Histogram& batch_build_seconds;
+  // The plan-aware block cache (server/block_cache.h).
+  prometheus::Counter& cache_hits;
+  prometheus::Counter& cache_misses;
+  prometheus::Counter& cache_evictions;
+  prometheus::Counter& read_ahead_bytes;
+  prometheus::Gauge& cache_resident_bytes;
   // Ingest.
   prometheus::Counter& samples_ingested;
   prometheus::Counter& bytes_ingested;

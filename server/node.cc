@@ -53,6 +53,7 @@ Node::Node(NodeConfig config, std::unique_ptr<KvStore> kv)
       catalog_(std::make_unique<Catalog>(kv_.get())),
       cache_(catalog_.get(), &dir_),
       pool_(config_.io_threads),
+      blocks_(BlockCacheOptions{config_.cache_bytes, config_.cache_block_bytes}, &pool_, &metrics_),
       files_(&dir_),
       repair_limiter_(config_.cluster.repair_bytes_per_sec),
       map_(LoneMap(config_.node_id)),
@@ -166,7 +167,9 @@ Result<std::unique_ptr<IngestSession>> Node::StartIngest(const v1::IngestOptions
 Result<std::unique_ptr<BatchStream>> Node::OpenStream(const v1::StreamRequest& request) {
   StreamLimits limits;
   limits.max_part_bytes = config_.max_part_bytes;
-  return BatchStream::Open(request, &cache_, catalog_.get(), &metrics_, limits, StreamServer{config_.node_id, this});
+  limits.read_ahead_steps = config_.read_ahead_steps;
+  StreamServer server{config_.node_id, this, config_.cache_bytes > 0 ? &blocks_ : nullptr};
+  return BatchStream::Open(request, &cache_, catalog_.get(), &metrics_, limits, std::move(server));
 }
 
 Status Node::ReadLocalRecord(const v1::FileRef& shard, uint64_t index, std::string* raw) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "server/batch_stream.h"
+#include "server/block_cache.h"
 #include "server/catalog.h"
 #include "server/cluster/local_files.h"
 #include "server/cluster/membership.h"
@@ -53,6 +54,7 @@ class Node : public RecordFetcher {
   LocalFiles& local_files() { return files_; }
   PeerClients& peers() { return peers_; }
   DatasetCache& cache() { return cache_; }
+  BlockCache& blocks() { return blocks_; }
   Replicator* replicator() { return replicator_.get(); }
   // This node's latest cluster map (this node alone before StartCluster).
   v1::ClusterMap cluster_map() const;
@@ -110,6 +112,7 @@ class Node : public RecordFetcher {
   std::unique_ptr<Catalog> catalog_;
   DatasetCache cache_;
   boost::asio::thread_pool pool_;
+  BlockCache blocks_;  // after pool_: its read-ahead runs there
   PeerClients peers_;
   LocalFiles files_;
   RateLimiter repair_limiter_;

@@ -38,6 +38,8 @@ int RunStratad(int argc, char** argv) {
                  "Prometheus /metrics address HOST:PORT (default 127.0.0.1:9400; empty disables)");
   app.add_option("--node-id", flags.node_id, "this node's name in logs, metrics and the cluster (default node-1)");
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn or error (default info)");
+  app.add_option("--cache-bytes", flags.cache_bytes,
+                 "memory for shard blocks streams read, e.g. 512MiB (default 1GiB; 0 leaves it to the kernel)");
   app.add_option("--advertise", flags.advertise,
                  "address other nodes and clients use for this node (default: the bound --listen address)");
   app.add_option("--peers", flags.peers,

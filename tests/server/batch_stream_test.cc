@@ -163,5 +163,61 @@ TEST_F(BatchStreamTest, JobCursorResumesWhereTheJobLeftOff) {
   EXPECT_EQ(other.value()->next_step(), 0u);
 }
 
+// A node whose block cache is far smaller than the dataset: blocks it admits
+// are sent from the mapping, the rest are read with pread, and every sample
+// still arrives once with its bytes; the cache never holds more than its budget.
+TEST(BatchStreamCacheTest, ASmallCacheServesEverySampleOnceAndStaysWithinBudget) {
+  TempDir dir;
+  NodeConfig config = TestNodeConfig(dir.path());
+  config.shard_target_bytes = 4 << 20;
+  config.cache_block_bytes = 1 << 20;
+  config.cache_bytes = 2 << 20;  // 2 of the ~12 blocks
+  config.read_ahead_steps = 3;
+  auto node = Node::Open(config);
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  constexpr int kSamples = 1500;
+  auto payload = [](int i) { return std::string(8000 + i % 100, static_cast<char>('A' + i % 26)); };
+  {
+    v1::IngestOptions o;
+    o.set_dataset("big");
+    auto session = node.value()->StartIngest(o);
+    ASSERT_TRUE(session.ok());
+    for (int i = 0; i < kSamples; ++i) {
+      ASSERT_TRUE(session.value()->Add(MakeSample("k" + std::to_string(i), "L", payload(i), "bin")).ok());
+    }
+    ASSERT_TRUE(session.value()->Commit(kSamples).ok());
+  }
+  v1::StreamRequest r;
+  r.set_dataset("big");
+  r.set_world(1);
+  r.set_batch_size(64);
+  r.set_seed(5);
+  auto stream = node.value()->OpenStream(r);
+  ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+  std::map<uint64_t, int> seen;
+  std::vector<WirePart> parts;
+  while (!stream.value()->done()) {
+    parts.clear();
+    ASSERT_TRUE(stream.value()->BuildNext(&parts).ok());
+    for (const WirePart& part : parts) {
+      const v1::Batch b = part.ToMessage();
+      uint64_t offset = 0;
+      for (int i = 0; i < b.ids_size(); ++i) {
+        ++seen[b.ids(i)];
+        ASSERT_EQ(b.payload().substr(offset, b.sizes(i)), payload(static_cast<int>(b.ids(i))));
+        offset += b.sizes(i);
+      }
+    }
+    ASSERT_LE(node.value()->blocks().stats().resident_bytes, config.cache_bytes);
+  }
+  ASSERT_EQ(seen.size(), static_cast<size_t>(kSamples));
+  for (const auto& [id, n] : seen) ASSERT_EQ(n, 1) << id;
+  stream.value().reset();  // unpins what it planned ahead
+  const BlockCache::Stats s = node.value()->blocks().stats();
+  EXPECT_GT(s.hits, 0u);
+  EXPECT_GT(s.misses, 0u);  // some records were read around the cache
+  EXPECT_EQ(s.pinned_blocks, 0u);
+}
+
 }  // namespace
 }  // namespace strata

@@ -1,0 +1,293 @@
+#include "server/block_cache.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/post.hpp>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+
+namespace strata {
+
+namespace {
+
+struct Key {
+  const ShardReader* reader;
+  uint64_t block;
+  bool operator==(const Key& o) const { return reader == o.reader && block == o.block; }
+};
+
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    return std::hash<const void*>()(k.reader) ^ (std::hash<uint64_t>()(k.block) * 0x9E3779B97F4A7C15ull);
+  }
+};
+
+enum class Residency { kAbsent, kLoading, kResident };
+
+struct Entry {
+  std::shared_ptr<const ShardReader> reader;
+  uint64_t bytes = 0;
+  uint32_t pins = 0;
+  Residency residency = Residency::kAbsent;
+  uint64_t load = 0;  // which read-ahead owns a kLoading entry
+  bool idle = false;  // resident or loading with no pins: in the idle list
+  std::list<Key>::iterator idle_at;
+};
+
+// A range to unmap once the lock is released.
+struct Release {
+  std::shared_ptr<const ShardReader> reader;
+  uint64_t offset;
+  uint64_t bytes;
+};
+
+}  // namespace
+
+class BlockCache::State : public std::enable_shared_from_this<BlockCache::State> {
+ public:
+  State(BlockCacheOptions options, boost::asio::thread_pool* pool, Metrics* metrics)
+      : options_(options), pool_(pool), metrics_(metrics) {}
+
+  const BlockCacheOptions& options() const { return options_; }
+
+  void Pin(std::span<const BlockRef> blocks, bool read_ahead) {
+    struct Load {
+      std::shared_ptr<const ShardReader> reader;
+      uint64_t block, bytes, load;
+    };
+    std::vector<Load> loads;
+    std::vector<Release> releases;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const BlockRef& b : blocks) {
+        Entry& e = Find(b);
+        ++e.pins;
+        if (e.idle) {
+          idle_.erase(e.idle_at);
+          e.idle = false;
+        }
+        const bool dense = b.use_bytes * 16 >= e.bytes;
+        if (read_ahead && dense && e.residency == Residency::kAbsent && MakeRoom(e.bytes, &releases)) {
+          e.residency = Residency::kLoading;
+          e.load = ++loads_started_;
+          resident_ += e.bytes;
+          loads.push_back({e.reader, b.block, e.bytes, e.load});
+        }
+      }
+      Publish();
+    }
+    ReleaseAll(releases);
+    for (Load& l : loads) {
+      ++read_ahead_blocks_;
+      if (metrics_) metrics_->read_ahead_bytes.Increment(static_cast<double>(l.bytes));
+      boost::asio::post(*pool_, [self = shared_from_this(), l = std::move(l)] {
+        Status s = l.reader->Populate(l.block * self->options_.block_bytes, l.bytes);
+        if (!s.ok()) spdlog::warn("read-ahead: {}", s.ToString());  // the serving read reports it, if it persists
+        self->Loaded(Key{l.reader.get(), l.block}, l.load);
+      });
+    }
+  }
+
+  // A use of pinned blocks begins: which of them it may read through the
+  // mapping. Admitted blocks stay admitted while pinned. REQUIRES: pinned.
+  void Use(std::span<const BlockRef> blocks, std::vector<bool>* mapped) {
+    std::vector<Release> releases;
+    uint64_t hits = 0, misses = 0;
+    mapped->assign(blocks.size(), false);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (size_t i = 0; i < blocks.size(); ++i) {
+        auto it = entries_.find(Key{blocks[i].reader.get(), blocks[i].block});
+        if (it == entries_.end()) continue;  // not pinned: a caller bug; read it without mapping
+        Entry& e = it->second;
+        if (e.residency != Residency::kAbsent) {
+          ++hits;  // resident, or its read-ahead is under way (the read waits for it)
+          (*mapped)[i] = true;
+          continue;
+        }
+        ++misses;
+        // Not read ahead: the use maps it in if the budget has room to spare,
+        // else reads around the mapping.
+        if (resident_ + e.bytes <= options_.budget_bytes) {
+          e.residency = Residency::kResident;
+          resident_ += e.bytes;
+          (*mapped)[i] = true;
+        }
+      }
+      hits_ += hits;
+      misses_ += misses;
+      Publish();
+    }
+    if (metrics_) {
+      if (hits) metrics_->cache_hits.Increment(static_cast<double>(hits));
+      if (misses) metrics_->cache_misses.Increment(static_cast<double>(misses));
+    }
+    ReleaseAll(releases);
+  }
+
+  void Unpin(std::span<const BlockRef> blocks) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const BlockRef& b : blocks) {
+      auto it = entries_.find(Key{b.reader.get(), b.block});
+      if (it == entries_.end() || it->second.pins == 0) continue;  // not pinned: a caller bug, ignored
+      Entry& e = it->second;
+      if (--e.pins > 0) continue;
+      if (e.residency == Residency::kAbsent) {
+        entries_.erase(it);
+      } else {
+        e.idle_at = idle_.insert(idle_.end(), it->first);
+        e.idle = true;
+      }
+    }
+  }
+
+  Stats stats() {
+    std::lock_guard<std::mutex> lock(mu_);
+    Stats s;
+    s.resident_bytes = resident_;
+    for (const auto& [key, e] : entries_) {
+      if (e.residency != Residency::kAbsent) ++s.resident_blocks;
+      if (e.pins > 0) ++s.pinned_blocks;
+    }
+    s.hits = hits_;
+    s.misses = misses_;
+    s.read_ahead_blocks = read_ahead_blocks_;
+    s.evictions = evictions_;
+    return s;
+  }
+
+ private:
+  // The entry of `b`, created absent. REQUIRES: mu_ held.
+  Entry& Find(const BlockRef& b) {
+    auto [it, added] = entries_.try_emplace(Key{b.reader.get(), b.block});
+    if (added) {
+      it->second.reader = b.reader;
+      const uint64_t begin = b.block * options_.block_bytes;
+      const uint64_t size = b.reader->file_size();
+      it->second.bytes = begin >= size ? 0 : std::min(options_.block_bytes, size - begin);
+    }
+    return it->second;
+  }
+
+  // Evicts idle blocks, least recently used first, until `bytes` more fit in
+  // the budget. False if they cannot fit. REQUIRES: mu_ held.
+  bool MakeRoom(uint64_t bytes, std::vector<Release>* releases) {
+    if (options_.budget_bytes == 0) return false;
+    while (resident_ + bytes > options_.budget_bytes && !idle_.empty()) {
+      const Key victim = idle_.front();
+      idle_.pop_front();
+      auto it = entries_.find(victim);
+      Entry& e = it->second;
+      resident_ -= e.bytes;
+      releases->push_back({std::move(e.reader), victim.block * options_.block_bytes, e.bytes});
+      entries_.erase(it);  // idle means unpinned
+      ++evictions_;
+      if (metrics_) metrics_->cache_evictions.Increment();
+    }
+    return resident_ + bytes <= options_.budget_bytes;
+  }
+
+  // A read-ahead finished. If its entry was evicted meanwhile, the pages it
+  // mapped are not accounted for: give them back.
+  // REQUIRES: the caller keeps key.reader alive.
+  void Loaded(const Key& key, uint64_t load) {
+    bool orphaned = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = entries_.find(key);
+      if (it != entries_.end() && it->second.residency == Residency::kLoading && it->second.load == load) {
+        it->second.residency = Residency::kResident;
+        return;
+      }
+      // Nobody accounts for these pages now. (Loading under another load id:
+      // that newer read-ahead owns them.)
+      orphaned = it == entries_.end() || it->second.residency == Residency::kAbsent;
+    }
+    if (orphaned) key.reader->Release(key.block * options_.block_bytes, options_.block_bytes);
+  }
+
+  static void ReleaseAll(std::vector<Release>& releases) {
+    for (const Release& r : releases) r.reader->Release(r.offset, r.bytes);
+  }
+
+  void Publish() {
+    if (metrics_) metrics_->cache_resident_bytes.Set(static_cast<double>(resident_));
+  }
+
+  const BlockCacheOptions options_;
+  boost::asio::thread_pool* const pool_;
+  Metrics* const metrics_;
+  std::mutex mu_;
+  std::unordered_map<Key, Entry, KeyHash> entries_;  // GUARDED_BY(mu_): pinned or resident blocks
+  std::list<Key> idle_;                              // GUARDED_BY(mu_): unpinned resident, LRU first
+  uint64_t resident_ = 0;                            // GUARDED_BY(mu_)
+  uint64_t loads_started_ = 0;                       // GUARDED_BY(mu_)
+  uint64_t hits_ = 0, misses_ = 0, evictions_ = 0;   // GUARDED_BY(mu_)
+  std::atomic<uint64_t> read_ahead_blocks_{0};
+};
+
+BlockCache::BlockCache(BlockCacheOptions options, boost::asio::thread_pool* pool, Metrics* metrics)
+    : state_(std::make_shared<State>(options, pool, metrics)) {}
+
+BlockCache::~BlockCache() = default;
+
+const BlockCacheOptions& BlockCache::options() const { return state_->options(); }
+
+void BlockCache::AddRange(const std::shared_ptr<const ShardReader>& reader, uint64_t begin, uint64_t end,
+                          std::vector<BlockRef>* out) const {
+  if (end <= begin) return;
+  const uint64_t bs = state_->options().block_bytes;
+  for (uint64_t b = begin / bs; b <= (end - 1) / bs; ++b) {
+    const uint64_t covered = std::min(end, (b + 1) * bs) - std::max(begin, b * bs);
+    out->push_back(BlockRef{reader, b, covered});
+  }
+}
+
+void BlockCache::Dedupe(std::vector<BlockRef>* blocks) {
+  auto key = [](const BlockRef& b) { return std::make_pair(static_cast<const void*>(b.reader.get()), b.block); };
+  std::sort(blocks->begin(), blocks->end(), [&](const BlockRef& a, const BlockRef& b) { return key(a) < key(b); });
+  size_t kept = 0;
+  for (size_t i = 0; i < blocks->size(); ++i) {
+    if (kept > 0 && key((*blocks)[kept - 1]) == key((*blocks)[i])) {
+      (*blocks)[kept - 1].use_bytes += (*blocks)[i].use_bytes;
+    } else {
+      (*blocks)[kept++] = std::move((*blocks)[i]);
+    }
+  }
+  blocks->resize(kept);
+}
+
+void BlockCache::Pin(std::span<const BlockRef> blocks, bool read_ahead) {
+  if (state_->options().budget_bytes == 0 || blocks.empty()) return;
+  state_->Pin(blocks, read_ahead);
+}
+
+void BlockCache::Unpin(std::span<const BlockRef> blocks) {
+  if (state_->options().budget_bytes == 0 || blocks.empty()) return;
+  state_->Unpin(blocks);
+}
+
+std::shared_ptr<const void> BlockCache::Hold(std::vector<BlockRef> blocks, std::vector<bool>* mapped) {
+  std::vector<bool> ignored;
+  if (mapped == nullptr) mapped = &ignored;
+  if (state_->options().budget_bytes == 0) {
+    mapped->assign(blocks.size(), true);  // no cache: everything is read through the mapping
+    return nullptr;
+  }
+  if (!blocks.empty()) state_->Use(blocks, mapped);
+  struct Held {
+    std::shared_ptr<State> state;
+    std::vector<BlockRef> blocks;
+    ~Held() {
+      if (!blocks.empty()) state->Unpin(blocks);
+    }
+  };
+  return std::make_shared<const Held>(Held{state_, std::move(blocks)});
+}
+
+BlockCache::Stats BlockCache::stats() const { return state_->stats(); }
+
+}  // namespace strata
