@@ -19,10 +19,12 @@ TEST(ConfigTest, DefaultsAreValid) {
 TEST(ConfigTest, FileThenFlagsOverride) {
   TempDir dir;
   WriteFile(dir.Join("n.yaml"),
-            "node_id: store-7\nlisten: 0.0.0.0:7500\ndata_dir: /srv/strata\nshard_target_bytes: 8MiB\nio_threads: 3\n");
+            "node_id: store-7\nlisten: 0.0.0.0:7500\ndata_dir: /srv/strata\nshard_target_bytes: 8MiB\nio_threads: 3\n"
+            "cache_bytes: 2GiB\ncache_block_bytes: 1MiB\nread_ahead_steps: 8\n");
   NodeFlags flags;
   flags.config_file = dir.Join("n.yaml");
   flags.listen = "127.0.0.1:7600";
+  flags.cache_bytes = "512MiB";
   auto c = LoadNodeConfig(flags);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->node_id, "store-7");
@@ -30,6 +32,9 @@ TEST(ConfigTest, FileThenFlagsOverride) {
   EXPECT_EQ(c->data_dir, "/srv/strata");
   EXPECT_EQ(c->shard_target_bytes, 8u << 20);
   EXPECT_EQ(c->io_threads, 3u);
+  EXPECT_EQ(c->cache_bytes, 512u << 20) << "the flag wins";
+  EXPECT_EQ(c->cache_block_bytes, 1u << 20);
+  EXPECT_EQ(c->read_ahead_steps, 8u);
 }
 
 TEST(ConfigTest, BadConfigIsAClearError) {
@@ -47,6 +52,9 @@ TEST(ConfigTest, BadConfigIsAClearError) {
       {"- a\n- b\n", "mapping"},
       {"node_id: [a, b]\n", "expected a string"},
       {"key: [unclosed\n", "config file"},
+      {"cache_block_bytes: 5000\n", "cache_block_bytes must be a multiple of 4 KiB"},
+      {"cache_bytes: 1MiB\n", "cache_bytes must be 0 (no cache) or at least cache_block_bytes"},
+      {"read_ahead_steps: 5000\n", "read_ahead_steps must be at most 1024"},
   };
   for (const auto& tc : cases) {
     WriteFile(dir.Join("bad.yaml"), tc.yaml);
