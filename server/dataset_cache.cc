@@ -34,7 +34,7 @@ OpenVersion::Location OpenVersion::Locate(uint64_t id) const {
   return {shard, shards_[shard].info().seq(), id - first_ids_[shard]};
 }
 
-Status OpenVersion::Read(uint64_t id, RecordView* out, std::shared_ptr<const void>* owner) const {
+Result<std::pair<std::shared_ptr<const ShardReader>, uint64_t>> OpenVersion::RecordOf(uint64_t id) const {
   if (id >= shape_.num_samples || first_ids_.empty()) {
     return Status::OutOfRange("sample " + std::to_string(id) + " is past the end of " + shape_.name + "@" +
                               std::to_string(shape_.version));
@@ -42,35 +42,34 @@ Status OpenVersion::Read(uint64_t id, RecordView* out, std::shared_ptr<const voi
   const Location at = Locate(id);
   auto reader = Reader(at.shard);
   if (!reader.ok()) return reader.status();
-  STRATA_RETURN_IF_ERROR(reader.value()->Read(at.record, out));
-  if (owner != nullptr) *owner = std::move(reader).value();
+  return std::make_pair(std::move(reader).value(), at.record);
+}
+
+Status OpenVersion::Read(uint64_t id, RecordView* out, std::shared_ptr<const void>* owner) const {
+  auto found = RecordOf(id);
+  if (!found.ok()) return found.status();
+  auto& [reader, record] = found.value();
+  STRATA_RETURN_IF_ERROR(reader->Read(record, out));
+  if (owner != nullptr) *owner = std::move(reader);
   return Status::OK();
 }
 
 Status OpenVersion::ReadCopy(uint64_t id, RecordView* out, std::shared_ptr<const void>* owner) const {
-  if (id >= shape_.num_samples || first_ids_.empty()) {
-    return Status::OutOfRange("sample " + std::to_string(id) + " is past the end of " + shape_.name + "@" +
-                              std::to_string(shape_.version));
-  }
-  const Location at = Locate(id);
-  auto reader = Reader(at.shard);
-  if (!reader.ok()) return reader.status();
+  auto found = RecordOf(id);
+  if (!found.ok()) return found.status();
   auto buffer = std::make_shared<std::string>();
-  STRATA_RETURN_IF_ERROR(reader.value()->ReadCopy(at.record, buffer.get(), out));
+  STRATA_RETURN_IF_ERROR(found.value().first->ReadCopy(found.value().second, buffer.get(), out));
   *owner = std::move(buffer);
   return Status::OK();
 }
 
 Status OpenVersion::ReadRaw(uint64_t id, std::string* raw) const {
-  if (id >= shape_.num_samples || first_ids_.empty()) {
-    return Status::OutOfRange("sample " + std::to_string(id) + " is past the end");
-  }
-  const Location at = Locate(id);
-  auto reader = Reader(at.shard);
-  if (!reader.ok()) return reader.status();
+  auto found = RecordOf(id);
+  if (!found.ok()) return found.status();
+  const auto& [reader, record] = found.value();
   RecordView view;
-  STRATA_RETURN_IF_ERROR(reader.value()->Read(at.record, &view));  // verified before it leaves
-  raw->assign(reader.value()->RawRecord(at.record));
+  STRATA_RETURN_IF_ERROR(reader->Read(record, &view));  // verified before it leaves
+  raw->assign(reader->RawRecord(record));
   return Status::OK();
 }
 

@@ -68,6 +68,9 @@ class OpenVersion {
   // The open reader of shard i, opened on first use (NotFound if this node
   // does not hold the file, Corruption if its layout is damaged).
   Result<std::shared_ptr<const ShardReader>> Reader(size_t shard) const;
+  // The reader of sample `id`'s shard and its record index there (OutOfRange
+  // past the end, or Reader's errors).
+  Result<std::pair<std::shared_ptr<const ShardReader>, uint64_t>> RecordOf(uint64_t id) const;
   // Forgets the open reader of shard i (after its file was quarantined).
   void Invalidate(size_t shard) const;
   // Copies of each shard this version keeps (its recorded replication, or the
