@@ -22,4 +22,10 @@ bool TuneAllocatorForStreaming() {
 #endif
 }
 
+void ReleaseFreeHeap() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
 }  // namespace strata

@@ -44,7 +44,7 @@
 namespace strata {
 
 struct BlockCacheOptions {
-  uint64_t budget_bytes = 1ull << 30;  // resident shard bytes; 0 disables caching and read-ahead
+  uint64_t budget_bytes = 1ull << 30;  // resident shard bytes (stratad: cache_bytes); 0 disables caching and read-ahead
   // A multiple of the page size. Kernels with large page-cache folios (ext4
   // and xfs since 6.x) map a whole folio, up to 2 MiB and aligned to its size,
   // when one of its pages is touched; a block must hold whole folios for its

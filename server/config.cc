@@ -1,5 +1,6 @@
 #include "server/config.h"
 
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
@@ -150,6 +151,13 @@ Status ApplyFile(const std::string& path, NodeConfig* c) {
 }
 
 }  // namespace
+
+uint64_t DefaultCacheBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 1ull << 30;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 4;
+}
 
 Status ParseHostPort(const std::string& address, std::string* host, int* port) {
   const auto bad = [&] {

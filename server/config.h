@@ -32,6 +32,10 @@ struct ClusterConfig {
   uint64_t scrub_bytes_per_sec = 32ull << 20;    // background checksum verification; 0 disables
 };
 
+// The block cache's default budget: a quarter of the machine's memory (1 GiB
+// where the size cannot be read).
+uint64_t DefaultCacheBytes();
+
 struct NodeConfig {
   std::string node_id = "node-1";            // names this node in logs, metrics and the cluster map
   std::string listen = "127.0.0.1:7400";     // gRPC address (port 0 picks a free port)
@@ -41,7 +45,7 @@ struct NodeConfig {
   uint64_t shard_target_bytes = 64ull << 20; // cut a shard when it reaches this size
   uint32_t io_threads = 4;                   // threads that build batches and write shards
   uint32_t prefetch_batches = 2;             // batches built ahead of the network, per stream
-  uint64_t cache_bytes = 1ull << 30;         // shard bytes kept in memory by the block cache; 0 disables it
+  uint64_t cache_bytes = DefaultCacheBytes(); // shard bytes kept in memory by the block cache; 0 disables it
   uint64_t cache_block_bytes = 2ull << 20;   // the cache's unit: an aligned range of a shard file
   uint32_t read_ahead_steps = 4;             // steps each stream plans and reads in ahead (with the cache)
   uint64_t max_part_bytes = 16ull << 20;     // a batch larger than this is sent in parts

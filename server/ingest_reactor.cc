@@ -4,6 +4,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "common/allocator.h"
 #include "common/grpc_status.h"
 
 namespace strata {
@@ -72,7 +73,9 @@ Status IngestReactor::Handle(const v1::IngestRequest& request) {
 
 void IngestReactor::OnDone() {
   session_.reset();  // aborts if it was not committed
-  --node_->active_ingests();
+  // The client has its reply: consolidate and return what the ingest freed now,
+  // rather than in the first allocation of the next stream.
+  if (--node_->active_ingests() == 0) ReleaseFreeHeap();
   delete this;
 }
 
