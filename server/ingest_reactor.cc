@@ -36,6 +36,12 @@ void IngestReactor::Process() {
     return;
   }
   if (committed_) {
+    // Free what the ingest built up and give it back before the client hears
+    // of the commit, so that the first stream of the new version, which the
+    // client may start at once, does not pay for consolidating it (a fraction
+    // of a second after 10M samples, against a minute of ingest).
+    session_.reset();
+    ReleaseFreeHeap();
     Finish(grpc::Status::OK);
     return;
   }
@@ -73,9 +79,8 @@ Status IngestReactor::Handle(const v1::IngestRequest& request) {
 
 void IngestReactor::OnDone() {
   session_.reset();  // aborts if it was not committed
-  // The client has its reply: consolidate and return what the ingest freed now,
-  // rather than in the first allocation of the next stream.
-  if (--node_->active_ingests() == 0) ReleaseFreeHeap();
+  // A committed ingest gave its heap back before replying; an aborted one does now.
+  if (--node_->active_ingests() == 0 && !committed_) ReleaseFreeHeap();
   delete this;
 }
 
