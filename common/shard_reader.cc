@@ -8,34 +8,20 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <bit>
 #include <climits>
 #include <cstring>
 
 #include "common/checksum.h"
+#include "common/little_endian.h"
 #include "common/shard_format.h"
 
 namespace strata {
 namespace {
 
-static_assert(std::endian::native == std::endian::little, "the shard format stores little-endian integers");
-
 constexpr std::string_view kHeaderMagic = "STRSHARD";
 constexpr std::string_view kTrailerMagic = "STRTRAIL";
 // u32 header_len before a record, u64 checksum after it.
 constexpr uint64_t kRecordOverhead = 4 + 8;
-
-// Unaligned little-endian loads; memcpy is the defined way to read them.
-uint32_t LoadU32(const char* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-uint64_t LoadU64(const char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
 
 }  // namespace
 

@@ -6,19 +6,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <bit>
 #include <climits>
 #include <cstring>
 
 #include "common/checksum.h"
 #include "common/file_util.h"
+#include "common/little_endian.h"
 #include "common/shard_format.h"
 #include "common/utf8.h"
 
 namespace strata {
 namespace {
-
-static_assert(std::endian::native == std::endian::little, "the shard format stores little-endian integers");
 
 constexpr std::string_view kHeaderMagic = "STRSHARD";
 constexpr std::string_view kTrailerMagic = "STRTRAIL";
@@ -31,8 +29,6 @@ constexpr size_t kDirectWriteBytes = size_t{256} << 10;
 // near this, and it bounds what a corrupt footer can make a reader believe.
 constexpr uint64_t kMaxPayloadBytes = uint64_t{4} << 30;
 
-void PutU32(std::string* out, uint32_t v) { out->append(reinterpret_cast<const char*>(&v), sizeof v); }
-void PutU64(std::string* out, uint64_t v) { out->append(reinterpret_cast<const char*>(&v), sizeof v); }
 
 // A header whose strings are not UTF-8 would serialize but never parse again.
 bool HeaderStringsAreUtf8(const v1::RecordHeader& h) {

@@ -9,18 +9,16 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <bit>
 #include <cstring>
 #include <numeric>
 
 #include "common/checksum.h"
 #include "common/file_util.h"
 #include "common/int128.h"
+#include "common/little_endian.h"
 
 namespace strata {
 namespace {
-
-static_assert(std::endian::native == std::endian::little, "strata.idx stores little-endian integers");
 
 constexpr std::string_view kHeaderMagic = "STRIDX01";
 constexpr std::string_view kTrailerMagic = "STRIDXTR";
@@ -28,19 +26,6 @@ constexpr std::string_view kTrailerMagic = "STRIDXTR";
 constexpr size_t kOrdinalChunk = size_t{1} << 18;
 // Bound on the per-stratum id buffers of the counting-sort pass.
 constexpr size_t kSortBufferBytes = size_t{32} << 20;
-
-uint64_t LoadU64(const char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-uint32_t LoadU32(const char* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-void PutU32(std::string* out, uint32_t v) { out->append(reinterpret_cast<const char*>(&v), sizeof v); }
-void PutU64(std::string* out, uint64_t v) { out->append(reinterpret_cast<const char*>(&v), sizeof v); }
 
 // Reads exactly `size` bytes at `offset`.
 Status PReadAll(int fd, char* out, size_t size, uint64_t offset, const std::string& path) {
