@@ -1,164 +1,31 @@
 #include "common/shard_format.h"
 
-#include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
-#include <algorithm>
-#include <cstring>
-#include <filesystem>
 #include <random>
 #include <vector>
 
-#include "common/checksum.h"
-#include "tests/support/temp_dir.h"
+#include "common/little_endian.h"
+#include "tests/common/shard_test_util.h"
 
 namespace strata {
 namespace {
 
 using google::protobuf::util::MessageDifferencer;
+using testing::AppendSample;
+using testing::DirEntries;
+using testing::ExpectSampleEq;
+using testing::FlipByte;
+using testing::Identity;
+using testing::MakeSample;
+using testing::MakeSamples;
 using testing::ReadFile;
+using testing::Sample;
 using testing::TempDir;
 using testing::WriteFile;
-
-struct Sample {
-  v1::RecordHeader header;
-  std::vector<std::string> fields;
-};
-
-constexpr const char* kFieldNames[] = {"image", "text", "meta", "extra"};
-
-// Valid UTF-8 of roughly n bytes, some of it multi-byte.
-std::string RandomText(std::mt19937_64& rng, size_t n) {
-  static constexpr const char* kPieces[] = {"a", "Z", "0", " ", "\xC3\xA9", "\xE6\x97\xA5", "\xF0\x9F\x99\x82"};
-  std::string s;
-  while (s.size() < n) s += kPieces[rng() % std::size(kPieces)];
-  return s;
-}
-
-std::string RandomBytes(std::mt19937_64& rng, size_t n) {
-  std::string s(n, '\0');
-  for (char& c : s) c = static_cast<char>(rng());
-  return s;
-}
-
-// Record `index` of a test shard: varied labels and attributes, 0..3 fields,
-// some of them empty. `sizes` overrides the field sizes when not empty.
-Sample MakeSample(uint64_t id, uint64_t index, std::mt19937_64& rng, std::vector<size_t> sizes = {}) {
-  if (sizes.empty()) {
-    for (uint64_t f = 0; f < index % 4; ++f) sizes.push_back((index + f) % 5 == 0 ? 0 : rng() % 300);
-  }
-  Sample s;
-  s.header.set_id(id);
-  s.header.set_key("key-" + std::to_string(index) + RandomText(rng, index % 4));
-  s.header.set_label(index % 3 == 0 ? "" : "label-" + std::to_string(index % 7));
-  s.header.set_stratum(index % 2 == 0 ? "train" : "holdout");
-  for (uint64_t a = 0; a < index % 3; ++a) (*s.header.mutable_attributes())["attr" + std::to_string(a)] = RandomText(rng, a * 5);
-  for (size_t f = 0; f < sizes.size(); ++f) {
-    s.header.add_field_names(kFieldNames[f]);
-    s.header.add_field_sizes(sizes[f]);
-    s.fields.push_back(RandomBytes(rng, sizes[f]));
-  }
-  return s;
-}
-
-std::vector<Sample> MakeSamples(uint64_t first_id, uint64_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<Sample> samples;
-  for (uint64_t i = 0; i < n; ++i) samples.push_back(MakeSample(first_id + i, i, rng));
-  return samples;
-}
-
-Status AppendSample(ShardWriter& writer, const Sample& s) {
-  std::vector<std::string_view> views(s.fields.begin(), s.fields.end());
-  return writer.Append(s.header, views);
-}
-
-ShardIdentity Identity(uint64_t first_id) { return {"images", 3, 7, first_id}; }
-
-ShardSummary WriteShard(const std::string& path, uint64_t first_id, const std::vector<Sample>& samples) {
-  auto writer = ShardWriter::Create(path, Identity(first_id));
-  EXPECT_TRUE(writer.ok()) << writer.status().ToString();
-  for (const Sample& s : samples) EXPECT_TRUE(AppendSample(**writer, s).ok());
-  auto summary = (*writer)->Finish();
-  EXPECT_TRUE(summary.ok()) << summary.status().ToString();
-  return *summary;
-}
-
-void ExpectSampleEq(const RecordView& view, const Sample& s) {
-  EXPECT_TRUE(MessageDifferencer::Equals(view.header, s.header)) << view.header.DebugString();
-  ASSERT_EQ(view.header.field_sizes_size(), static_cast<int>(s.fields.size()));
-  std::string payload;
-  for (size_t f = 0; f < s.fields.size(); ++f) {
-    EXPECT_EQ(view.field(static_cast<int>(f)), s.fields[f]);
-    EXPECT_EQ(view.field(kFieldNames[f]), s.fields[f]);
-    payload += s.fields[f];
-  }
-  EXPECT_EQ(view.payload, payload);
-}
-
-std::vector<std::string> DirEntries(const std::string& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename().string());
-  return names;
-}
-
-void FlipByte(const std::string& path, uint64_t offset, uint8_t mask = 0x01) {
-  std::string bytes = ReadFile(path);
-  bytes[offset] = static_cast<char>(bytes[offset] ^ mask);
-  WriteFile(path, bytes);
-}
-
-uint32_t LoadU32(const char* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-uint64_t LoadU64(const char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-void StoreU32(std::string* bytes, size_t at, uint32_t v) { std::memcpy(bytes->data() + at, &v, sizeof v); }
-void StoreU64(std::string* bytes, size_t at, uint64_t v) { std::memcpy(bytes->data() + at, &v, sizeof v); }
-
-// The shard file `v2` rewritten with a new footer (its trailer and checksums
-// made to match), as `version` states it: for files older readers wrote, or
-// footers damaged in ways their checksum does not catch.
-std::string WithFooter(const std::string& v2, uint32_t version, const std::string& footer) {
-  const char* t = v2.data() + v2.size() - kShardTrailerSize;
-  const uint64_t footer_offset = LoadU64(t);
-  std::string out = v2.substr(0, footer_offset) + footer + v2.substr(v2.size() - kShardTrailerSize);
-  StoreU32(&out, 8, version);
-  const size_t trailer = out.size() - kShardTrailerSize;
-  StoreU32(&out, trailer + 8, static_cast<uint32_t>(footer.size()));
-  StoreU32(&out, trailer + 12, version);
-  StoreU64(&out, trailer + 16, Checksum64(footer));
-  StoreU64(&out, trailer + 24, Checksum64(out.data(), footer_offset + footer.size()));
-  return out;
-}
-
-// The offsets and metadata of a format 2 file.
-std::pair<std::vector<uint64_t>, v1::ShardFooter> SplitFooter(const std::string& v2) {
-  const char* t = v2.data() + v2.size() - kShardTrailerSize;
-  const char* footer = v2.data() + LoadU64(t);
-  const uint32_t footer_len = LoadU32(t + 8);
-  const uint64_t count = LoadU64(footer);
-  std::vector<uint64_t> offsets(count);
-  for (uint64_t i = 0; i < count; ++i) offsets[i] = LoadU64(footer + 8 + 8 * i);
-  v1::ShardFooter meta;
-  EXPECT_TRUE(meta.ParseFromArray(footer + 8 + 8 * count, static_cast<int>(footer_len - 8 - 8 * count)));
-  return {offsets, meta};
-}
-
-std::string TableFooter(const std::vector<uint64_t>& offsets, const v1::ShardFooter& meta) {
-  std::string footer(8 + 8 * offsets.size(), '\0');
-  StoreU64(&footer, 0, offsets.size());
-  for (size_t i = 0; i < offsets.size(); ++i) StoreU64(&footer, 8 + 8 * i, offsets[i]);
-  return footer + meta.SerializeAsString();
-}
+using testing::WriteShard;
+using testing::WriteSmallShard;
 
 TEST(ShardFormatTest, RoundTripsManyRecords) {
   TempDir dir;
@@ -330,13 +197,6 @@ TEST(ShardFormatTest, PayloadOver4GiBIsInvalidArgument) {
   munmap(map, huge);
 }
 
-// Writes a small shard and returns its samples.
-std::vector<Sample> WriteSmallShard(const std::string& path) {
-  std::vector<Sample> samples = MakeSamples(500, 12, 6);
-  WriteShard(path, 500, samples);
-  return samples;
-}
-
 TEST(ShardFormatTest, DamagedRecordIsCorruptionAndOthersStillRead) {
   TempDir dir;
   const std::string path = dir.Join("shard");
@@ -426,96 +286,6 @@ TEST(ShardFormatTest, TruncatedFileFailsOpen) {
     EXPECT_EQ(ShardReader::Open(path).status().code(), Code::kDataLoss);
   }
   WriteFile(path, original + "x");
-  EXPECT_EQ(ShardReader::Open(path).status().code(), Code::kDataLoss);
-}
-
-TEST(ShardFormatTest, WritesFormat2WithAFixedWidthOffsetTable) {
-  TempDir dir;
-  const std::string path = dir.Join("shard");
-  WriteSmallShard(path);
-  auto reader = ShardReader::Open(path);
-  ASSERT_TRUE(reader.ok());
-  EXPECT_EQ((*reader)->format_version(), 2u);
-  EXPECT_EQ((*reader)->footer().record_offsets_size(), 0);
-  const auto [offsets, meta] = SplitFooter(ReadFile(path));
-  ASSERT_EQ(offsets.size(), (*reader)->num_records());
-  for (uint64_t i = 0; i < offsets.size(); ++i) EXPECT_EQ((*reader)->RecordOffset(i), offsets[i]);
-  EXPECT_EQ(meta.dataset(), "images");
-}
-
-// Shards written before format 2 (offsets as a varint list in the footer
-// message) still open and read the same.
-TEST(ShardFormatTest, ReadsFormat1Files) {
-  TempDir dir;
-  const std::string path = dir.Join("shard");
-  const std::vector<Sample> samples = WriteSmallShard(path);
-  auto [offsets, meta] = SplitFooter(ReadFile(path));
-  for (uint64_t offset : offsets) meta.add_record_offsets(offset);
-  const std::string v1_file = WithFooter(ReadFile(path), 1, meta.SerializeAsString());
-  WriteFile(path, v1_file);
-  auto reader = ShardReader::Open(path);
-  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
-  EXPECT_EQ((*reader)->format_version(), 1u);
-  ASSERT_EQ((*reader)->num_records(), samples.size());
-  for (uint64_t i = 0; i < samples.size(); ++i) {
-    RecordView view;
-    ASSERT_TRUE((*reader)->Read(i, &view).ok());
-    ExpectSampleEq(view, samples[i]);
-    EXPECT_EQ((*reader)->RecordOffset(i), offsets[i]);
-  }
-  EXPECT_TRUE((*reader)->VerifyFile().ok());
-
-  // Format 1 checks the whole offset list when it opens.
-  std::swap(offsets[3], offsets[4]);
-  meta.clear_record_offsets();
-  for (uint64_t offset : offsets) meta.add_record_offsets(offset);
-  WriteFile(path, WithFooter(v1_file, 1, meta.SerializeAsString()));
-  EXPECT_EQ(ShardReader::Open(path).status().code(), Code::kDataLoss);
-}
-
-// A format 2 table whose checksum matches but whose offsets are wrong (a
-// writer bug, not a bit flip) opens in O(1); the records it misplaces are
-// Corruption when read, never wrong bytes, and the others still read.
-TEST(ShardFormatTest, MisplacedOffsetsInAMatchingFooterAreCorruptionWhenRead) {
-  TempDir dir;
-  const std::string path = dir.Join("shard");
-  const std::vector<Sample> samples = WriteSmallShard(path);
-  const std::string original = ReadFile(path);
-  const auto [offsets, meta] = SplitFooter(original);
-  ASSERT_GT(offsets.size(), 6u);
-
-  std::vector<uint64_t> swapped = offsets;
-  std::swap(swapped[4], swapped[5]);  // records 3, 4 and 5 lose their bounds
-  std::vector<uint64_t> shifted = offsets;
-  shifted[2] += 1;  // records 1 and 2 lose theirs
-  std::vector<uint64_t> past_end = offsets;
-  past_end[6] = original.size() * 2;  // records 5 and 6
-  const struct {
-    const char* what;
-    std::vector<uint64_t> offsets;
-    std::vector<uint64_t> damaged;
-  } cases[] = {{"swapped", swapped, {3, 4, 5}}, {"shifted", shifted, {1, 2}}, {"past the end", past_end, {5, 6}}};
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.what);
-    WriteFile(path, WithFooter(original, 2, TableFooter(c.offsets, meta)));
-    auto reader = ShardReader::Open(path);
-    ASSERT_TRUE(reader.ok()) << reader.status().ToString();
-    for (uint64_t i = 0; i < samples.size(); ++i) {
-      RecordView view;
-      Status status = (*reader)->Read(i, &view);
-      if (std::find(c.damaged.begin(), c.damaged.end(), i) != c.damaged.end()) {
-        EXPECT_EQ(status.code(), Code::kDataLoss) << i;
-        EXPECT_TRUE(view.payload.empty());
-      } else {
-        ASSERT_TRUE(status.ok()) << i << ": " << status.ToString();
-        ExpectSampleEq(view, samples[i]);
-      }
-    }
-  }
-  // A count larger than the table is refused at open.
-  std::string footer = TableFooter(offsets, meta);
-  StoreU64(&footer, 0, offsets.size() + 1000);
-  WriteFile(path, WithFooter(original, 2, footer));
   EXPECT_EQ(ShardReader::Open(path).status().code(), Code::kDataLoss);
 }
 

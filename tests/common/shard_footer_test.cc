@@ -1,0 +1,152 @@
+// Shard footers: format 2's fixed-width offset table, format 1 files still
+// read, and offset tables that pass their checksum but are wrong.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/checksum.h"
+#include "common/little_endian.h"
+#include "common/shard_format.h"
+#include "tests/common/shard_test_util.h"
+
+namespace strata {
+namespace {
+
+using testing::ExpectSampleEq;
+using testing::ReadFile;
+using testing::Sample;
+using testing::TempDir;
+using testing::WriteFile;
+using testing::WriteSmallShard;
+
+// The shard file `v2` rewritten with a new footer (its trailer and checksums
+// made to match), as `version` states it: for files older readers wrote, or
+// footers damaged in ways their checksum does not catch.
+std::string WithFooter(const std::string& v2, uint32_t version, const std::string& footer) {
+  const char* t = v2.data() + v2.size() - kShardTrailerSize;
+  const uint64_t footer_offset = LoadU64(t);
+  std::string out = v2.substr(0, footer_offset) + footer + v2.substr(v2.size() - kShardTrailerSize);
+  StoreU32(&out, 8, version);
+  const size_t trailer = out.size() - kShardTrailerSize;
+  StoreU32(&out, trailer + 8, static_cast<uint32_t>(footer.size()));
+  StoreU32(&out, trailer + 12, version);
+  StoreU64(&out, trailer + 16, Checksum64(footer));
+  StoreU64(&out, trailer + 24, Checksum64(out.data(), footer_offset + footer.size()));
+  return out;
+}
+
+// The offsets and metadata of a format 2 file.
+std::pair<std::vector<uint64_t>, v1::ShardFooter> SplitFooter(const std::string& v2) {
+  const char* t = v2.data() + v2.size() - kShardTrailerSize;
+  const char* footer = v2.data() + LoadU64(t);
+  const uint32_t footer_len = LoadU32(t + 8);
+  const uint64_t count = LoadU64(footer);
+  std::vector<uint64_t> offsets(count);
+  for (uint64_t i = 0; i < count; ++i) offsets[i] = LoadU64(footer + 8 + 8 * i);
+  v1::ShardFooter meta;
+  EXPECT_TRUE(meta.ParseFromArray(footer + 8 + 8 * count, static_cast<int>(footer_len - 8 - 8 * count)));
+  return {offsets, meta};
+}
+
+std::string TableFooter(const std::vector<uint64_t>& offsets, const v1::ShardFooter& meta) {
+  std::string footer(8 + 8 * offsets.size(), '\0');
+  StoreU64(&footer, 0, offsets.size());
+  for (size_t i = 0; i < offsets.size(); ++i) StoreU64(&footer, 8 + 8 * i, offsets[i]);
+  return footer + meta.SerializeAsString();
+}
+
+TEST(ShardFormatTest, WritesFormat2WithAFixedWidthOffsetTable) {
+  TempDir dir;
+  const std::string path = dir.Join("shard");
+  WriteSmallShard(path);
+  auto reader = ShardReader::Open(path);
+  ASSERT_TRUE(reader.ok());
+  EXPECT_EQ((*reader)->format_version(), 2u);
+  EXPECT_EQ((*reader)->footer().record_offsets_size(), 0);
+  const auto [offsets, meta] = SplitFooter(ReadFile(path));
+  ASSERT_EQ(offsets.size(), (*reader)->num_records());
+  for (uint64_t i = 0; i < offsets.size(); ++i) EXPECT_EQ((*reader)->RecordOffset(i), offsets[i]);
+  EXPECT_EQ(meta.dataset(), "images");
+}
+
+// Shards written before format 2 (offsets as a varint list in the footer
+// message) still open and read the same.
+TEST(ShardFormatTest, ReadsFormat1Files) {
+  TempDir dir;
+  const std::string path = dir.Join("shard");
+  const std::vector<Sample> samples = WriteSmallShard(path);
+  auto [offsets, meta] = SplitFooter(ReadFile(path));
+  for (uint64_t offset : offsets) meta.add_record_offsets(offset);
+  const std::string v1_file = WithFooter(ReadFile(path), 1, meta.SerializeAsString());
+  WriteFile(path, v1_file);
+  auto reader = ShardReader::Open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  EXPECT_EQ((*reader)->format_version(), 1u);
+  ASSERT_EQ((*reader)->num_records(), samples.size());
+  for (uint64_t i = 0; i < samples.size(); ++i) {
+    RecordView view;
+    ASSERT_TRUE((*reader)->Read(i, &view).ok());
+    ExpectSampleEq(view, samples[i]);
+    EXPECT_EQ((*reader)->RecordOffset(i), offsets[i]);
+  }
+  EXPECT_TRUE((*reader)->VerifyFile().ok());
+
+  // Format 1 checks the whole offset list when it opens.
+  std::swap(offsets[3], offsets[4]);
+  meta.clear_record_offsets();
+  for (uint64_t offset : offsets) meta.add_record_offsets(offset);
+  WriteFile(path, WithFooter(v1_file, 1, meta.SerializeAsString()));
+  EXPECT_EQ(ShardReader::Open(path).status().code(), Code::kDataLoss);
+}
+
+// A format 2 table whose checksum matches but whose offsets are wrong (a
+// writer bug, not a bit flip) opens in O(1); the records it misplaces are
+// Corruption when read, never wrong bytes, and the others still read.
+TEST(ShardFormatTest, MisplacedOffsetsInAMatchingFooterAreCorruptionWhenRead) {
+  TempDir dir;
+  const std::string path = dir.Join("shard");
+  const std::vector<Sample> samples = WriteSmallShard(path);
+  const std::string original = ReadFile(path);
+  const auto [offsets, meta] = SplitFooter(original);
+  ASSERT_GT(offsets.size(), 6u);
+
+  std::vector<uint64_t> swapped = offsets;
+  std::swap(swapped[4], swapped[5]);  // records 3, 4 and 5 lose their bounds
+  std::vector<uint64_t> shifted = offsets;
+  shifted[2] += 1;  // records 1 and 2 lose theirs
+  std::vector<uint64_t> past_end = offsets;
+  past_end[6] = original.size() * 2;  // records 5 and 6
+  const struct {
+    const char* what;
+    std::vector<uint64_t> offsets;
+    std::vector<uint64_t> damaged;
+  } cases[] = {{"swapped", swapped, {3, 4, 5}}, {"shifted", shifted, {1, 2}}, {"past the end", past_end, {5, 6}}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    WriteFile(path, WithFooter(original, 2, TableFooter(c.offsets, meta)));
+    auto reader = ShardReader::Open(path);
+    ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+    for (uint64_t i = 0; i < samples.size(); ++i) {
+      RecordView view;
+      Status status = (*reader)->Read(i, &view);
+      if (std::find(c.damaged.begin(), c.damaged.end(), i) != c.damaged.end()) {
+        EXPECT_EQ(status.code(), Code::kDataLoss) << i;
+        EXPECT_TRUE(view.payload.empty());
+      } else {
+        ASSERT_TRUE(status.ok()) << i << ": " << status.ToString();
+        ExpectSampleEq(view, samples[i]);
+      }
+    }
+  }
+  // A count larger than the table is refused at open.
+  std::string footer = TableFooter(offsets, meta);
+  StoreU64(&footer, 0, offsets.size() + 1000);
+  WriteFile(path, WithFooter(original, 2, footer));
+  EXPECT_EQ(ShardReader::Open(path).status().code(), Code::kDataLoss);
+}
+
+}  // namespace
+}  // namespace strata
