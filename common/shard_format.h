@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/aligned_writer.h"
 #include "common/status.h"
 #include "strata/v1/storage.pb.h"
 
@@ -84,11 +85,8 @@ class ShardWriter {
 
  private:
   ShardWriter(std::string path, std::string tmp_path, int fd, ShardIdentity identity);
-  Status WriteAll(std::string_view bytes);
-  // Writes buffer_, then `direct`, adding both to the file checksum.
-  Status Flush(std::string_view direct = {});
-  // Adds bytes to the body: staged, or written straight through if large.
-  Status Stage(std::string_view bytes);
+  // Appends bytes to the body, adding them to the file checksum.
+  Status Write(std::string_view bytes);
   // Closes and removes the temporary file (no-op once published).
   void RemoveTemp();
   // RemoveTemp(), then returns `why`: every I/O error ends the writer.
@@ -104,7 +102,8 @@ class ShardWriter {
   uint64_t offset_ = 0;
   uint64_t payload_bytes_ = 0;
   std::unique_ptr<class Checksum64Stream> file_sum_;
-  std::string buffer_;  // records are staged here and written in large chunks
+  AlignedFileWriter out_;
+  std::string record_;  // scratch: one record, assembled before it is written
   bool finished_ = false;
 };
 

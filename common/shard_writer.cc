@@ -1,5 +1,6 @@
-// ShardWriter: stages records in memory, writes them in large chunks to a
-// temporary file beside the final path, and publishes the file with one rename.
+// ShardWriter: writes records in aligned 2 MiB chunks (common/aligned_writer.h)
+// to a temporary file beside the final path, and publishes the file with one
+// rename.
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -20,10 +21,8 @@ namespace {
 
 constexpr std::string_view kHeaderMagic = "STRSHARD";
 constexpr std::string_view kTrailerMagic = "STRTRAIL";
-// Staged bytes are written once they reach this size.
-constexpr size_t kFlushBytes = size_t{1} << 20;
-// Fields at least this large are written straight from the caller's memory
-// instead of being copied into the staging buffer.
+// Records with payloads at least this large are checksummed as they are
+// written instead of being assembled in one buffer first.
 constexpr size_t kDirectWriteBytes = size_t{256} << 10;
 // A record's payload is handed out as one contiguous view; ingest never comes
 // near this, and it bounds what a corrupt footer can make a reader believe.
@@ -59,10 +58,11 @@ Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(std::string path, Shard
     if (fd >= 0) {
       auto writer = std::unique_ptr<ShardWriter>(
           new ShardWriter(std::move(path), std::move(tmp), fd, std::move(identity)));
-      writer->buffer_.append(kHeaderMagic);
-      PutU32(&writer->buffer_, kShardFormatVersion);
-      PutU32(&writer->buffer_, 0);  // flags
-      writer->offset_ = writer->buffer_.size();
+      std::string header(kHeaderMagic);
+      PutU32(&header, kShardFormatVersion);
+      PutU32(&header, 0);  // flags
+      STRATA_RETURN_IF_ERROR(writer->Write(header));
+      writer->offset_ = header.size();
       return writer;
     }
     if (errno != EEXIST || attempt == 8) return Status::FromErrno("create " + tmp, errno);
@@ -74,12 +74,12 @@ ShardWriter::ShardWriter(std::string path, std::string tmp_path, int fd, ShardId
       tmp_path_(std::move(tmp_path)),
       fd_(fd),
       identity_(std::move(identity)),
-      file_sum_(std::make_unique<Checksum64Stream>()) {
+      file_sum_(std::make_unique<Checksum64Stream>()),
+      out_(fd_, tmp_path_) {
   footer_.set_first_id(identity_.first_id);
   footer_.set_dataset(identity_.dataset);
   footer_.set_version(identity_.version);
   footer_.set_seq(identity_.seq);
-  buffer_.reserve(kFlushBytes + kDirectWriteBytes);
 }
 
 ShardWriter::~ShardWriter() { RemoveTemp(); }
@@ -96,24 +96,10 @@ Status ShardWriter::Fail(Status why) {
   return why;
 }
 
-Status ShardWriter::WriteAll(std::string_view bytes) {
-  Status s = WriteAllFd(fd_, bytes, tmp_path_);
+Status ShardWriter::Write(std::string_view bytes) {
+  file_sum_->Update(bytes);
+  Status s = out_.Append(bytes);
   return s.ok() ? s : Fail(std::move(s));
-}
-
-Status ShardWriter::Flush(std::string_view direct) {
-  file_sum_->Update(buffer_);
-  Status status = WriteAll(buffer_);
-  buffer_.clear();
-  if (!status.ok() || direct.empty()) return status;
-  file_sum_->Update(direct);
-  return WriteAll(direct);
-}
-
-Status ShardWriter::Stage(std::string_view bytes) {
-  if (bytes.size() >= kDirectWriteBytes) return Flush(bytes);
-  buffer_.append(bytes);
-  return buffer_.size() >= kFlushBytes ? Flush() : Status::OK();
 }
 
 Status ShardWriter::Append(const v1::RecordHeader& header, std::span<const std::string_view> fields) {
@@ -147,10 +133,9 @@ Status ShardWriter::Append(const v1::RecordHeader& header, std::span<const std::
   const size_t header_len = header.ByteSizeLong();
   if (header_len > INT_MAX) return Status::InvalidArgument("record " + std::to_string(want_id) + " header too large");
 
-  const size_t start = buffer_.size();
-  PutU32(&buffer_, static_cast<uint32_t>(header_len));
-  if (!header.AppendToString(&buffer_)) {
-    buffer_.resize(start);
+  record_.clear();
+  PutU32(&record_, static_cast<uint32_t>(header_len));
+  if (!header.AppendToString(&record_)) {
     return Status::InvalidArgument("record " + std::to_string(want_id) + " header does not serialize");
   }
   record_offsets_.push_back(offset_);
@@ -160,20 +145,21 @@ Status ShardWriter::Append(const v1::RecordHeader& header, std::span<const std::
 
   if (payload < kDirectWriteBytes) {
     // Small record: stage it whole and checksum it in one pass.
-    for (std::string_view f : fields) buffer_.append(f);
-    PutU64(&buffer_, Checksum64(buffer_.data() + start, buffer_.size() - start));
-    return buffer_.size() >= kFlushBytes ? Flush() : Status::OK();
+    for (std::string_view f : fields) record_.append(f);
+    PutU64(&record_, Checksum64(record_));
+    return Write(record_);
   }
-  // Large record: checksum as it streams out, so big fields are never copied.
+  // Large record: checksum as it streams out, so big fields are not assembled.
   Checksum64Stream sum;
-  sum.Update(buffer_.data() + start, buffer_.size() - start);
+  sum.Update(record_);
+  STRATA_RETURN_IF_ERROR(Write(record_));
   for (std::string_view f : fields) {
     sum.Update(f);
-    STRATA_RETURN_IF_ERROR(Stage(f));
+    STRATA_RETURN_IF_ERROR(Write(f));
   }
   std::string tail;
   PutU64(&tail, sum.Digest());
-  return Stage(tail);
+  return Write(tail);
 }
 
 Result<ShardSummary> ShardWriter::Finish() {
@@ -188,8 +174,7 @@ Result<ShardSummary> ShardWriter::Finish() {
   if (!footer_.AppendToString(&footer) || footer.size() > INT_MAX) {
     return Fail(Status::Internal("footer of " + path_ + " does not serialize"));
   }
-  buffer_.append(footer);
-  STRATA_RETURN_IF_ERROR(Flush());
+  STRATA_RETURN_IF_ERROR(Write(footer));
 
   ShardSummary summary;
   summary.records = records_;
@@ -204,7 +189,9 @@ Result<ShardSummary> ShardWriter::Finish() {
   PutU64(&trailer, Checksum64(footer));
   PutU64(&trailer, summary.file_checksum);
   trailer.append(kTrailerMagic);
-  STRATA_RETURN_IF_ERROR(WriteAll(trailer));
+  // The trailer is not part of the file checksum it carries.
+  if (Status s = out_.Append(trailer); !s.ok()) return Fail(std::move(s));
+  if (Status s = out_.Flush(); !s.ok()) return Fail(std::move(s));
 
   if (fsync(fd_) != 0) return Fail(Status::FromErrno("fsync " + tmp_path_, errno));
   const int fd = fd_;

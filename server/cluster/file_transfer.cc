@@ -54,26 +54,17 @@ Result<std::unique_ptr<FileReceiver>> FileReceiver::Begin(const DataDir& dir, co
 }
 
 FileReceiver::FileReceiver(std::string final_path, std::string tmp_path, int fd, v1::FileRef::Kind kind)
-    : final_path_(std::move(final_path)), tmp_path_(std::move(tmp_path)), fd_(fd), kind_(kind) {}
+    : final_path_(std::move(final_path)), tmp_path_(std::move(tmp_path)), fd_(fd), kind_(kind), out_(fd_, tmp_path_) {}
 
 FileReceiver::~FileReceiver() {
   if (fd_ >= 0) close(fd_);
   if (!committed_) unlink(tmp_path_.c_str());
 }
 
-Status FileReceiver::Append(std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = write(fd_, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno("write " + tmp_path_, errno);
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return Status::OK();
-}
+Status FileReceiver::Append(std::string_view data) { return out_.Append(data); }
 
 Result<bool> FileReceiver::Commit() {
+  STRATA_RETURN_IF_ERROR(out_.Flush());
   if (fsync(fd_) != 0) return Status::FromErrno("fsync " + tmp_path_, errno);
   close(fd_);
   fd_ = -1;

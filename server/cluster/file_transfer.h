@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/aligned_writer.h"
 #include "common/status.h"
 #include "server/cluster/rate_limiter.h"
 #include "server/data_dir.h"
@@ -46,6 +47,7 @@ class FileReceiver {
   int fd_;
   const v1::FileRef::Kind kind_;
   bool committed_ = false;
+  AlignedFileWriter out_;  // so the copy is held in 2 MiB folios, like the original
 };
 
 // Calls `send` with each chunk of the local file at `path` (the first chunk

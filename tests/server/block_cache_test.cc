@@ -4,11 +4,10 @@
 
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <thread>
 
+#include "tests/support/smaps.h"
 #include "tests/support/temp_dir.h"
 
 namespace strata {
@@ -39,28 +38,8 @@ std::shared_ptr<const ShardReader> WriteShard(const std::string& path) {
   return std::shared_ptr<const ShardReader>(std::move(reader).value());
 }
 
-// Bytes of `path` mapped into this process now (the Rss of its mappings).
-uint64_t MappedBytes(const std::string& path) {
-  std::ifstream smaps("/proc/self/smaps");
-  std::string line;
-  bool ours = false;
-  uint64_t kib = 0;
-  while (std::getline(smaps, line)) {
-    std::istringstream in(line);
-    std::string first;
-    in >> first;
-    if (first.find('-') != std::string::npos && first.back() != ':') {
-      std::string perms, offset, dev, inode, name;
-      in >> perms >> offset >> dev >> inode >> name;
-      ours = name == path;
-    } else if (ours && first == "Rss:") {
-      uint64_t v = 0;
-      in >> v;
-      kib += v;
-    }
-  }
-  return kib << 10;
-}
+// Bytes of `path` mapped into this process now.
+uint64_t MappedBytes(const std::string& path) { return testing::Mapped(path).rss_bytes; }
 
 // The blocks of records [first, first + n).
 std::vector<BlockCache::BlockRef> BlocksOf(const BlockCache& cache, const std::shared_ptr<const ShardReader>& r,

@@ -1,0 +1,32 @@
+#include "tests/support/smaps.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace strata::testing {
+
+MappedFile Mapped(const std::string& path) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool ours = false;
+  MappedFile out;
+  while (std::getline(smaps, line)) {
+    std::istringstream in(line);
+    std::string first;
+    in >> first;
+    if (first.find('-') != std::string::npos && first.back() != ':') {  // a mapping's first line
+      std::string perms, offset, dev, inode, name;
+      in >> perms >> offset >> dev >> inode >> name;
+      ours = name == path;
+      continue;
+    }
+    if (!ours) continue;
+    uint64_t kib = 0;
+    in >> kib;
+    if (first == "Rss:") out.rss_bytes += kib << 10;
+    if (first == "FilePmdMapped:") out.pmd_mapped_bytes += kib << 10;
+  }
+  return out;
+}
+
+}  // namespace strata::testing
