@@ -172,6 +172,15 @@ class ShardReader {
   // RawRecord would be empty. REQUIRES: index < num_records().
   std::pair<uint64_t, uint64_t> RecordRange(uint64_t index) const;
 
+  // Hints for a caller about to read many records in a known order: each starts
+  // loading memory into the CPU cache and returns without waiting; neither maps
+  // a page that is not mapped already, nor changes what a read returns.
+  // PrefetchOffset loads record `index`'s entry of the offset table;
+  // PrefetchRecord loads the record's first bytes, reading that entry (so
+  // prefetch the entry some records earlier). Indexes past the end are ignored.
+  void PrefetchOffset(uint64_t index) const;
+  void PrefetchRecord(uint64_t index) const;
+
   // Residency of the mapping, for a cache that manages it (server/block_cache.h).
   // Neither changes what a read returns; both clip the range to the file.
   // Populate maps the pages of [offset, offset + len) into this process,

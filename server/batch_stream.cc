@@ -140,39 +140,57 @@ BatchStream::BatchStream(v1::StreamRequest request, std::shared_ptr<const OpenVe
       placement_(version_->num_shards()),
       members_(request_.members().begin(), request_.members().end()),
       excluded_(request_.excluded().begin(), request_.excluded().end()),
+      step_readers_(version_->num_shards()),
       planned_end_(start) {}
 
 BatchStream::~BatchStream() {
   for (const Planned& p : ahead_) server_.blocks->Unpin(p.blocks);
 }
 
-bool BatchStream::OutsideCache(const OpenVersion::Location& at,
+bool BatchStream::OutsideCache(const ShardReader& reader, uint64_t record,
                                std::span<const std::pair<const void*, uint64_t>> unmapped) const {
-  auto reader = version_->Reader(at.shard);
-  if (!reader.ok()) return false;  // the read reports why
-  const auto [begin, end] = reader.value()->RecordRange(at.record);
+  const auto [begin, end] = reader.RecordRange(record);
   if (end <= begin) return false;
   const uint64_t bs = server_.blocks->options().block_bytes;
   for (uint64_t b = begin / bs; b <= (end - 1) / bs; ++b) {
-    if (std::binary_search(unmapped.begin(), unmapped.end(), std::make_pair<const void*>(reader.value().get(), b))) {
-      return true;
-    }
+    if (std::binary_search(unmapped.begin(), unmapped.end(), std::make_pair<const void*>(&reader, b))) return true;
   }
   return false;
 }
 
+const Result<std::shared_ptr<const ShardReader>>& BatchStream::StepReader(size_t shard) {
+  auto& slot = step_readers_[shard];
+  if (!slot) {
+    slot.emplace(version_->Reader(shard));
+    step_shards_.push_back(shard);
+  }
+  return *slot;
+}
+
+void BatchStream::ForgetStepReaders() {
+  for (size_t shard : step_shards_) step_readers_[shard].reset();
+  step_shards_.clear();
+}
+
 void BatchStream::PlanAhead() {
   const uint64_t horizon = std::min(end_step_, next_step_ + 1 + limits_.read_ahead_steps);
+  std::vector<std::pair<const std::shared_ptr<const ShardReader>*, uint64_t>> records;
   for (; planned_end_ < horizon; ++planned_end_) {
     Planned p;
     plan_.RankBatch(planned_end_, request_.rank(), &p.ids);
+    records.clear();
     for (uint64_t id : p.ids) {
       const OpenVersion::Location at = version_->Locate(id);
       if (!ServesHere(at.shard, id) || !placement_[at.shard].local) continue;
-      auto reader = version_->Reader(at.shard);
-      if (!reader.ok()) continue;  // the read that serves it reports why
-      const auto [begin, end] = reader.value()->RecordRange(at.record);
-      server_.blocks->AddRange(reader.value(), begin, end, &p.blocks);
+      const auto& reader = StepReader(at.shard);
+      if (reader.ok()) records.emplace_back(&reader.value(), at.record);  // else the read reports why
+    }
+    for (size_t i = 0; i < records.size(); ++i) {
+      if (i + kOffsetsAhead < records.size()) {
+        (*records[i + kOffsetsAhead].first)->PrefetchOffset(records[i + kOffsetsAhead].second);
+      }
+      const auto [begin, end] = (*records[i].first)->RecordRange(records[i].second);
+      server_.blocks->AddRange(*records[i].first, begin, end, &p.blocks);
     }
     BlockCache::Dedupe(&p.blocks);
     // The step being built now is read at once: reading it ahead would only race the build.
@@ -208,6 +226,7 @@ bool BatchStream::ServesHere(size_t shard, uint64_t id) {
 Status BatchStream::BuildNext(std::vector<WirePart>* parts) {
   const auto started = std::chrono::steady_clock::now();
   const uint64_t step = next_step_;
+  ForgetStepReaders();  // each step looks its readers up again: a shard may have been replaced
   // With a block cache, the payload's owner: the step's pinned blocks (unpinned
   // once gRPC has sent the bytes) and the mappings its records point into.
   struct StepOwner {
@@ -243,41 +262,79 @@ Status BatchStream::BuildNext(std::vector<WirePart>* parts) {
   // and why the local copy could not serve them.
   std::map<size_t, std::vector<std::pair<uint32_t, uint64_t>>> remote;
   std::map<size_t, Status> local_error;
-  RecordView view;
-  std::shared_ptr<const void> owner;
+  // The samples this node serves from its own shards, in slot order.
+  reads_.clear();
   for (uint32_t slot = 0; slot < batch_size; ++slot) {
     const uint64_t id = ids_[slot];
     const OpenVersion::Location at = version_->Locate(id);
     if (!ServesHere(at.shard, id)) continue;
     if (placement_[at.shard].local) {
-      const bool copy = !unmapped.empty() && OutsideCache(at, unmapped);
-      Status s = copy ? version_->ReadCopy(id, &view, &owner) : version_->Read(id, &view, &owner);
-      if (s.ok()) {
-        if (copy) {
-          builder.Add(slot, view, owner);  // the buffer owns the bytes
-        } else if (step_owner) {
-          auto& readers = step_owner->readers;
-          if (std::find(readers.begin(), readers.end(), owner) == readers.end()) readers.push_back(owner);
-          builder.Add(slot, view, step_owner);
-        } else {
-          builder.Add(slot, view, owner);
-        }
-        continue;
-      }
-      if (s.IsCorruption()) {
-        if (metrics_) metrics_->checksum_failures.Increment();
-        if (server_.fetcher) {
-          server_.fetcher->Quarantine(ShardFile(at.shard));
-          version_->Invalidate(at.shard);
-        }
-      }
-      if (!server_.fetcher || (!s.IsCorruption() && !s.IsNotFound())) {
-        return s.WithContext(where + ", sample " + std::to_string(id));
-      }
-      placement_[at.shard].local = false;
-      local_error[at.shard] = s;
+      reads_.push_back({slot, id, at.shard, at.record});
+    } else {
+      remote[at.shard].emplace_back(slot, at.record);
     }
-    remote[at.shard].emplace_back(slot, at.record);
+  }
+  // Records lie at random places in the shards: each read would wait for its
+  // offset-table entry and then for its record to come from memory. Loading
+  // both some reads ahead lets those waits overlap.
+  const auto prefetch = [&](size_t i, bool record) {
+    if (i >= reads_.size()) return;
+    const auto& reader = StepReader(reads_[i].shard);
+    if (!reader.ok()) return;
+    if (record) {
+      reader.value()->PrefetchRecord(reads_[i].record);
+    } else {
+      reader.value()->PrefetchOffset(reads_[i].record);
+    }
+  };
+  for (size_t i = 0; i < kOffsetsAhead; ++i) prefetch(i, false);
+  for (size_t i = 0; i < kRecordsAhead; ++i) prefetch(i, true);
+  RecordView view;
+  for (size_t i = 0; i < reads_.size(); ++i) {
+    prefetch(i + kOffsetsAhead, false);
+    prefetch(i + kRecordsAhead, true);
+    const LocalRead& r = reads_[i];
+    if (!placement_[r.shard].local) {  // an earlier read of this step found its copy bad
+      remote[r.shard].emplace_back(r.slot, r.record);
+      continue;
+    }
+    const auto& reader = StepReader(r.shard);
+    Status s = reader.status();
+    if (s.ok()) {
+      const ShardReader& shard = *reader.value();
+      if (!unmapped.empty() && OutsideCache(shard, r.record, unmapped)) {
+        auto buffer = std::make_shared<std::string>();
+        s = shard.ReadCopy(r.record, buffer.get(), &view);
+        if (s.ok()) builder.Add(r.slot, view, std::move(buffer));  // the buffer owns the bytes
+      } else {
+        s = shard.Read(r.record, &view);
+        // The mapping stays while the part lives; with a cache, so do the step's pins.
+        if (s.ok()) {
+          builder.Add(r.slot, view,
+                      step_owner ? std::shared_ptr<const void>(step_owner)
+                                 : std::shared_ptr<const void>(reader.value()));
+        }
+      }
+      if (s.ok()) continue;
+    }
+    if (s.IsCorruption()) {
+      if (metrics_) metrics_->checksum_failures.Increment();
+      if (server_.fetcher) {
+        server_.fetcher->Quarantine(ShardFile(r.shard));
+        version_->Invalidate(r.shard);
+      }
+    }
+    if (!server_.fetcher || (!s.IsCorruption() && !s.IsNotFound())) {
+      return s.WithContext(where + ", sample " + std::to_string(r.id));
+    }
+    placement_[r.shard].local = false;
+    local_error[r.shard] = s;
+    remote[r.shard].emplace_back(r.slot, r.record);
+  }
+  if (step_owner) {
+    for (size_t shard : step_shards_) {
+      if (step_readers_[shard]->ok()) step_owner->readers.push_back(step_readers_[shard]->value());
+    }
   }
   for (const auto& [shard, wanted] : remote) {
     std::vector<uint64_t> indexes;

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -106,10 +107,14 @@ class BatchStream {
   // Whether this node serves sample `id` of shard `shard`.
   bool ServesHere(size_t shard, uint64_t id);
   v1::FileRef ShardFile(size_t shard) const;
-  // Whether the record at `at` lies in one of `unmapped` (sorted blocks the
+  // Whether `record` of `reader` lies in one of `unmapped` (sorted blocks the
   // cache did not admit for this step). REQUIRES: server_.blocks.
-  bool OutsideCache(const OpenVersion::Location& at,
+  bool OutsideCache(const ShardReader& reader, uint64_t record,
                     std::span<const std::pair<const void*, uint64_t>> unmapped) const;
+  // The reader of `shard` for this step: OpenVersion::Reader takes a lock, so
+  // each step looks each of its shards up once. ForgetStepReaders starts a step.
+  const Result<std::shared_ptr<const ShardReader>>& StepReader(size_t shard);
+  void ForgetStepReaders();
   // Plans steps up to next_step_ + read_ahead_steps: their ids and pinned
   // blocks. REQUIRES: server_.blocks.
   void PlanAhead();
@@ -133,6 +138,20 @@ class BatchStream {
   std::vector<std::string> members_;
   std::vector<std::string> excluded_;
   std::vector<uint64_t> ids_;  // scratch
+  std::vector<std::optional<Result<std::shared_ptr<const ShardReader>>>> step_readers_;  // per shard
+  std::vector<size_t> step_shards_;  // the shards step_readers_ holds
+  // The step's samples this node reads from its own shards (scratch).
+  struct LocalRead {
+    uint32_t slot;
+    uint64_t id;
+    size_t shard;
+    uint64_t record;
+  };
+  std::vector<LocalRead> reads_;
+  // How many reads ahead BuildNext (and PlanAhead) prefetch offsets and records:
+  // enough to keep several memory loads in flight, few enough that they stay cached.
+  static constexpr size_t kOffsetsAhead = 16;
+  static constexpr size_t kRecordsAhead = 8;
   // Steps planned ahead (with a block cache): [next_step_, planned_end_).
   struct Planned {
     std::vector<uint64_t> ids;

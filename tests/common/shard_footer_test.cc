@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +14,7 @@
 #include "common/little_endian.h"
 #include "common/shard_format.h"
 #include "tests/common/shard_test_util.h"
+#include "tests/support/smaps.h"
 
 namespace strata {
 namespace {
@@ -141,11 +145,50 @@ TEST(ShardFormatTest, MisplacedOffsetsInAMatchingFooterAreCorruptionWhenRead) {
       }
     }
   }
+  // Prefetch hints accept what the footer says, damaged or not, and any index.
+  for (const auto& c : cases) {
+    WriteFile(path, WithFooter(original, 2, TableFooter(c.offsets, meta)));
+    auto reader = ShardReader::Open(path);
+    ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+    for (uint64_t i : {uint64_t{0}, uint64_t{5}, uint64_t{6}, samples.size(), samples.size() + 1, UINT64_MAX}) {
+      (*reader)->PrefetchOffset(i);
+      (*reader)->PrefetchRecord(i);
+    }
+  }
   // A count larger than the table is refused at open.
   std::string footer = TableFooter(offsets, meta);
   StoreU64(&footer, 0, offsets.size() + 1000);
   WriteFile(path, WithFooter(original, 2, footer));
   EXPECT_EQ(ShardReader::Open(path).status().code(), Code::kDataLoss);
+}
+
+// Prefetching loads what is mapped into the CPU cache; it never maps a page,
+// so it cannot undo the block cache's releases.
+TEST(ShardFormatTest, PrefetchHintsMapNoRecords) {
+  TempDir dir;
+  const std::string path = std::filesystem::canonical(dir.path()).string() + "/shard";
+  std::mt19937_64 rng(3);
+  std::vector<Sample> samples;
+  for (uint64_t i = 0; i < 40; ++i) samples.push_back(testing::MakeSample(i, i, rng, {128 << 10}));  // 5 MiB
+  testing::WriteShard(path, 0, samples);
+  auto reader = ShardReader::Open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  const ShardReader& r = **reader;
+  r.Release(0, r.file_size());
+  ASSERT_EQ(testing::Mapped(path).rss_bytes, 0u);
+  for (uint64_t i = 0; i <= samples.size(); ++i) {
+    r.PrefetchOffset(i);
+    r.PrefetchRecord(i);
+  }
+  // Reading the offset table maps the footer, and at most the rest of the
+  // last, partial 2 MiB chunk it shares a page-cache folio with: none of the
+  // first 4 MiB of records.
+  const uint64_t after = testing::Mapped(path).rss_bytes;
+  EXPECT_LE(after, r.file_size() - 2 * AlignedFileWriter::kChunkBytes);
+  RecordView view;
+  ASSERT_TRUE(r.Read(0, &view).ok());
+  ExpectSampleEq(view, samples[0]);
+  EXPECT_GT(testing::Mapped(path).rss_bytes, after) << "a read maps its record";
 }
 
 }  // namespace
