@@ -79,4 +79,18 @@ Status PWriteAllFd(int fd, std::string_view bytes, uint64_t offset, const std::s
   return Status::OK();
 }
 
+Result<size_t> PReadFd(int fd, char* out, size_t size, uint64_t offset, const std::string& path) {
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = pread(fd, out + done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno("read " + path, errno);
+    }
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  return done;
+}
+
 }  // namespace strata

@@ -31,4 +31,8 @@ Status WriteAllFd(int fd, std::string_view bytes, const std::string& path);
 // Writes all of `bytes` at `offset` of `fd` (pwrite, retrying short writes).
 Status PWriteAllFd(int fd, std::string_view bytes, uint64_t offset, const std::string& path);
 
+// Reads up to `size` bytes at `offset` of `fd` into `out` (pread, retrying
+// short reads and EINTR): fewer only where the file ends. IOError naming `path`.
+Result<size_t> PReadFd(int fd, char* out, size_t size, uint64_t offset, const std::string& path);
+
 }  // namespace strata

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "common/checksum.h"
+#include "common/file_util.h"
 #include "common/little_endian.h"
 #include "common/shard_format.h"
 
@@ -95,7 +96,12 @@ Result<std::unique_ptr<ShardReader>> ShardReader::Open(const std::string& path) 
 
 Status ShardReader::CheckLayout() {
   auto corrupt = [this](const std::string& what) { return Status::Corruption("shard " + path_ + ": " + what); };
-  const char* h = base_;
+  // Read, not touched through the mapping: the first page lies in the file's
+  // first 2 MiB folio, which a touch would map whole, outside any cache's count.
+  char h[kShardHeaderSize];
+  auto got = PReadFd(fd_, h, sizeof h, 0, path_);
+  if (!got.ok()) return got.status();
+  if (got.value() != sizeof h) return corrupt("file too small");
   if (std::string_view(h, 8) != kHeaderMagic) return corrupt("bad header magic");
   format_version_ = LoadU32(h + 8);
   if (format_version_ < kOldestShardFormatVersion || format_version_ > kShardFormatVersion) {
@@ -174,13 +180,9 @@ Status ShardReader::ReadCopy(uint64_t index, std::string* buffer, RecordView* ou
   }
   const auto [begin, end] = RecordRange(index);
   buffer->resize(end - begin);  // an empty range reads nothing and fails to parse below
-  for (uint64_t done = 0; done < buffer->size();) {
-    const ssize_t n = pread(fd_, buffer->data() + done, buffer->size() - done, static_cast<off_t>(begin + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::FromErrno("read " + path_, errno);
-    if (n == 0) return Status::Corruption("shard " + path_ + ": file shorter than its footer says");
-    done += static_cast<uint64_t>(n);
-  }
+  auto got = PReadFd(fd_, buffer->data(), buffer->size(), begin, path_);
+  if (!got.ok()) return got.status();
+  if (got.value() != buffer->size()) return Status::Corruption("shard " + path_ + ": file shorter than its footer says");
   Status s = ParseRecord(*buffer, first_id() + index, out);
   if (!s.ok()) return Status::Corruption("shard " + path_ + " record " + std::to_string(index) + ": " + s.message());
   return s;
