@@ -29,19 +29,14 @@ constexpr size_t kSortBufferBytes = size_t{32} << 20;
 
 // Reads exactly `size` bytes at `offset`.
 Status PReadAll(int fd, char* out, size_t size, uint64_t offset, const std::string& path) {
-  while (size > 0) {
-    ssize_t n = pread(fd, out, size, static_cast<off_t>(offset));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno("read " + path, errno);
-    }
-    if (n == 0) return Status::IOError("read " + path + ": unexpected end of file");
-    out += n;
-    size -= static_cast<size_t>(n);
-    offset += static_cast<uint64_t>(n);
-  }
+  auto got = PReadFd(fd, out, size, offset, path);
+  if (!got.ok()) return got.status();
+  if (got.value() != size) return Status::IOError("read " + path + ": unexpected end of file");
   return Status::OK();
 }
+
+// The verifying pass of Open reads the file in chunks of this size (a multiple of 8).
+constexpr size_t kVerifyChunk = size_t{1} << 20;
 
 }  // namespace
 
@@ -85,60 +80,115 @@ Result<std::unique_ptr<StratumIndexFile>> StratumIndexFile::Open(const std::stri
     return bad("file of " + std::to_string(size) + " bytes is too short");
   }
   void* map = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  const int map_err = errno;
-  close(fd);
-  if (map == MAP_FAILED) return Status::FromErrno("mmap " + path, map_err);
+  if (map == MAP_FAILED) {
+    const int map_err = errno;
+    close(fd);
+    return Status::FromErrno("mmap " + path, map_err);
+  }
+#ifdef MADV_HUGEPAGE
+  madvise(map, size, MADV_HUGEPAGE);  // samplers read members at random places (see ShardReader::Open)
+#endif
   auto file = std::unique_ptr<StratumIndexFile>(new StratumIndexFile());
   file->base_ = static_cast<const char*>(map);
   file->size_ = size;
-  const char* p = file->base_;
+  Status verified = file->Verify(fd, path, expect);
+  close(fd);
+  if (!verified.ok()) return verified;
+  return file;
+}
 
+Status StratumIndexFile::Verify(int fd, const std::string& path, const StratumIndexExpect* expect) {
+  auto bad = [&](const std::string& why) { return Status::Corruption("stratum index " + path + ": " + why); };
+  const char* p = base_;
   if (std::string_view(p, 8) != kHeaderMagic) return bad("bad header magic");
   if (LoadU32(p + 8) != kStratumIndexFormatVersion) return bad("unknown format version " + std::to_string(LoadU32(p + 8)));
   const uint64_t strata = LoadU64(p + 16);
   const uint64_t samples = LoadU64(p + 24);
-  if (std::string_view(p + size - 8, 8) != kTrailerMagic) return bad("bad trailer magic");
+  if (std::string_view(p + size_ - 8, 8) != kTrailerMagic) return bad("bad trailer magic");
   // Sizes are checked in 128 bits: a corrupt header must not wrap them around.
-  const u128 want = static_cast<u128>(kStratumIndexHeaderSize) +
-                                 (static_cast<u128>(strata) + 1) * 8 +
-                                 static_cast<u128>(samples) * 8 + kStratumIndexTrailerSize;
-  if (strata > UINT32_MAX || want != size) {
+  const u128 want = static_cast<u128>(kStratumIndexHeaderSize) + (static_cast<u128>(strata) + 1) * 8 +
+                    static_cast<u128>(samples) * 8 + kStratumIndexTrailerSize;
+  if (strata > UINT32_MAX || want != size_) {
     return bad("header says " + std::to_string(strata) + " strata and " + std::to_string(samples) +
-               " samples, which does not match the file size " + std::to_string(size));
+               " samples, which does not match the file size " + std::to_string(size_));
   }
-  const uint64_t body = size - kStratumIndexTrailerSize;
+  const uint64_t body = size_ - kStratumIndexTrailerSize;
   const uint64_t stored = LoadU64(p + body);
-  if (Checksum64(p, body) != stored) return bad("checksum mismatch");
+  num_strata_ = static_cast<uint32_t>(strata);
+  num_samples_ = samples;
+  offsets_ = p + kStratumIndexHeaderSize;
+  ids_ = offsets_ + (strata + 1) * 8;
+  // The offsets first (the walk over the ids below relies on them); their
+  // error, like that of the ids, is reported after a checksum mismatch.
+  Status structure;
+  if (Offset(0) != 0 || Offset(num_strata_) != samples) structure = bad("offsets do not span the ids");
+  for (uint32_t s = 0; s < num_strata_ && structure.ok(); ++s) {
+    const uint64_t begin = Offset(s), end = Offset(s + 1);
+    if (end < begin || end > samples) structure = bad("offsets of stratum " + std::to_string(s) + " are out of order");
+  }
+  // One pass over the body, read rather than touched through the mapping
+  // (first touches of 4 KiB pages are what costs most on a large index):
+  // the checksum, and each stratum's ids ascending and below num_samples.
+  const uint64_t ids_at = static_cast<uint64_t>(ids_ - p);
+  Checksum64Stream sum;
+  std::string chunk(kVerifyChunk, '\0');
+  uint32_t s = 0;
+  uint64_t stratum_end = num_strata_ > 0 ? Offset(1) : 0;
+  uint64_t prev = 0;
+  bool first = true;  // the next id is its stratum's first
+  uint64_t j = 0;     // index of the next id
+  for (uint64_t at = 0; at < body; at += kVerifyChunk) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(kVerifyChunk, body - at));
+    STRATA_RETURN_IF_ERROR(PReadAll(fd, chunk.data(), n, at, path));
+    sum.Update(chunk.data(), n);
+    if (!structure.ok()) continue;
+    // Chunks and the ids both start at multiples of 8, so no id straddles two chunks.
+    if (at + n <= ids_at) continue;
+    const char* ids = chunk.data() + (std::max(at, ids_at) - at);
+    const uint64_t chunk_end = j + (at + n - std::max(at, ids_at)) / 8;  // index past this chunk's last id
+    while (j < chunk_end && structure.ok()) {
+      while (j == stratum_end) {  // past this stratum's last id (or an empty stratum)
+        ++s;
+        stratum_end = Offset(s + 1);
+        first = true;
+      }
+      // The ids of stratum s in this chunk, without a branch per id.
+      const uint64_t run_end = std::min(chunk_end, stratum_end);
+      bool wrong = false;
+      if (first) {
+        prev = LoadU64(ids);
+        wrong = prev >= samples;
+        ids += 8;
+        ++j;
+        first = false;
+      }
+      for (; j < run_end; ++j, ids += 8) {
+        const uint64_t id = LoadU64(ids);
+        wrong |= (id >= samples) | (id <= prev);
+        prev = id;
+      }
+      if (wrong) {
+        structure =
+            bad("ids of stratum " + std::to_string(s) + " are not ascending ids below " + std::to_string(samples));
+      }
+    }
+  }
+  if (sum.Digest() != stored) return bad("checksum mismatch");
   if (expect != nullptr) {
-    if (expect->file_bytes != size || expect->checksum != stored) {
+    if (expect->file_bytes != size_ || expect->checksum != stored) {
       return bad("size or checksum differs from the catalog's record");
     }
     if (expect->counts.size() != strata) {
       return bad(std::to_string(strata) + " strata, the catalog has " + std::to_string(expect->counts.size()));
     }
-  }
-  file->num_strata_ = static_cast<uint32_t>(strata);
-  file->num_samples_ = samples;
-  file->offsets_ = p + kStratumIndexHeaderSize;
-  file->ids_ = file->offsets_ + (strata + 1) * 8;
-  if (file->Offset(0) != 0 || file->Offset(file->num_strata_) != samples) return bad("offsets do not span the ids");
-  for (uint32_t s = 0; s < file->num_strata_; ++s) {
-    const uint64_t begin = file->Offset(s), end = file->Offset(s + 1);
-    if (end < begin || end > samples) return bad("offsets of stratum " + std::to_string(s) + " are out of order");
-    if (expect != nullptr && end - begin != expect->counts[s]) {
-      return bad("stratum " + std::to_string(s) + " holds " + std::to_string(end - begin) + " samples, the catalog " +
-                 std::to_string(expect->counts[s]));
-    }
-    uint64_t prev = 0;
-    for (uint64_t j = begin; j < end; ++j) {
-      const uint64_t id = LoadU64(file->ids_ + j * 8);
-      if (id >= samples || (j > begin && id <= prev)) {
-        return bad("ids of stratum " + std::to_string(s) + " are not ascending ids below " + std::to_string(samples));
+    for (uint32_t k = 0; k < num_strata_ && structure.ok(); ++k) {
+      if (count(k) != expect->counts[k]) {
+        return bad("stratum " + std::to_string(k) + " holds " + std::to_string(count(k)) + " samples, the catalog " +
+                   std::to_string(expect->counts[k]));
       }
-      prev = id;
     }
   }
-  return file;
+  return structure;
 }
 
 StratumIndexFile::~StratumIndexFile() {

@@ -92,6 +92,8 @@ class StratumIndexFile final : public StratumMembers {
 
  private:
   StratumIndexFile() = default;
+  // Open's checks of the mapped file, reading its body through `fd`.
+  Status Verify(int fd, const std::string& path, const StratumIndexExpect* expect);
   uint64_t Offset(uint32_t s) const;
 
   const char* base_ = nullptr;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/checksum.h"
 #include "tests/support/temp_dir.h"
 
 namespace strata {
@@ -94,6 +95,43 @@ TEST(StratumIndexTest, DamagedFilesAreCorruption) {
   expect = {summary.file_bytes, summary.checksum, {1, 999}};
   EXPECT_EQ(StratumIndexFile::Open(path, &expect).status().code(), Code::kDataLoss);
   EXPECT_EQ(StratumIndexFile::Open(dir.Join("missing.idx")).status().code(), Code::kNotFound);
+}
+
+// Files whose checksum matches but whose structure is wrong (a writer bug, not
+// a bit flip): ids out of order, also where the check's read crosses from one
+// 1 MiB chunk to the next, ids past the end, offsets out of order.
+TEST(StratumIndexTest, MatchingChecksumWithWrongIdsOrOffsetsIsCorruption) {
+  TempDir dir;
+  const std::string path = dir.Join("strata.idx");
+  std::vector<std::string> keys(300'000, "one");  // one stratum: ids 0..299,999 in order, 2.4 MB
+  keys[7] = "other";
+  Write(path, keys);
+  const std::string good = ReadFile(path);
+  const uint64_t body = good.size() - kStratumIndexTrailerSize;
+  const uint64_t ids_at = kStratumIndexHeaderSize + 3 * 8;  // two strata: three offsets
+  auto with = [&](uint64_t at, uint64_t value) {
+    std::string bytes = good;
+    for (int b = 0; b < 8; ++b) bytes[at + b] = static_cast<char>(value >> (8 * b));
+    const uint64_t sum = Checksum64(bytes.data(), body);  // the writer's bug, checksummed
+    for (int b = 0; b < 8; ++b) bytes[body + b] = static_cast<char>(sum >> (8 * b));
+    const std::string damaged = dir.Join("damaged.idx");
+    WriteFile(damaged, bytes);
+    return StratumIndexFile::Open(damaged).status();
+  };
+  auto id_at = [&](uint64_t j) {
+    uint64_t v = 0;
+    for (int b = 7; b >= 0; --b) v = (v << 8) | static_cast<uint8_t>(good[ids_at + 8 * j + b]);
+    return v;
+  };
+  ASSERT_TRUE(with(ids_at, id_at(0)).ok()) << "rewriting a value with itself keeps the file valid";
+  const uint64_t at_chunk = ((uint64_t{1} << 20) - ids_at) / 8;  // the first id of the second 1 MiB chunk
+  for (uint64_t j : {uint64_t{5}, at_chunk, at_chunk + 1}) {
+    const Status s = with(ids_at + 8 * j, id_at(j - 1));  // equal to the id before it
+    EXPECT_EQ(s.code(), Code::kDataLoss) << "id " << j << ": " << s.ToString();
+    EXPECT_NE(s.message().find("not ascending"), std::string::npos) << s.ToString();
+  }
+  EXPECT_EQ(with(ids_at + 8 * 299'998, 300'000).code(), Code::kDataLoss) << "an id past the end";
+  EXPECT_EQ(with(kStratumIndexHeaderSize + 8, 300'001).code(), Code::kDataLoss) << "offsets out of order";
 }
 
 TEST(StratumIndexTest, WriterNeverReplacesAndCleansUp) {
