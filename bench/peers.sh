@@ -196,6 +196,7 @@ if [ $scale = 1 ]; then
       --samples-per-tar 1000000 --classes 100 >/dev/null 2>&1
     "$strata" ingest -q --server 127.0.0.1:$((base + 20)) --dataset "first$n" "$work/first-$n"/*.tar >/dev/null
     rm -rf "$work/first-$n"
+    sync  # the machine's writeback of the sources is not the server's time
     # cold: the server opens the version (and its shard files) for this stream;
     # warm: it has them open. Each is a fresh client process: connect, plan, one batch.
     for spec in shuffle:cold shuffle:warm stratified:cold stratified:warm; do
