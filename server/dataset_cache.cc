@@ -45,24 +45,6 @@ Result<std::pair<std::shared_ptr<const ShardReader>, uint64_t>> OpenVersion::Rec
   return std::make_pair(std::move(reader).value(), at.record);
 }
 
-Status OpenVersion::Read(uint64_t id, RecordView* out, std::shared_ptr<const void>* owner) const {
-  auto found = RecordOf(id);
-  if (!found.ok()) return found.status();
-  auto& [reader, record] = found.value();
-  STRATA_RETURN_IF_ERROR(reader->Read(record, out));
-  if (owner != nullptr) *owner = std::move(reader);
-  return Status::OK();
-}
-
-Status OpenVersion::ReadCopy(uint64_t id, RecordView* out, std::shared_ptr<const void>* owner) const {
-  auto found = RecordOf(id);
-  if (!found.ok()) return found.status();
-  auto buffer = std::make_shared<std::string>();
-  STRATA_RETURN_IF_ERROR(found.value().first->ReadCopy(found.value().second, buffer.get(), out));
-  *owner = std::move(buffer);
-  return Status::OK();
-}
-
 Status OpenVersion::ReadRaw(uint64_t id, std::string* raw) const {
   auto found = RecordOf(id);
   if (!found.ok()) return found.status();

@@ -29,22 +29,11 @@ class OpenVersion {
   const DatasetShape& shape() const { return shape_; }
   size_t num_shards() const { return shards_.size(); }
 
-  // Reads sample `id`, verifying its record checksum. OutOfRange if id is past
-  // the end; Corruption (never the bytes) if the record or shard is damaged;
-  // NotFound if this node does not hold the shard file; IOError if it cannot
-  // be opened.
-  Status Read(uint64_t id, RecordView* out) const { return Read(id, out, nullptr); }
-  // Read, and sets *owner (when not null) to what keeps out->payload valid:
-  // the shard's mapping stays while the owner lives, even if the shard is
-  // invalidated meanwhile.
-  Status Read(uint64_t id, RecordView* out, std::shared_ptr<const void>* owner) const;
-
-  // Read through pread (ShardReader::ReadCopy): *owner owns the bytes. For
-  // records outside the block cache, so that reading them maps nothing.
-  Status ReadCopy(uint64_t id, RecordView* out, std::shared_ptr<const void>* owner) const;
-
-  // Reads sample `id` like Read, then copies its raw record bytes (length
-  // prefix to checksum) into *raw, for a peer.
+  // Reads sample `id`, verifying its record checksum, then copies its raw
+  // record bytes (length prefix to checksum) into *raw, for a peer. OutOfRange
+  // if id is past the end; Corruption (never the bytes) if the record or shard
+  // is damaged; NotFound if this node does not hold the shard file; IOError if
+  // it cannot be opened. (Streams read through Reader() and keep the reader.)
   Status ReadRaw(uint64_t id, std::string* raw) const;
 
   // shape() plus what a plan with `sampler` needs beyond it: for the
@@ -68,9 +57,6 @@ class OpenVersion {
   // The open reader of shard i, opened on first use (NotFound if this node
   // does not hold the file, Corruption if its layout is damaged).
   Result<std::shared_ptr<const ShardReader>> Reader(size_t shard) const;
-  // The reader of sample `id`'s shard and its record index there (OutOfRange
-  // past the end, or Reader's errors).
-  Result<std::pair<std::shared_ptr<const ShardReader>, uint64_t>> RecordOf(uint64_t id) const;
   // Forgets the open reader of shard i (after its file was quarantined).
   void Invalidate(size_t shard) const;
   // Copies of each shard this version keeps (its recorded replication, or the
@@ -78,6 +64,10 @@ class OpenVersion {
   uint32_t Replication(size_t members) const;
 
  private:
+  // The reader of sample `id`'s shard and its record index there (OutOfRange
+  // past the end, or Reader's errors).
+  Result<std::pair<std::shared_ptr<const ShardReader>, uint64_t>> RecordOf(uint64_t id) const;
+
   struct Slot {
     std::mutex mu;
     std::shared_ptr<const ShardReader> reader;  // GUARDED_BY(mu)
