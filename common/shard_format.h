@@ -77,7 +77,7 @@ class ShardWriter {
 
   uint64_t records() const { return records_; }
   // Bytes in the file so far (header and records, before the footer).
-  uint64_t bytes_written() const { return offset_; }
+  uint64_t bytes_written() const { return out_.size(); }
 
   // Writes the footer and trailer, fsyncs the file, renames it to `path` and
   // fsyncs the directory. After an error the temporary file is removed.
@@ -99,7 +99,6 @@ class ShardWriter {
   v1::ShardFooter footer_;  // metadata; the offsets go in the table before it
   std::vector<uint64_t> record_offsets_;
   uint64_t records_ = 0;
-  uint64_t offset_ = 0;
   uint64_t payload_bytes_ = 0;
   std::unique_ptr<class Checksum64Stream> file_sum_;
   AlignedFileWriter out_;

@@ -62,7 +62,6 @@ Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(std::string path, Shard
       PutU32(&header, kShardFormatVersion);
       PutU32(&header, 0);  // flags
       STRATA_RETURN_IF_ERROR(writer->Write(header));
-      writer->offset_ = header.size();
       return writer;
     }
     if (errno != EEXIST || attempt == 8) return Status::FromErrno("create " + tmp, errno);
@@ -138,8 +137,7 @@ Status ShardWriter::Append(const v1::RecordHeader& header, std::span<const std::
   if (!header.AppendToString(&record_)) {
     return Status::InvalidArgument("record " + std::to_string(want_id) + " header does not serialize");
   }
-  record_offsets_.push_back(offset_);
-  offset_ += 4 + header_len + payload + 8;
+  record_offsets_.push_back(out_.size());
   payload_bytes_ += payload;
   ++records_;
 
@@ -174,16 +172,17 @@ Result<ShardSummary> ShardWriter::Finish() {
   if (!footer_.AppendToString(&footer) || footer.size() > INT_MAX) {
     return Fail(Status::Internal("footer of " + path_ + " does not serialize"));
   }
+  const uint64_t footer_offset = out_.size();
   STRATA_RETURN_IF_ERROR(Write(footer));
 
   ShardSummary summary;
   summary.records = records_;
   summary.payload_bytes = payload_bytes_;
   summary.file_checksum = file_sum_->Digest();
-  summary.file_bytes = offset_ + footer.size() + kShardTrailerSize;
+  summary.file_bytes = footer_offset + footer.size() + kShardTrailerSize;
 
   std::string trailer;
-  PutU64(&trailer, offset_);
+  PutU64(&trailer, footer_offset);
   PutU32(&trailer, static_cast<uint32_t>(footer.size()));
   PutU32(&trailer, kShardFormatVersion);
   PutU64(&trailer, Checksum64(footer));
