@@ -93,4 +93,11 @@ Result<size_t> PReadFd(int fd, char* out, size_t size, uint64_t offset, const st
   return done;
 }
 
+Status PReadExactFd(int fd, char* out, size_t size, uint64_t offset, const std::string& path) {
+  auto got = PReadFd(fd, out, size, offset, path);
+  if (!got.ok()) return got.status();
+  if (got.value() != size) return Status::IOError("read " + path + ": unexpected end of file");
+  return Status::OK();
+}
+
 }  // namespace strata

@@ -35,4 +35,8 @@ Status PWriteAllFd(int fd, std::string_view bytes, uint64_t offset, const std::s
 // short reads and EINTR): fewer only where the file ends. IOError naming `path`.
 Result<size_t> PReadFd(int fd, char* out, size_t size, uint64_t offset, const std::string& path);
 
+// Reads exactly `size` bytes at `offset` (PReadFd); IOError naming `path` if
+// the file ends first.
+Status PReadExactFd(int fd, char* out, size_t size, uint64_t offset, const std::string& path);
+
 }  // namespace strata

@@ -1,5 +1,5 @@
-// The stratum member index: the in-memory implementation, the verified
-// read-only mapping, and the writer that builds the file at ingest.
+// The stratum member index: the in-memory implementation and the verified
+// read-only mapping of strata.idx files (formats 1 and 2).
 #include "common/stratum_index.h"
 
 #include <errno.h>
@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <numeric>
 
 #include "common/checksum.h"
 #include "common/file_util.h"
@@ -20,22 +19,8 @@
 namespace strata {
 namespace {
 
-constexpr std::string_view kHeaderMagic = "STRIDX01";
-constexpr std::string_view kTrailerMagic = "STRIDXTR";
-// Ordinals are staged and read back in chunks of this many.
-constexpr size_t kOrdinalChunk = size_t{1} << 18;
-// Bound on the per-stratum id buffers of the counting-sort pass.
-constexpr size_t kSortBufferBytes = size_t{32} << 20;
-
-// Reads exactly `size` bytes at `offset`.
-Status PReadAll(int fd, char* out, size_t size, uint64_t offset, const std::string& path) {
-  auto got = PReadFd(fd, out, size, offset, path);
-  if (!got.ok()) return got.status();
-  if (got.value() != size) return Status::IOError("read " + path + ": unexpected end of file");
-  return Status::OK();
-}
-
-// The verifying pass of Open reads the file in chunks of this size (a multiple of 8).
+// Open's whole-file check reads the file in chunks of this size (a multiple of
+// 8 and of a block's 4 KiB).
 constexpr size_t kVerifyChunk = size_t{1} << 20;
 
 }  // namespace
@@ -57,7 +42,7 @@ std::unique_ptr<InMemoryStratumMembers> InMemoryStratumMembers::FromAssignment(s
 // ---- StratumIndexFile
 
 Result<std::unique_ptr<StratumIndexFile>> StratumIndexFile::Open(const std::string& path,
-                                                                 const StratumIndexExpect* expect) {
+                                                                 const StratumIndexExpect* expect, IndexCheck check) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return Status::NotFound("stratum index " + path + " does not exist");
@@ -69,7 +54,8 @@ Result<std::unique_ptr<StratumIndexFile>> StratumIndexFile::Open(const std::stri
     close(fd);
     return s;
   }
-  auto bad = [&](const std::string& why) { return Status::Corruption("stratum index " + path + ": " + why); };
+  auto file = std::unique_ptr<StratumIndexFile>(new StratumIndexFile());
+  file->path_ = path;
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (!S_ISREG(st.st_mode)) {
     close(fd);
@@ -77,7 +63,7 @@ Result<std::unique_ptr<StratumIndexFile>> StratumIndexFile::Open(const std::stri
   }
   if (size < kStratumIndexHeaderSize + 8 + kStratumIndexTrailerSize) {
     close(fd);
-    return bad("file of " + std::to_string(size) + " bytes is too short");
+    return file->Corrupt("file of " + std::to_string(size) + " bytes is too short");
   }
   void* map = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
   if (map == MAP_FAILED) {
@@ -88,48 +74,189 @@ Result<std::unique_ptr<StratumIndexFile>> StratumIndexFile::Open(const std::stri
 #ifdef MADV_HUGEPAGE
   madvise(map, size, MADV_HUGEPAGE);  // samplers read members at random places (see ShardReader::Open)
 #endif
-  auto file = std::unique_ptr<StratumIndexFile>(new StratumIndexFile());
   file->base_ = static_cast<const char*>(map);
   file->size_ = size;
-  Status verified = file->Verify(fd, path, expect);
+  const char* p = file->base_;
+  Status verified;
+  if (std::string_view(p, 8) != kStratumIndexHeaderMagic) {
+    verified = file->Corrupt("bad header magic");
+  } else if (std::string_view(p + size - 8, 8) != kStratumIndexTrailerMagic) {
+    verified = file->Corrupt("bad trailer magic");
+  } else {
+    file->format_ = LoadU32(p + 8);
+    file->num_samples_ = LoadU64(p + 24);
+    file->offsets_ = p + kStratumIndexHeaderSize;
+    if (file->format_ == 1) {
+      verified = file->VerifyV1(fd, expect);
+    } else if (file->format_ == 2) {
+      verified = file->VerifyV2(fd, expect, check);
+    } else {
+      verified = file->Corrupt("unknown format version " + std::to_string(file->format_));
+    }
+  }
   close(fd);
   if (!verified.ok()) return verified;
   return file;
 }
 
-Status StratumIndexFile::Verify(int fd, const std::string& path, const StratumIndexExpect* expect) {
-  auto bad = [&](const std::string& why) { return Status::Corruption("stratum index " + path + ": " + why); };
-  const char* p = base_;
-  if (std::string_view(p, 8) != kHeaderMagic) return bad("bad header magic");
-  if (LoadU32(p + 8) != kStratumIndexFormatVersion) return bad("unknown format version " + std::to_string(LoadU32(p + 8)));
-  const uint64_t strata = LoadU64(p + 16);
-  const uint64_t samples = LoadU64(p + 24);
-  if (std::string_view(p + size_ - 8, 8) != kTrailerMagic) return bad("bad trailer magic");
+Status StratumIndexFile::Corrupt(const std::string& why) const {
+  return Status::Corruption("stratum index " + path_ + ": " + why);
+}
+
+Status StratumIndexFile::CheckExpect(const StratumIndexExpect* expect, uint64_t checksum) const {
+  if (expect == nullptr) return Status::OK();
+  if (expect->file_bytes != size_ || expect->checksum != checksum) {
+    return Corrupt("size or checksum differs from the catalog's record");
+  }
+  if (expect->counts.size() != num_strata_) {
+    return Corrupt(std::to_string(num_strata_) + " strata, the catalog has " + std::to_string(expect->counts.size()));
+  }
+  return Status::OK();
+}
+
+Status StratumIndexFile::CheckOffsets() const {
+  if (Offset(0) != 0 || Offset(num_strata_) != num_samples_) return Corrupt("offsets do not span the ids");
+  for (uint32_t s = 0; s < num_strata_; ++s) {
+    const uint64_t begin = Offset(s), end = Offset(s + 1);
+    if (end < begin || end > num_samples_) {
+      return Corrupt("offsets of stratum " + std::to_string(s) + " are out of order");
+    }
+  }
+  return Status::OK();
+}
+
+Status StratumIndexFile::VerifyV2(int fd, const StratumIndexExpect* expect, IndexCheck check) {
+  const uint64_t strata = LoadU64(base_ + 16);
+  num_blocks_ = (num_samples_ + kStratumIndexBlockIds - 1) / kStratumIndexBlockIds;
+  // Sizes are checked in 128 bits: a corrupt header must not wrap them around.
+  const u128 want = static_cast<u128>(kStratumIndexHeaderSize) + (static_cast<u128>(strata) + 1) * 8 +
+                    static_cast<u128>(num_samples_) * 8 + static_cast<u128>(num_blocks_) * 8 +
+                    kStratumIndexTrailerSize;
+  if (strata > UINT32_MAX || want != size_) {
+    return Corrupt("header says " + std::to_string(strata) + " strata and " + std::to_string(num_samples_) +
+                   " samples, which does not match the file size " + std::to_string(size_));
+  }
+  num_strata_ = static_cast<uint32_t>(strata);
+  ids_ = offsets_ + (strata + 1) * 8;
+  sums_ = ids_ + num_samples_ * 8;
+  // The trailer covers what locates and verifies the ids; each block of ids
+  // is covered by its sum.
+  const uint64_t stored = LoadU64(base_ + size_ - kStratumIndexTrailerSize);
+  Checksum64Stream sum;
+  sum.Update(base_, static_cast<size_t>(ids_ - base_));
+  sum.Update(sums_, num_blocks_ * 8);
+  if (sum.Digest() != stored) return Corrupt("checksum mismatch");
+  STRATA_RETURN_IF_ERROR(CheckExpect(expect, stored));
+  STRATA_RETURN_IF_ERROR(CheckOffsets());
+  for (uint32_t k = 0; expect != nullptr && k < num_strata_; ++k) {
+    if (count(k) != expect->counts[k]) {
+      return Corrupt("stratum " + std::to_string(k) + " holds " + std::to_string(count(k)) + " samples, the catalog " +
+                     std::to_string(expect->counts[k]));
+    }
+  }
+  if (check == IndexCheck::kOnUse) {
+    blocks_ = std::make_unique<std::atomic<uint8_t>[]>(num_blocks_);  // kUnchecked
+    return Status::OK();
+  }
+  // Every block, read rather than touched through the mapping (first touches
+  // of pages are what costs most on a large index).
+  const uint64_t ids_at = static_cast<uint64_t>(ids_ - base_);
+  constexpr uint64_t kChunkIds = kVerifyChunk / 8;
+  std::string chunk(kVerifyChunk, '\0');
+  uint64_t before = 0;  // the last id of the previous block
+  for (uint64_t first = 0; first < num_samples_; first += kChunkIds) {
+    const uint64_t n = std::min(kChunkIds, num_samples_ - first);
+    STRATA_RETURN_IF_ERROR(PReadExactFd(fd, chunk.data(), n * 8, ids_at + first * 8, path_));
+    for (uint64_t at = 0; at < n; at += kStratumIndexBlockIds) {
+      STRATA_RETURN_IF_ERROR(CheckBlock((first + at) / kStratumIndexBlockIds, chunk.data() + at * 8, before));
+      before = LoadU64(chunk.data() + (std::min(n, at + kStratumIndexBlockIds) - 1) * 8);
+    }
+  }
+  return Status::OK();
+}
+
+Status StratumIndexFile::CheckBlock(uint64_t b, const char* ids, uint64_t before) const {
+  blocks_checked_.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t lo = b * kStratumIndexBlockIds;
+  const uint64_t hi = std::min(num_samples_, lo + kStratumIndexBlockIds);
+  if (Checksum64(ids, (hi - lo) * 8) != LoadU64(sums_ + b * 8)) {
+    return Corrupt("ids " + std::to_string(lo) + " to " + std::to_string(hi - 1) + " (block " + std::to_string(b) +
+                   ") do not match their checksum");
+  }
+  // Each stratum's run of ids in the block, without a branch per id.
+  uint32_t s = StratumAt(lo);
+  uint64_t prev = before;
+  for (uint64_t at = lo; at < hi;) {
+    while (Offset(s + 1) <= at) ++s;  // past an empty stratum
+    const uint64_t run_end = std::min(hi, Offset(s + 1));
+    const char* id_at = ids + (at - lo) * 8;
+    bool wrong = false;
+    if (at == Offset(s)) {  // the stratum's first id
+      prev = LoadU64(id_at);
+      wrong = prev >= num_samples_;
+      id_at += 8;
+      ++at;
+    }
+    for (; at < run_end; ++at, id_at += 8) {
+      const uint64_t id = LoadU64(id_at);
+      wrong |= (id >= num_samples_) | (id <= prev);
+      prev = id;
+    }
+    if (wrong) {
+      return Corrupt("ids of stratum " + std::to_string(s) + " are not ascending ids below " +
+                     std::to_string(num_samples_));
+    }
+  }
+  return Status::OK();
+}
+
+bool StratumIndexFile::CheckOnUse(uint64_t b) const {
+  std::atomic<uint8_t>& state = blocks_[b];
+  const uint8_t now = state.load(std::memory_order_acquire);
+  if (now != kUnchecked) return now == kSound;
+  // Streams that read the same block at once may both check it; the result is the same.
+  const uint64_t lo = b * kStratumIndexBlockIds;
+  const uint64_t before = lo > 0 ? LoadU64(ids_ + (lo - 1) * 8) : 0;
+  Status s = CheckBlock(b, ids_ + lo * 8, before);
+  if (s.ok()) {
+    state.store(kSound, std::memory_order_release);
+    return true;
+  }
+  std::lock_guard<std::mutex> lock(damage_mu_);
+  state.store(kDamaged, std::memory_order_release);
+  if (!damaged_.load(std::memory_order_relaxed)) {
+    damage_ = std::move(s);
+    damaged_.store(true, std::memory_order_release);
+  }
+  return false;
+}
+
+Status StratumIndexFile::Damage() const {
+  if (!damaged_.load(std::memory_order_acquire)) return Status::OK();
+  std::lock_guard<std::mutex> lock(damage_mu_);
+  return damage_;
+}
+
+Status StratumIndexFile::VerifyV1(int fd, const StratumIndexExpect* expect) {
+  const uint64_t strata = LoadU64(base_ + 16);
+  const uint64_t samples = num_samples_;
   // Sizes are checked in 128 bits: a corrupt header must not wrap them around.
   const u128 want = static_cast<u128>(kStratumIndexHeaderSize) + (static_cast<u128>(strata) + 1) * 8 +
                     static_cast<u128>(samples) * 8 + kStratumIndexTrailerSize;
   if (strata > UINT32_MAX || want != size_) {
-    return bad("header says " + std::to_string(strata) + " strata and " + std::to_string(samples) +
-               " samples, which does not match the file size " + std::to_string(size_));
+    return Corrupt("header says " + std::to_string(strata) + " strata and " + std::to_string(samples) +
+                   " samples, which does not match the file size " + std::to_string(size_));
   }
   const uint64_t body = size_ - kStratumIndexTrailerSize;
-  const uint64_t stored = LoadU64(p + body);
+  const uint64_t stored = LoadU64(base_ + body);
   num_strata_ = static_cast<uint32_t>(strata);
-  num_samples_ = samples;
-  offsets_ = p + kStratumIndexHeaderSize;
   ids_ = offsets_ + (strata + 1) * 8;
   // The offsets first (the walk over the ids below relies on them); their
   // error, like that of the ids, is reported after a checksum mismatch.
-  Status structure;
-  if (Offset(0) != 0 || Offset(num_strata_) != samples) structure = bad("offsets do not span the ids");
-  for (uint32_t s = 0; s < num_strata_ && structure.ok(); ++s) {
-    const uint64_t begin = Offset(s), end = Offset(s + 1);
-    if (end < begin || end > samples) structure = bad("offsets of stratum " + std::to_string(s) + " are out of order");
-  }
-  // One pass over the body, read rather than touched through the mapping
-  // (first touches of 4 KiB pages are what costs most on a large index):
+  Status structure = CheckOffsets();
+  // One pass over the body, read rather than touched through the mapping:
   // the checksum, and each stratum's ids ascending and below num_samples.
-  const uint64_t ids_at = static_cast<uint64_t>(ids_ - p);
+  const uint64_t ids_at = static_cast<uint64_t>(ids_ - base_);
   Checksum64Stream sum;
   std::string chunk(kVerifyChunk, '\0');
   uint32_t s = 0;
@@ -139,7 +266,7 @@ Status StratumIndexFile::Verify(int fd, const std::string& path, const StratumIn
   uint64_t j = 0;     // index of the next id
   for (uint64_t at = 0; at < body; at += kVerifyChunk) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(kVerifyChunk, body - at));
-    STRATA_RETURN_IF_ERROR(PReadAll(fd, chunk.data(), n, at, path));
+    STRATA_RETURN_IF_ERROR(PReadExactFd(fd, chunk.data(), n, at, path_));
     sum.Update(chunk.data(), n);
     if (!structure.ok()) continue;
     // Chunks and the ids both start at multiples of 8, so no id straddles two chunks.
@@ -168,24 +295,17 @@ Status StratumIndexFile::Verify(int fd, const std::string& path, const StratumIn
         prev = id;
       }
       if (wrong) {
-        structure =
-            bad("ids of stratum " + std::to_string(s) + " are not ascending ids below " + std::to_string(samples));
+        structure = Corrupt("ids of stratum " + std::to_string(s) + " are not ascending ids below " +
+                            std::to_string(samples));
       }
     }
   }
-  if (sum.Digest() != stored) return bad("checksum mismatch");
-  if (expect != nullptr) {
-    if (expect->file_bytes != size_ || expect->checksum != stored) {
-      return bad("size or checksum differs from the catalog's record");
-    }
-    if (expect->counts.size() != strata) {
-      return bad(std::to_string(strata) + " strata, the catalog has " + std::to_string(expect->counts.size()));
-    }
-    for (uint32_t k = 0; k < num_strata_ && structure.ok(); ++k) {
-      if (count(k) != expect->counts[k]) {
-        return bad("stratum " + std::to_string(k) + " holds " + std::to_string(count(k)) + " samples, the catalog " +
-                   std::to_string(expect->counts[k]));
-      }
+  if (sum.Digest() != stored) return Corrupt("checksum mismatch");
+  STRATA_RETURN_IF_ERROR(CheckExpect(expect, stored));
+  for (uint32_t k = 0; expect != nullptr && k < num_strata_ && structure.ok(); ++k) {
+    if (count(k) != expect->counts[k]) {
+      return Corrupt("stratum " + std::to_string(k) + " holds " + std::to_string(count(k)) + " samples, the catalog " +
+                     std::to_string(expect->counts[k]));
     }
   }
   return structure;
@@ -197,173 +317,24 @@ StratumIndexFile::~StratumIndexFile() {
 
 uint64_t StratumIndexFile::Offset(uint32_t s) const { return LoadU64(offsets_ + uint64_t{s} * 8); }
 
+uint32_t StratumIndexFile::StratumAt(uint64_t at) const {
+  uint32_t lo = 0, hi = num_strata_;  // Offset(lo) <= at < Offset(hi)
+  while (hi - lo > 1) {
+    const uint32_t mid = lo + (hi - lo) / 2;
+    (Offset(mid) <= at ? lo : hi) = mid;
+  }
+  return lo;
+}
+
 uint64_t StratumIndexFile::count(uint32_t stratum) const { return Offset(stratum + 1) - Offset(stratum); }
 
 uint64_t StratumIndexFile::Member(uint32_t stratum, uint64_t j) const {
-  return LoadU64(ids_ + (Offset(stratum) + j) * 8);
-}
-
-// ---- StratumIndexWriter
-
-Result<std::unique_ptr<StratumIndexWriter>> StratumIndexWriter::Create(std::string path) {
-  const std::string dir = DirOf(path);
-  for (int attempt = 0;; ++attempt) {
-    std::string ord = dir + ".tmp.strata.ord." + RandomSuffix();
-    int fd = open(ord.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd >= 0) return std::unique_ptr<StratumIndexWriter>(new StratumIndexWriter(std::move(path), ord, fd));
-    if (errno != EEXIST || attempt == 8) return Status::FromErrno("create " + ord, errno);
+  const uint64_t at = Offset(stratum) + j;
+  if (blocks_ != nullptr) {
+    const uint64_t b = at / kStratumIndexBlockIds;
+    if (blocks_[b].load(std::memory_order_acquire) != kSound && !CheckOnUse(b)) return 0;  // Damage() says why
   }
-}
-
-StratumIndexWriter::StratumIndexWriter(std::string path, std::string ord_path, int ord_fd)
-    : path_(std::move(path)), ord_path_(std::move(ord_path)), ord_fd_(ord_fd) {
-  pending_.reserve(kOrdinalChunk);
-}
-
-StratumIndexWriter::~StratumIndexWriter() { RemoveTemps(); }
-
-void StratumIndexWriter::RemoveTemps() {
-  if (ord_fd_ >= 0) close(ord_fd_);
-  ord_fd_ = -1;
-  if (!ord_path_.empty()) unlink(ord_path_.c_str());
-  ord_path_.clear();
-  if (!tmp_index_path_.empty()) unlink(tmp_index_path_.c_str());
-  tmp_index_path_.clear();
-}
-
-Status StratumIndexWriter::Add(std::string_view stratum_key) {
-  if (finished_ || ord_fd_ < 0) return Status::FailedPrecondition("stratum index writer for " + path_ + " is closed");
-  auto it = ordinal_of_.find(std::string(stratum_key));
-  if (it == ordinal_of_.end()) {
-    if (keys_.size() == UINT32_MAX) return Status::ResourceExhausted("too many strata");
-    it = ordinal_of_.emplace(std::string(stratum_key), static_cast<uint32_t>(keys_.size())).first;
-    keys_.emplace_back(stratum_key);
-    counts_.push_back(0);
-  }
-  pending_.push_back(it->second);
-  ++counts_[it->second];
-  ++samples_;
-  return pending_.size() >= kOrdinalChunk ? FlushOrdinals() : Status::OK();
-}
-
-Status StratumIndexWriter::FlushOrdinals() {
-  const std::string_view bytes(reinterpret_cast<const char*>(pending_.data()), pending_.size() * sizeof(uint32_t));
-  pending_.clear();
-  return WriteAllFd(ord_fd_, bytes, ord_path_);
-}
-
-Result<StratumIndexSummary> StratumIndexWriter::Finish() {
-  if (finished_ || ord_fd_ < 0) return Status::FailedPrecondition("stratum index writer for " + path_ + " is closed");
-  auto fail = [&](Status s) {
-    RemoveTemps();
-    return s;
-  };
-  if (Status s = FlushOrdinals(); !s.ok()) return fail(s);
-
-  // Canonical order: keys sorted bytewise, as std::map orders DatasetInfo's counts.
-  std::vector<uint32_t> by_key(keys_.size());
-  std::iota(by_key.begin(), by_key.end(), 0u);
-  std::sort(by_key.begin(), by_key.end(), [&](uint32_t a, uint32_t b) { return keys_[a] < keys_[b]; });
-  std::vector<uint32_t> canonical_of(keys_.size());
-  StratumIndexSummary summary;
-  for (uint32_t c = 0; c < by_key.size(); ++c) {
-    canonical_of[by_key[c]] = c;
-    summary.keys.push_back(keys_[by_key[c]]);
-    summary.counts.push_back(counts_[by_key[c]]);
-  }
-
-  const std::string dir = DirOf(path_);
-  const size_t slash = path_.rfind('/');
-  const std::string base = slash == std::string::npos ? path_ : path_.substr(slash + 1);
-  int fd = -1;
-  for (int attempt = 0;; ++attempt) {
-    tmp_index_path_ = dir + ".tmp." + base + "." + RandomSuffix();
-    fd = open(tmp_index_path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd >= 0) break;
-    if (errno != EEXIST || attempt == 8) {
-      Status s = Status::FromErrno("create " + tmp_index_path_, errno);
-      tmp_index_path_.clear();
-      return fail(s);
-    }
-  }
-  Status written = WriteIndex(tmp_index_path_, fd, canonical_of, summary.counts, &summary);
-  if (written.ok() && fsync(fd) != 0) written = Status::FromErrno("fsync " + tmp_index_path_, errno);
-  if (close(fd) != 0 && written.ok()) written = Status::FromErrno("close " + tmp_index_path_, errno);
-  if (written.ok()) written = RenameNoReplace(tmp_index_path_, path_);
-  if (!written.ok()) return fail(written);
-  tmp_index_path_.clear();
-  if (Status synced = SyncDir(dir); !synced.ok()) {
-    unlink(path_.c_str());  // keep "Finish failed => nothing at path"
-    return fail(synced);
-  }
-  finished_ = true;
-  RemoveTemps();
-  summary.path = path_;
-  summary.num_samples = samples_;
-  return summary;
-}
-
-Status StratumIndexWriter::WriteIndex(const std::string& tmp, int fd, const std::vector<uint32_t>& canonical_of,
-                                      const std::vector<uint64_t>& counts, StratumIndexSummary* summary) {
-  const uint64_t strata = counts.size();
-  std::string head;
-  head.append(kHeaderMagic);
-  PutU32(&head, kStratumIndexFormatVersion);
-  PutU32(&head, 0);
-  PutU64(&head, strata);
-  PutU64(&head, samples_);
-  std::vector<uint64_t> next(strata);  // next free slot of each stratum, in ids
-  uint64_t offset = 0;
-  for (uint64_t s = 0; s < strata; ++s) {
-    PutU64(&head, offset);
-    next[s] = offset;
-    offset += counts[s];
-  }
-  PutU64(&head, offset);
-  STRATA_RETURN_IF_ERROR(PWriteAllFd(fd, head, 0, tmp));
-  const uint64_t ids_at = head.size();
-
-  // Counting sort: ids go through a small buffer per stratum to their slots.
-  const size_t cap = std::clamp<size_t>(kSortBufferBytes / 8 / std::max<uint64_t>(strata, 1), 8, 8192);
-  std::vector<uint64_t> buffer(strata * cap);
-  std::vector<uint32_t> fill(strata, 0);
-  auto flush = [&](uint64_t s) -> Status {
-    const std::string_view bytes(reinterpret_cast<const char*>(&buffer[s * cap]), fill[s] * sizeof(uint64_t));
-    Status st = PWriteAllFd(fd, bytes, ids_at + next[s] * 8, tmp);
-    next[s] += fill[s];
-    fill[s] = 0;
-    return st;
-  };
-  std::vector<uint32_t> chunk(kOrdinalChunk);
-  for (uint64_t id = 0; id < samples_;) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(kOrdinalChunk, samples_ - id));
-    STRATA_RETURN_IF_ERROR(PReadAll(ord_fd_, reinterpret_cast<char*>(chunk.data()), n * sizeof(uint32_t),
-                                    id * sizeof(uint32_t), ord_path_));
-    for (size_t i = 0; i < n; ++i, ++id) {
-      const uint32_t s = canonical_of[chunk[i]];
-      buffer[s * cap + fill[s]] = id;
-      if (++fill[s] == cap) STRATA_RETURN_IF_ERROR(flush(s));
-    }
-  }
-  for (uint64_t s = 0; s < strata; ++s) STRATA_RETURN_IF_ERROR(flush(s));
-
-  // The checksum covers the body as written: read it back in order.
-  Checksum64Stream sum;
-  const uint64_t body = ids_at + samples_ * 8;
-  std::string block(size_t{1} << 20, '\0');
-  for (uint64_t at = 0; at < body;) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(block.size(), body - at));
-    STRATA_RETURN_IF_ERROR(PReadAll(fd, block.data(), n, at, tmp));
-    sum.Update(block.data(), n);
-    at += n;
-  }
-  std::string trailer;
-  summary->checksum = sum.Digest();
-  PutU64(&trailer, summary->checksum);
-  trailer.append(kTrailerMagic);
-  STRATA_RETURN_IF_ERROR(PWriteAllFd(fd, trailer, body, tmp));
-  summary->file_bytes = body + trailer.size();
-  return Status::OK();
+  return LoadU64(ids_ + at * 8);
 }
 
 }  // namespace strata

@@ -22,6 +22,7 @@
 #include "common/checksum.h"
 #include "common/shard_format.h"
 #include "common/stratum_index.h"
+#include "common/stratum_index_writer.h"
 #include "server/catalog.h"
 #include "server/data_dir.h"
 #include "server/metrics.h"

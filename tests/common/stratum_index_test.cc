@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "common/checksum.h"
+#include "common/little_endian.h"
+#include "common/stratum_index_writer.h"
 #include "tests/support/temp_dir.h"
 
 namespace strata {
@@ -97,9 +99,56 @@ TEST(StratumIndexTest, DamagedFilesAreCorruption) {
   EXPECT_EQ(StratumIndexFile::Open(dir.Join("missing.idx")).status().code(), Code::kNotFound);
 }
 
-// Files whose checksum matches but whose structure is wrong (a writer bug, not
-// a bit flip): ids out of order, also where the check's read crosses from one
-// 1 MiB chunk to the next, ids past the end, offsets out of order.
+uint64_t U64At(const std::string& bytes, uint64_t at) { return LoadU64(bytes.data() + at); }
+
+void SetU64(std::string* bytes, uint64_t at, uint64_t value) {
+  std::string le;
+  PutU64(&le, value);
+  bytes->replace(at, 8, le);
+}
+
+// Where the parts of a format 2 file are.
+struct Layout {
+  uint64_t strata, samples, blocks, ids_at, sums_at, trailer_at;
+};
+
+Layout LayoutOf(const std::string& bytes) {
+  Layout l;
+  l.strata = U64At(bytes, 16);
+  l.samples = U64At(bytes, 24);
+  l.blocks = (l.samples + kStratumIndexBlockIds - 1) / kStratumIndexBlockIds;
+  l.ids_at = kStratumIndexHeaderSize + (l.strata + 1) * 8;
+  l.sums_at = l.ids_at + l.samples * 8;
+  l.trailer_at = l.sums_at + l.blocks * 8;
+  return l;
+}
+
+// Recomputes every block sum and the trailer checksum of a format 2 file, as
+// a writer with a bug would: the file then passes its checksums.
+void Resum(std::string* bytes) {
+  const Layout l = LayoutOf(*bytes);
+  for (uint64_t b = 0; b < l.blocks; ++b) {
+    const uint64_t lo = b * kStratumIndexBlockIds, hi = std::min(l.samples, lo + kStratumIndexBlockIds);
+    SetU64(bytes, l.sums_at + b * 8, Checksum64(bytes->data() + l.ids_at + lo * 8, (hi - lo) * 8));
+  }
+  const uint64_t sum = Checksum64(bytes->substr(0, l.ids_at) + bytes->substr(l.sums_at, l.blocks * 8));
+  SetU64(bytes, l.trailer_at, sum);
+}
+
+// The same index in format 1: no block sums, the checksum over header, offsets and ids.
+std::string AsFormat1(const std::string& v2) {
+  const Layout l = LayoutOf(v2);
+  std::string v1 = v2.substr(0, l.sums_at);
+  v1[8] = 1;
+  PutU64(&v1, Checksum64(v1));
+  v1.append(kStratumIndexTrailerMagic);
+  return v1;
+}
+
+// Files whose checksums match but whose structure is wrong (a writer bug, not
+// a bit flip): ids out of order, also where a block or the whole-file check's
+// 1 MiB read starts, ids past the end, offsets out of order. A whole check
+// refuses them at Open; a check on use when a stream reads the part.
 TEST(StratumIndexTest, MatchingChecksumWithWrongIdsOrOffsetsIsCorruption) {
   TempDir dir;
   const std::string path = dir.Join("strata.idx");
@@ -107,31 +156,109 @@ TEST(StratumIndexTest, MatchingChecksumWithWrongIdsOrOffsetsIsCorruption) {
   keys[7] = "other";
   Write(path, keys);
   const std::string good = ReadFile(path);
-  const uint64_t body = good.size() - kStratumIndexTrailerSize;
-  const uint64_t ids_at = kStratumIndexHeaderSize + 3 * 8;  // two strata: three offsets
+  const Layout l = LayoutOf(good);
+  ASSERT_EQ(l.trailer_at + kStratumIndexTrailerSize, good.size());
+  const std::string damaged = dir.Join("damaged.idx");
   auto with = [&](uint64_t at, uint64_t value) {
     std::string bytes = good;
-    for (int b = 0; b < 8; ++b) bytes[at + b] = static_cast<char>(value >> (8 * b));
-    const uint64_t sum = Checksum64(bytes.data(), body);  // the writer's bug, checksummed
-    for (int b = 0; b < 8; ++b) bytes[body + b] = static_cast<char>(sum >> (8 * b));
-    const std::string damaged = dir.Join("damaged.idx");
+    SetU64(&bytes, at, value);
+    Resum(&bytes);
     WriteFile(damaged, bytes);
     return StratumIndexFile::Open(damaged).status();
   };
-  auto id_at = [&](uint64_t j) {
-    uint64_t v = 0;
-    for (int b = 7; b >= 0; --b) v = (v << 8) | static_cast<uint8_t>(good[ids_at + 8 * j + b]);
-    return v;
-  };
-  ASSERT_TRUE(with(ids_at, id_at(0)).ok()) << "rewriting a value with itself keeps the file valid";
-  const uint64_t at_chunk = ((uint64_t{1} << 20) - ids_at) / 8;  // the first id of the second 1 MiB chunk
-  for (uint64_t j : {uint64_t{5}, at_chunk, at_chunk + 1}) {
-    const Status s = with(ids_at + 8 * j, id_at(j - 1));  // equal to the id before it
+  auto id_at = [&](uint64_t j) { return U64At(good, l.ids_at + 8 * j); };
+  ASSERT_TRUE(with(l.ids_at, id_at(0)).ok()) << "rewriting a value with itself keeps the file valid";
+  const uint64_t at_chunk = (uint64_t{1} << 20) / 8;  // the first id of the second 1 MiB read
+  for (uint64_t j : {uint64_t{5}, kStratumIndexBlockIds, at_chunk, at_chunk + 1}) {
+    const Status s = with(l.ids_at + 8 * j, id_at(j - 1));  // equal to the id before it
     EXPECT_EQ(s.code(), Code::kDataLoss) << "id " << j << ": " << s.ToString();
     EXPECT_NE(s.message().find("not ascending"), std::string::npos) << s.ToString();
+
+    // Checked on use: Open succeeds, members in other blocks are served, and
+    // reading the bad block reports it ("one" is the first stratum, so its
+    // member j is at position j of the ids).
+    auto lazy = StratumIndexFile::Open(damaged, nullptr, IndexCheck::kOnUse);
+    ASSERT_TRUE(lazy.ok()) << lazy.status().ToString();
+    const uint64_t far = j < 100'000 ? 200'000 : 1'000;
+    EXPECT_EQ(lazy.value()->Member(0, far), id_at(far));
+    EXPECT_TRUE(lazy.value()->Damage().ok());
+    EXPECT_EQ(lazy.value()->blocks_checked(), 1u);
+    EXPECT_EQ(lazy.value()->Member(0, j), 0u) << "a damaged block gives id 0";
+    const Status found = lazy.value()->Damage();
+    EXPECT_EQ(found.code(), Code::kDataLoss) << found.ToString();
+    EXPECT_NE(found.message().find("not ascending"), std::string::npos) << found.ToString();
+    EXPECT_NE(found.message().find(damaged), std::string::npos) << found.ToString();
   }
-  EXPECT_EQ(with(ids_at + 8 * 299'998, 300'000).code(), Code::kDataLoss) << "an id past the end";
+  EXPECT_EQ(with(l.ids_at + 8 * 299'998, 300'000).code(), Code::kDataLoss) << "an id past the end";
   EXPECT_EQ(with(kStratumIndexHeaderSize + 8, 300'001).code(), Code::kDataLoss) << "offsets out of order";
+  std::string bytes = good;
+  SetU64(&bytes, kStratumIndexHeaderSize + 8, 300'001);
+  Resum(&bytes);
+  WriteFile(damaged, bytes);
+  EXPECT_EQ(StratumIndexFile::Open(damaged, nullptr, IndexCheck::kOnUse).status().code(), Code::kDataLoss)
+      << "offsets are checked at Open in either mode";
+}
+
+// A bit flip in the ids: a whole check refuses the file; a check on use maps
+// it, serves the sound blocks, and finds the damage in the block it reads.
+TEST(StratumIndexTest, CheckOnUseVerifiesEachBlockItReads) {
+  TempDir dir;
+  const std::string path = dir.Join("strata.idx");
+  std::vector<std::string> keys;
+  for (int i = 0; i < 20'000; ++i) keys.push_back(i % 3 == 0 ? "a" : "b");  // a: 6,667 ids, b: 13,333
+  const StratumIndexSummary summary = Write(path, keys);
+  const StratumIndexExpect expect{summary.file_bytes, summary.checksum, summary.counts};
+  {
+    auto lazy = StratumIndexFile::Open(path, &expect, IndexCheck::kOnUse);
+    ASSERT_TRUE(lazy.ok()) << lazy.status().ToString();
+    EXPECT_EQ(lazy.value()->format_version(), kStratumIndexFormatVersion);
+    EXPECT_EQ(lazy.value()->blocks_checked(), 0u) << "Open reads no block of ids";
+    for (uint64_t j = 0; j < 6'667; j += 997) EXPECT_EQ(lazy.value()->Member(0, j), 3 * j);
+    EXPECT_EQ(lazy.value()->blocks_checked(), 7u) << "each block once: 6,667 ids of stratum a span 14 blocks";
+    EXPECT_EQ(lazy.value()->Member(1, 0), 1u);
+    EXPECT_TRUE(lazy.value()->Damage().ok());
+  }
+  std::string bytes = ReadFile(path);
+  const Layout l = LayoutOf(bytes);
+  const uint64_t flipped = 9'000;  // position 9,000: in stratum b, block 17
+  bytes[l.ids_at + flipped * 8 + 1] ^= 0x10;
+  const std::string damaged = dir.Join("damaged.idx");
+  WriteFile(damaged, bytes);
+  EXPECT_EQ(StratumIndexFile::Open(damaged, &expect).status().code(), Code::kDataLoss);
+  auto lazy = StratumIndexFile::Open(damaged, &expect, IndexCheck::kOnUse);
+  ASSERT_TRUE(lazy.ok()) << "the damage is in a block no one has read: " << lazy.status().ToString();
+  const uint64_t j = flipped - 6'667;  // stratum b's member at position 9,000
+  EXPECT_NE(lazy.value()->Member(1, j - 1000), 0u);
+  EXPECT_TRUE(lazy.value()->Damage().ok());
+  EXPECT_EQ(lazy.value()->Member(1, j), 0u);
+  const Status s = lazy.value()->Damage();
+  EXPECT_EQ(s.code(), Code::kDataLoss);
+  EXPECT_NE(s.message().find("block 17"), std::string::npos) << s.ToString();
+  EXPECT_EQ(lazy.value()->Member(1, j + 1), 0u) << "the whole block stays refused";
+  EXPECT_NE(lazy.value()->Member(0, 0) + lazy.value()->Member(1, 1), 0u) << "other blocks are still served";
+}
+
+// Indexes written by earlier servers (format 1) are still read, and verified
+// whole at Open in either mode, since they have no block sums.
+TEST(StratumIndexTest, ReadsFormat1) {
+  TempDir dir;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 5'000; ++i) keys.push_back(i % 5 == 0 ? "rare" : "common");
+  Write(dir.Join("strata.idx"), keys);
+  const std::string v1 = AsFormat1(ReadFile(dir.Join("strata.idx")));
+  const std::string path = dir.Join("v1.idx");
+  WriteFile(path, v1);
+  for (IndexCheck check : {IndexCheck::kWhole, IndexCheck::kOnUse}) {
+    auto file = StratumIndexFile::Open(path, nullptr, check);
+    ASSERT_TRUE(file.ok()) << file.status().ToString();
+    EXPECT_EQ(file.value()->format_version(), 1u);
+    ASSERT_EQ(file.value()->count(1), 1'000u);  // "rare" sorts after "common"
+    for (uint64_t j = 0; j < 1'000; ++j) ASSERT_EQ(file.value()->Member(1, j), 5 * j);
+  }
+  std::string bytes = v1;
+  bytes[bytes.size() / 2] ^= 0x01;
+  WriteFile(path, bytes);
+  EXPECT_EQ(StratumIndexFile::Open(path, nullptr, IndexCheck::kOnUse).status().code(), Code::kDataLoss);
 }
 
 TEST(StratumIndexTest, WriterNeverReplacesAndCleansUp) {
