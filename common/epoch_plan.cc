@@ -60,7 +60,8 @@ Result<std::shared_ptr<const Sampler>> SamplerCache::GetOrCreate(const DatasetSh
   if (keep) {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-      if (it->plan_hash == hash && it->seed == spec.seed && it->epoch == spec.epoch) {
+      if (it->plan_hash == hash && it->seed == spec.seed && it->epoch == spec.epoch &&
+          it->members == shape.members.get()) {
         entries_.splice(entries_.begin(), entries_, it);
         return entries_.front().sampler;
       }
@@ -72,7 +73,7 @@ Result<std::shared_ptr<const Sampler>> SamplerCache::GetOrCreate(const DatasetSh
   std::shared_ptr<const Sampler> sampler(std::move(created).value());
   if (keep) {
     std::lock_guard<std::mutex> lock(mu_);
-    entries_.push_front({hash, spec.seed, spec.epoch, sampler});
+    entries_.push_front({hash, spec.seed, spec.epoch, shape.members.get(), sampler});
     if (entries_.size() > capacity_) entries_.pop_back();
   }
   return sampler;

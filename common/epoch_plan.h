@@ -89,6 +89,9 @@ class Sampler {
   // STRATIFIED, the weights for WEIGHTED, adjusted by min_per_batch). Empty
   // when the shape has no stratum counts.
   virtual std::vector<double> TargetShares() const = 0;
+  // OK unless the stratum index turned out damaged while Select read it
+  // (StratumMembers::Damage): ids selected since then are not to be trusted.
+  virtual Status Damage() const { return Status::OK(); }
 };
 
 // Samplers shared by the plans of one server: every rank of a job streaming
@@ -97,7 +100,9 @@ class Sampler {
 // rank, and a resumed stream finds its checkpoints instead of replaying the
 // schedule from the start. SHUFFLE samplers cost nothing to build and are not
 // kept. Keyed by PlanHash, seed and epoch; the `capacity` most recently used
-// samplers are kept (default 8).
+// samplers are kept (default 8). A sampler is reused only with the same
+// StratumMembers object: a stratum index opened again (after damage was found
+// in the one before) gets new samplers.
 //
 // Thread-safety: safe for concurrent use.
 class SamplerCache {
@@ -110,6 +115,7 @@ class SamplerCache {
  private:
   struct Entry {
     uint64_t plan_hash, seed, epoch;
+    const StratumMembers* members;
     std::shared_ptr<const Sampler> sampler;
   };
   const size_t capacity_;
@@ -142,9 +148,12 @@ class EpochPlan {
   // Samples rank `rank` receives at `step`: batch_size() except in a short
   // last batch. REQUIRES: step < num_steps(), rank < world().
   uint64_t RankBatchSize(uint64_t step, uint32_t rank) const;
-  // Replaces *ids with the rank's sample ids for `step`, in order.
+  // Replaces *ids with the rank's sample ids for `step`, in order. If
+  // Damage() is not OK afterwards, they are not to be trusted.
   // REQUIRES: step < num_steps(), rank < world().
   void RankBatch(uint64_t step, uint32_t rank, std::vector<uint64_t>* ids) const;
+  // Corruption if a stratum index read for this plan was found damaged.
+  Status Damage() const { return sampler_->Damage(); }
 
  private:
   EpochPlan(std::shared_ptr<const Sampler> sampler, uint32_t batch_size, uint32_t world, uint64_t plan_hash)

@@ -255,6 +255,21 @@ Status BatchStream::BuildNext(std::vector<WirePart>* parts) {
   }
   const uint32_t batch_size = static_cast<uint32_t>(ids_.size());
   const std::string where = "step " + std::to_string(step);
+  // A stratified plan reads its stratum index as it goes and verifies each
+  // part on first use: a damaged part fails the stream before its ids are
+  // used, and like a damaged shard the copy is counted and, in a cluster, set
+  // aside to be fetched again.
+  if (Status damage = plan_.Damage(); !damage.ok()) {
+    if (metrics_) metrics_->checksum_failures.Increment();
+    if (server_.fetcher) {
+      v1::FileRef index;
+      index.set_dataset(version_->shape().name);
+      index.set_version(version_->shape().version);
+      index.set_kind(v1::FileRef::STRATA_INDEX);
+      server_.fetcher->Quarantine(index);
+    }
+    return damage.WithContext(where);
+  }
 
   std::vector<WirePart> out;
   PartBuilder builder(*this, step, batch_size, &out);

@@ -70,6 +70,8 @@ Result<DatasetShape> OpenVersion::PlanShape(const v1::SamplerSpec& sampler) cons
   if (sampler.kind() == v1::SamplerSpec::SHUFFLE) return shape_;
   const std::string name = shape_.name + "@" + std::to_string(shape_.version);
   std::lock_guard<std::mutex> lock(members_mu_);
+  // An index found damaged is opened again: the file may have been repaired since.
+  if (members_ && !members_->Damage().ok()) members_.reset();
   if (!members_) {
     if (!record_.has_strata_index()) {
       return Status::FailedPrecondition("dataset " + name +
@@ -80,8 +82,16 @@ Result<DatasetShape> OpenVersion::PlanShape(const v1::SamplerSpec& sampler) cons
     expect.file_bytes = record_.strata_index().bytes();
     expect.checksum = record_.strata_index().checksum();
     for (const auto& c : shape_.strata) expect.counts.push_back(c.count());
+    // Streams verify each block of the index as they first read it: the first
+    // batch then costs what it reads, not the whole index.
     auto file = StratumIndexFile::Open(dir_->VersionDir(shape_.name, shape_.version) + "/" + kStratumIndexFileName,
-                                       &expect);
+                                       &expect, IndexCheck::kOnUse);
+    if (file.status().IsNotFound()) {
+      // The catalog has the index, this node has no copy (quarantined, and
+      // not yet fetched again): another node can serve the stream.
+      return Status::Unavailable("this node has no copy of the stratum index of " + name + " yet; " +
+                                 file.status().message());
+    }
     if (!file.ok()) return file.status();
     members_ = std::shared_ptr<const StratumMembers>(std::move(file).value());
   }

@@ -38,10 +38,14 @@ class OpenVersion {
 
   // shape() plus what a plan with `sampler` needs beyond it: for the
   // stratified and weighted samplers, the stratum member index (strata.idx),
-  // mapped and verified against the catalog's record on first use (O(samples),
-  // once per version). FailedPrecondition if the version has no index (it was
-  // ingested by an older server); NotFound if this node does not hold the
-  // file; Corruption if it is damaged.
+  // mapped on first use with its header, offsets and block sums checked
+  // against the catalog's record (O(strata + samples / 512)); each block of
+  // ids is verified when a plan first reads it (IndexCheck::kOnUse), and a
+  // damaged one fails that stream (EpochPlan::Damage). An index found damaged
+  // is mapped again by the next call. FailedPrecondition if the version has no
+  // index (it was ingested by an older server); Unavailable if this node does
+  // not hold the file (a client then fails over to another node); Corruption
+  // if it is damaged.
   Result<DatasetShape> PlanShape(const v1::SamplerSpec& sampler) const;
   // Samplers shared by the streams of this version (see SamplerCache).
   SamplerCache* samplers() const { return &samplers_; }

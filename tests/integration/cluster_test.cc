@@ -15,6 +15,7 @@
 
 #include "common/placement.h"
 #include "common/shard_format.h"
+#include "common/stratum_index.h"
 #include "tests/integration/cluster_fixture.h"
 #include "tests/integration/local_cluster.h"
 
@@ -60,7 +61,8 @@ v1::IngestReply IngestReplicated(Client& client, const std::string& dataset, uin
 // Streams one epoch on `world` ranks (threads); `at_step(rank, step)` runs after
 // each batch. Checks payloads and labels on the way.
 std::vector<Steps> RunRanks(LocalCluster& cluster, int seed_node, const std::string& dataset, uint32_t world,
-                            uint32_t batch, const std::function<void(uint32_t, uint64_t)>& at_step = {}) {
+                            uint32_t batch, const std::function<void(uint32_t, uint64_t)>& at_step = {},
+                            v1::SamplerSpec::Kind sampler = v1::SamplerSpec::SHUFFLE) {
   std::vector<Steps> out(world);
   std::vector<std::jthread> threads;
   for (uint32_t r = 0; r < world; ++r) {
@@ -73,6 +75,7 @@ std::vector<Steps> RunRanks(LocalCluster& cluster, int seed_node, const std::str
       o.world = world;
       o.batch_size = batch;
       o.seed = 3;
+      o.sampler.set_kind(sampler);
       auto stream = client->OpenStream(o);
       ASSERT_TRUE(stream.ok()) << stream.status().ToString();
       for (;;) {
@@ -320,6 +323,38 @@ TEST(ClusterTest, FlippedBitIsNeverServedAndIsRepaired) {
     return reader.ok() && reader.value()->VerifyFile().ok();
   }, 60s));
   EXPECT_FALSE(std::filesystem::is_empty(cluster.DataDir(0) + "/quarantine"));
+}
+
+// A stratum index damaged on one node before any stream read it: that node's
+// stratified stream fails when it reads the damaged block, the client fails
+// over to the other nodes (every sample still once), and the copy is
+// quarantined and fetched again; the next epoch is the same one in full.
+TEST(ClusterTest, DamagedStratumIndexFailsOverAndIsRepaired) {
+  LocalCluster cluster(Nodes(3));
+  auto client = cluster.Connect(0);
+  ASSERT_EQ(IngestReplicated(*client, "sidx", 3000, 2).dataset().samples(), 3000u);
+  const std::string victim = cluster.DataDir(1) + "/shards/sidx/v1/" + kStratumIndexFileName;
+  ASSERT_TRUE(StratumIndexFile::Open(victim).ok());
+  {
+    // One byte of the ids (5 strata: 6 offsets), in the middle of the index.
+    const std::streamoff at = kStratumIndexHeaderSize + 6 * 8 + 1500 * 8 + 2;
+    std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(at);
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 0x08);
+    f.seekp(at);
+    f.write(&c, 1);
+  }
+  ASSERT_FALSE(StratumIndexFile::Open(victim).ok());
+  const auto failed_over = RunRanks(cluster, 0, "sidx", 1, 50, {}, v1::SamplerSpec::STRATIFIED);
+  ASSERT_TRUE(Eventually([&] {
+    auto s = client->GetNodeStatus(cluster.Address(1));
+    return s.ok() && s->repair().corruptions_found() >= 1 && StratumIndexFile::Open(victim).ok();
+  }, 60s)) << "the damaged index is quarantined and fetched again";
+  EXPECT_FALSE(std::filesystem::is_empty(cluster.DataDir(1) + "/quarantine"));
+  const auto repaired = RunRanks(cluster, 0, "sidx", 1, 50, {}, v1::SamplerSpec::STRATIFIED);
+  ExpectSameAndExactlyOnce(failed_over, repaired, 3000);
 }
 
 TEST(ClusterTest, EtcdLeaseExpiryRemovesANodeAndARestartBringsItBack) {

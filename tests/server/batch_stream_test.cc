@@ -140,6 +140,42 @@ TEST_F(BatchStreamTest, DamagedRecordIsCorruptionAndNeverSent) {
   EXPECT_EQ(node_->metrics().checksum_failures.Value(), failures_before + 1);
 }
 
+// Streams verify the stratum index a block at a time as they read it: a
+// damaged id fails the stream before any batch built from it is produced, and
+// once the file is sound again the next stream maps it anew.
+TEST_F(BatchStreamTest, DamagedStratumIndexFailsTheStreamUntilRepaired) {
+  const std::string path = node_->data_dir().VersionDir("ds", 1) + "/" + kStratumIndexFileName;
+  const std::string good = testing::ReadFile(path);
+  std::string bytes = good;
+  bytes[kStratumIndexHeaderSize + (4 + 1) * 8 + 2 * 8] ^= 0x01;  // the third id (4 strata: 5 offsets)
+  testing::WriteFile(path, bytes);
+  v1::StreamRequest r = Request(0, 1, 8);
+  r.mutable_sampler()->set_kind(v1::SamplerSpec::STRATIFIED);
+  auto stream = node_->OpenStream(r);
+  ASSERT_TRUE(stream.ok()) << "header, offsets and block sums are sound: " << stream.status().ToString();
+  std::vector<WirePart> parts;
+  const double failures_before = node_->metrics().checksum_failures.Value();
+  const Status s = stream.value()->BuildNext(&parts);
+  EXPECT_EQ(s.code(), Code::kDataLoss) << s.ToString();
+  EXPECT_EQ(node_->metrics().checksum_failures.Value(), failures_before + 1);
+  EXPECT_NE(s.message().find("stratum index"), std::string::npos) << s.ToString();
+  EXPECT_TRUE(parts.empty());
+  EXPECT_EQ(node_->OpenStream(r).value()->BuildNext(&parts).code(), Code::kDataLoss) << "still damaged";
+
+  testing::WriteFile(path, good);  // as a repair would
+  auto repaired = node_->OpenStream(r);
+  ASSERT_TRUE(repaired.ok()) << repaired.status().ToString();
+  std::set<uint64_t> seen;
+  while (!repaired.value()->done()) {
+    parts.clear();
+    ASSERT_TRUE(repaired.value()->BuildNext(&parts).ok());
+    for (const auto& part : parts) {
+      for (uint64_t id : part.message().ids()) EXPECT_TRUE(seen.insert(id).second) << id;
+    }
+  }
+  EXPECT_EQ(seen.size(), static_cast<size_t>(kSamples));
+}
+
 TEST_F(BatchStreamTest, JobCursorResumesWhereTheJobLeftOff) {
   auto first = node_->OpenStream(Request(0, 1, 10));
   ASSERT_TRUE(first.ok());
