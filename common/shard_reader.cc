@@ -121,10 +121,12 @@ Status ShardReader::CheckLayout() {
     return corrupt("footer bounds out of range");
   }
   const char* footer = base_ + footer_offset;
-  if (Checksum64(footer, footer_len) != LoadU64(t + 16)) return corrupt("footer checksum mismatch");
   records_end_ = footer_offset;
   body_end_ = footer_offset + footer_len;
   file_checksum_ = LoadU64(t + 24);
+  if (format_version_ < 3 && Checksum64(footer, footer_len) != LoadU64(t + 16)) {
+    return corrupt("footer checksum mismatch");
+  }
 
   if (format_version_ >= 2) {
     // u64 count | u64 offsets[count] | ShardFooter.
@@ -132,6 +134,12 @@ Status ShardReader::CheckLayout() {
     const uint64_t count = LoadU64(footer);
     if (count > (footer_len - 8) / 8) return corrupt("record count out of range");
     const uint64_t table_bytes = 8 + 8 * count;
+    if (format_version_ >= 3) {  // the count and the message; reads check the table
+      Checksum64Stream sum;
+      sum.Update(footer, 8);
+      sum.Update(footer + table_bytes, footer_len - table_bytes);
+      if (sum.Digest() != LoadU64(t + 16)) return corrupt("footer checksum mismatch");
+    }
     if (!footer_.ParseFromArray(footer + table_bytes, static_cast<int>(footer_len - table_bytes)) ||
         footer_.record_offsets_size() != 0) {
       return corrupt("footer does not parse");
@@ -192,7 +200,7 @@ std::string_view ShardReader::RawRecord(uint64_t index) const {
   if (index >= num_records()) return {};
   const uint64_t begin = RecordOffset(index);
   const uint64_t end = index + 1 < num_records() ? RecordOffset(index + 1) : records_end_;
-  // Format 1 checked the order at open; format 2 checks the pair it uses.
+  // Format 1 checked the order at open; later formats check the pair they use.
   if (begin < kShardHeaderSize || begin >= end || end > records_end_) return {};
   return {base_ + begin, end - begin};
 }

@@ -185,7 +185,12 @@ Result<ShardSummary> ShardWriter::Finish() {
   PutU64(&trailer, footer_offset);
   PutU32(&trailer, static_cast<uint32_t>(footer.size()));
   PutU32(&trailer, kShardFormatVersion);
-  PutU64(&trailer, Checksum64(footer));
+  // Not the offset table: reads check the entries they use (common/shard_format.h).
+  Checksum64Stream footer_sum;
+  footer_sum.Update(footer.data(), 8);
+  const size_t table_end = 8 + 8 * record_offsets_.size();
+  footer_sum.Update(footer.data() + table_end, footer.size() - table_end);
+  PutU64(&trailer, footer_sum.Digest());
   PutU64(&trailer, summary.file_checksum);
   trailer.append(kTrailerMagic);
   // The trailer is not part of the file checksum it carries.

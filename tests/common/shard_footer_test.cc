@@ -1,5 +1,5 @@
-// Shard footers: format 2's fixed-width offset table, format 1 files still
-// read, and offset tables that pass their checksum but are wrong.
+// Shard footers: the fixed-width offset table (formats 2 and 3), format 1 and 2
+// files still read, and offset tables that are wrong.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,26 +26,34 @@ using testing::TempDir;
 using testing::WriteFile;
 using testing::WriteSmallShard;
 
-// The shard file `v2` rewritten with a new footer (its trailer and checksums
-// made to match), as `version` states it: for files older readers wrote, or
+// What the trailer's footer checksum covers: the whole footer up to format 2,
+// its record count and message (not the offset table) from format 3.
+uint64_t FooterSum(uint32_t version, const std::string& footer) {
+  if (version < 3) return Checksum64(footer);
+  const size_t table_end = 8 + 8 * LoadU64(footer.data());
+  return Checksum64(footer.substr(0, 8) + footer.substr(table_end));
+}
+
+// The shard file `file` rewritten with a new footer (its trailer and checksums
+// made to match), as `version` states it: for files older writers wrote, or
 // footers damaged in ways their checksum does not catch.
-std::string WithFooter(const std::string& v2, uint32_t version, const std::string& footer) {
-  const char* t = v2.data() + v2.size() - kShardTrailerSize;
+std::string WithFooter(const std::string& file, uint32_t version, const std::string& footer) {
+  const char* t = file.data() + file.size() - kShardTrailerSize;
   const uint64_t footer_offset = LoadU64(t);
-  std::string out = v2.substr(0, footer_offset) + footer + v2.substr(v2.size() - kShardTrailerSize);
+  std::string out = file.substr(0, footer_offset) + footer + file.substr(file.size() - kShardTrailerSize);
   StoreU32(&out, 8, version);
   const size_t trailer = out.size() - kShardTrailerSize;
   StoreU32(&out, trailer + 8, static_cast<uint32_t>(footer.size()));
   StoreU32(&out, trailer + 12, version);
-  StoreU64(&out, trailer + 16, Checksum64(footer));
+  StoreU64(&out, trailer + 16, FooterSum(version, footer));
   StoreU64(&out, trailer + 24, Checksum64(out.data(), footer_offset + footer.size()));
   return out;
 }
 
-// The offsets and metadata of a format 2 file.
-std::pair<std::vector<uint64_t>, v1::ShardFooter> SplitFooter(const std::string& v2) {
-  const char* t = v2.data() + v2.size() - kShardTrailerSize;
-  const char* footer = v2.data() + LoadU64(t);
+// The offsets and metadata of a file with an offset table (format 2 or 3).
+std::pair<std::vector<uint64_t>, v1::ShardFooter> SplitFooter(const std::string& file) {
+  const char* t = file.data() + file.size() - kShardTrailerSize;
+  const char* footer = file.data() + LoadU64(t);
   const uint32_t footer_len = LoadU32(t + 8);
   const uint64_t count = LoadU64(footer);
   std::vector<uint64_t> offsets(count);
@@ -62,13 +70,13 @@ std::string TableFooter(const std::vector<uint64_t>& offsets, const v1::ShardFoo
   return footer + meta.SerializeAsString();
 }
 
-TEST(ShardFormatTest, WritesFormat2WithAFixedWidthOffsetTable) {
+TEST(ShardFormatTest, WritesAFixedWidthOffsetTable) {
   TempDir dir;
   const std::string path = dir.Join("shard");
   WriteSmallShard(path);
   auto reader = ShardReader::Open(path);
   ASSERT_TRUE(reader.ok());
-  EXPECT_EQ((*reader)->format_version(), 2u);
+  EXPECT_EQ((*reader)->format_version(), 3u);
   EXPECT_EQ((*reader)->footer().record_offsets_size(), 0);
   const auto [offsets, meta] = SplitFooter(ReadFile(path));
   ASSERT_EQ(offsets.size(), (*reader)->num_records());
@@ -106,7 +114,69 @@ TEST(ShardFormatTest, ReadsFormat1Files) {
   EXPECT_EQ(ShardReader::Open(path).status().code(), Code::kDataLoss);
 }
 
-// A format 2 table whose checksum matches but whose offsets are wrong (a
+// Format 2 files (the same table, the footer checksum over all of it) still
+// open and read the same; a flipped table entry fails their open.
+TEST(ShardFormatTest, ReadsFormat2Files) {
+  TempDir dir;
+  const std::string path = dir.Join("shard");
+  const std::vector<Sample> samples = WriteSmallShard(path);
+  const auto [offsets, meta] = SplitFooter(ReadFile(path));
+  const std::string v2_file = WithFooter(ReadFile(path), 2, TableFooter(offsets, meta));
+  WriteFile(path, v2_file);
+  auto reader = ShardReader::Open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  EXPECT_EQ((*reader)->format_version(), 2u);
+  ASSERT_EQ((*reader)->num_records(), samples.size());
+  for (uint64_t i = 0; i < samples.size(); ++i) {
+    RecordView view;
+    ASSERT_TRUE((*reader)->Read(i, &view).ok());
+    ExpectSampleEq(view, samples[i]);
+  }
+  EXPECT_TRUE((*reader)->VerifyFile().ok());
+  std::string flipped = v2_file;
+  flipped[LoadU64(v2_file.data() + v2_file.size() - kShardTrailerSize) + 8 + 8 * 3] ^= 0x04;  // entry 3
+  WriteFile(path, flipped);
+  EXPECT_EQ(ShardReader::Open(path).status().code(), Code::kDataLoss);
+}
+
+// Format 3's footer checksum leaves the offset table out, so opening costs
+// nothing per record: a bit flip in the table opens, and the record it
+// misplaces is Corruption when read (and in VerifyFile); a flip in the
+// count or the footer message fails the open.
+TEST(ShardFormatTest, Format3ChecksTheTableEntriesItReads) {
+  TempDir dir;
+  const std::string path = dir.Join("shard");
+  const std::vector<Sample> samples = WriteSmallShard(path);
+  const std::string good = ReadFile(path);
+  const uint64_t footer_at = LoadU64(good.data() + good.size() - kShardTrailerSize);
+  const uint32_t footer_len = LoadU32(good.data() + good.size() - kShardTrailerSize + 8);
+  std::string bytes = good;
+  bytes[footer_at + 8 + 8 * 3] ^= 0x04;  // record 3's offset: records 2 and 3 lose their bounds
+  WriteFile(path, bytes);
+  auto reader = ShardReader::Open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  for (uint64_t i = 0; i < samples.size(); ++i) {
+    RecordView view;
+    const Status s = (*reader)->Read(i, &view);
+    if (i == 2 || i == 3) {
+      EXPECT_EQ(s.code(), Code::kDataLoss) << i;
+      EXPECT_TRUE(view.payload.empty());
+    } else {
+      ASSERT_TRUE(s.ok()) << i << ": " << s.ToString();
+      ExpectSampleEq(view, samples[i]);
+    }
+  }
+  EXPECT_EQ((*reader)->VerifyFile().code(), Code::kDataLoss);
+  for (uint64_t at : {footer_at, footer_at + footer_len - 2}) {  // the count; the message
+    bytes = good;
+    bytes[at] ^= 0x01;
+    WriteFile(path, bytes);
+    const Status s = ShardReader::Open(path).status();
+    EXPECT_EQ(s.code(), Code::kDataLoss) << at;
+  }
+}
+
+// A table whose footer checksum matches but whose offsets are wrong (a
 // writer bug, not a bit flip) opens in O(1); the records it misplaces are
 // Corruption when read, never wrong bytes, and the others still read.
 TEST(ShardFormatTest, MisplacedOffsetsInAMatchingFooterAreCorruptionWhenRead) {
@@ -130,7 +200,7 @@ TEST(ShardFormatTest, MisplacedOffsetsInAMatchingFooterAreCorruptionWhenRead) {
   } cases[] = {{"swapped", swapped, {3, 4, 5}}, {"shifted", shifted, {1, 2}}, {"past the end", past_end, {5, 6}}};
   for (const auto& c : cases) {
     SCOPED_TRACE(c.what);
-    WriteFile(path, WithFooter(original, 2, TableFooter(c.offsets, meta)));
+    WriteFile(path, WithFooter(original, 2, TableFooter(c.offsets, meta)));  // checksummed with the table
     auto reader = ShardReader::Open(path);
     ASSERT_TRUE(reader.ok()) << reader.status().ToString();
     for (uint64_t i = 0; i < samples.size(); ++i) {

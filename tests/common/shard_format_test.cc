@@ -254,8 +254,11 @@ TEST(ShardFormatTest, DamagedFileHeaderFooterOrTrailerFailsOpen) {
   ASSERT_TRUE(intact.ok());
   const uint64_t footer_offset = (*intact)->RecordOffset(11) + (*intact)->RawRecord(11).size();
   const uint64_t trailer_offset = original.size() - kShardTrailerSize;
-  // The trailer's file checksum is only checked by VerifyFile(): Open does not read the records.
+  // The trailer's file checksum is only checked by VerifyFile(): Open does not
+  // read the records. Nor does it hash the offset table (format 3): a read
+  // checks the entries it uses.
   const uint64_t file_sum_begin = trailer_offset + 24, file_sum_end = trailer_offset + 32;
+  const uint64_t table_begin = footer_offset + 8, table_end = table_begin + 8 * (*intact)->num_records();
 
   std::vector<uint64_t> offsets;
   for (uint64_t at = 0; at < kShardHeaderSize; ++at) offsets.push_back(at);
@@ -268,6 +271,17 @@ TEST(ShardFormatTest, DamagedFileHeaderFooterOrTrailerFailsOpen) {
     if (at >= file_sum_begin && at < file_sum_end) {
       ASSERT_TRUE(reader.ok());
       EXPECT_EQ((*reader)->VerifyFile().code(), Code::kDataLoss);
+    } else if (at >= table_begin && at < table_end) {
+      const uint64_t entry = (at - table_begin) / 8;
+      if (!reader.ok()) {  // the first entry and the last one's bounds are checked at open
+        EXPECT_EQ(reader.status().code(), Code::kDataLoss) << reader.status().ToString();
+        EXPECT_TRUE(entry == 0 || entry + 1 == (*intact)->num_records()) << entry;
+        continue;
+      }
+      ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+      EXPECT_EQ((*reader)->VerifyFile().code(), Code::kDataLoss);
+      RecordView view;
+      EXPECT_EQ((*reader)->Read(entry, &view).code(), Code::kDataLoss) << "the record whose offset it is";
     } else {
       EXPECT_EQ(reader.status().code(), Code::kDataLoss) << reader.status().ToString();
     }
