@@ -173,7 +173,12 @@ void BatchStream::ForgetStepReaders() {
 }
 
 void BatchStream::PlanAhead() {
-  const uint64_t horizon = std::min(end_step_, next_step_ + 1 + limits_.read_ahead_steps);
+  // The stream's first step is planned alone: planning the steps after it
+  // (their ids, the shard blocks they read) would delay the first batch, and
+  // the next call plans them while the trainer works on it.
+  const uint64_t ahead = first_planned_ ? limits_.read_ahead_steps : 0;
+  first_planned_ = true;
+  const uint64_t horizon = std::min(end_step_, next_step_ + 1 + ahead);
   std::vector<std::pair<const std::shared_ptr<const ShardReader>*, uint64_t>> records;
   for (; planned_end_ < horizon; ++planned_end_) {
     Planned p;

@@ -20,7 +20,8 @@
 // steps ahead of the one it builds: it computes their sample ids once, pins the
 // shard blocks they will read (so the cache reads them in on the I/O pool and
 // keeps them until they are used), and unpins a step's blocks once the step is
-// built.
+// built. The first step is planned alone, so that the first batch does not
+// wait for the plan of the ones after it.
 //
 // Thread-safety: not thread-safe; one caller at a time.
 #pragma once
@@ -115,8 +116,8 @@ class BatchStream {
   // each step looks each of its shards up once. ForgetStepReaders starts a step.
   const Result<std::shared_ptr<const ShardReader>>& StepReader(size_t shard);
   void ForgetStepReaders();
-  // Plans steps up to next_step_ + read_ahead_steps: their ids and pinned
-  // blocks. REQUIRES: server_.blocks.
+  // Plans steps up to next_step_ + read_ahead_steps (the first call: only
+  // next_step_): their ids and pinned blocks. REQUIRES: server_.blocks.
   void PlanAhead();
 
   const v1::StreamRequest request_;
@@ -159,6 +160,7 @@ class BatchStream {
   };
   std::deque<Planned> ahead_;
   uint64_t planned_end_;
+  bool first_planned_ = false;  // PlanAhead has run once
   std::unique_ptr<CompositionRecorder> composition_;  // with metrics: the strata of served batches
 };
 
