@@ -126,7 +126,10 @@ TEST(StagingTest, MaxBatchBytesSizesBuffersUpFront) {
   auto [staged, fake] = Open(fo, so);
   StagedBatch b;
   while (staged->Next(&b).ok()) ExpectPayload(b, 0);
-  EXPECT_EQ(staged->buffer_allocations(), staged->slots());  // never grown
+  // Never grown: at most one allocation per slot (a slot the ring never
+  // needed, because the caller kept up, has none).
+  EXPECT_GE(staged->buffer_allocations(), 1u);
+  EXPECT_LE(staged->buffer_allocations(), staged->slots());
 }
 
 TEST(StagingTest, StagesExactlyPrefetchDepthAhead) {
