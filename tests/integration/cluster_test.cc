@@ -334,7 +334,8 @@ TEST(ClusterTest, DamagedStratumIndexFailsOverAndIsRepaired) {
   auto client = cluster.Connect(0);
   ASSERT_EQ(IngestReplicated(*client, "sidx", 3000, 2).dataset().samples(), 3000u);
   const std::string victim = cluster.DataDir(1) + "/shards/sidx/v1/" + kStratumIndexFileName;
-  ASSERT_TRUE(StratumIndexFile::Open(victim).ok());
+  // The index goes to every node, and the seal does not wait for it.
+  ASSERT_TRUE(Eventually([&] { return StratumIndexFile::Open(victim).ok(); }, 20s));
   {
     // One byte of the ids (5 strata: 6 offsets), in the middle of the index.
     const std::streamoff at = kStratumIndexHeaderSize + 6 * 8 + 1500 * 8 + 2;

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -50,21 +51,42 @@ std::string EtcdProcess::Unavailable() {
   return "";
 }
 
-int EtcdProcess::FreePort() {
+namespace {
+
+// Binds a loopback TCP socket to `port` (0: any); returns the port bound, or 0.
+int BindLoopback(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return 0;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
   socklen_t len = sizeof(addr);
-  int port = 0;
+  int bound = 0;
   if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
       getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
+    bound = ntohs(addr.sin_port);
   }
   close(fd);
-  return port;
+  return bound;
+}
+
+}  // namespace
+
+int EtcdProcess::FreePort() {
+  // Below the kernel's ephemeral range: a port bind(0) hands out (another
+  // node's metrics listener, a client's outgoing connection) could be taken
+  // between this check and the server's bind, which then fails.
+  int low = 32768;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> low;
+  static std::mt19937 rng(std::random_device{}());
+  if (low > 10000) {
+    std::uniform_int_distribution<int> pick(10000, low - 1);
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      if (const int port = BindLoopback(pick(rng)); port != 0) return port;
+    }
+  }
+  return BindLoopback(0);
 }
 
 std::unique_ptr<EtcdProcess> EtcdProcess::Start() {
