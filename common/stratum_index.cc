@@ -111,6 +111,25 @@ Status StratumIndexFile::CheckExpect(const StratumIndexExpect* expect, uint64_t 
   if (expect->counts.size() != num_strata_) {
     return Corrupt(std::to_string(num_strata_) + " strata, the catalog has " + std::to_string(expect->counts.size()));
   }
+  for (uint32_t k = 0; k < num_strata_; ++k) {
+    if (count(k) != expect->counts[k]) {
+      return Corrupt("stratum " + std::to_string(k) + " holds " + std::to_string(count(k)) + " samples, the catalog " +
+                     std::to_string(expect->counts[k]));
+    }
+  }
+  return Status::OK();
+}
+
+Status StratumIndexFile::CheckSizes(uint64_t blocks) {
+  const uint64_t strata = LoadU64(base_ + 16);
+  // In 128 bits: a corrupt header must not wrap the sum around.
+  const u128 want = static_cast<u128>(kStratumIndexHeaderSize) + (static_cast<u128>(strata) + 1) * 8 +
+                    static_cast<u128>(num_samples_) * 8 + static_cast<u128>(blocks) * 8 + kStratumIndexTrailerSize;
+  if (strata > UINT32_MAX || want != size_) {
+    return Corrupt("header says " + std::to_string(strata) + " strata and " + std::to_string(num_samples_) +
+                   " samples, which does not match the file size " + std::to_string(size_));
+  }
+  num_strata_ = static_cast<uint32_t>(strata);
   return Status::OK();
 }
 
@@ -126,18 +145,9 @@ Status StratumIndexFile::CheckOffsets() const {
 }
 
 Status StratumIndexFile::VerifyV2(int fd, const StratumIndexExpect* expect, IndexCheck check) {
-  const uint64_t strata = LoadU64(base_ + 16);
   num_blocks_ = (num_samples_ + kStratumIndexBlockIds - 1) / kStratumIndexBlockIds;
-  // Sizes are checked in 128 bits: a corrupt header must not wrap them around.
-  const u128 want = static_cast<u128>(kStratumIndexHeaderSize) + (static_cast<u128>(strata) + 1) * 8 +
-                    static_cast<u128>(num_samples_) * 8 + static_cast<u128>(num_blocks_) * 8 +
-                    kStratumIndexTrailerSize;
-  if (strata > UINT32_MAX || want != size_) {
-    return Corrupt("header says " + std::to_string(strata) + " strata and " + std::to_string(num_samples_) +
-                   " samples, which does not match the file size " + std::to_string(size_));
-  }
-  num_strata_ = static_cast<uint32_t>(strata);
-  ids_ = offsets_ + (strata + 1) * 8;
+  STRATA_RETURN_IF_ERROR(CheckSizes(num_blocks_));
+  ids_ = offsets_ + (uint64_t{num_strata_} + 1) * 8;
   sums_ = ids_ + num_samples_ * 8;
   // The trailer covers what locates and verifies the ids; each block of ids
   // is covered by its sum.
@@ -148,12 +158,6 @@ Status StratumIndexFile::VerifyV2(int fd, const StratumIndexExpect* expect, Inde
   if (sum.Digest() != stored) return Corrupt("checksum mismatch");
   STRATA_RETURN_IF_ERROR(CheckExpect(expect, stored));
   STRATA_RETURN_IF_ERROR(CheckOffsets());
-  for (uint32_t k = 0; expect != nullptr && k < num_strata_; ++k) {
-    if (count(k) != expect->counts[k]) {
-      return Corrupt("stratum " + std::to_string(k) + " holds " + std::to_string(count(k)) + " samples, the catalog " +
-                     std::to_string(expect->counts[k]));
-    }
-  }
   if (check == IndexCheck::kOnUse) {
     blocks_ = std::make_unique<std::atomic<uint8_t>[]>(num_blocks_);  // kUnchecked
     return Status::OK();
@@ -238,19 +242,11 @@ Status StratumIndexFile::Damage() const {
 }
 
 Status StratumIndexFile::VerifyV1(int fd, const StratumIndexExpect* expect) {
-  const uint64_t strata = LoadU64(base_ + 16);
   const uint64_t samples = num_samples_;
-  // Sizes are checked in 128 bits: a corrupt header must not wrap them around.
-  const u128 want = static_cast<u128>(kStratumIndexHeaderSize) + (static_cast<u128>(strata) + 1) * 8 +
-                    static_cast<u128>(samples) * 8 + kStratumIndexTrailerSize;
-  if (strata > UINT32_MAX || want != size_) {
-    return Corrupt("header says " + std::to_string(strata) + " strata and " + std::to_string(samples) +
-                   " samples, which does not match the file size " + std::to_string(size_));
-  }
+  STRATA_RETURN_IF_ERROR(CheckSizes(0));
   const uint64_t body = size_ - kStratumIndexTrailerSize;
   const uint64_t stored = LoadU64(base_ + body);
-  num_strata_ = static_cast<uint32_t>(strata);
-  ids_ = offsets_ + (strata + 1) * 8;
+  ids_ = offsets_ + (uint64_t{num_strata_} + 1) * 8;
   // The offsets first (the walk over the ids below relies on them); their
   // error, like that of the ids, is reported after a checksum mismatch.
   Status structure = CheckOffsets();
@@ -302,12 +298,6 @@ Status StratumIndexFile::VerifyV1(int fd, const StratumIndexExpect* expect) {
   }
   if (sum.Digest() != stored) return Corrupt("checksum mismatch");
   STRATA_RETURN_IF_ERROR(CheckExpect(expect, stored));
-  for (uint32_t k = 0; expect != nullptr && k < num_strata_ && structure.ok(); ++k) {
-    if (count(k) != expect->counts[k]) {
-      return Corrupt("stratum " + std::to_string(k) + " holds " + std::to_string(count(k)) + " samples, the catalog " +
-                     std::to_string(expect->counts[k]));
-    }
-  }
   return structure;
 }
 

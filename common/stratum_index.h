@@ -130,6 +130,9 @@ class StratumIndexFile final : public StratumMembers {
   // Open's checks of the mapped file (format 1 and 2), reading ids through `fd`.
   Status VerifyV1(int fd, const StratumIndexExpect* expect);
   Status VerifyV2(int fd, const StratumIndexExpect* expect, IndexCheck check);
+  // Header counts against the file size, with `blocks` block sums; sets num_strata_.
+  Status CheckSizes(uint64_t blocks);
+  // The catalog's size, checksum and per-stratum counts, if given.
   Status CheckExpect(const StratumIndexExpect* expect, uint64_t checksum) const;
   Status CheckOffsets() const;
   // Checks block `b` of the ids, whose bytes are at `ids`: its sum, and its ids

@@ -6,6 +6,7 @@
 
 #include "common/dataset_ref.h"
 #include "common/placement.h"
+#include "server/cluster/local_files.h"
 
 namespace strata {
 
@@ -205,12 +206,7 @@ void BatchStream::PlanAhead() {
 }
 
 v1::FileRef BatchStream::ShardFile(size_t shard) const {
-  v1::FileRef f;
-  f.set_dataset(version_->shape().name);
-  f.set_version(version_->shape().version);
-  f.set_kind(v1::FileRef::SHARD);
-  f.set_seq(version_->shard(shard).info().seq());
-  return f;
+  return ShardRef(version_->shape().name, version_->shape().version, version_->shard(shard).info().seq());
 }
 
 bool BatchStream::ServesHere(size_t shard, uint64_t id) {
@@ -266,13 +262,7 @@ Status BatchStream::BuildNext(std::vector<WirePart>* parts) {
   // aside to be fetched again.
   if (Status damage = plan_.Damage(); !damage.ok()) {
     if (metrics_) metrics_->checksum_failures.Increment();
-    if (server_.fetcher) {
-      v1::FileRef index;
-      index.set_dataset(version_->shape().name);
-      index.set_version(version_->shape().version);
-      index.set_kind(v1::FileRef::STRATA_INDEX);
-      server_.fetcher->Quarantine(index);
-    }
+    if (server_.fetcher) server_.fetcher->Quarantine(IndexRef(version_->shape().name, version_->shape().version));
     return damage.WithContext(where);
   }
 

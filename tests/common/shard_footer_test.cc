@@ -70,6 +70,23 @@ std::string TableFooter(const std::vector<uint64_t>& offsets, const v1::ShardFoo
   return footer + meta.SerializeAsString();
 }
 
+// Opens the file at `path` as format `version` and reads every record of
+// `samples` from it, at `offsets`; the whole file verifies.
+void ExpectOpensAndReads(const std::string& path, uint32_t version, const std::vector<Sample>& samples,
+                         const std::vector<uint64_t>& offsets) {
+  auto reader = ShardReader::Open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  EXPECT_EQ((*reader)->format_version(), version);
+  ASSERT_EQ((*reader)->num_records(), samples.size());
+  for (uint64_t i = 0; i < samples.size(); ++i) {
+    RecordView view;
+    ASSERT_TRUE((*reader)->Read(i, &view).ok());
+    ExpectSampleEq(view, samples[i]);
+    EXPECT_EQ((*reader)->RecordOffset(i), offsets[i]);
+  }
+  EXPECT_TRUE((*reader)->VerifyFile().ok());
+}
+
 TEST(ShardFormatTest, WritesAFixedWidthOffsetTable) {
   TempDir dir;
   const std::string path = dir.Join("shard");
@@ -94,17 +111,7 @@ TEST(ShardFormatTest, ReadsFormat1Files) {
   for (uint64_t offset : offsets) meta.add_record_offsets(offset);
   const std::string v1_file = WithFooter(ReadFile(path), 1, meta.SerializeAsString());
   WriteFile(path, v1_file);
-  auto reader = ShardReader::Open(path);
-  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
-  EXPECT_EQ((*reader)->format_version(), 1u);
-  ASSERT_EQ((*reader)->num_records(), samples.size());
-  for (uint64_t i = 0; i < samples.size(); ++i) {
-    RecordView view;
-    ASSERT_TRUE((*reader)->Read(i, &view).ok());
-    ExpectSampleEq(view, samples[i]);
-    EXPECT_EQ((*reader)->RecordOffset(i), offsets[i]);
-  }
-  EXPECT_TRUE((*reader)->VerifyFile().ok());
+  ExpectOpensAndReads(path, 1, samples, offsets);
 
   // Format 1 checks the whole offset list when it opens.
   std::swap(offsets[3], offsets[4]);
@@ -123,16 +130,7 @@ TEST(ShardFormatTest, ReadsFormat2Files) {
   const auto [offsets, meta] = SplitFooter(ReadFile(path));
   const std::string v2_file = WithFooter(ReadFile(path), 2, TableFooter(offsets, meta));
   WriteFile(path, v2_file);
-  auto reader = ShardReader::Open(path);
-  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
-  EXPECT_EQ((*reader)->format_version(), 2u);
-  ASSERT_EQ((*reader)->num_records(), samples.size());
-  for (uint64_t i = 0; i < samples.size(); ++i) {
-    RecordView view;
-    ASSERT_TRUE((*reader)->Read(i, &view).ok());
-    ExpectSampleEq(view, samples[i]);
-  }
-  EXPECT_TRUE((*reader)->VerifyFile().ok());
+  ExpectOpensAndReads(path, 2, samples, offsets);
   std::string flipped = v2_file;
   flipped[LoadU64(v2_file.data() + v2_file.size() - kShardTrailerSize) + 8 + 8 * 3] ^= 0x04;  // entry 3
   WriteFile(path, flipped);
