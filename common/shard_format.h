@@ -199,7 +199,10 @@ class ShardReader {
   void Release(uint64_t offset, uint64_t len) const;
 
   // Re-reads the whole file and compares it with the trailer's file checksum
-  // (the scrubber's check). Corruption on a mismatch.
+  // (the scrubber's check, and that of a copy received from a peer).
+  // Corruption on a mismatch, IOError if it cannot be read. Reads with pread
+  // in 1 MiB pieces: it maps no page, so verifying a shard adds at most a
+  // piece to the process's memory, whatever the shard's size.
   Status VerifyFile() const;
 
  private:

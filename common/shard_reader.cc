@@ -304,7 +304,16 @@ Status ShardReader::Read(uint64_t index, RecordView* out) const {
 }
 
 Status ShardReader::VerifyFile() const {
-  if (Checksum64(base_, body_end_) != file_checksum_) {
+  constexpr size_t kPiece = size_t{1} << 20;
+  std::string piece(std::min<uint64_t>(kPiece, body_end_), '\0');
+  Checksum64Stream sum;
+  for (uint64_t at = 0; at < body_end_;) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(kPiece, body_end_ - at));
+    STRATA_RETURN_IF_ERROR(PReadExactFd(fd_, piece.data(), n, at, path_));
+    sum.Update(piece.data(), n);
+    at += n;
+  }
+  if (sum.Digest() != file_checksum_) {
     return Status::Corruption("shard " + path_ + ": file checksum mismatch");
   }
   return Status::OK();
