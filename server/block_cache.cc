@@ -5,9 +5,14 @@
 #include <algorithm>
 #include <atomic>
 #include <boost/asio/post.hpp>
+#include <chrono>
+#include <limits>
 #include <list>
 #include <mutex>
 #include <unordered_map>
+
+#include "common/process_memory.h"
+#include "common/units.h"
 
 namespace strata {
 
@@ -31,6 +36,7 @@ struct Entry {
   std::shared_ptr<const ShardReader> reader;
   uint64_t bytes = 0;
   uint32_t pins = 0;
+  uint32_t uses = 0;  // uses under way that read it through the mapping
   Residency residency = Residency::kAbsent;
   uint64_t load = 0;  // which read-ahead owns a kLoading entry
   bool idle = false;  // resident or loading with no pins: in the idle list
@@ -49,7 +55,10 @@ struct Release {
 class BlockCache::State : public std::enable_shared_from_this<BlockCache::State> {
  public:
   State(BlockCacheOptions options, boost::asio::thread_pool* pool, Metrics* metrics)
-      : options_(options), pool_(pool), metrics_(metrics) {}
+      : options_(options), pool_(pool), metrics_(metrics), budget_(options.budget_bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Publish();
+  }
 
   const BlockCacheOptions& options() const { return options_; }
 
@@ -58,6 +67,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
       std::shared_ptr<const ShardReader> reader;
       uint64_t block, bytes, load;
     };
+    Govern();
     std::vector<Load> loads;
     std::vector<Release> releases;
     {
@@ -74,6 +84,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
           e.residency = Residency::kLoading;
           e.load = ++loads_started_;
           resident_ += e.bytes;
+          loading_ += e.bytes;
           loads.push_back({e.reader, b.block, e.bytes, e.load});
         }
       }
@@ -106,15 +117,17 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
         if (e.residency != Residency::kAbsent) {
           ++hits;  // resident, or its read-ahead is under way (the read waits for it)
           (*mapped)[i] = true;
+          ++e.uses;
           continue;
         }
         ++misses;
         // Not read ahead: the use maps it in if the budget has room to spare,
         // else reads around the mapping.
-        if (resident_ + e.bytes <= options_.budget_bytes) {
+        if (resident_ + e.bytes <= budget_) {
           e.residency = Residency::kResident;
           resident_ += e.bytes;
           (*mapped)[i] = true;
+          ++e.uses;
         }
       }
       hits_ += hits;
@@ -128,20 +141,31 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
     ReleaseAll(releases);
   }
 
-  void Unpin(std::span<const BlockRef> blocks) {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const BlockRef& b : blocks) {
-      auto it = entries_.find(Key{b.reader.get(), b.block});
-      if (it == entries_.end() || it->second.pins == 0) continue;  // not pinned: a caller bug, ignored
-      Entry& e = it->second;
-      if (--e.pins > 0) continue;
-      if (e.residency == Residency::kAbsent) {
-        entries_.erase(it);
-      } else {
-        e.idle_at = idle_.insert(idle_.end(), it->first);
-        e.idle = true;
+  // Drops a pin of each block and, where (*mapped)[i], ends a use of block i
+  // through the mapping. `mapped` may be null (no use began).
+  void Unpin(std::span<const BlockRef> blocks, const std::vector<bool>* mapped) {
+    std::vector<Release> releases;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (size_t i = 0; i < blocks.size(); ++i) {
+        const BlockRef& b = blocks[i];
+        auto it = entries_.find(Key{b.reader.get(), b.block});
+        if (it == entries_.end() || it->second.pins == 0) continue;  // not pinned: a caller bug, ignored
+        Entry& e = it->second;
+        if (mapped != nullptr && (*mapped)[i] && e.uses > 0) --e.uses;
+        if (--e.pins > 0) continue;
+        if (e.residency == Residency::kAbsent) {
+          entries_.erase(it);
+        } else {
+          e.idle_at = idle_.insert(idle_.end(), it->first);
+          e.idle = true;
+        }
       }
+      // Over the budget (it shrank while these were pinned): they go now.
+      Shed(&releases);
+      Publish();
     }
+    ReleaseAll(releases);
   }
 
   Stats stats() {
@@ -156,6 +180,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
     s.misses = misses_;
     s.read_ahead_blocks = read_ahead_blocks_;
     s.evictions = evictions_;
+    s.budget_bytes = budget_;
     return s;
   }
 
@@ -175,19 +200,103 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
   // Evicts idle blocks, least recently used first, until `bytes` more fit in
   // the budget. False if they cannot fit. REQUIRES: mu_ held.
   bool MakeRoom(uint64_t bytes, std::vector<Release>* releases) {
-    if (options_.budget_bytes == 0) return false;
-    while (resident_ + bytes > options_.budget_bytes && !idle_.empty()) {
+    if (budget_ < bytes) return false;
+    EvictIdle(budget_ - bytes, releases);
+    return resident_ + bytes <= budget_;
+  }
+
+  // Evicts idle blocks, least recently used first, until at most `limit`
+  // bytes are resident or none is idle. REQUIRES: mu_ held.
+  void EvictIdle(uint64_t limit, std::vector<Release>* releases) {
+    while (resident_ > limit && !idle_.empty()) {
       const Key victim = idle_.front();
       idle_.pop_front();
       auto it = entries_.find(victim);
       Entry& e = it->second;
       resident_ -= e.bytes;
+      if (e.residency == Residency::kLoading) loading_ -= e.bytes;
       releases->push_back({std::move(e.reader), victim.block * options_.block_bytes, e.bytes});
       entries_.erase(it);  // idle means unpinned
       ++evictions_;
       if (metrics_) metrics_->cache_evictions.Increment();
     }
-    return resident_ + bytes <= options_.budget_bytes;
+  }
+
+  // Brings the resident blocks within a budget that shrank: idle blocks
+  // first, then, if every resident block is pinned (small records spread over
+  // all blocks keep them so), pinned blocks no use is reading through the
+  // mapping, the least pinned first. Such a block stays pinned, absent: its
+  // coming uses read it with pread unless the budget has room again.
+  // REQUIRES: mu_ held.
+  void Shed(std::vector<Release>* releases) {
+    EvictIdle(budget_, releases);
+    if (resident_ <= budget_) return;
+    struct Unused {
+      uint32_t pins;
+      uint64_t block;
+      Entry* entry;
+    };
+    std::vector<Unused> unused;
+    for (auto& [key, e] : entries_) {
+      if (e.residency == Residency::kResident && e.uses == 0) unused.push_back({e.pins, key.block, &e});
+    }
+    std::sort(unused.begin(), unused.end(), [](const Unused& a, const Unused& b) { return a.pins < b.pins; });
+    for (const Unused& u : unused) {
+      if (resident_ <= budget_) break;
+      u.entry->residency = Residency::kAbsent;  // pinned still: the entry stays
+      resident_ -= u.entry->bytes;
+      releases->push_back({u.entry->reader, u.block * options_.block_bytes, u.entry->bytes});
+      ++evictions_;
+      if (metrics_) metrics_->cache_evictions.Increment();
+    }
+  }
+
+  // With a memory budget: at most once a millisecond, sets the cache's budget
+  // to what the rest of the process leaves of it, and evicts idle blocks down
+  // to it. The rest is the resident set less the blocks read in (those being
+  // read in are not resident yet).
+  void Govern() {
+    if (options_.memory_budget_bytes == 0) return;
+    const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+    int64_t last = last_govern_.load(std::memory_order_relaxed);
+    constexpr int64_t kEvery = std::chrono::nanoseconds(std::chrono::milliseconds(1)).count();
+    constexpr int64_t kRestWindow = std::chrono::nanoseconds(std::chrono::seconds(1)).count();
+    if (now - last < kEvery || !last_govern_.compare_exchange_strong(last, now)) return;
+    const Result<uint64_t> rss = ProcessResidentBytes();
+    if (!rss.ok()) return;  // no /proc: budget_bytes alone bounds the cache
+    std::vector<Release> releases;
+    uint64_t rest = 0, budget = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const uint64_t loaded = resident_ - loading_;
+      rest = rss.value() > loaded ? rss.value() - loaded : 0;
+      // The rest swings with the batches in flight: plan for the most it held
+      // in this window and the one before, and two blocks more, for what it
+      // grows by before the next reading and for blocks being read when it
+      // does, which leave only once their uses end.
+      const int64_t window = now / kRestWindow;
+      if (window != rest_window_) {
+        rest_before_ = window == rest_window_ + 1 ? rest_now_ : 0;
+        rest_now_ = 0;
+        rest_window_ = window;
+      }
+      rest_now_ = std::max(rest_now_, rest);
+      const uint64_t reserved = std::max(rest_now_, rest_before_) + 2 * options_.block_bytes;
+      const uint64_t left = options_.memory_budget_bytes > reserved ? options_.memory_budget_bytes - reserved : 0;
+      budget_ = std::min(options_.budget_bytes, left);
+      budget = budget_;
+      Shed(&releases);
+      Publish();
+    }
+    ReleaseAll(releases);
+    constexpr int64_t kWarnEvery = std::chrono::nanoseconds(std::chrono::minutes(1)).count();
+    int64_t warned = last_warning_.load(std::memory_order_relaxed);
+    if (budget < options_.block_bytes && now - warned >= kWarnEvery &&
+        last_warning_.compare_exchange_strong(warned, now)) {
+      spdlog::warn("memory budget {}: the server holds {} besides its block cache, which leaves the cache {}; "
+                   "streams read records with pread (raise memory_budget)",
+                   FormatBytes(options_.memory_budget_bytes), FormatBytes(rest), FormatBytes(budget));
+    }
   }
 
   // A read-ahead finished. If its entry was evicted meanwhile, the pages it
@@ -200,6 +309,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
       auto it = entries_.find(key);
       if (it != entries_.end() && it->second.residency == Residency::kLoading && it->second.load == load) {
         it->second.residency = Residency::kResident;
+        loading_ -= it->second.bytes;
         return;
       }
       // Nobody accounts for these pages now. (Loading under another load id:
@@ -214,7 +324,10 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
   }
 
   void Publish() {
-    if (metrics_) metrics_->cache_resident_bytes.Set(static_cast<double>(resident_));
+    if (metrics_) {
+      metrics_->cache_resident_bytes.Set(static_cast<double>(resident_));
+      metrics_->cache_budget_bytes.Set(static_cast<double>(budget_));
+    }
   }
 
   const BlockCacheOptions options_;
@@ -223,10 +336,17 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
   std::mutex mu_;
   std::unordered_map<Key, Entry, KeyHash> entries_;  // GUARDED_BY(mu_): pinned or resident blocks
   std::list<Key> idle_;                              // GUARDED_BY(mu_): unpinned resident, LRU first
-  uint64_t resident_ = 0;                            // GUARDED_BY(mu_)
+  uint64_t resident_ = 0;                            // GUARDED_BY(mu_): resident or being read in
+  uint64_t loading_ = 0;                             // GUARDED_BY(mu_): of which being read in
+  uint64_t budget_;                                  // GUARDED_BY(mu_): what the cache may hold now
+  // Govern's peaks of the rest of the process, per window of a second.
+  int64_t rest_window_ = 0;                          // GUARDED_BY(mu_)
+  uint64_t rest_now_ = 0, rest_before_ = 0;          // GUARDED_BY(mu_)
   uint64_t loads_started_ = 0;                       // GUARDED_BY(mu_)
   uint64_t hits_ = 0, misses_ = 0, evictions_ = 0;   // GUARDED_BY(mu_)
   std::atomic<uint64_t> read_ahead_blocks_{0};
+  std::atomic<int64_t> last_govern_{0};   // steady clock, ns
+  std::atomic<int64_t> last_warning_{std::numeric_limits<int64_t>::min() / 2};
 };
 
 BlockCache::BlockCache(BlockCacheOptions options, boost::asio::thread_pool* pool, Metrics* metrics)
@@ -267,7 +387,7 @@ void BlockCache::Pin(std::span<const BlockRef> blocks, bool read_ahead) {
 
 void BlockCache::Unpin(std::span<const BlockRef> blocks) {
   if (state_->options().budget_bytes == 0 || blocks.empty()) return;
-  state_->Unpin(blocks);
+  state_->Unpin(blocks, nullptr);
 }
 
 std::shared_ptr<const void> BlockCache::Hold(std::vector<BlockRef> blocks, std::vector<bool>* mapped) {
@@ -278,14 +398,24 @@ std::shared_ptr<const void> BlockCache::Hold(std::vector<BlockRef> blocks, std::
     return nullptr;
   }
   if (!blocks.empty()) state_->Use(blocks, mapped);
-  struct Held {
-    std::shared_ptr<State> state;
-    std::vector<BlockRef> blocks;
+  // Built in place: a Held that was copied would unpin twice, once as the
+  // temporary died (the blocks then unpinned while the use still reads them).
+  class Held {
+   public:
+    Held(std::shared_ptr<State> state, std::vector<BlockRef> blocks, std::vector<bool> mapped)
+        : state_(std::move(state)), blocks_(std::move(blocks)), mapped_(std::move(mapped)) {}
+    Held(const Held&) = delete;
+    Held& operator=(const Held&) = delete;
     ~Held() {
-      if (!blocks.empty()) state->Unpin(blocks);
+      if (!blocks_.empty()) state_->Unpin(blocks_, &mapped_);
     }
+
+   private:
+    std::shared_ptr<State> state_;
+    std::vector<BlockRef> blocks_;
+    std::vector<bool> mapped_;  // the uses through the mapping it ends
   };
-  return std::make_shared<const Held>(Held{state_, std::move(blocks)});
+  return std::make_shared<const Held>(state_, std::move(blocks), *mapped);
 }
 
 BlockCache::Stats BlockCache::stats() const { return state_->stats(); }

@@ -28,6 +28,20 @@
 // Eviction unmaps a block from this process (ShardReader::Release) and leaves
 // the kernel's page cache to the kernel.
 //
+// With a memory budget for the whole process (memory_budget_bytes), the
+// cache's budget is what the rest of the process leaves of it: the cache
+// reads the process's resident bytes (common/process_memory.h) at most every
+// millisecond as streams pin blocks, counts everything but its own loaded
+// blocks as the rest (code, heap, shard footers), and holds at most the
+// budget less the most the rest held in the last second or two and two
+// blocks in reserve, never more than budget_bytes. When the rest grows, idle
+// blocks are evicted at once; if that is not enough (small records spread
+// over all blocks keep every block pinned), so are pinned blocks that no use
+// is reading through the mapping, whose coming uses then read with pread; a
+// block being read goes when its use ends. When the rest alone exceeds the
+// budget, the cache holds nothing and every record is read with pread (and
+// the batches in flight then hold copies: leave room for them).
+//
 // Thread-safety: thread-safe. Read-ahead tasks keep what they touch alive, so
 // the cache may be destroyed while some are still queued.
 #pragma once
@@ -50,6 +64,10 @@ struct BlockCacheOptions {
   // when one of its pages is touched; a block must hold whole folios for its
   // release to drop everything a read of it mapped, hence 2 MiB.
   uint64_t block_bytes = 2ull << 20;
+  // The whole process's resident memory the cache keeps it within, by
+  // holding less (stratad: memory_budget). 0: none; the cache holds up to
+  // budget_bytes whatever else the process holds.
+  uint64_t memory_budget_bytes = 0;
 };
 
 class BlockCache {
@@ -102,6 +120,7 @@ class BlockCache {
     uint64_t misses = 0;      // uses that did not (read-ahead left it out)
     uint64_t read_ahead_blocks = 0;
     uint64_t evictions = 0;
+    uint64_t budget_bytes = 0;  // what the cache may hold now (see memory_budget_bytes)
   };
   Stats stats() const;
 

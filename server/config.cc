@@ -12,6 +12,10 @@ namespace strata {
 
 namespace {
 
+// The smallest memory_budget accepted: stratad's code and heap take about
+// 25 MiB before it serves anything.
+constexpr uint64_t kMinMemoryBudget = 32ull << 20;
+
 Status Bad(const std::string& where, const std::string& what) {
   return Status::InvalidArgument(where + ": " + what);
 }
@@ -139,6 +143,7 @@ Status ApplyFile(const std::string& path, NodeConfig* c) {
     else if (key == "prefetch_batches") STRATA_RETURN_IF_ERROR(ReadScalar(v, where, &c->prefetch_batches));
     else if (key == "cache_bytes") STRATA_RETURN_IF_ERROR(ReadSize(v, where, &c->cache_bytes));
     else if (key == "cache_block_bytes") STRATA_RETURN_IF_ERROR(ReadSize(v, where, &c->cache_block_bytes));
+    else if (key == "memory_budget") STRATA_RETURN_IF_ERROR(ReadSize(v, where, &c->memory_budget));
     else if (key == "read_ahead_steps") STRATA_RETURN_IF_ERROR(ReadScalar(v, where, &c->read_ahead_steps));
     else if (key == "max_part_bytes") STRATA_RETURN_IF_ERROR(ReadSize(v, where, &c->max_part_bytes));
     else if (key == "max_message_bytes") STRATA_RETURN_IF_ERROR(ReadSize(v, where, &c->max_message_bytes));
@@ -209,6 +214,14 @@ Status ValidateNodeConfig(const NodeConfig& c) {
   if (c.cache_bytes != 0 && c.cache_bytes < c.cache_block_bytes) {
     return Status::InvalidArgument("cache_bytes must be 0 (no cache) or at least cache_block_bytes");
   }
+  if (c.memory_budget != 0 && c.memory_budget < kMinMemoryBudget) {
+    return Status::InvalidArgument("memory_budget must be 0 (none) or at least 32 MiB: stratad's code and heap "
+                                   "alone take about 25 MiB");
+  }
+  if (c.memory_budget != 0 && c.cache_bytes == 0) {
+    return Status::InvalidArgument("memory_budget needs the block cache, which keeps the server within it: "
+                                   "cache_bytes must not be 0");
+  }
   if (c.read_ahead_steps > 1024) return Status::InvalidArgument("read_ahead_steps must be at most 1024");
   if (c.max_part_bytes < 4096 || c.max_part_bytes > (1ull << 30)) {
     return Status::InvalidArgument("max_part_bytes must be between 4 KiB and 1 GiB");
@@ -261,6 +274,11 @@ Result<NodeConfig> LoadNodeConfig(const NodeFlags& flags) {
     auto parsed = ParseByteSize(*flags.cache_bytes);
     if (!parsed.ok()) return Status::InvalidArgument("--cache-bytes: " + parsed.status().message());
     c.cache_bytes = parsed.value();
+  }
+  if (flags.memory_budget) {
+    auto parsed = ParseByteSize(*flags.memory_budget);
+    if (!parsed.ok()) return Status::InvalidArgument("--memory-budget: " + parsed.status().message());
+    c.memory_budget = parsed.value();
   }
   if (flags.advertise) c.cluster.advertise = *flags.advertise;
   if (flags.cluster_name) c.cluster.name = *flags.cluster_name;

@@ -47,6 +47,10 @@ struct NodeConfig {
   uint32_t prefetch_batches = 2;             // batches built ahead of the network, per stream
   uint64_t cache_bytes = DefaultCacheBytes(); // shard bytes kept in memory by the block cache; 0 disables it
   uint64_t cache_block_bytes = 2ull << 20;   // the cache's unit: an aligned range of a shard file
+  // The server's whole resident memory (VmRSS: code, heap, mapped shards),
+  // kept by giving the block cache only what the rest leaves (see
+  // server/block_cache.h). 0: no such budget; cache_bytes alone bounds the cache.
+  uint64_t memory_budget = 0;
   uint32_t read_ahead_steps = 4;             // steps each stream plans and reads in ahead (with the cache)
   uint64_t max_part_bytes = 16ull << 20;     // a batch larger than this is sent in parts
   uint64_t max_message_bytes = 256ull << 20; // largest gRPC message accepted (ingest)
@@ -64,6 +68,7 @@ struct NodeFlags {
   std::optional<std::string> node_id;
   std::optional<std::string> log_level;
   std::optional<std::string> cache_bytes;     // "1GiB", "0" disables
+  std::optional<std::string> memory_budget;   // "512MiB", "0": none
   std::optional<std::string> advertise;
   std::optional<std::string> peers;           // static membership: "id=addr,id=addr"
   std::optional<std::string> etcd_endpoints;  // etcd membership: "host:port,host:port"

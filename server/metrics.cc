@@ -99,6 +99,9 @@ Metrics::Metrics(const std::string& node_id)
                                    "Shard bytes read in ahead of the streams that need them")),
       cache_resident_bytes(MakeGauge(*registry_, node_id_, "strata_cache_resident_bytes",
                                      "Shard bytes the block cache holds in memory (at most cache_bytes)")),
+      cache_budget_bytes(MakeGauge(*registry_, node_id_, "strata_cache_budget_bytes",
+                                   "Shard bytes the block cache may hold now: cache_bytes, or less where "
+                                   "memory_budget leaves less")),
       samples_ingested(MakeCounter(*registry_, node_id_, "strata_ingested_samples_total", "Samples written by ingest")),
       bytes_ingested(MakeCounter(*registry_, node_id_, "strata_ingested_bytes_total", "Payload bytes written by ingest")),
       shards_written(MakeCounter(*registry_, node_id_, "strata_shards_written_total", "Shard files written")),

@@ -54,6 +54,7 @@ class Metrics {
   prometheus::Counter& cache_evictions;
   prometheus::Counter& read_ahead_bytes;
   prometheus::Gauge& cache_resident_bytes;
+  prometheus::Gauge& cache_budget_bytes;
   // Ingest.
   prometheus::Counter& samples_ingested;
   prometheus::Counter& bytes_ingested;

@@ -53,7 +53,7 @@ Node::Node(NodeConfig config, std::unique_ptr<KvStore> kv)
       catalog_(std::make_unique<Catalog>(kv_.get())),
       cache_(catalog_.get(), &dir_),
       pool_(config_.io_threads),
-      blocks_(BlockCacheOptions{config_.cache_bytes, config_.cache_block_bytes}, &pool_, &metrics_),
+      blocks_(BlockCacheOptions{config_.cache_bytes, config_.cache_block_bytes, config_.memory_budget}, &pool_, &metrics_),
       files_(&dir_),
       repair_limiter_(config_.cluster.repair_bytes_per_sec),
       map_(LoneMap(config_.node_id)),

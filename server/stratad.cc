@@ -39,7 +39,11 @@ int RunStratad(int argc, char** argv) {
   app.add_option("--node-id", flags.node_id, "this node's name in logs, metrics and the cluster (default node-1)");
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn or error (default info)");
   app.add_option("--cache-bytes", flags.cache_bytes,
-                 "memory for shard blocks streams read, e.g. 512MiB (default 1GiB; 0 leaves it to the kernel)");
+                 "memory for shard blocks streams read, e.g. 512MiB (default a quarter of RAM; 0 leaves it to the "
+                 "kernel)");
+  app.add_option("--memory-budget", flags.memory_budget,
+                 "the server's whole resident memory (RSS), e.g. 1GiB: the block cache holds only what the rest of "
+                 "the server leaves of it (default none)");
   app.add_option("--advertise", flags.advertise,
                  "address other nodes and clients use for this node (default: the bound --listen address)");
   app.add_option("--peers", flags.peers,

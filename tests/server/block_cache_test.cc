@@ -3,10 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/thread_pool.hpp>
+#include <sys/mman.h>
+
 #include <chrono>
+#include <cstring>
+#include <functional>
 #include <random>
 #include <thread>
 
+#include "common/process_memory.h"
 #include "tests/support/smaps.h"
 #include "tests/support/temp_dir.h"
 
@@ -111,34 +116,34 @@ TEST_F(BlockCacheTest, ReadAheadMapsPinnedBlocksAndUsesAreHits) {
   EXPECT_EQ(s.resident_blocks, 3u);  // kept: they fit
 }
 
-// A stream of random reads through the cache, pinned a few steps ahead, with a
-// budget far below the file: what is mapped stays within the budget, and what
-// is read is what was written.
-TEST_F(BlockCacheTest, MappedBytesStayWithinTheBudget) {
-  constexpr uint64_t kBudget = 4 * kBlock;  // 8 MiB of a 48 MiB file
-  BlockCache cache(BlockCacheOptions{kBudget, kBlock}, &pool_, nullptr);
-  std::mt19937_64 rng(3);
-  constexpr int kAhead = 2, kSteps = 200, kBatch = 2;
-  std::vector<std::vector<uint64_t>> steps(kSteps);
-  for (auto& s : steps) {
+// A stream of `steps` random steps read through the cache, each pinned
+// kAhead steps before it is served, as BatchStream does: records in admitted
+// blocks through the mapping, the others with pread. Checks every payload;
+// calls after_step once each step's use has ended. Returns the records copied.
+uint64_t StreamRandomSteps(BlockCache& cache, const std::shared_ptr<const ShardReader>& reader, int steps,
+                           uint64_t seed, const std::function<void()>& after_step) {
+  std::mt19937_64 rng(seed);
+  constexpr int kAhead = 2, kBatch = 2;
+  std::vector<std::vector<uint64_t>> records(steps);
+  for (auto& s : records) {
     for (int i = 0; i < kBatch; ++i) s.push_back(rng() % kRecords);
   }
-  std::vector<std::vector<BlockCache::BlockRef>> pinned(kSteps);
-  uint64_t peak = 0, copied = 0;
-  for (int step = 0; step < kSteps; ++step) {
-    for (int ahead = step; ahead <= std::min(kSteps - 1, step + kAhead); ++ahead) {
+  std::vector<std::vector<BlockCache::BlockRef>> pinned(steps);
+  uint64_t copied = 0;
+  for (int step = 0; step < steps; ++step) {
+    for (int ahead = step; ahead <= std::min(steps - 1, step + kAhead); ++ahead) {
       if (!pinned[ahead].empty()) continue;
-      pinned[ahead] = BlocksOf(cache, reader_, steps[ahead]);
+      pinned[ahead] = BlocksOf(cache, reader, records[ahead]);
       cache.Pin(pinned[ahead], /*read_ahead=*/ahead > step);
     }
     const std::vector<BlockCache::BlockRef> blocks = pinned[step];
     std::vector<bool> mapped;
     std::shared_ptr<const void> held = cache.Hold(std::move(pinned[step]), &mapped);
-    for (uint64_t i : steps[step]) {
-      // As BatchStream does: through the mapping only if all its blocks are admitted.
+    for (uint64_t i : records[step]) {
+      // Through the mapping only if all its blocks are admitted.
       std::vector<BlockCache::BlockRef> own;
-      const auto [begin, end] = reader_->RecordRange(i);
-      cache.AddRange(reader_, begin, end, &own);
+      const auto [begin, end] = reader->RecordRange(i);
+      cache.AddRange(reader, begin, end, &own);
       bool all = true;
       for (const auto& b : own) {
         for (size_t k = 0; k < blocks.size(); ++k) {
@@ -147,14 +152,27 @@ TEST_F(BlockCacheTest, MappedBytesStayWithinTheBudget) {
       }
       RecordView view;
       std::string copy;
-      ASSERT_TRUE((all ? reader_->Read(i, &view) : reader_->ReadCopy(i, &copy, &view)).ok());
-      ASSERT_EQ(view.payload, std::string(kPayload, static_cast<char>('a' + i % 26)));
+      EXPECT_TRUE((all ? reader->Read(i, &view) : reader->ReadCopy(i, &copy, &view)).ok());
+      EXPECT_EQ(view.payload, std::string(kPayload, static_cast<char>('a' + i % 26)));
       copied += all ? 0 : 1;
     }
-    peak = std::max(peak, MappedBytes(path_));
     held.reset();
-    ASSERT_LE(cache.stats().resident_bytes, kBudget);
+    after_step();
   }
+  return copied;
+}
+
+// A stream of random reads through the cache, pinned a few steps ahead, with a
+// budget far below the file: what is mapped stays within the budget, and what
+// is read is what was written.
+TEST_F(BlockCacheTest, MappedBytesStayWithinTheBudget) {
+  constexpr uint64_t kBudget = 4 * kBlock;  // 8 MiB of a 48 MiB file
+  BlockCache cache(BlockCacheOptions{kBudget, kBlock}, &pool_, nullptr);
+  uint64_t peak = 0;
+  const uint64_t copied = StreamRandomSteps(cache, reader_, 200, 3, [&] {
+    peak = std::max(peak, MappedBytes(path_));
+    ASSERT_LE(cache.stats().resident_bytes, kBudget);
+  });
   pool_.join();
   const BlockCache::Stats s = cache.stats();
   EXPECT_GT(s.evictions, 0u);
@@ -167,6 +185,114 @@ TEST_F(BlockCacheTest, MappedBytesStayWithinTheBudget) {
   static_assert(kBudget + 2 * kBlock < kRecords * kPayload / 2);
   EXPECT_LE(MappedBytes(path_), kBudget + slack);
   EXPECT_LE(peak, kBudget + slack);
+}
+
+// Anonymous memory the process holds while it lives: mapped and touched
+// directly, so that it adds to the resident set however malloc would reuse
+// freed memory.
+class Ballast {
+ public:
+  explicit Ballast(size_t bytes) : bytes_(bytes) {
+    at_ = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    EXPECT_NE(at_, MAP_FAILED);
+    if (at_ != MAP_FAILED) std::memset(at_, 1, bytes);
+  }
+  ~Ballast() {
+    if (at_ != MAP_FAILED) munmap(at_, bytes_);
+  }
+
+ private:
+  size_t bytes_;
+  void* at_;
+};
+
+uint64_t ResidentNow() {
+  const Result<uint64_t> rss = ProcessResidentBytes();
+  EXPECT_TRUE(rss.ok()) << rss.status().ToString();
+  return rss.ok() ? rss.value() : 0;
+}
+
+// With a memory budget the cache holds what the rest of the process leaves:
+// the process stays within the budget, and when the rest grows (here memory
+// standing for more streams' buffers) the cache shrinks; when the rest alone
+// fills the budget, records are all read with pread, still intact.
+TEST_F(BlockCacheTest, MemoryBudgetKeepsTheWholeProcessWithinIt) {
+  const uint64_t budget = ResidentNow() + 8 * kBlock;  // room for about 8 blocks
+  BlockCache cache(BlockCacheOptions{64 * kBlock, kBlock, budget}, &pool_, nullptr);
+  // The process's peak, from the 4th step on: blocks pinned when the rest
+  // grew leave only once their steps are served (2 steps ahead). The slack is
+  // the test's own allocations and what changes between two readings.
+  const uint64_t slack = 2 * kBlock;
+  uint64_t peak = 0;
+  int step = 0;
+  auto watch = [&] {
+    if (++step > 3) peak = std::max(peak, ResidentNow());
+  };
+  StreamRandomSteps(cache, reader_, 150, 5, watch);
+  BlockCache::Stats s = cache.stats();
+  EXPECT_GT(s.evictions, 0u) << "the memory budget, not the 64 blocks of budget_bytes, bounds the cache";
+  EXPECT_LT(s.budget_bytes, 12 * kBlock);
+  EXPECT_LE(s.resident_bytes, s.budget_bytes);
+  EXPECT_LE(peak, budget + slack);
+
+  // The rest grows by 4 blocks (as much as the cache would hold beside it):
+  // the cache gives them up.
+  Ballast more(4 * kBlock);
+  peak = 0;
+  step = 0;
+  StreamRandomSteps(cache, reader_, 100, 6, watch);
+  s = cache.stats();
+  EXPECT_LE(s.resident_bytes, s.budget_bytes);
+  EXPECT_LE(peak, budget + slack);
+
+  // The rest alone is over the budget: nothing is mapped for streams.
+  Ballast all(10 * kBlock);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the next pin looks again
+  const uint64_t copied = StreamRandomSteps(cache, reader_, 50, 7, [] {});
+  pool_.join();
+  s = cache.stats();
+  EXPECT_EQ(s.budget_bytes, 0u);
+  EXPECT_EQ(copied, 100u) << "every record of the 50 steps";
+  EXPECT_EQ(s.resident_bytes, 0u);
+}
+
+// Small records spread over every block keep every block pinned by some
+// stream's coming steps. When the memory budget shrinks then, the cache
+// sheds pinned blocks that no use is reading through the mapping (their
+// uses read with pread), and a block being read goes once its use ends.
+TEST_F(BlockCacheTest, ShrinkingBudgetShedsPinnedBlocksNoUseReads) {
+  const uint64_t mapped_before = MappedBytes(path_);
+  const uint64_t budget = ResidentNow() + 8 * kBlock;
+  BlockCache cache(BlockCacheOptions{64 * kBlock, kBlock, budget}, &pool_, nullptr);
+  auto coming = BlocksOf(cache, reader_, {0, 8, 16, 24});  // blocks 0 to 3, pinned for a coming step
+  cache.Pin(coming);
+  WaitForReadAhead(cache, 4);
+  ASSERT_EQ(cache.stats().resident_bytes, 4 * kBlock);
+  auto now = BlocksOf(cache, reader_, {0});  // block 0, being read
+  cache.Pin(now);
+  std::vector<bool> mapped;
+  std::shared_ptr<const void> held = cache.Hold(now, &mapped);
+  ASSERT_EQ(mapped, std::vector<bool>{true});
+
+  Ballast rest(10 * kBlock);  // the rest alone is over the budget now
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  cache.Pin(BlocksOf(cache, reader_, {40}));  // any pin looks at the budget again
+  BlockCache::Stats s = cache.stats();
+  EXPECT_EQ(s.budget_bytes, 0u);
+  EXPECT_EQ(s.resident_bytes, kBlock) << "blocks 1 to 3 shed, block 0 kept while it is read";
+  EXPECT_EQ(s.evictions, 3u);
+  EXPECT_LE(MappedBytes(path_), mapped_before + kBlock);
+  RecordView view;
+  ASSERT_TRUE(reader_->Read(0, &view).ok());  // the use goes on through the mapping
+  EXPECT_EQ(view.payload, std::string(kPayload, 'a'));
+
+  held.reset();  // its use ends: block 0 goes too
+  s = cache.stats();
+  EXPECT_EQ(s.resident_bytes, 0u);
+  EXPECT_EQ(s.evictions, 4u);
+  cache.Hold(coming, &mapped).reset();  // the coming step, served around the mapping
+  EXPECT_EQ(mapped, std::vector<bool>(4, false));
+  EXPECT_LE(MappedBytes(path_), mapped_before);
 }
 
 // Pins are made in step order, so a block pinned later is needed later: it is
@@ -205,6 +331,36 @@ TEST_F(BlockCacheTest, EvictionFollowsThePlan) {
   s = cache.stats();
   EXPECT_EQ(s.hits, 3u);  // a, b and d
   EXPECT_EQ(s.pinned_blocks, 0u);
+}
+
+// A use's blocks stay pinned for as long as its owner lives (gRPC slices
+// point into them): other streams' pins cannot evict them, however short
+// the budget, and they go only once the owner is released.
+TEST_F(BlockCacheTest, HeldBlocksStayUntilTheOwnerIsReleased) {
+  BlockCache cache(BlockCacheOptions{kBlock, kBlock}, &pool_, nullptr);
+  auto a = BlocksOf(cache, reader_, {0});   // block 0
+  auto b = BlocksOf(cache, reader_, {8});   // block 1
+  cache.Pin(a);
+  WaitForReadAhead(cache, 1);
+  std::vector<bool> mapped;
+  std::shared_ptr<const void> held = cache.Hold(a, &mapped);
+  ASSERT_EQ(mapped, std::vector<bool>{true});
+  EXPECT_EQ(cache.stats().pinned_blocks, 1u) << "held: still pinned";
+  cache.Pin(b);  // wants the one block of budget
+  cache.Hold(b, &mapped).reset();
+  EXPECT_EQ(mapped, std::vector<bool>{false}) << "no room while block 0 is held";
+  BlockCache::Stats s = cache.stats();
+  EXPECT_EQ(s.evictions, 0u);
+  EXPECT_EQ(s.resident_bytes, kBlock);
+  EXPECT_GE(MappedBytes(path_), kBlock) << "block 0 is still mapped";
+  held.reset();
+  s = cache.stats();
+  EXPECT_EQ(s.pinned_blocks, 0u);
+  cache.Pin(b);
+  WaitForReadAhead(cache, 2);
+  cache.Hold(b, &mapped).reset();
+  EXPECT_EQ(mapped, std::vector<bool>{true}) << "block 0 released, block 1 read ahead in its place";
+  EXPECT_EQ(cache.stats().evictions, 1u);
 }
 
 // Small records scattered over many blocks are not worth 2 MiB each: they are

@@ -37,6 +37,23 @@ TEST(ConfigTest, FileThenFlagsOverride) {
   EXPECT_EQ(c->read_ahead_steps, 8u);
 }
 
+TEST(ConfigTest, MemoryBudgetFromTheFileOrAFlag) {
+  TempDir dir;
+  WriteFile(dir.Join("n.yaml"), "memory_budget: 3GiB\n");
+  NodeFlags flags;
+  flags.config_file = dir.Join("n.yaml");
+  auto c = LoadNodeConfig(flags);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->memory_budget, 3ull << 30);
+  flags.memory_budget = "96MiB";
+  c = LoadNodeConfig(flags);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->memory_budget, 96ull << 20) << "the flag wins";
+  EXPECT_EQ(LoadNodeConfig(NodeFlags{}).value().memory_budget, 0u) << "none by default";
+  flags.memory_budget = "big";
+  EXPECT_NE(LoadNodeConfig(flags).status().message().find("--memory-budget"), std::string::npos);
+}
+
 TEST(ConfigTest, BadConfigIsAClearError) {
   TempDir dir;
   struct Case {
@@ -55,6 +72,9 @@ TEST(ConfigTest, BadConfigIsAClearError) {
       {"cache_block_bytes: 5000\n", "cache_block_bytes must be a multiple of 4 KiB"},
       {"cache_bytes: 1MiB\n", "cache_bytes must be 0 (no cache) or at least cache_block_bytes"},
       {"read_ahead_steps: 5000\n", "read_ahead_steps must be at most 1024"},
+      {"memory_budget: 16MiB\n", "memory_budget must be 0 (none) or at least 32 MiB"},
+      {"memory_budget: 1GiB\ncache_bytes: 0\n", "memory_budget needs the block cache"},
+      {"memory_budget: lots\n", "size"},
   };
   for (const auto& tc : cases) {
     WriteFile(dir.Join("bad.yaml"), tc.yaml);

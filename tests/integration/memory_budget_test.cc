@@ -1,0 +1,148 @@
+// A real stratad with --memory-budget: its whole resident memory stays
+// within the budget while concurrent streams read a dataset larger than it,
+// because the block cache holds only what the rest of the server leaves.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "tests/integration/cluster_fixture.h"
+
+namespace strata::testing {
+namespace {
+
+constexpr uint64_t kSamples = 1600;
+constexpr size_t kPayloadBytes = 64 << 10;  // 100 MiB in all
+constexpr uint64_t kBudget = 112ull << 20;
+
+std::string Payload(uint64_t i) {
+  std::string p(kPayloadBytes, static_cast<char>('a' + i % 26));
+  const std::string id = std::to_string(i);
+  p.replace(0, id.size(), id);
+  return p;
+}
+
+// VmRSS of process `pid` in bytes, 0 if it cannot be read.
+uint64_t ResidentBytes(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  uint64_t kib = 0;
+  while (status >> key) {
+    if (key == "VmRSS:") {
+      status >> kib;
+      return kib << 10;
+    }
+  }
+  return 0;
+}
+
+// The value of a gauge on /metrics, or -1.
+double Gauge(const std::string& metrics_address, const std::string& name) {
+  CommandResult scrape = RunCommand({"/usr/bin/curl", "-sf", "http://" + metrics_address + "/metrics"});
+  const std::string prefix = name + "{node=\"node-1\"} ";
+  const size_t at = scrape.out.find("\n" + prefix);
+  if (scrape.exit_code != 0 || at == std::string::npos) return -1;
+  return std::stod(scrape.out.substr(at + 1 + prefix.size()));
+}
+
+TEST(MemoryBudgetTest, StratadStaysWithinItsBudgetWhileStreaming) {
+  TempDir dir;
+  StratadProcess::Options o;
+  o.data_dir = dir.Join("data");
+  o.extra_args = {"--memory-budget", "112MiB", "--log-level", "info"};
+  auto server = StratadProcess::Start(o);
+  ASSERT_NE(server, nullptr);
+  auto client = Client::Connect(server->address());
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  {
+    v1::IngestOptions io;
+    io.set_dataset("wide");
+    auto writer = client.value()->StartIngest(io);
+    ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+    for (uint64_t i = 0; i < kSamples; ++i) {
+      v1::Sample s;
+      s.set_key("k" + std::to_string(i));
+      s.set_label(SyntheticLabel(i, 4));
+      v1::Field* f = s.add_fields();
+      f->set_name("bin");
+      f->set_data(Payload(i));
+      ASSERT_TRUE(writer.value()->Write(s).ok());
+    }
+    ASSERT_TRUE(writer.value()->Commit().ok());
+  }
+
+  // Four ranks at once, the server's resident memory sampled meanwhile.
+  constexpr uint32_t kWorld = 4;
+  std::atomic<bool> streaming{true};
+  std::atomic<uint64_t> peak{0};
+  std::thread watch([&] {
+    while (streaming.load()) {
+      peak.store(std::max(peak.load(), ResidentBytes(server->pid())));
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  std::vector<RankRun> runs(kWorld);
+  std::vector<std::thread> ranks;
+  for (uint32_t r = 0; r < kWorld; ++r) {
+    ranks.emplace_back([&, r] {
+      StreamOptions so;
+      so.dataset = "wide";
+      so.rank = r;
+      so.world = kWorld;
+      so.batch_size = 16;
+      runs[r] = StreamAll(*client.value(), so);
+    });
+  }
+  for (auto& t : ranks) t.join();
+  streaming = false;
+  watch.join();
+
+  std::set<uint64_t> seen;
+  for (const RankRun& run : runs) {
+    EXPECT_EQ(run.end.code(), Code::kOutOfRange) << run.end.ToString();
+    for (const Batch& b : run.batches) {
+      for (size_t i = 0; i < b.size(); ++i) {
+        EXPECT_TRUE(seen.insert(b.ids()[i]).second) << "sample " << b.ids()[i] << " twice";
+        EXPECT_EQ(b.field(i, "bin"), Payload(b.ids()[i])) << b.ids()[i];
+      }
+    }
+  }
+  EXPECT_EQ(seen.size(), kSamples);
+  ASSERT_GT(peak.load(), 0u) << "the server's memory could not be read";
+  EXPECT_LE(peak.load(), kBudget) << "server VmRSS peaked at " << (peak.load() >> 10) << " KiB";
+  std::printf("server VmRSS peak %llu KiB of %llu\n", static_cast<unsigned long long>(peak.load() >> 10), static_cast<unsigned long long>(kBudget >> 10));
+  // The cache had less than the dataset, and held no more than its share.
+  const double budget = Gauge(server->metrics_address(), "strata_cache_budget_bytes");
+  const double resident = Gauge(server->metrics_address(), "strata_cache_resident_bytes");
+  EXPECT_GT(budget, 0);
+  EXPECT_LT(budget, static_cast<double>(kSamples * kPayloadBytes));
+  EXPECT_LE(resident, budget);
+  client.value().reset();
+  EXPECT_EQ(server->Terminate(), 0);
+}
+
+// A budget below what stratad needs to run, or one without the cache that
+// keeps it, is a usage error at start, not a server that cannot keep it.
+TEST(MemoryBudgetTest, ImpossibleBudgetsAreRefusedAtStart) {
+  TempDir dir;
+  struct Case {
+    std::vector<std::string> args;
+    const char* expect;
+  } cases[] = {
+      {{"--memory-budget", "16MiB"}, "at least 32 MiB"},
+      {{"--memory-budget", "1GiB", "--cache-bytes", "0"}, "memory_budget needs the block cache"},
+      {{"--memory-budget", "lots"}, "--memory-budget"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> argv = {StratadBinary(), "--data-dir", dir.Join("data"), "--listen", "127.0.0.1:0"};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    CommandResult r = RunCommand(argv, 30);
+    EXPECT_EQ(r.exit_code, 2) << c.args[1];
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace strata::testing
