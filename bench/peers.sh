@@ -13,11 +13,11 @@
 # page cache. Each strata figure is the best of three runs; peers get one run
 # each (their runs are long enough to be steady).
 #
-# Usage: bench/peers.sh [--small N] [--large N] [--big N] [--skip-scale] [--scale-cache SIZE]
+# Usage: bench/peers.sh [--small N] [--large N] [--big N] [--skip-scale] [--scale-budget SIZE]
 #   --small N   1 KiB samples (default 300000)
 #   --large N   1 MiB samples (default 2000, about 2 GB)
 #   --big N     samples of the large dataset for time to first batch (default 10000000)
-#   --scale-cache SIZE  the server's cache_bytes for the scale runs (default 64MiB)
+#   --scale-budget SIZE the server's memory_budget (whole RSS) for the scale runs (default 96MiB)
 # Needs a build in ./build, nginx, iperf3, curl, /usr/bin/python3 with torch
 # and matplotlib (deploy/setup-debian.sh installs them). Writes
 # bench/results/peers.csv and bench/results/peers.png.
@@ -28,14 +28,14 @@ small=300000
 large=2000
 big=10000000
 scale=1
-scale_cache=64MiB
+scale_budget=96MiB
 while [ $# -gt 0 ]; do
   case "$1" in
     --small) small="$2"; shift 2 ;;
     --large) large="$2"; shift 2 ;;
     --big) big="$2"; shift 2 ;;
     --skip-scale) scale=0; shift ;;
-    --scale-cache) scale_cache="$2"; shift 2 ;;
+    --scale-budget) scale_budget="$2"; shift 2 ;;
     -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "peers.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -158,10 +158,11 @@ for kind in small large; do
 done
 
 if [ $scale = 1 ]; then
-  echo "== scale: 1, 4 and 16 concurrent streams of the small dataset from one node, cache_bytes $scale_cache"
-  # A fresh server with a block cache budget, so that its peak memory is the streams' alone.
+  echo "== scale: 1, 4 and 16 concurrent streams of the small dataset from one node, memory_budget $scale_budget"
+  # A fresh server with a memory budget for its whole RSS (the block cache gives way to the
+  # rest), so that its peak memory is the streams' alone; sampled every 10 ms.
   "$cluster" stop --dir "$work/one" >/dev/null
-  "$cluster" start --nodes 1 --base-port "$base" --dir "$work/one" -- --cache-bytes "$scale_cache" >/dev/null
+  "$cluster" start --nodes 1 --base-port "$base" --dir "$work/one" -- --memory-budget "$scale_budget" >/dev/null
   pid=$(cat "$work/one/node-1.pid")
   for k in 1 4 16; do
     peak_anon=0
@@ -178,15 +179,15 @@ if [ $scale = 1 ]; then
       v=$(awk '/VmRSS/ {print $2}' /proc/"$pid"/status)
       [ "$a" -gt "$peak_anon" ] && peak_anon=$a
       [ "$v" -gt "$peak_rss" ] && peak_rss=$v
-      sleep 0.05
+      sleep 0.01
     done
     wait "${spids[@]}"
     t1=$(now)
     secs=$(calc "round($t1 - $t0, 3)")
     sps=$(calc "round($small / $secs)")
-    printf '  %2d streams: %10s samples/s   server RSS peak %6.1f MiB (anonymous %6.1f MiB)\n' \
-      $k "$sps" "$(calc "$peak_rss / 1024")" "$(calc "$peak_anon / 1024")"
-    echo "small,strata_${k}_streams,$small,$secs,$sps,$(calc "round($small * 1024 / $secs / 1e9, 3)"),,rss_mib=$(calc "round($peak_rss / 1024, 1)");anon_rss_mib=$(calc "round($peak_anon / 1024, 1)");cache=$scale_cache" >>"$csv"
+    printf '  %2d streams: %10s samples/s   server RSS peak %6.1f MiB of %s (anonymous %6.1f MiB)\n' \
+      $k "$sps" "$(calc "$peak_rss / 1024")" "$scale_budget" "$(calc "$peak_anon / 1024")"
+    echo "small,strata_${k}_streams,$small,$secs,$sps,$(calc "round($small * 1024 / $secs / 1e9, 3)"),,rss_mib=$(calc "round($peak_rss / 1024, 1)");anon_rss_mib=$(calc "round($peak_anon / 1024, 1)");memory_budget=$scale_budget" >>"$csv"
   done
 
   echo "== time to first batch: 10k against $big samples (16 B each)"

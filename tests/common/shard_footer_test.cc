@@ -230,20 +230,30 @@ TEST(ShardFormatTest, MisplacedOffsetsInAMatchingFooterAreCorruptionWhenRead) {
   EXPECT_EQ(ShardReader::Open(path).status().code(), Code::kDataLoss);
 }
 
+// Writes `records` samples of 128 KiB to `path` and opens the shard with
+// none of its pages mapped into this process (null, with a failure, if not).
+std::unique_ptr<ShardReader> OpenUnmapped(const std::string& path, uint64_t records, uint64_t seed,
+                                          std::vector<Sample>* samples) {
+  std::mt19937_64 rng(seed);
+  for (uint64_t i = 0; i < records; ++i) samples->push_back(testing::MakeSample(i, i, rng, {128 << 10}));
+  testing::WriteShard(path, 0, *samples);
+  auto reader = ShardReader::Open(path);
+  EXPECT_TRUE(reader.ok()) << reader.status().ToString();
+  if (!reader.ok()) return nullptr;
+  reader.value()->Release(0, reader.value()->file_size());
+  EXPECT_EQ(testing::Mapped(path).rss_bytes, 0u);
+  return std::move(reader).value();
+}
+
 // Prefetching loads what is mapped into the CPU cache; it never maps a page,
 // so it cannot undo the block cache's releases.
 TEST(ShardFormatTest, PrefetchHintsMapNoRecords) {
   TempDir dir;
   const std::string path = std::filesystem::canonical(dir.path()).string() + "/shard";
-  std::mt19937_64 rng(3);
   std::vector<Sample> samples;
-  for (uint64_t i = 0; i < 40; ++i) samples.push_back(testing::MakeSample(i, i, rng, {128 << 10}));  // 5 MiB
-  testing::WriteShard(path, 0, samples);
-  auto reader = ShardReader::Open(path);
-  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
-  const ShardReader& r = **reader;
-  r.Release(0, r.file_size());
-  ASSERT_EQ(testing::Mapped(path).rss_bytes, 0u);
+  auto reader = OpenUnmapped(path, 40, 3, &samples);  // 5 MiB
+  ASSERT_NE(reader, nullptr);
+  const ShardReader& r = *reader;
   for (uint64_t i = 0; i <= samples.size(); ++i) {
     r.PrefetchOffset(i);
     r.PrefetchRecord(i);
@@ -264,16 +274,10 @@ TEST(ShardFormatTest, PrefetchHintsMapNoRecords) {
 TEST(ShardFormatTest, VerifyFileMapsNothing) {
   TempDir dir;
   const std::string path = std::filesystem::canonical(dir.path()).string() + "/shard";
-  std::mt19937_64 rng(4);
   std::vector<Sample> samples;
-  for (uint64_t i = 0; i < 48; ++i) samples.push_back(testing::MakeSample(i, i, rng, {128 << 10}));  // 6 MiB
-  testing::WriteShard(path, 0, samples);
-  auto reader = ShardReader::Open(path);
-  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
-  const ShardReader& r = **reader;
-  r.Release(0, r.file_size());
-  ASSERT_EQ(testing::Mapped(path).rss_bytes, 0u);
-  ASSERT_TRUE(r.VerifyFile().ok());
+  auto reader = OpenUnmapped(path, 48, 4, &samples);  // 6 MiB
+  ASSERT_NE(reader, nullptr);
+  ASSERT_TRUE(reader->VerifyFile().ok());
   EXPECT_EQ(testing::Mapped(path).rss_bytes, 0u);
   // And it still finds damage anywhere in the records.
   std::string bytes = ReadFile(path);

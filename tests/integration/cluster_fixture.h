@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -22,7 +23,8 @@ inline std::string SyntheticPayload(uint64_t i) {
 inline std::string SyntheticLabel(uint64_t i, uint32_t labels) { return "label" + std::to_string(i % labels); }
 
 // Ingests n synthetic samples as `dataset`; fails the test on error.
-inline v1::IngestReply IngestSynthetic(Client& client, const std::string& dataset, uint64_t n, uint32_t labels) {
+inline v1::IngestReply IngestSynthetic(Client& client, const std::string& dataset, uint64_t n, uint32_t labels,
+                                       const std::function<std::string(uint64_t)>& payload = SyntheticPayload) {
   v1::IngestOptions o;
   o.set_dataset(dataset);
   auto writer = client.StartIngest(o);
@@ -34,7 +36,7 @@ inline v1::IngestReply IngestSynthetic(Client& client, const std::string& datase
     s.set_label(SyntheticLabel(i, labels));
     v1::Field* f = s.add_fields();
     f->set_name("bin");
-    f->set_data(SyntheticPayload(i));
+    f->set_data(payload(i));
     Status st = writer.value()->Write(s);
     EXPECT_TRUE(st.ok()) << st.ToString();
     if (!st.ok()) return {};

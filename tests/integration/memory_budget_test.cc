@@ -56,22 +56,8 @@ TEST(MemoryBudgetTest, StratadStaysWithinItsBudgetWhileStreaming) {
   ASSERT_NE(server, nullptr);
   auto client = Client::Connect(server->address());
   ASSERT_TRUE(client.ok()) << client.status().ToString();
-  {
-    v1::IngestOptions io;
-    io.set_dataset("wide");
-    auto writer = client.value()->StartIngest(io);
-    ASSERT_TRUE(writer.ok()) << writer.status().ToString();
-    for (uint64_t i = 0; i < kSamples; ++i) {
-      v1::Sample s;
-      s.set_key("k" + std::to_string(i));
-      s.set_label(SyntheticLabel(i, 4));
-      v1::Field* f = s.add_fields();
-      f->set_name("bin");
-      f->set_data(Payload(i));
-      ASSERT_TRUE(writer.value()->Write(s).ok());
-    }
-    ASSERT_TRUE(writer.value()->Commit().ok());
-  }
+  const v1::IngestReply ingested = IngestSynthetic(*client.value(), "wide", kSamples, 4, Payload);
+  ASSERT_EQ(ingested.dataset().samples(), kSamples);
 
   // Four ranks at once, the server's resident memory sampled meanwhile.
   constexpr uint32_t kWorld = 4;
