@@ -60,7 +60,7 @@ cleanup() {
 trap cleanup EXIT
 mkdir -p "$root/bench/results"
 csv="$root/bench/results/peers.csv"
-echo "size,system,samples,seconds,samples_per_s,gb_per_s,strata_vs_this,vs_iperf3" >"$csv"
+echo "size,system,samples,seconds,samples_per_s,gb_per_s,strata_vs_this,vs_iperf3,notes" >"$csv"
 base=$((21000 + RANDOM % 10000))
 now() { date +%s.%N; }
 calc() { "$py" -c "print($1)"; }
@@ -68,7 +68,7 @@ rate() {  # strata stream's summary -> "samples/s MB/s"
   grep -oE '[0-9,.]+ samples/s, [0-9,.]+ MB/s' | head -1 | sed -E 's/,//g; s/ samples\/s//; s/ MB\/s//'
 }
 row() {  # size system samples seconds samples/s GB/s
-  echo "$1,$2,$3,$4,$5,$6,," >>"$csv"
+  echo "$1,$2,$3,$4,$5,$6,,," >>"$csv"
   printf '  %-34s %12s samples/s %8s GB/s\n' "$2" "$5" "$6"
 }
 
@@ -79,7 +79,7 @@ sleep 0.5
 iperf_gbs=$(iperf3 -c 127.0.0.1 -p $((base + 90)) -t 5 -J |
   "$py" -c 'import json,sys; bps = json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]; print(f"{bps/8e9:.3f}")')
 echo "  iperf3: $iperf_gbs GB/s"
-echo "any,iperf3,,,,$iperf_gbs,," >>"$csv"
+echo "any,iperf3,,,,$iperf_gbs,,," >>"$csv"
 
 cat >"$work/nginx.conf" <<EOF
 daemon on;
@@ -187,7 +187,7 @@ if [ $scale = 1 ]; then
     sps=$(calc "round($small / $secs)")
     printf '  %2d streams: %10s samples/s   server RSS peak %6.1f MiB of %s (anonymous %6.1f MiB)\n' \
       $k "$sps" "$(calc "$peak_rss / 1024")" "$scale_budget" "$(calc "$peak_anon / 1024")"
-    echo "small,strata_${k}_streams,$small,$secs,$sps,$(calc "round($small * 1024 / $secs / 1e9, 3)"),,rss_mib=$(calc "round($peak_rss / 1024, 1)");anon_rss_mib=$(calc "round($peak_anon / 1024, 1)");memory_budget=$scale_budget" >>"$csv"
+    echo "small,strata_${k}_streams,$small,$secs,$sps,$(calc "round($small * 1024 / $secs / 1e9, 3)"),,,rss_mib=$(calc "round($peak_rss / 1024, 1)");anon_rss_mib=$(calc "round($peak_anon / 1024, 1)");memory_budget=$scale_budget" >>"$csv"
   done
 
   echo "== time to first batch: 10k against $big samples (16 B each)"
@@ -208,7 +208,7 @@ if [ $scale = 1 ]; then
       t1=$(now)
       ms=$(calc "round(($t1 - $t0) * 1000, 1)")
       echo "  $n samples, $sampler, $when server: first batch after $ms ms"
-      echo "tiny,first_batch_${sampler}_${when}_$n,$n,$(calc "round($t1 - $t0, 4)"),,,," >>"$csv"
+      echo "tiny,first_batch_${sampler}_${when}_$n,$n,$(calc "round($t1 - $t0, 4)"),,,,," >>"$csv"
     done
   done
 fi
