@@ -197,6 +197,11 @@ class ShardReader {
   // Release drops those pages from this process's memory; the page cache may
   // keep them, and a later read maps them back in.
   void Release(uint64_t offset, uint64_t len) const;
+  // Whether every page of [offset, offset + len) is in the kernel's page
+  // cache (mincore). Touching an uncached page through the mapping reads its
+  // whole folio from storage, up to 2 MiB for one small record. True where
+  // the kernel cannot say.
+  bool Cached(uint64_t offset, uint64_t len) const;
 
   // Re-reads the whole file and compares it with the trailer's file checksum
   // (the scrubber's check, and that of a copy received from a peer).

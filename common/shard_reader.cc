@@ -259,6 +259,15 @@ void ShardReader::Release(uint64_t offset, uint64_t len) const {
   if (bytes != 0) madvise(at, bytes, MADV_DONTNEED);
 }
 
+bool ShardReader::Cached(uint64_t offset, uint64_t len) const {
+  const auto [at, bytes] = PageSpan(base_, size_, offset, len);
+  if (bytes == 0) return true;
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> in((bytes + page - 1) / page);
+  if (mincore(at, bytes, in.data()) != 0) return true;
+  return std::all_of(in.begin(), in.end(), [](unsigned char c) { return (c & 1) != 0; });
+}
+
 Status ParseRecord(std::string_view raw, uint64_t expected_id, RecordView* out) {
   // Emptied first so that no error leaves bytes behind. Clear() keeps the
   // header's allocations, which parsing into it reuses across reads.

@@ -19,7 +19,8 @@
 //  - only dense uses (at least 1/16 of the block) are read ahead at the cost
 //    of an eviction: mapping 2 MiB to serve one small record that is not
 //    needed again soon costs more than reading the record. A sparse use takes
-//    a block in only where the budget has room to spare.
+//    a block in only where the budget has room to spare and the block is in
+//    the page cache (mapping an uncached block reads all of it from storage).
 // When a step is built, Hold says which of its blocks are admitted (resident,
 // being read in, or fitting now): those are read through the mapping and sent
 // zero-copy, gRPC slices pointing at them. The others are read with pread into

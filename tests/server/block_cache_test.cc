@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/thread_pool.hpp>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -382,6 +384,38 @@ TEST_F(BlockCacheTest, SparseUsesDoNotEvict) {
   EXPECT_EQ(s.misses, 3u);
   EXPECT_EQ(s.evictions, 0u);
   EXPECT_EQ(s.resident_bytes, 2 * kBlock);
+}
+
+// A block that is not in the page cache is not mapped for a use it was not
+// read ahead for: touching it would read the whole 2 MiB from storage for a
+// few records, so those are read with pread. Once cached, it is mapped.
+TEST_F(BlockCacheTest, UncachedBlocksAreNotMappedForUsesNotReadAhead) {
+  BlockCache cache(BlockCacheOptions{64 * kBlock, kBlock}, &pool_, nullptr);
+  reader_->Release(0, reader_->file_size());
+  const int fd = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(fdatasync(fd), 0);
+  ASSERT_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);  // out of the page cache
+  const uint64_t block5 = 5 * kBlock;
+  if (reader_->Cached(block5, kBlock)) {
+    close(fd);
+    GTEST_SKIP() << "the kernel kept the file cached (nothing to measure here)";
+  }
+  auto blocks = BlocksOf(cache, reader_, {40});  // block 5
+  cache.Pin(blocks, /*read_ahead=*/false);
+  std::vector<bool> mapped;
+  cache.Hold(blocks, &mapped).reset();
+  EXPECT_EQ(mapped, std::vector<bool>{false}) << "uncached: read around the mapping";
+  EXPECT_EQ(cache.stats().resident_bytes, 0u);
+
+  std::string bytes(kBlock, '\0');
+  ASSERT_EQ(pread(fd, bytes.data(), bytes.size(), static_cast<off_t>(block5)), static_cast<ssize_t>(kBlock));
+  close(fd);
+  ASSERT_TRUE(reader_->Cached(block5, kBlock));
+  cache.Pin(blocks, /*read_ahead=*/false);
+  cache.Hold(blocks, &mapped).reset();
+  EXPECT_EQ(mapped, std::vector<bool>{true}) << "cached and room to spare: mapped";
+  EXPECT_EQ(cache.stats().resident_bytes, kBlock);
 }
 
 TEST_F(BlockCacheTest, ZeroBudgetDisablesTheCache) {
