@@ -256,8 +256,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
   }
 
   // With a memory budget: at most once a millisecond, sets the cache's budget
-  // to what the rest of the process leaves of it, and evicts idle blocks down
-  // to it. The rest is the resident set less the blocks read in (those being
+  // to what the rest of the process leaves of it, and sheds blocks down to it. The rest is the resident set less the blocks read in (those being
   // read in are not resident yet).
   void Govern() {
     if (options_.memory_budget_bytes == 0) return;
