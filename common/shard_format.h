@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -208,7 +209,10 @@ class ShardReader {
   // Corruption on a mismatch, IOError if it cannot be read. Reads with pread
   // in 1 MiB pieces: it maps no page, so verifying a shard adds at most a
   // piece to the process's memory, whatever the shard's size.
-  Status VerifyFile() const;
+  // `before_piece`, if given, is called with each piece's size before it is
+  // read: the scrubber paces there (so it reads at its rate throughout, never
+  // a whole shard in one burst) and returns false to stop (Cancelled).
+  Status VerifyFile(const std::function<bool(size_t)>& before_piece = nullptr) const;
 
  private:
   ShardReader() = default;

@@ -312,12 +312,13 @@ Status ShardReader::Read(uint64_t index, RecordView* out) const {
   return s;
 }
 
-Status ShardReader::VerifyFile() const {
+Status ShardReader::VerifyFile(const std::function<bool(size_t)>& before_piece) const {
   constexpr size_t kPiece = size_t{1} << 20;
   std::string piece(std::min<uint64_t>(kPiece, body_end_), '\0');
   Checksum64Stream sum;
   for (uint64_t at = 0; at < body_end_;) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(kPiece, body_end_ - at));
+    if (before_piece && !before_piece(n)) return Status::Cancelled("verification of " + path_ + " stopped");
     STRATA_RETURN_IF_ERROR(PReadExactFd(fd_, piece.data(), n, at, path_));
     sum.Update(piece.data(), n);
     at += n;

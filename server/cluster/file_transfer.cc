@@ -29,11 +29,18 @@ Status FsyncDir(const std::string& dir) {
 
 }  // namespace
 
-Status VerifyLocalFile(v1::FileRef::Kind kind, const std::string& path) {
+Status VerifyLocalFile(v1::FileRef::Kind kind, const std::string& path,
+                       const std::function<bool(size_t)>& before_piece) {
   if (kind == v1::FileRef::SHARD) {
     auto reader = ShardReader::Open(path);
     if (!reader.ok()) return reader.status();
-    return reader.value()->VerifyFile();
+    return reader.value()->VerifyFile(before_piece);
+  }
+  if (before_piece) {
+    std::error_code ec;
+    const uint64_t size = std::filesystem::file_size(path, ec);
+    if (ec) return Status::NotFound(path + ": " + ec.message());
+    if (!before_piece(static_cast<size_t>(size))) return Status::Cancelled("verification of " + path + " stopped");
   }
   auto index = StratumIndexFile::Open(path);  // verifies the whole file
   return index.ok() ? Status::OK() : index.status();

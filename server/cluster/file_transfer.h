@@ -25,7 +25,11 @@ namespace strata {
 inline constexpr size_t kFileChunkBytes = size_t{1} << 20;
 
 // Checks a complete file of `kind` at `path`. Corruption if it is damaged.
-Status VerifyLocalFile(v1::FileRef::Kind kind, const std::string& path);
+// `before_piece` (may be empty) is called with the size of each piece before
+// it is read, the whole file for a stratum index (small, verified at once);
+// returning false stops the check with Cancelled.
+Status VerifyLocalFile(v1::FileRef::Kind kind, const std::string& path,
+                       const std::function<bool(size_t)>& before_piece = nullptr);
 
 // One incoming file. Not thread-safe.
 class FileReceiver {

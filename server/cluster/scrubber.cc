@@ -2,8 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <filesystem>
-
 #include "server/cluster/file_transfer.h"
 #include "server/node.h"
 
@@ -45,18 +43,18 @@ void Scrubber::Run() {
     for (const v1::FileRef& file : node_->local_files().List("", 0)) {
       if (WaitOrStop(std::chrono::milliseconds(0))) return;
       const std::string path = node_->data_dir().Absolute(node_->data_dir().FileRelativePath(file));
-      std::error_code ec;
-      const uint64_t size = std::filesystem::file_size(path, ec);
-      if (ec) continue;  // released or quarantined meanwhile
-      // Pace in pieces so Stop() is not held up by a large file.
-      for (uint64_t left = size; left > 0;) {
-        const uint64_t piece = std::min<uint64_t>(left, 4ull << 20);
+      // Paced piece by piece: the reads are spread at the configured rate,
+      // never a whole shard at full speed after a long sleep (a burst that
+      // took a core from the streams just when a new dataset was first read).
+      uint64_t verified = 0;
+      const auto pace = [this, &verified](size_t piece) {
         limiter_.Acquire(piece);
-        left -= piece;
-        if (WaitOrStop(std::chrono::milliseconds(0))) return;
-      }
-      Status s = VerifyLocalFile(file.kind(), path);
-      node_->metrics().scrubbed_bytes.Increment(static_cast<double>(size));
+        verified += piece;
+        return !WaitOrStop(std::chrono::milliseconds(0));
+      };
+      Status s = VerifyLocalFile(file.kind(), path, pace);
+      node_->metrics().scrubbed_bytes.Increment(static_cast<double>(verified));
+      if (s.code() == Code::kCancelled) return;  // stopping
       if (s.IsCorruption()) {
         spdlog::error("scrub: {} is corrupt: {}", FileName(file), s.message());
         node_->Quarantine(file);

@@ -288,5 +288,33 @@ TEST(ShardFormatTest, VerifyFileMapsNothing) {
   EXPECT_EQ((*damaged)->VerifyFile().code(), Code::kDataLoss);
 }
 
+// The scrubber paces each piece as it is read (at its rate throughout, never a
+// whole shard in one burst) and can stop part way through a large shard.
+TEST(ShardFormatTest, VerifyFileAsksBeforeEachPiece) {
+  TempDir dir;
+  const std::string path = std::filesystem::canonical(dir.path()).string() + "/shard";
+  std::vector<Sample> samples;
+  auto reader = OpenUnmapped(path, 48, 4, &samples);  // 6 MiB
+  ASSERT_NE(reader, nullptr);
+  std::vector<size_t> pieces;
+  ASSERT_TRUE(reader->VerifyFile([&](size_t n) {
+                      pieces.push_back(n);
+                      return true;
+                    }).ok());
+  ASSERT_GE(pieces.size(), 6u);
+  size_t total = 0;
+  for (size_t n : pieces) {
+    EXPECT_LE(n, size_t{1} << 20);
+    total += n;
+  }
+  EXPECT_GE(total, size_t{6} << 20);
+  EXPECT_LE(total, std::filesystem::file_size(path));
+  // Stopping after two pieces reads no more and says it stopped.
+  int asked = 0;
+  const Status stopped = reader->VerifyFile([&](size_t) { return ++asked <= 2; });
+  EXPECT_EQ(stopped.code(), Code::kCancelled);
+  EXPECT_EQ(asked, 3);
+}
+
 }  // namespace
 }  // namespace strata

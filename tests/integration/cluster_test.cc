@@ -325,6 +325,33 @@ TEST(ClusterTest, FlippedBitIsNeverServedAndIsRepaired) {
   EXPECT_FALSE(std::filesystem::is_empty(cluster.DataDir(0) + "/quarantine"));
 }
 
+// Damage in a shard no stream reads is found by the scrubber alone (paced
+// piece by piece), quarantined, and replaced by a good copy.
+TEST(ClusterTest, ScrubberFindsDamageNobodyReads) {
+  LocalCluster cluster(Nodes(3));
+  auto client = cluster.Connect(0);
+  ASSERT_EQ(IngestReplicated(*client, "scrub", 3000, 2).dataset().samples(), 3000u);
+  const std::string dir = cluster.DataDir(2) + "/shards/scrub/v1";
+  std::string victim;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".shard") victim = e.path().string();
+  }
+  ASSERT_FALSE(victim.empty());
+  {
+    std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(victim) / 3));
+    f.write("\x5a\xa5", 2);
+  }
+  ASSERT_FALSE(ShardReader::Open(victim).value()->VerifyFile().ok());
+  ASSERT_TRUE(Eventually([&] {
+    auto s = client->GetNodeStatus(cluster.Address(2));
+    if (!s.ok() || s->repair().corruptions_found() < 1) return false;
+    auto reader = ShardReader::Open(victim);
+    return reader.ok() && reader.value()->VerifyFile().ok();
+  }, 90s)) << "the scrubber quarantines the copy and a good one is fetched";
+  EXPECT_FALSE(std::filesystem::is_empty(cluster.DataDir(2) + "/quarantine"));
+}
+
 // A stratum index damaged on one node before any stream read it: that node's
 // stratified stream fails when it reads the damaged block, the client fails
 // over to the other nodes (every sample still once), and the copy is
