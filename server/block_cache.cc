@@ -263,6 +263,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
     const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
     int64_t last = last_govern_.load(std::memory_order_relaxed);
     constexpr int64_t kEvery = std::chrono::nanoseconds(std::chrono::milliseconds(1)).count();
+    constexpr uint64_t kReserveBlocks = 4;
     constexpr int64_t kRestWindow = std::chrono::nanoseconds(std::chrono::seconds(1)).count();
     if (now - last < kEvery || !last_govern_.compare_exchange_strong(last, now)) return;
     const Result<uint64_t> rss = ProcessResidentBytes();
@@ -274,9 +275,10 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
       const uint64_t loaded = resident_ - loading_;
       rest = rss.value() > loaded ? rss.value() - loaded : 0;
       // The rest swings with the batches in flight: plan for the most it held
-      // in this window and the one before, and two blocks more, for what it
-      // grows by before the next reading and for blocks being read when it
-      // does, which leave only once their uses end.
+      // in this window and the one before, and kReserveBlocks more, for what
+      // it grows by before the next reading (longer when the machine's cores
+      // are busy) and for blocks being read when it does, which leave only
+      // once their uses end (one per stream reading at that moment).
       const int64_t window = now / kRestWindow;
       if (window != rest_window_) {
         rest_before_ = window == rest_window_ + 1 ? rest_now_ : 0;
@@ -284,7 +286,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
         rest_window_ = window;
       }
       rest_now_ = std::max(rest_now_, rest);
-      const uint64_t reserved = std::max(rest_now_, rest_before_) + 2 * options_.block_bytes;
+      const uint64_t reserved = std::max(rest_now_, rest_before_) + kReserveBlocks * options_.block_bytes;
       const uint64_t left = options_.memory_budget_bytes > reserved ? options_.memory_budget_bytes - reserved : 0;
       budget_ = std::min(options_.budget_bytes, left);
       budget = budget_;

@@ -34,7 +34,7 @@
 // reads the process's resident bytes (common/process_memory.h) at most every
 // millisecond as streams pin blocks, counts everything but its own loaded
 // blocks as the rest (code, heap, shard footers), and holds at most the
-// budget less the most the rest held in the last second or two and two
+// budget less the most the rest held in the last second or two and four
 // blocks in reserve, never more than budget_bytes. When the rest grows, idle
 // blocks are evicted at once; if that is not enough (small records spread
 // over all blocks keep every block pinned), so are pinned blocks that no use
