@@ -8,7 +8,8 @@
 #   strata shuffled and stratified batches from 1 node, shuffled from 3 nodes.
 # For small samples (1 KiB) and large ones (1 MiB), then the scale figures:
 # 1, 4 and 16 concurrent client streams with the server's peak memory, and the
-# time to a first batch for 10k against 10M samples.
+# cost by dataset size (10k, 1M, 10M samples): ingest rate, shard bytes, time
+# to a first batch, stream rate and the server's memory.
 # Every dataset is read once before it is timed, so all systems read from the
 # page cache. Each strata figure is the best of three runs; peers get one run
 # each (their runs are long enough to be steady).
@@ -16,7 +17,7 @@
 # Usage: bench/peers.sh [--small N] [--large N] [--big N] [--skip-scale] [--scale-budget SIZE]
 #   --small N   1 KiB samples (default 300000)
 #   --large N   1 MiB samples (default 2000, about 2 GB)
-#   --big N     samples of the large dataset for time to first batch (default 10000000)
+#   --big N     samples of the largest dataset for the cost by size (default 10000000)
 #   --scale-budget SIZE the server's memory_budget (whole RSS) for the scale runs (default 96MiB)
 # Needs a build in ./build, nginx, iperf3, curl, /usr/bin/python3 with torch
 # and matplotlib (deploy/setup-debian.sh installs them). Writes
@@ -36,7 +37,7 @@ while [ $# -gt 0 ]; do
     --big) big="$2"; shift 2 ;;
     --skip-scale) scale=0; shift ;;
     --scale-budget) scale_budget="$2"; shift 2 ;;
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "peers.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -190,12 +191,21 @@ if [ $scale = 1 ]; then
     echo "small,strata_${k}_streams,$small,$secs,$sps,$(calc "round($small * 1024 / $secs / 1e9, 3)"),,,rss_mib=$(calc "round($peak_rss / 1024, 1)");anon_rss_mib=$(calc "round($peak_anon / 1024, 1)");memory_budget=$scale_budget" >>"$csv"
   done
 
-  echo "== time to first batch: 10k against $big samples (16 B each)"
+  echo "== cost by dataset size: 10k, 1M and $big samples (16 B each) on one fresh node"
+  # Per size: ingest rate, shard bytes, time to a first batch, the stream rate over the
+  # first min(N, 1M) samples, and the server's memory afterwards.
   "$cluster" start --nodes 1 --base-port $((base + 20)) --dir "$work/first" >/dev/null
-  for n in 10000 "$big"; do
+  fpid=$(cat "$work/first/node-1.pid")
+  for n in $(printf "%s\n" 10000 1000000 "$big" | sort -nu); do
     "$bin/bench/strata-make-dataset" --out "$work/first-$n" --format tar --samples "$n" --size 16 \
       --samples-per-tar 1000000 --classes 100 >/dev/null 2>&1
+    t0=$(now)
     "$strata" ingest -q --server 127.0.0.1:$((base + 20)) --dataset "first$n" "$work/first-$n"/*.tar >/dev/null
+    t1=$(now)
+    ingest_secs=$(calc "round($t1 - $t0, 3)")
+    shard_mib=$(du -sm "$work/first/node-1/shards/first$n" | cut -f1)
+    echo "  $n samples: ingest $ingest_secs s ($(calc "round($n / ($t1 - $t0))") samples/s), $shard_mib MiB of shards"
+    echo "tiny,ingest_$n,$n,$ingest_secs,$(calc "round($n / ($t1 - $t0))"),,,,shard_mib=$shard_mib" >>"$csv"
     rm -rf "$work/first-$n"
     sync  # the machine's writeback of the sources is not the server's time
     # cold: the server opens the version (and its shard files) for this stream;
@@ -210,6 +220,13 @@ if [ $scale = 1 ]; then
       echo "  $n samples, $sampler, $when server: first batch after $ms ms"
       echo "tiny,first_batch_${sampler}_${when}_$n,$n,$(calc "round($t1 - $t0, 4)"),,,,," >>"$csv"
     done
+    m=$((n < 1000000 ? n : 1000000))
+    read -r sps mbs <<<"$("$strata" stream --server 127.0.0.1:$((base + 20)) --dataset "first$n" --batch-size 256 \
+      --max-steps $(((m + 255) / 256)) --quiet | rate)"
+    rss=$(awk '/VmRSS/ {print $2}' /proc/"$fpid"/status)
+    anon=$(awk '/RssAnon/ {print $2}' /proc/"$fpid"/status)
+    echo "  $n samples: shuffled stream of the first $m samples at $sps samples/s; server RSS $(calc "round($rss / 1024, 1)") MiB (anonymous $(calc "round($anon / 1024, 1)") MiB)"
+    echo "tiny,stream_first_${m}_of_$n,$m,$(calc "round($m / $sps, 3)"),$sps,,,,rss_mib=$(calc "round($rss / 1024, 1)");anon_rss_mib=$(calc "round($anon / 1024, 1)")" >>"$csv"
   done
 fi
 
