@@ -125,6 +125,25 @@ StreamOptions EpochOf(const std::string& dataset, uint32_t batch) {
   return o;
 }
 
+// One shard file of `dir` (empty if there is none), with the byte at
+// `fraction` of its size XORed with 0x10: damage only a checksum can find.
+std::string DamageOneShard(const std::string& dir, double fraction) {
+  std::string victim;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".shard") victim = e.path().string();
+  }
+  if (victim.empty()) return victim;
+  const auto at = static_cast<std::streamoff>(static_cast<double>(std::filesystem::file_size(victim)) * fraction);
+  std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(at);
+  char c = 0;
+  f.read(&c, 1);
+  c = static_cast<char>(c ^ 0x10);
+  f.seekp(at);
+  f.write(&c, 1);
+  return victim;
+}
+
 std::string HomeOf(const LocalCluster& cluster, const std::string& dataset) {
   std::vector<std::string> ids;
   for (int i = 0; i < cluster.size(); ++i) ids.push_back(cluster.Id(i));
@@ -297,21 +316,8 @@ TEST(ClusterTest, FlippedBitIsNeverServedAndIsRepaired) {
   auto client = cluster.Connect(0);
   ASSERT_EQ(IngestReplicated(*client, "flip", 3000, 2).dataset().samples(), 3000u);
   // Flip a bit in the middle of one shard on node-1.
-  const std::string dir = cluster.DataDir(0) + "/shards/flip/v1";
-  std::string victim;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    if (e.path().extension() == ".shard") victim = e.path().string();
-  }
+  const std::string victim = DamageOneShard(cluster.DataDir(0) + "/shards/flip/v1", 0.5);
   ASSERT_FALSE(victim.empty());
-  {
-    std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(static_cast<std::streamoff>(std::filesystem::file_size(victim) / 2));
-    char c = 0;
-    f.read(&c, 1);
-    c = static_cast<char>(c ^ 0x10);
-    f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(victim) / 2));
-    f.write(&c, 1);
-  }
   // Every epoch reads correct bytes (RunRanks checks every payload).
   const auto want = RunRanks(cluster, 0, "flip", 1, 50);
   ExpectSameAndExactlyOnce(RunRanks(cluster, 0, "flip", 1, 50), want, 3000);
@@ -331,17 +337,8 @@ TEST(ClusterTest, ScrubberFindsDamageNobodyReads) {
   LocalCluster cluster(Nodes(3));
   auto client = cluster.Connect(0);
   ASSERT_EQ(IngestReplicated(*client, "scrub", 3000, 2).dataset().samples(), 3000u);
-  const std::string dir = cluster.DataDir(2) + "/shards/scrub/v1";
-  std::string victim;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    if (e.path().extension() == ".shard") victim = e.path().string();
-  }
+  const std::string victim = DamageOneShard(cluster.DataDir(2) + "/shards/scrub/v1", 1.0 / 3);
   ASSERT_FALSE(victim.empty());
-  {
-    std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(victim) / 3));
-    f.write("\x5a\xa5", 2);
-  }
   ASSERT_FALSE(ShardReader::Open(victim).value()->VerifyFile().ok());
   ASSERT_TRUE(Eventually([&] {
     auto s = client->GetNodeStatus(cluster.Address(2));
