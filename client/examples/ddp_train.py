@@ -19,7 +19,6 @@ everything up: a stratad, a generated dataset, this script).
 import argparse
 import json
 import os
-import socket
 import sys
 import time
 from pathlib import Path
@@ -72,8 +71,8 @@ def checkpoint_path(directory, rank):
     return Path(directory) / f"rank{rank}.pt"
 
 
-def train(rank, args, classes, port, phase):
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=args.world)
+def train(rank, args, classes, init_method, phase):
+    dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=args.world)
     torch.manual_seed(0)
     model = DistributedDataParallel(torch.nn.Sequential(
         torch.nn.Linear(BINS, 64), torch.nn.ReLU(), torch.nn.Linear(64, len(classes))))
@@ -151,10 +150,13 @@ def leave():
     os._exit(0)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def rendezvous(directory, phase):
+    """Where this phase's ranks meet: a file, not a TCP port. The ranks run on
+    this machine, and a port picked free here could be taken by another
+    process before rank 0 binds it (a race seen when tests run in parallel)."""
+    path = Path(directory) / f"rendezvous-{phase}"
+    path.unlink(missing_ok=True)  # the file store needs a new or empty file
+    return f"file://{path}"
 
 
 def main(argv=None):
@@ -171,7 +173,7 @@ def main(argv=None):
 
     phases = ["first", "resume"] if args.interrupt_at else ["all"]
     for phase in phases:
-        mp.spawn(train, args=(args, classes, free_port(), phase), nprocs=args.world, join=True)
+        mp.spawn(train, args=(args, classes, rendezvous(args.checkpoint_dir, phase), phase), nprocs=args.world, join=True)
         if phase == "first":
             print("all ranks stopped; starting new processes from the checkpoint", flush=True)
 

@@ -24,18 +24,18 @@ std::string Payload(uint64_t i) {
   return p;
 }
 
-// VmRSS of process `pid` in bytes, 0 if it cannot be read.
-uint64_t ResidentBytes(pid_t pid) {
+// VmRSS of process `pid` in bytes, 0 if it cannot be read, and the RssAnon
+// and RssFile lines that say what it was (for a failure's message).
+uint64_t ResidentBytes(pid_t pid, std::string* parts) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string key;
-  uint64_t kib = 0;
-  while (status >> key) {
-    if (key == "VmRSS:") {
-      status >> kib;
-      return kib << 10;
-    }
+  std::string line;
+  uint64_t rss = 0;
+  parts->clear();
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) rss = std::stoull(line.substr(6)) << 10;
+    if (line.rfind("RssAnon:", 0) == 0 || line.rfind("RssFile:", 0) == 0) parts->append(line + " ");
   }
-  return 0;
+  return rss;
 }
 
 // The value of a gauge on /metrics, or -1.
@@ -63,9 +63,15 @@ TEST(MemoryBudgetTest, StratadStaysWithinItsBudgetWhileStreaming) {
   constexpr uint32_t kWorld = 4;
   std::atomic<bool> streaming{true};
   std::atomic<uint64_t> peak{0};
+  std::string peak_parts;  // written by the watcher, read after it is joined
   std::thread watch([&] {
+    std::string parts;
     while (streaming.load()) {
-      peak.store(std::max(peak.load(), ResidentBytes(server->pid())));
+      const uint64_t rss = ResidentBytes(server->pid(), &parts);
+      if (rss > peak.load()) {
+        peak.store(rss);
+        peak_parts = parts;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   });
@@ -97,7 +103,7 @@ TEST(MemoryBudgetTest, StratadStaysWithinItsBudgetWhileStreaming) {
   }
   EXPECT_EQ(seen.size(), kSamples);
   ASSERT_GT(peak.load(), 0u) << "the server's memory could not be read";
-  EXPECT_LE(peak.load(), kBudget) << "server VmRSS peaked at " << (peak.load() >> 10) << " KiB";
+  EXPECT_LE(peak.load(), kBudget) << "server VmRSS peaked at " << (peak.load() >> 10) << " KiB: " << peak_parts;
   std::printf("server VmRSS peak %llu KiB of %llu\n", static_cast<unsigned long long>(peak.load() >> 10), static_cast<unsigned long long>(kBudget >> 10));
   // The cache had less than the dataset, and held no more than its share.
   const double budget = Gauge(server->metrics_address(), "strata_cache_budget_bytes");
