@@ -40,38 +40,29 @@ void StreamReactor::MaybeScheduleBuild() {
 }
 
 void StreamReactor::BuildTask() {
-  // Builds batches while the queue has room, so that a stream whose builds
-  // are its bottleneck costs no task hand-off (a thread wake-up) per batch.
-  for (;;) {
-    std::vector<WirePart> parts;
-    const uint64_t step = stream_->next_step();
-    Status s = stream_->BuildNext(&parts);
-    std::vector<grpc::ByteBuffer> wire;  // serialised here, off the lock and off gRPC's threads
-    if (s.ok()) {
-      for (const WirePart& p : parts) wire.push_back(p.Serialize());
-    }
-    bool more = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!s.ok()) {
-        spdlog::error("stream {} rank {}: {}", request_.dataset(), request_.rank(), s.ToString());
-        if (!final_status_) final_status_ = ToGrpcStatus(s);
-      } else {
-        for (size_t i = 0; i < parts.size(); ++i) {
-          ready_.push_back(Outgoing{std::move(wire[i]), parts[i].payload_bytes(),
-                                    static_cast<uint64_t>(parts[i].message().ids_size()), step,
-                                    i + 1 == parts.size()});
-        }
-        source_done_ = stream_->done();
-      }
-      more = !final_status_ && !source_done_ && ready_.size() < prefetch_;
-      building_ = more;  // while set, nothing else schedules a build and Pump never finishes the call
-    }
-    // With building_ still set, Pump cannot finish the call, so this task may
-    // go on; otherwise Pump may finish it, and no member is touched after.
-    Pump();
-    if (!more) return;
+  std::vector<WirePart> parts;
+  const uint64_t step = stream_->next_step();
+  Status s = stream_->BuildNext(&parts);
+  std::vector<grpc::ByteBuffer> wire;  // serialised here, off the lock and off gRPC's threads
+  if (s.ok()) {
+    for (const WirePart& p : parts) wire.push_back(p.Serialize());
   }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    building_ = false;
+    if (!s.ok()) {
+      spdlog::error("stream {} rank {}: {}", request_.dataset(), request_.rank(), s.ToString());
+      if (!final_status_) final_status_ = ToGrpcStatus(s);
+    } else {
+      for (size_t i = 0; i < parts.size(); ++i) {
+        ready_.push_back(Outgoing{std::move(wire[i]), parts[i].payload_bytes(),
+                                  static_cast<uint64_t>(parts[i].message().ids_size()), step,
+                                  i + 1 == parts.size()});
+      }
+      source_done_ = stream_->done();
+    }
+  }
+  Pump();  // touches no member after it returns
 }
 
 void StreamReactor::Pump() {

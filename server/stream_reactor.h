@@ -1,8 +1,7 @@
 // The StreamBatches call: a gRPC write reactor that sends one rank's batches.
 //
-// Batches are built on the node's I/O pool by one task per stream, which goes
-// on building while the queue has room, at most prefetch_batches ahead of the
-// network, and written one at a time in step order. HTTP/2 flow control
+// Batches are built on the node's I/O pool, at most prefetch_batches ahead of
+// the network, and written one at a time in step order. HTTP/2 flow control
 // holds writes back for a slow client, and the bounded queue holds building
 // back, so a slow trainer bounds the server's memory.
 //
