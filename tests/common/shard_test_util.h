@@ -97,12 +97,6 @@ inline std::vector<std::string> DirEntries(const std::string& dir) {
   return names;
 }
 
-inline void FlipByte(const std::string& path, uint64_t offset, uint8_t mask = 0x01) {
-  std::string bytes = ReadFile(path);
-  bytes[offset] = static_cast<char>(bytes[offset] ^ mask);
-  WriteFile(path, bytes);
-}
-
 // Writes a small shard and returns its samples.
 inline std::vector<Sample> WriteSmallShard(const std::string& path) {
   std::vector<Sample> samples = MakeSamples(500, 12, 6);

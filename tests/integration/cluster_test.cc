@@ -6,7 +6,6 @@
 
 #include <atomic>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <thread>
@@ -132,15 +131,9 @@ std::string DamageOneShard(const std::string& dir, double fraction) {
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     if (e.path().extension() == ".shard") victim = e.path().string();
   }
-  if (victim.empty()) return victim;
-  const auto at = static_cast<std::streamoff>(static_cast<double>(std::filesystem::file_size(victim)) * fraction);
-  std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(at);
-  char c = 0;
-  f.read(&c, 1);
-  c = static_cast<char>(c ^ 0x10);
-  f.seekp(at);
-  f.write(&c, 1);
+  if (!victim.empty()) {
+    FlipByte(victim, static_cast<uint64_t>(static_cast<double>(std::filesystem::file_size(victim)) * fraction), 0x10);
+  }
   return victim;
 }
 
@@ -360,17 +353,8 @@ TEST(ClusterTest, DamagedStratumIndexFailsOverAndIsRepaired) {
   const std::string victim = cluster.DataDir(1) + "/shards/sidx/v1/" + kStratumIndexFileName;
   // The index goes to every node, and the seal does not wait for it.
   ASSERT_TRUE(Eventually([&] { return StratumIndexFile::Open(victim).ok(); }, 20s));
-  {
-    // One byte of the ids (5 strata: 6 offsets), in the middle of the index.
-    const std::streamoff at = kStratumIndexHeaderSize + 6 * 8 + 1500 * 8 + 2;
-    std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(at);
-    char c = 0;
-    f.read(&c, 1);
-    c = static_cast<char>(c ^ 0x08);
-    f.seekp(at);
-    f.write(&c, 1);
-  }
+  // One byte of the ids (5 strata: 6 offsets), in the middle of the index.
+  FlipByte(victim, kStratumIndexHeaderSize + 6 * 8 + 1500 * 8 + 2, 0x08);
   ASSERT_FALSE(StratumIndexFile::Open(victim).ok());
   const auto failed_over = RunRanks(cluster, 0, "sidx", 1, 50, {}, v1::SamplerSpec::STRATIFIED);
   ASSERT_TRUE(Eventually([&] {

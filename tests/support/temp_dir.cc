@@ -47,4 +47,16 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+void FlipByte(const std::string& path, uint64_t offset, uint8_t mask) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  char c = 0;
+  f.seekg(static_cast<std::streamoff>(offset));
+  f.read(&c, 1);
+  c = static_cast<char>(c ^ mask);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.write(&c, 1);
+  f.close();
+  if (!f) ADD_FAILURE() << "cannot change byte " << offset << " of " << path;
+}
+
 }  // namespace strata::testing

@@ -1,6 +1,7 @@
 // A temporary directory for one test, removed with everything in it at scope exit.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace strata::testing {
@@ -24,5 +25,8 @@ class TempDir {
 void WriteFile(const std::string& path, const std::string& contents);
 // The whole file; aborts the test on failure.
 std::string ReadFile(const std::string& path);
+// XORs the byte at `offset` of `path` with `mask`, in place: a process that
+// maps the file (a running stratad) sees the damage, never a truncated file.
+void FlipByte(const std::string& path, uint64_t offset, uint8_t mask = 0x01);
 
 }  // namespace strata::testing
