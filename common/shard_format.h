@@ -114,16 +114,34 @@ class ShardWriter {
   bool finished_ = false;
 };
 
-// One record, read and verified. The views point into the reader's mapping and
-// stay valid while the ShardReader lives.
+// One record, read and verified, as views of its bytes: nothing is copied and
+// nothing is allocated once the vectors have their capacity, so a caller that
+// reads many records into one RecordView allocates nothing per record. The
+// views point into the bytes it was parsed from (a reader's mapping, valid
+// while the ShardReader lives, or the caller's buffer).
+//
+// The fields that serving needs are parsed out of the record's encoded
+// v1::RecordHeader; the key and the attributes are left encoded (ParseHeader
+// gives them). The header's strings were checked as UTF-8 when the record
+// was written, and the record's checksum covers them since.
 struct RecordView {
-  v1::RecordHeader header;
-  std::string_view payload;  // all fields, concatenated in header order
+  uint64_t id = 0;
+  std::string_view label;
+  std::string_view stratum;
+  std::vector<std::string_view> field_names;
+  std::vector<uint64_t> field_sizes;  // sum to payload.size()
+  std::string_view header_bytes;      // the encoded v1::RecordHeader
+  std::string_view payload;           // all fields, concatenated in header order
 
-  // Field i's bytes. REQUIRES: i < header.field_sizes_size().
+  // Field i's bytes. REQUIRES: i < field_sizes.size().
   std::string_view field(int i) const;
   // The field named `name`, or an empty view if there is none.
   std::string_view field(std::string_view name) const;
+  // The whole header, key and attributes included (a copy). Corruption if it
+  // does not parse.
+  Status ParseHeader(v1::RecordHeader* out) const;
+  // Empties every view (keeps the vectors' capacity).
+  void Clear();
 };
 
 // Verifies and parses one raw record (length prefix to checksum), as
@@ -167,7 +185,22 @@ class ShardReader {
 
   // Read, but through pread into *buffer instead of the mapping: the views
   // point into *buffer, and no page of the file is mapped into this process.
+  // (CopyRawRecord, then ParseRaw.)
   Status ReadCopy(uint64_t index, std::string* buffer, RecordView* out) const;
+
+  // The raw bytes of record `index` (as RawRecord gives them) read with pread
+  // into *raw, unverified: ParseRaw verifies them. OutOfRange past the end.
+  // With if_cached it reads only from the kernel's page cache: if some of the
+  // record's pages are not there, it reads nothing, asks the kernel to start
+  // reading them from storage (without waiting for it) and returns
+  // Unavailable. A caller with many records to read asks for all of them
+  // that way first, so that the reads from storage overlap, and then reads
+  // the unavailable ones again without if_cached.
+  Status CopyRawRecord(uint64_t index, std::string* raw, bool if_cached = false) const;
+
+  // Verifies and parses `raw`, the bytes of record `index` (RawRecord's or
+  // CopyRawRecord's), as Read does.
+  Status ParseRaw(uint64_t index, std::string_view raw, RecordView* out) const;
 
   // The raw bytes of record `index` (length prefix to checksum) without
   // verification: for copying whole records between nodes. Empty if the

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,8 +22,6 @@ namespace {
 
 constexpr std::string_view kHeaderMagic = "STRSHARD";
 constexpr std::string_view kTrailerMagic = "STRTRAIL";
-// u32 header_len before a record, u64 checksum after it.
-constexpr uint64_t kRecordOverhead = 4 + 8;
 // PrefetchRecord loads small records whole (their checksum reads every byte)
 // and the start of larger ones, whose sequential reads the CPU's own
 // prefetcher follows.
@@ -30,27 +29,6 @@ constexpr uint64_t kCacheLineBytes = 64;
 constexpr uint64_t kPrefetchRecordBytes = 4096;
 
 }  // namespace
-
-std::string_view RecordView::field(int i) const {
-  if (i < 0 || i >= header.field_sizes_size()) return {};
-  // Read() guarantees the sizes add up to the payload; a hand-built view may not.
-  uint64_t begin = 0;
-  for (int k = 0; k < i; ++k) {
-    if (header.field_sizes(k) > payload.size() - begin) return {};
-    begin += header.field_sizes(k);
-  }
-  const uint64_t size = header.field_sizes(i);
-  if (size > payload.size() - begin) return {};
-  return payload.substr(begin, size);
-}
-
-std::string_view RecordView::field(std::string_view name) const {
-  const int n = std::min(header.field_names_size(), header.field_sizes_size());
-  for (int i = 0; i < n; ++i) {
-    if (header.field_names(i) == name) return field(i);
-  }
-  return {};
-}
 
 Result<std::unique_ptr<ShardReader>> ShardReader::Open(const std::string& path) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -180,20 +158,43 @@ ShardReader::~ShardReader() {
   if (fd_ >= 0) close(fd_);
 }
 
-Status ShardReader::ReadCopy(uint64_t index, std::string* buffer, RecordView* out) const {
-  out->payload = {};
-  out->header.Clear();
+Status ShardReader::CopyRawRecord(uint64_t index, std::string* raw, bool if_cached) const {
   if (index >= num_records()) {
+    raw->clear();
     return Status::OutOfRange("record " + std::to_string(index) + " past the end of " + path_);
   }
   const auto [begin, end] = RecordRange(index);
-  buffer->resize(end - begin);  // an empty range reads nothing and fails to parse below
-  auto got = PReadFd(fd_, buffer->data(), buffer->size(), begin, path_);
+  raw->resize(end - begin);  // an empty range reads nothing and fails to parse
+  if (if_cached && !raw->empty()) {
+    iovec iov{raw->data(), raw->size()};
+    const ssize_t got = preadv2(fd_, &iov, 1, static_cast<off_t>(begin), RWF_NOWAIT);
+    if (got == static_cast<ssize_t>(raw->size())) return Status::OK();
+    // EAGAIN, or a short read: some of its pages are not in the page cache.
+    // Linux starts reading them on such a call already; the hint makes sure.
+    // (Where the kernel cannot read without waiting at all, every record
+    // takes this path and is read below, as without if_cached.)
+    if (got >= 0 || errno == EAGAIN) {
+      posix_fadvise(fd_, static_cast<off_t>(begin), static_cast<off_t>(raw->size()), POSIX_FADV_WILLNEED);
+      raw->clear();
+      return Status::Unavailable("record " + std::to_string(index) + " of " + path_ + " is not in the page cache");
+    }
+  }
+  auto got = PReadFd(fd_, raw->data(), raw->size(), begin, path_);
   if (!got.ok()) return got.status();
-  if (got.value() != buffer->size()) return Status::Corruption("shard " + path_ + ": file shorter than its footer says");
-  Status s = ParseRecord(*buffer, first_id() + index, out);
+  if (got.value() != raw->size()) return Status::Corruption("shard " + path_ + ": file shorter than its footer says");
+  return Status::OK();
+}
+
+Status ShardReader::ParseRaw(uint64_t index, std::string_view raw, RecordView* out) const {
+  Status s = ParseRecord(raw, first_id() + index, out);
   if (!s.ok()) return Status::Corruption("shard " + path_ + " record " + std::to_string(index) + ": " + s.message());
   return s;
+}
+
+Status ShardReader::ReadCopy(uint64_t index, std::string* buffer, RecordView* out) const {
+  out->Clear();
+  STRATA_RETURN_IF_ERROR(CopyRawRecord(index, buffer));
+  return ParseRaw(index, *buffer, out);
 }
 
 std::string_view ShardReader::RawRecord(uint64_t index) const {
@@ -268,48 +269,13 @@ bool ShardReader::Cached(uint64_t offset, uint64_t len) const {
   return std::all_of(in.begin(), in.end(), [](unsigned char c) { return (c & 1) != 0; });
 }
 
-Status ParseRecord(std::string_view raw, uint64_t expected_id, RecordView* out) {
-  // Emptied first so that no error leaves bytes behind. Clear() keeps the
-  // header's allocations, which parsing into it reuses across reads.
-  out->payload = {};
-  out->header.Clear();
-  if (raw.size() < kRecordOverhead) return Status::Corruption("shorter than its framing");
-  const uint32_t header_len = LoadU32(raw.data());
-  if (header_len > raw.size() - kRecordOverhead || header_len > INT_MAX) {
-    return Status::Corruption("header length out of range");
-  }
-  const size_t checked = raw.size() - 8;
-  if (Checksum64(raw.data(), checked) != LoadU64(raw.data() + checked)) return Status::Corruption("checksum mismatch");
-
-  v1::RecordHeader& header = out->header;
-  if (!header.ParseFromArray(raw.data() + 4, static_cast<int>(header_len))) {
-    header.Clear();
-    return Status::Corruption("header does not parse");
-  }
-  const std::string_view payload = raw.substr(4 + header_len, checked - 4 - header_len);
-  uint64_t total = 0;
-  for (uint64_t size : header.field_sizes()) {
-    if (size > payload.size() - total) break;
-    total += size;
-  }
-  if (header.id() != expected_id || total != payload.size()) {
-    header.Clear();
-    return Status::Corruption("id or field sizes do not match the record");
-  }
-  out->payload = payload;
-  return Status::OK();
-}
-
 Status ShardReader::Read(uint64_t index, RecordView* out) const {
   if (index >= num_records()) {
-    out->payload = {};
-    out->header.Clear();
+    out->Clear();
     return Status::OutOfRange("record " + std::to_string(index) + " past the end of " + path_ + " (" +
                               std::to_string(num_records()) + " records)");
   }
-  Status s = ParseRecord(RawRecord(index), first_id() + index, out);
-  if (!s.ok()) return Status::Corruption("shard " + path_ + " record " + std::to_string(index) + ": " + s.message());
-  return s;
+  return ParseRaw(index, RawRecord(index), out);
 }
 
 Status ShardReader::VerifyFile(const std::function<bool(size_t)>& before_piece) const {

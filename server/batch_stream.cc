@@ -40,22 +40,14 @@ class BatchStream::PartBuilder {
       out_->push_back(std::move(part_));
       Start();
     }
-    const v1::RecordHeader& h = view.header;
-    std::string joined;
-    for (const auto& n : h.field_names()) {
-      joined += n;
-      joined += '\0';
-    }
-    auto [it, added] = layouts_.try_emplace(joined, static_cast<uint32_t>(message().layouts_size()));
     v1::Batch& m = message();
-    if (added) m.add_layouts()->mutable_names()->CopyFrom(h.field_names());
     m.add_slots(slot);
-    m.add_ids(h.id());
-    m.add_labels(h.label());
-    m.add_strata(h.stratum());
+    m.add_ids(view.id);
+    m.add_labels(view.label.data(), view.label.size());
+    m.add_strata(view.stratum.data(), view.stratum.size());
     m.add_sizes(view.payload.size());
-    m.add_layout_of(it->second);
-    for (uint64_t fs : h.field_sizes()) m.add_field_sizes(fs);
+    m.add_layout_of(LayoutOf(view.field_names));
+    for (uint64_t fs : view.field_sizes) m.add_field_sizes(fs);
     part_.AppendPayload(view.payload, std::move(owner));
   }
 
@@ -78,7 +70,31 @@ class BatchStream::PartBuilder {
     m.set_batch_size(batch_size_);
     m.set_plan_hash(stream_.plan_.plan_hash());
     m.set_node_id(stream_.server_.node_id);
+    last_layout_ = -1;
     layouts_.clear();
+  }
+
+  // The index in this part's layouts of a sample's field names, added if new.
+  // Records of a dataset mostly share one layout: the last one is tried first.
+  uint32_t LayoutOf(const std::vector<std::string_view>& names) {
+    v1::Batch& m = message();
+    auto same = [&](int l) {
+      const auto& known = m.layouts(l).names();
+      return std::equal(known.begin(), known.end(), names.begin(), names.end());
+    };
+    if (last_layout_ >= 0 && same(last_layout_)) return static_cast<uint32_t>(last_layout_);
+    std::string joined;
+    for (std::string_view n : names) {
+      joined += n;
+      joined += '\0';
+    }
+    auto [it, added] = layouts_.try_emplace(std::move(joined), m.layouts_size());
+    if (added) {
+      auto* copy = m.add_layouts()->mutable_names();
+      for (std::string_view n : names) copy->Add()->assign(n.data(), n.size());
+    }
+    last_layout_ = static_cast<int>(it->second);
+    return it->second;
   }
 
   const BatchStream& stream_;
@@ -87,6 +103,7 @@ class BatchStream::PartBuilder {
   std::vector<WirePart>* out_;
   WirePart part_;
   std::map<std::string, uint32_t> layouts_;  // joined field names -> index in this part
+  int last_layout_ = -1;  // the layout the last sample used, in this part
 };
 
 Result<std::unique_ptr<BatchStream>> BatchStream::Open(const v1::StreamRequest& r, DatasetCache* cache,
@@ -297,9 +314,25 @@ Status BatchStream::BuildNext(std::vector<WirePart>* parts) {
       reader.value()->PrefetchOffset(reads_[i].record);
     }
   };
+  // Records in blocks the cache did not admit are read with pread, each into
+  // a buffer of its own. Those in the page cache are read here; the others
+  // are all asked of storage here and read in the loop below, so that their
+  // reads overlap (the first batch after the shards left the page cache
+  // otherwise waits for one read from storage after another).
+  std::vector<std::shared_ptr<std::string>> copies;
+  if (!unmapped.empty()) {
+    copies.resize(reads_.size());
+    for (size_t i = 0; i < reads_.size(); ++i) {
+      const LocalRead& r = reads_[i];
+      const auto& reader = StepReader(r.shard);
+      if (!reader.ok() || !OutsideCache(*reader.value(), r.record, unmapped)) continue;
+      copies[i] = std::make_shared<std::string>();
+      if (!reader.value()->CopyRawRecord(r.record, copies[i].get(), /*if_cached=*/true).ok()) copies[i]->clear();
+    }
+  }
   for (size_t i = 0; i < kOffsetsAhead; ++i) prefetch(i, false);
   for (size_t i = 0; i < kRecordsAhead; ++i) prefetch(i, true);
-  RecordView view;
+  RecordView& view = view_;
   for (size_t i = 0; i < reads_.size(); ++i) {
     prefetch(i + kOffsetsAhead, false);
     prefetch(i + kRecordsAhead, true);
@@ -312,10 +345,10 @@ Status BatchStream::BuildNext(std::vector<WirePart>* parts) {
     Status s = reader.status();
     if (s.ok()) {
       const ShardReader& shard = *reader.value();
-      if (!unmapped.empty() && OutsideCache(shard, r.record, unmapped)) {
-        auto buffer = std::make_shared<std::string>();
-        s = shard.ReadCopy(r.record, buffer.get(), &view);
-        if (s.ok()) builder.Add(r.slot, view, std::move(buffer));  // the buffer owns the bytes
+      if (!copies.empty() && copies[i]) {
+        std::shared_ptr<std::string>& copy = copies[i];
+        s = copy->empty() ? shard.ReadCopy(r.record, copy.get(), &view) : shard.ParseRaw(r.record, *copy, &view);
+        if (s.ok()) builder.Add(r.slot, view, std::move(copy));  // the buffer owns the bytes
       } else {
         s = shard.Read(r.record, &view);
         // The mapping stays while the part lives; with a cache, so do the step's pins.

@@ -149,6 +149,7 @@ class BatchStream {
     uint64_t record;
   };
   std::vector<LocalRead> reads_;
+  RecordView view_;  // scratch: its vectors keep their capacity from step to step
   // How many reads ahead BuildNext (and PlanAhead) prefetch offsets and records:
   // enough to keep several memory loads in flight, few enough that they stay cached.
   static constexpr size_t kOffsetsAhead = 16;

@@ -267,8 +267,10 @@ void IngestSession::FillDuplicateExamples(v1::IngestReply* reply) const {
       if (ex.first_id < si.first_id() || ex.first_id >= si.first_id() + si.samples()) continue;
       auto reader = ShardReader::Open(dir_->Absolute(shard.path()));
       RecordView view;
-      if (reader.ok() && reader.value()->Read(ex.first_id - si.first_id(), &view).ok()) {
-        g->add_keys(view.header.key());
+      v1::RecordHeader header;
+      if (reader.ok() && reader.value()->Read(ex.first_id - si.first_id(), &view).ok() &&
+          view.ParseHeader(&header).ok()) {
+        g->add_keys(header.key());
       }
     }
     for (const auto& k : ex.keys) g->add_keys(k);

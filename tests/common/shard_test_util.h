@@ -80,8 +80,18 @@ inline ShardSummary WriteShard(const std::string& path, uint64_t first_id, const
 }
 
 inline void ExpectSampleEq(const RecordView& view, const Sample& s) {
-  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(view.header, s.header)) << view.header.DebugString();
-  ASSERT_EQ(view.header.field_sizes_size(), static_cast<int>(s.fields.size()));
+  v1::RecordHeader header;
+  ASSERT_TRUE(view.ParseHeader(&header).ok());
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(header, s.header)) << header.DebugString();
+  // The serving fields, read as views without the message.
+  EXPECT_EQ(view.id, s.header.id());
+  EXPECT_EQ(view.label, s.header.label());
+  EXPECT_EQ(view.stratum, s.header.stratum());
+  EXPECT_TRUE(std::equal(view.field_names.begin(), view.field_names.end(), s.header.field_names().begin(),
+                         s.header.field_names().end()));
+  EXPECT_TRUE(std::equal(view.field_sizes.begin(), view.field_sizes.end(), s.header.field_sizes().begin(),
+                         s.header.field_sizes().end()));
+  ASSERT_EQ(view.field_sizes.size(), s.fields.size());
   std::string payload;
   for (size_t f = 0; f < s.fields.size(); ++f) {
     EXPECT_EQ(view.field(static_cast<int>(f)), s.fields[f]);
