@@ -35,7 +35,8 @@ class BatchStream::PartBuilder {
   }
 
   // `owner` keeps view.payload valid until the part has been written.
-  void Add(uint32_t slot, const RecordView& view, std::shared_ptr<const void> owner) {
+  // Without may_reference the payload is copied into the part (WirePart::AppendPayload).
+  void Add(uint32_t slot, const RecordView& view, std::shared_ptr<const void> owner, bool may_reference = true) {
     if (message().ids_size() > 0 && part_.payload_bytes() + view.payload.size() > stream_.limits_.max_part_bytes) {
       out_->push_back(std::move(part_));
       Start();
@@ -48,7 +49,7 @@ class BatchStream::PartBuilder {
     m.add_sizes(view.payload.size());
     m.add_layout_of(LayoutOf(view.field_names));
     for (uint64_t fs : view.field_sizes) m.add_field_sizes(fs);
-    part_.AppendPayload(view.payload, std::move(owner));
+    part_.AppendPayload(view.payload, std::move(owner), may_reference);
   }
 
   // Emits the last part, marked as the end of this server's share.
@@ -165,13 +166,13 @@ BatchStream::~BatchStream() {
   for (const Planned& p : ahead_) server_.blocks->Unpin(p.blocks);
 }
 
-bool BatchStream::OutsideCache(const ShardReader& reader, uint64_t record,
-                               std::span<const std::pair<const void*, uint64_t>> unmapped) const {
+bool BatchStream::InBlocks(const ShardReader& reader, uint64_t record,
+                           std::span<const std::pair<const void*, uint64_t>> blocks) const {
   const auto [begin, end] = reader.RecordRange(record);
   if (end <= begin) return false;
   const uint64_t bs = server_.blocks->options().block_bytes;
   for (uint64_t b = begin / bs; b <= (end - 1) / bs; ++b) {
-    if (std::binary_search(unmapped.begin(), unmapped.end(), std::make_pair<const void*>(&reader, b))) return true;
+    if (std::binary_search(blocks.begin(), blocks.end(), std::make_pair<const void*>(&reader, b))) return true;
   }
   return false;
 }
@@ -254,6 +255,12 @@ Status BatchStream::BuildNext(std::vector<WirePart>* parts) {
   std::shared_ptr<StepOwner> step_owner;
   // Blocks the cache did not admit: records in them are read with pread.
   std::vector<std::pair<const void*, uint64_t>> unmapped;
+  // Blocks this step reads little of (BlockCache::Dense): records in them are
+  // copied into the batch, never sent from the mapping. A slice that refers to
+  // a record keeps its whole block pinned and resident until gRPC has sent it,
+  // and a 64 KiB record alone in a 2 MiB block would hold 32 times its size
+  // beside the cache's budget for as long as the batch waits to go out.
+  std::vector<std::pair<const void*, uint64_t>> sparse;
   if (server_.blocks != nullptr) {
     PlanAhead();
     Planned& now = ahead_.front();
@@ -262,7 +269,10 @@ Status BatchStream::BuildNext(std::vector<WirePart>* parts) {
     std::vector<bool> mapped;
     std::vector<std::pair<const void*, uint64_t>> keys;
     keys.reserve(now.blocks.size());
-    for (const auto& b : now.blocks) keys.emplace_back(b.reader.get(), b.block);
+    for (const auto& b : now.blocks) {
+      keys.emplace_back(b.reader.get(), b.block);
+      if (!BlockCache::Dense(b.use_bytes, server_.blocks->options().block_bytes)) sparse.push_back(keys.back());
+    }
     step_owner->pins = server_.blocks->Hold(std::move(now.blocks), &mapped);
     for (size_t i = 0; i < keys.size(); ++i) {
       if (!mapped[i]) unmapped.push_back(keys[i]);  // stays sorted
@@ -325,7 +335,7 @@ Status BatchStream::BuildNext(std::vector<WirePart>* parts) {
     for (size_t i = 0; i < reads_.size(); ++i) {
       const LocalRead& r = reads_[i];
       const auto& reader = StepReader(r.shard);
-      if (!reader.ok() || !OutsideCache(*reader.value(), r.record, unmapped)) continue;
+      if (!reader.ok() || !InBlocks(*reader.value(), r.record, unmapped)) continue;
       copies[i] = std::make_shared<std::string>();
       if (!reader.value()->CopyRawRecord(r.record, copies[i].get(), /*if_cached=*/true).ok()) copies[i]->clear();
     }
@@ -353,9 +363,12 @@ Status BatchStream::BuildNext(std::vector<WirePart>* parts) {
         s = shard.Read(r.record, &view);
         // The mapping stays while the part lives; with a cache, so do the step's pins.
         if (s.ok()) {
+          const bool may_reference = sparse.empty() || view.payload.size() < WirePart::kZeroCopyMinBytes ||
+                                     !InBlocks(shard, r.record, sparse);
           builder.Add(r.slot, view,
                       step_owner ? std::shared_ptr<const void>(step_owner)
-                                 : std::shared_ptr<const void>(reader.value()));
+                                 : std::shared_ptr<const void>(reader.value()),
+                      may_reference);
         }
       }
       if (s.ok()) continue;

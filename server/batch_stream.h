@@ -4,7 +4,10 @@
 // For every step the stream computes the rank's sample ids from the epoch
 // plan, reads each record (verifying its checksum) and packs the samples into
 // Batch parts (server/wire_part.h) whose payloads point into the mapped shard
-// files: no payload byte is copied until gRPC writes it to the socket. A batch
+// files: no payload byte of a large record is copied until gRPC writes it to
+// the socket. (With a block cache, that holds for records in blocks the step
+// reads densely; a record alone in its block is copied into the part, so that
+// a batch waiting to be sent does not hold a whole block for it.) A batch
 // whose payload exceeds max_part_bytes is split into parts; the parts' `slots`
 // say where each sample belongs.
 //
@@ -108,10 +111,10 @@ class BatchStream {
   // Whether this node serves sample `id` of shard `shard`.
   bool ServesHere(size_t shard, uint64_t id);
   v1::FileRef ShardFile(size_t shard) const;
-  // Whether `record` of `reader` lies in one of `unmapped` (sorted blocks the
-  // cache did not admit for this step). REQUIRES: server_.blocks.
-  bool OutsideCache(const ShardReader& reader, uint64_t record,
-                    std::span<const std::pair<const void*, uint64_t>> unmapped) const;
+  // Whether `record` of `reader` lies in one of `blocks` (sorted (reader,
+  // block) keys of this step). REQUIRES: server_.blocks.
+  bool InBlocks(const ShardReader& reader, uint64_t record,
+                std::span<const std::pair<const void*, uint64_t>> blocks) const;
   // The reader of `shard` for this step: OpenVersion::Reader takes a lock, so
   // each step looks each of its shards up once. ForgetStepReaders starts a step.
   const Result<std::shared_ptr<const ShardReader>>& StepReader(size_t shard);

@@ -79,7 +79,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
           idle_.erase(e.idle_at);
           e.idle = false;
         }
-        const bool dense = b.use_bytes * 16 >= e.bytes;
+        const bool dense = BlockCache::Dense(b.use_bytes, e.bytes);
         if (read_ahead && dense && e.residency == Residency::kAbsent && MakeRoom(e.bytes, &releases)) {
           e.residency = Residency::kLoading;
           e.load = ++loads_started_;

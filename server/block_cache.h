@@ -22,8 +22,10 @@
 //    a block in only where the budget has room to spare and the block is in
 //    the page cache (mapping an uncached block reads all of it from storage).
 // When a step is built, Hold says which of its blocks are admitted (resident,
-// being read in, or fitting now): those are read through the mapping and sent
-// zero-copy, gRPC slices pointing at them. The others are read with pread into
+// being read in, or fitting now): those are read through the mapping, and
+// large records in those the step uses densely are sent zero-copy, gRPC
+// slices pointing at them (the slices keep the blocks pinned and in use until
+// the bytes have left, so sparse uses copy their records instead). The others are read with pread into
 // a buffer (one copy) so that they map nothing. Only admitted blocks are ever
 // mapped by streams, so the shard memory streams map stays within the budget.
 // Eviction unmaps a block from this process (ShardReader::Release) and leaves
@@ -96,6 +98,12 @@ class BlockCache {
   // Sorts and deduplicates a step's blocks (a block counts once per step,
   // with the sum of its uses).
   static void Dedupe(std::vector<BlockRef>* blocks);
+
+  // Whether a use of `use_bytes` of a block of `block_bytes` is dense: at
+  // least 1/16 of it. Only dense uses are read ahead at the cost of an
+  // eviction, and only records in blocks a step uses densely are sent
+  // straight from the mapping (server/batch_stream.h).
+  static bool Dense(uint64_t use_bytes, uint64_t block_bytes) { return use_bytes * 16 >= block_bytes; }
 
   // Pins each block for one coming use and, with read_ahead, reads in on the
   // pool those that are not resident and fit in the budget. `blocks` must be

@@ -70,6 +70,74 @@ TEST(WirePartTest, LargePiecesAreReferencedNotCopied) {
   EXPECT_TRUE(watch.expired()) << "and releases it with the last slice";
 }
 
+// A piece the caller may not have referenced is copied, whatever its size:
+// once Serialize returns, nothing refers to its bytes or holds its owner.
+TEST(WirePartTest, PiecesThatMayNotBeReferencedAreCopied) {
+  auto large = std::make_shared<std::string>(2 * WirePart::kZeroCopyMinBytes, 'y');
+  std::weak_ptr<std::string> watch = large;
+  grpc::ByteBuffer wire;
+  {
+    WirePart p = Part();
+    p.AppendPayload(*large, large, /*may_reference=*/false);
+    wire = p.Serialize();
+  }
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(wire.Dump(&slices).ok());
+  for (const grpc::Slice& s : slices) {
+    const auto* at = reinterpret_cast<const char*>(s.begin());
+    EXPECT_FALSE(at >= large->data() && at < large->data() + large->size());
+  }
+  EXPECT_EQ(Parse(wire).payload(), *large);
+  large.reset();
+  EXPECT_TRUE(watch.expired()) << "the buffer holds a copy, not the owner";
+}
+
+// Consecutive pieces of one owner keep it once; still, every slice that
+// refers to its bytes holds it on its own, and owners taking turns each keep
+// theirs.
+TEST(WirePartTest, EverySliceHoldsTheOwnerOfItsBytes) {
+  const size_t quarter = WirePart::kZeroCopyMinBytes;
+  auto make_wire = [&](std::weak_ptr<std::string>* watch_a, std::weak_ptr<std::string>* watch_b,
+                       std::string* payload) {
+    auto a = std::make_shared<std::string>(4 * quarter, 'a');
+    auto b = std::make_shared<std::string>(2 * quarter, 'b');
+    *watch_a = a;
+    *watch_b = b;
+    *payload = *a + *b + "small" + a->substr(0, quarter);
+    WirePart p = Part();
+    for (size_t i = 0; i < 4; ++i) p.AppendPayload(std::string_view(*a).substr(i * quarter, quarter), a);
+    p.AppendPayload(*b, b);
+    p.AppendPayload("small", a);  // gathered: holds nothing
+    p.AppendPayload(std::string_view(*a).substr(0, quarter), a);
+    return p.Serialize();
+  };
+  std::weak_ptr<std::string> watch_a, watch_b;
+  std::string payload;
+  std::vector<grpc::Slice> all;
+  ASSERT_TRUE(make_wire(&watch_a, &watch_b, &payload).Dump(&all).ok());
+  for (size_t keep = 0; keep < all.size(); ++keep) {
+    SCOPED_TRACE(keep);
+    grpc::ByteBuffer wire = make_wire(&watch_a, &watch_b, &payload);
+    EXPECT_EQ(Parse(wire).payload(), payload);
+    std::vector<grpc::Slice> slices;
+    ASSERT_TRUE(wire.Dump(&slices).ok());
+    wire.Clear();
+    const grpc::Slice kept = slices[keep];
+    slices.clear();
+    const auto* at = reinterpret_cast<const char*>(kept.begin());
+    const auto within = [&](const std::weak_ptr<std::string>& w) {
+      auto s = w.lock();
+      return s != nullptr && at >= s->data() && at < s->data() + s->size();
+    };
+    const bool refers = within(watch_a) || within(watch_b);
+    if (kept.size() == quarter || kept.size() == 2 * quarter) {
+      EXPECT_TRUE(refers) << "a large piece's slice refers to its owner's bytes, and holds the owner";
+    } else {
+      EXPECT_TRUE(watch_a.expired() && watch_b.expired()) << "a gathered slice holds no owner";
+    }
+  }
+}
+
 TEST(WirePartTest, AnEmptyPayloadIsAnEmptyField) {
   WirePart p = Part();
   const v1::Batch parsed = Parse(p.Serialize());
