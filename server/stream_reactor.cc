@@ -40,37 +40,54 @@ void StreamReactor::MaybeScheduleBuild() {
 }
 
 void StreamReactor::BuildTask() {
-  std::vector<WirePart> parts;
-  const uint64_t step = stream_->next_step();
-  Status s = stream_->BuildNext(&parts);
-  std::vector<grpc::ByteBuffer> wire;  // serialised here, off the lock and off gRPC's threads
-  if (s.ok()) {
-    for (const WirePart& p : parts) wire.push_back(p.Serialize());
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    building_ = false;
-    if (!s.ok()) {
-      spdlog::error("stream {} rank {}: {}", request_.dataset(), request_.rank(), s.ToString());
-      if (!final_status_) final_status_ = ToGrpcStatus(s);
-    } else {
-      for (size_t i = 0; i < parts.size(); ++i) {
-        ready_.push_back(Outgoing{std::move(wire[i]), parts[i].payload_bytes(),
-                                  static_cast<uint64_t>(parts[i].message().ids_size()), step,
-                                  i + 1 == parts.size()});
+  // Builds batches while the queue has room, so that a stream whose builds
+  // are its bottleneck costs no task hand-off (a thread wake-up) per batch.
+  for (;;) {
+    std::vector<WirePart> parts;
+    const uint64_t step = stream_->next_step();
+    Status s = stream_->BuildNext(&parts);
+    std::vector<grpc::ByteBuffer> wire;  // serialised here, off the lock and off gRPC's threads
+    if (s.ok()) {
+      for (const WirePart& p : parts) wire.push_back(p.Serialize());
+    }
+    bool more = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!s.ok()) {
+        spdlog::error("stream {} rank {}: {}", request_.dataset(), request_.rank(), s.ToString());
+        if (!final_status_) final_status_ = ToGrpcStatus(s);
+      } else {
+        for (size_t i = 0; i < parts.size(); ++i) {
+          ready_.push_back(Outgoing{std::move(wire[i]), parts[i].payload_bytes(),
+                                    static_cast<uint64_t>(parts[i].message().ids_size()), step,
+                                    i + 1 == parts.size()});
+        }
+        source_done_ = stream_->done();
       }
-      source_done_ = stream_->done();
+      more = !final_status_ && !source_done_ && ready_.size() < prefetch_;
+      building_ = more;  // while set, nothing else schedules a build and Pump never finishes the call
+      if (more && !writing_ && !kicking_ && !ready_.empty()) {
+        // The writer is idle: another thread starts the write, so that this
+        // one goes on building while the batch is sent (on two cores the
+        // send, the kernel's loopback included, is as long as the build).
+        kicking_ = true;
+        boost::asio::post(node_->pool(), [this] { Pump(/*kick=*/true); });
+      }
+    }
+    if (!more) {
+      Pump();  // may finish the call: no member is touched after
+      return;
     }
   }
-  Pump();  // touches no member after it returns
 }
 
-void StreamReactor::Pump() {
+void StreamReactor::Pump(bool kick) {
   enum class Action { kNone, kWrite, kFinish } action = Action::kNone;
   grpc::Status finish_status;
   uint64_t cursor = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (kick) kicking_ = false;
     if (writing_ || finishing_) return;
     if (!final_status_ && draining_->load()) {
       final_status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE,
@@ -78,7 +95,7 @@ void StreamReactor::Pump() {
                                        std::to_string(completed_steps_));
     }
     if (final_status_ || (source_done_ && ready_.empty())) {
-      if (building_) return;  // the build task pumps again when it ends
+      if (building_ || kicking_) return;  // the build task, or the kick, pumps again when it ends
       finishing_ = true;
       finish_status = final_status_.value_or(grpc::Status::OK);
       cursor = completed_steps_;

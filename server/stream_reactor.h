@@ -49,7 +49,9 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 
   void MaybeScheduleBuild();  // REQUIRES: mu_ held
   void BuildTask();
-  void Pump();
+  // Starts the next write, or finishes the call, if it is time. `kick`: called
+  // by the task BuildTask posted to start a write (clears kicking_).
+  void Pump(bool kick = false);
   void RecordCursor(uint64_t next_step);
 
   Node* const node_;
@@ -64,6 +66,7 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   Outgoing in_flight_;                         // owned by the outstanding write
   bool building_ = false;                      // GUARDED_BY(mu_)
   bool writing_ = false;                       // GUARDED_BY(mu_)
+  bool kicking_ = false;                       // GUARDED_BY(mu_): a posted Pump(kick) has not run yet
   bool source_done_ = false;                   // GUARDED_BY(mu_)
   bool finishing_ = false;                     // GUARDED_BY(mu_)
   std::optional<grpc::Status> final_status_;   // GUARDED_BY(mu_)
