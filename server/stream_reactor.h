@@ -1,14 +1,18 @@
 // The StreamBatches call: a gRPC write reactor that sends one rank's batches.
 //
-// Batches are built on the node's I/O pool, at most prefetch_batches ahead of
-// the network, and written one at a time in step order. HTTP/2 flow control
-// holds writes back for a slow client, and the bounded queue holds building
-// back, so a slow trainer bounds the server's memory.
+// Batches are built on the node's I/O pool by one task per stream, which goes
+// on building while the queue has room (no thread hand-off per batch), at most
+// prefetch_batches ahead of the network, and written one at a time in step
+// order; when the writer is idle, the build task posts the write to another
+// pool thread and builds on. HTTP/2 flow control holds writes back for a slow
+// client, and the bounded queue holds building back, so a slow trainer bounds
+// the server's memory.
 //
 // Lifetime: gRPC owns the reactor; it deletes itself in OnDone, which gRPC
 // calls only after Finish and every outstanding operation has completed.
-// Finish is called once, when no build task is running and no write is
-// outstanding, so no pool task ever touches a finished reactor.
+// Finish is called once, when no build task is running, no posted write is
+// pending and no write is outstanding, so no pool task ever touches a
+// finished reactor.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
