@@ -25,6 +25,47 @@ uint64_t CursorStart(const v1::StreamRequest& r, const Catalog* catalog, const O
 
 }  // namespace
 
+// What one Build (or PlanAhead) works in, kept from step to step so that its
+// vectors keep their capacity.
+struct BatchStream::Scratch {
+  explicit Scratch(size_t num_shards) : readers(num_shards) {}
+
+  // The reader of `shard` for this step: OpenVersion::Reader takes a lock, so
+  // each step looks each of its shards up once. Forget starts a step (each
+  // step looks its readers up again: a shard may have been replaced).
+  const Result<std::shared_ptr<const ShardReader>>& Reader(const OpenVersion& version, size_t shard) {
+    auto& slot = readers[shard];
+    if (!slot) {
+      slot.emplace(version.Reader(shard));
+      shards.push_back(shard);
+    }
+    return *slot;
+  }
+  void Forget() {
+    for (size_t shard : shards) readers[shard].reset();
+    shards.clear();
+  }
+
+  std::vector<std::optional<Result<std::shared_ptr<const ShardReader>>>> readers;  // per shard
+  std::vector<size_t> shards;  // the shards `readers` holds
+  // The step's samples this node reads from its own shards.
+  struct LocalRead {
+    uint32_t slot;
+    uint64_t id;
+    size_t shard;
+    uint64_t record;
+  };
+  std::vector<LocalRead> reads;
+  RecordView view;
+};
+
+// With a block cache, a step's payload's owner: its pinned blocks (unpinned
+// once gRPC has sent the bytes) and the mappings its records point into.
+struct BatchStream::StepOwner {
+  std::shared_ptr<const void> pins;
+  std::vector<std::shared_ptr<const void>> readers;
+};
+
 // Packs samples into parts of at most max_part_bytes payload (at least one
 // sample each).
 class BatchStream::PartBuilder {
@@ -159,7 +200,7 @@ BatchStream::BatchStream(v1::StreamRequest request, std::shared_ptr<const OpenVe
       placement_(version_->num_shards()),
       members_(request_.members().begin(), request_.members().end()),
       excluded_(request_.excluded().begin(), request_.excluded().end()),
-      step_readers_(version_->num_shards()),
+      claim_scratch_(std::make_unique<Scratch>(version_->num_shards())),
       planned_end_(start) {}
 
 BatchStream::~BatchStream() {
@@ -177,18 +218,22 @@ bool BatchStream::InBlocks(const ShardReader& reader, uint64_t record,
   return false;
 }
 
-const Result<std::shared_ptr<const ShardReader>>& BatchStream::StepReader(size_t shard) {
-  auto& slot = step_readers_[shard];
-  if (!slot) {
-    slot.emplace(version_->Reader(shard));
-    step_shards_.push_back(shard);
+std::unique_ptr<BatchStream::Scratch> BatchStream::TakeScratch() {
+  {
+    std::lock_guard<std::mutex> lock(scratch_mu_);
+    if (!spare_scratch_.empty()) {
+      auto scratch = std::move(spare_scratch_.back());
+      spare_scratch_.pop_back();
+      return scratch;
+    }
   }
-  return *slot;
+  return std::make_unique<Scratch>(version_->num_shards());
 }
 
-void BatchStream::ForgetStepReaders() {
-  for (size_t shard : step_shards_) step_readers_[shard].reset();
-  step_shards_.clear();
+void BatchStream::ReturnScratch(std::unique_ptr<Scratch> scratch) {
+  scratch->Forget();  // the readers' mappings are not kept past the step
+  std::lock_guard<std::mutex> lock(scratch_mu_);
+  spare_scratch_.push_back(std::move(scratch));
 }
 
 void BatchStream::PlanAhead() {
@@ -199,14 +244,15 @@ void BatchStream::PlanAhead() {
   first_planned_ = true;
   const uint64_t horizon = std::min(end_step_, next_step_ + 1 + ahead);
   std::vector<std::pair<const std::shared_ptr<const ShardReader>*, uint64_t>> records;
+  claim_scratch_->Forget();
   for (; planned_end_ < horizon; ++planned_end_) {
     Planned p;
     plan_.RankBatch(planned_end_, request_.rank(), &p.ids);
     records.clear();
     for (uint64_t id : p.ids) {
       const OpenVersion::Location at = version_->Locate(id);
-      if (!ServesHere(at.shard, id) || !placement_[at.shard].local) continue;
-      const auto& reader = StepReader(at.shard);
+      if (!ServesHere(at.shard, id) || !Local(at.shard)) continue;
+      const auto& reader = claim_scratch_->Reader(*version_, at.shard);
       if (reader.ok()) records.emplace_back(&reader.value(), at.record);  // else the read reports why
     }
     for (size_t i = 0; i < records.size(); ++i) {
@@ -230,59 +276,58 @@ v1::FileRef BatchStream::ShardFile(size_t shard) const {
 bool BatchStream::ServesHere(size_t shard, uint64_t id) {
   if (members_.empty()) return true;  // a single node serves everything
   ShardPlacement& p = placement_[shard];
-  if (!p.known) {
-    const std::string key = ShardFileKey(version_->shape().name, version_->shape().version,
-                                         version_->shard(shard).info().seq());
-    p.ranked = RankMembers(key, members_);
-    p.holders = p.ranked;
-    p.holders.resize(std::min<size_t>(p.holders.size(), version_->Replication(members_.size())));
-    p.known = true;
+  if (!p.known.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(placement_mu_);
+    if (!p.known.load(std::memory_order_relaxed)) {
+      const std::string key = ShardFileKey(version_->shape().name, version_->shape().version,
+                                           version_->shard(shard).info().seq());
+      p.ranked = RankMembers(key, members_);
+      p.holders = p.ranked;
+      p.holders.resize(std::min<size_t>(p.holders.size(), version_->Replication(members_.size())));
+      p.known.store(true, std::memory_order_release);  // holders and ranked do not change after
+    }
   }
   const auto node = ServingNode(p.holders, p.ranked, excluded_, id);
   return node.has_value() && *node == server_.node_id;
 }
 
-Status BatchStream::BuildNext(std::vector<WirePart>* parts) {
-  const auto started = std::chrono::steady_clock::now();
-  const uint64_t step = next_step_;
-  ForgetStepReaders();  // each step looks its readers up again: a shard may have been replaced
-  // With a block cache, the payload's owner: the step's pinned blocks (unpinned
-  // once gRPC has sent the bytes) and the mappings its records point into.
-  struct StepOwner {
-    std::shared_ptr<const void> pins;
-    std::vector<std::shared_ptr<const void>> readers;
-  };
-  std::shared_ptr<StepOwner> step_owner;
-  // Blocks the cache did not admit: records in them are read with pread.
-  std::vector<std::pair<const void*, uint64_t>> unmapped;
-  // Blocks this step reads little of (BlockCache::Dense): records in them are
-  // copied into the batch, never sent from the mapping. A slice that refers to
-  // a record keeps its whole block pinned and resident until gRPC has sent it,
-  // and a 64 KiB record alone in a 2 MiB block would hold 32 times its size
-  // beside the cache's budget for as long as the batch waits to go out.
-  std::vector<std::pair<const void*, uint64_t>> sparse;
+bool BatchStream::Local(size_t shard) const { return placement_[shard].local.load(std::memory_order_relaxed); }
+
+Status BatchStream::Claim(StepClaim* claim) {
+  claim->started = std::chrono::steady_clock::now();
+  claim->step = next_step_;
+  claim->owner = nullptr;
+  claim->unmapped.clear();
+  claim->sparse.clear();
   if (server_.blocks != nullptr) {
     PlanAhead();
     Planned& now = ahead_.front();
-    ids_.swap(now.ids);
-    step_owner = std::make_shared<StepOwner>();
+    claim->ids = std::move(now.ids);
+    claim->owner = std::make_shared<StepOwner>();
     std::vector<bool> mapped;
     std::vector<std::pair<const void*, uint64_t>> keys;
     keys.reserve(now.blocks.size());
     for (const auto& b : now.blocks) {
       keys.emplace_back(b.reader.get(), b.block);
-      if (!BlockCache::Dense(b.use_bytes, server_.blocks->options().block_bytes)) sparse.push_back(keys.back());
+      // Blocks this step reads little of (BlockCache::Dense): records in them
+      // are copied into the batch, never sent from the mapping. A slice that
+      // refers to a record keeps its whole block pinned and resident until
+      // gRPC has sent it, and a 64 KiB record alone in a 2 MiB block would
+      // hold 32 times its size beside the cache's budget for as long as the
+      // batch waits to go out.
+      if (!BlockCache::Dense(b.use_bytes, server_.blocks->options().block_bytes)) claim->sparse.push_back(keys.back());
     }
-    step_owner->pins = server_.blocks->Hold(std::move(now.blocks), &mapped);
+    claim->owner->pins = server_.blocks->Hold(std::move(now.blocks), &mapped);
     for (size_t i = 0; i < keys.size(); ++i) {
-      if (!mapped[i]) unmapped.push_back(keys[i]);  // stays sorted
+      // Blocks the cache did not admit: records in them are read with pread.
+      if (!mapped[i]) claim->unmapped.push_back(keys[i]);  // stays sorted
     }
     ahead_.pop_front();
   } else {
-    plan_.RankBatch(step, request_.rank(), &ids_);
+    claim->ids.clear();
+    plan_.RankBatch(claim->step, request_.rank(), &claim->ids);
   }
-  const uint32_t batch_size = static_cast<uint32_t>(ids_.size());
-  const std::string where = "step " + std::to_string(step);
+  ++next_step_;
   // A stratified plan reads its stratum index as it goes and verifies each
   // part on first use: a damaged part fails the stream before its ids are
   // used, and like a damaged shard the copy is counted and, in a cluster, set
@@ -290,9 +335,32 @@ Status BatchStream::BuildNext(std::vector<WirePart>* parts) {
   if (Status damage = plan_.Damage(); !damage.ok()) {
     if (metrics_) metrics_->checksum_failures.Increment();
     if (server_.fetcher) server_.fetcher->Quarantine(IndexRef(version_->shape().name, version_->shape().version));
-    return damage.WithContext(where);
+    return damage.WithContext("step " + std::to_string(claim->step));
   }
+  return Status::OK();
+}
 
+Status BatchStream::BuildNext(std::vector<WirePart>* parts) {
+  StepClaim claim;
+  STRATA_RETURN_IF_ERROR(Claim(&claim));
+  return Build(std::move(claim), parts);
+}
+
+Status BatchStream::Build(StepClaim claim, std::vector<WirePart>* parts) {
+  std::unique_ptr<Scratch> scratch = TakeScratch();
+  Status s = BuildInto(claim, *scratch, parts);
+  ReturnScratch(std::move(scratch));
+  return s;
+}
+
+Status BatchStream::BuildInto(const StepClaim& claim, Scratch& scratch, std::vector<WirePart>* parts) {
+  const uint32_t batch_size = static_cast<uint32_t>(claim.ids.size());
+  const uint64_t step = claim.step;
+  const std::string where = "step " + std::to_string(step);
+  const std::vector<std::pair<const void*, uint64_t>>& unmapped = claim.unmapped;
+  const std::vector<std::pair<const void*, uint64_t>>& sparse = claim.sparse;
+  const std::shared_ptr<StepOwner>& step_owner = claim.owner;
+  auto& reads = scratch.reads;
   std::vector<WirePart> out;
   PartBuilder builder(*this, step, batch_size, &out);
   // Samples this node serves but has no good copy of, per shard: (slot, record),
@@ -300,13 +368,13 @@ Status BatchStream::BuildNext(std::vector<WirePart>* parts) {
   std::map<size_t, std::vector<std::pair<uint32_t, uint64_t>>> remote;
   std::map<size_t, Status> local_error;
   // The samples this node serves from its own shards, in slot order.
-  reads_.clear();
+  reads.clear();
   for (uint32_t slot = 0; slot < batch_size; ++slot) {
-    const uint64_t id = ids_[slot];
+    const uint64_t id = claim.ids[slot];
     const OpenVersion::Location at = version_->Locate(id);
     if (!ServesHere(at.shard, id)) continue;
-    if (placement_[at.shard].local) {
-      reads_.push_back({slot, id, at.shard, at.record});
+    if (Local(at.shard)) {
+      reads.push_back({slot, id, at.shard, at.record});
     } else {
       remote[at.shard].emplace_back(slot, at.record);
     }
@@ -315,13 +383,13 @@ Status BatchStream::BuildNext(std::vector<WirePart>* parts) {
   // offset-table entry and then for its record to come from memory. Loading
   // both some reads ahead lets those waits overlap.
   const auto prefetch = [&](size_t i, bool record) {
-    if (i >= reads_.size()) return;
-    const auto& reader = StepReader(reads_[i].shard);
+    if (i >= reads.size()) return;
+    const auto& reader = scratch.Reader(*version_, reads[i].shard);
     if (!reader.ok()) return;
     if (record) {
-      reader.value()->PrefetchRecord(reads_[i].record);
+      reader.value()->PrefetchRecord(reads[i].record);
     } else {
-      reader.value()->PrefetchOffset(reads_[i].record);
+      reader.value()->PrefetchOffset(reads[i].record);
     }
   };
   // Records in blocks the cache did not admit are read with pread, each into
@@ -331,10 +399,10 @@ Status BatchStream::BuildNext(std::vector<WirePart>* parts) {
   // otherwise waits for one read from storage after another).
   std::vector<std::shared_ptr<std::string>> copies;
   if (!unmapped.empty()) {
-    copies.resize(reads_.size());
-    for (size_t i = 0; i < reads_.size(); ++i) {
-      const LocalRead& r = reads_[i];
-      const auto& reader = StepReader(r.shard);
+    copies.resize(reads.size());
+    for (size_t i = 0; i < reads.size(); ++i) {
+      const Scratch::LocalRead& r = reads[i];
+      const auto& reader = scratch.Reader(*version_, r.shard);
       if (!reader.ok() || !InBlocks(*reader.value(), r.record, unmapped)) continue;
       copies[i] = std::make_shared<std::string>();
       if (!reader.value()->CopyRawRecord(r.record, copies[i].get(), /*if_cached=*/true).ok()) copies[i]->clear();
@@ -342,16 +410,16 @@ Status BatchStream::BuildNext(std::vector<WirePart>* parts) {
   }
   for (size_t i = 0; i < kOffsetsAhead; ++i) prefetch(i, false);
   for (size_t i = 0; i < kRecordsAhead; ++i) prefetch(i, true);
-  RecordView& view = view_;
-  for (size_t i = 0; i < reads_.size(); ++i) {
+  RecordView& view = scratch.view;
+  for (size_t i = 0; i < reads.size(); ++i) {
     prefetch(i + kOffsetsAhead, false);
     prefetch(i + kRecordsAhead, true);
-    const LocalRead& r = reads_[i];
-    if (!placement_[r.shard].local) {  // an earlier read of this step found its copy bad
+    const Scratch::LocalRead& r = reads[i];
+    if (!Local(r.shard)) {  // an earlier read of this step found its copy bad
       remote[r.shard].emplace_back(r.slot, r.record);
       continue;
     }
-    const auto& reader = StepReader(r.shard);
+    const auto& reader = scratch.Reader(*version_, r.shard);
     Status s = reader.status();
     if (s.ok()) {
       const ShardReader& shard = *reader.value();
@@ -363,8 +431,12 @@ Status BatchStream::BuildNext(std::vector<WirePart>* parts) {
         s = shard.Read(r.record, &view);
         // The mapping stays while the part lives; with a cache, so do the step's pins.
         if (s.ok()) {
-          const bool may_reference = sparse.empty() || view.payload.size() < WirePart::kZeroCopyMinBytes ||
-                                     !InBlocks(shard, r.record, sparse);
+          // A record large enough to use its blocks densely by itself, or in
+          // blocks the step uses densely, is sent from the mapping.
+          const bool may_reference =
+              sparse.empty() || view.payload.size() < WirePart::kZeroCopyMinBytes ||
+              BlockCache::Dense(view.payload.size(), server_.blocks->options().block_bytes) ||
+              !InBlocks(shard, r.record, sparse);
           builder.Add(r.slot, view,
                       step_owner ? std::shared_ptr<const void>(step_owner)
                                  : std::shared_ptr<const void>(reader.value()),
@@ -383,13 +455,13 @@ Status BatchStream::BuildNext(std::vector<WirePart>* parts) {
     if (!server_.fetcher || (!s.IsCorruption() && !s.IsNotFound())) {
       return s.WithContext(where + ", sample " + std::to_string(r.id));
     }
-    placement_[r.shard].local = false;
+    placement_[r.shard].local.store(false, std::memory_order_relaxed);
     local_error[r.shard] = s;
     remote[r.shard].emplace_back(r.slot, r.record);
   }
   if (step_owner) {
-    for (size_t shard : step_shards_) {
-      if (step_readers_[shard]->ok()) step_owner->readers.push_back(step_readers_[shard]->value());
+    for (size_t shard : scratch.shards) {
+      if (scratch.readers[shard]->ok()) step_owner->readers.push_back(scratch.readers[shard]->value());
     }
   }
   for (const auto& [shard, wanted] : remote) {
@@ -415,6 +487,7 @@ Status BatchStream::BuildNext(std::vector<WirePart>* parts) {
   }
   builder.Finish();
   if (metrics_) {
+    std::lock_guard<std::mutex> lock(composition_mu_);
     if (!composition_) {
       composition_ = std::make_unique<CompositionRecorder>(version_->shape(), plan_.sampler().TargetShares(),
                                                            &metrics_->strata());
@@ -422,10 +495,9 @@ Status BatchStream::BuildNext(std::vector<WirePart>* parts) {
     composition_->Record(out, batch_size);
   }
   for (auto& p : out) parts->push_back(std::move(p));
-  ++next_step_;
   if (metrics_) {
     metrics_->batch_build_seconds.Observe(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - claim.started).count());
   }
   return Status::OK();
 }

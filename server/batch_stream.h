@@ -26,12 +26,22 @@
 // built. The first step is planned alone, so that the first batch does not
 // wait for the plan of the ones after it.
 //
-// Thread-safety: not thread-safe; one caller at a time.
+// A step is built in two parts: Claim takes the next step in order (its
+// ids, its pinned blocks, the steps ahead planned) and Build reads its records
+// into parts. Claimed steps may be built on several threads at once, so that
+// one stream's batches are built on more than one core.
+//
+// Thread-safety: Claim, BuildNext, next_step() and done() are not
+// thread-safe (one caller at a time); Build may run concurrently with other
+// Build calls and with Claim.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -99,26 +109,46 @@ class BatchStream {
   uint64_t end_step() const { return end_step_; }
   bool done() const { return next_step_ >= end_step_; }
 
-  // Appends the next step's batch (one or more parts) to *parts and advances.
+  struct StepOwner;
+  // A step taken for building: what Build needs. Move-only; dropping it
+  // unpins its blocks.
+  struct StepClaim {
+    uint64_t step = 0;
+    std::vector<uint64_t> ids;
+    // With a block cache: the payload's owner (the step's pins), and the
+    // step's blocks the cache did not admit and those it reads sparsely.
+    std::shared_ptr<StepOwner> owner;
+    std::vector<std::pair<const void*, uint64_t>> unmapped, sparse;
+    std::chrono::steady_clock::time_point started;
+  };
+
+  // Takes the next step and advances: its sample ids and, with a block cache,
+  // its pinned blocks, planning the steps ahead. Corruption if the stratum
+  // index the plan read is damaged. REQUIRES: !done().
+  Status Claim(StepClaim* claim);
+  // Appends a claimed step's batch (one or more parts) to *parts.
   // Corruption if a record is damaged (no bytes of it are sent).
-  // REQUIRES: !done().
+  Status Build(StepClaim claim, std::vector<WirePart>* parts);
+  // Claim, then Build. REQUIRES: !done().
   Status BuildNext(std::vector<WirePart>* parts);
 
  private:
   BatchStream(v1::StreamRequest request, std::shared_ptr<const OpenVersion> version, EpochPlan plan,
               uint64_t start, uint64_t end, Metrics* metrics, const StreamLimits& limits, StreamServer server);
   class PartBuilder;
-  // Whether this node serves sample `id` of shard `shard`.
+  // Per-build scratch: one per Build running at once, kept for reuse.
+  struct Scratch;
+  std::unique_ptr<Scratch> TakeScratch();
+  void ReturnScratch(std::unique_ptr<Scratch> scratch);
+  Status BuildInto(const StepClaim& claim, Scratch& scratch, std::vector<WirePart>* parts);
+  // Whether this node serves sample `id` of shard `shard`. Thread-safe.
   bool ServesHere(size_t shard, uint64_t id);
+  bool Local(size_t shard) const;
   v1::FileRef ShardFile(size_t shard) const;
   // Whether `record` of `reader` lies in one of `blocks` (sorted (reader,
   // block) keys of this step). REQUIRES: server_.blocks.
   bool InBlocks(const ShardReader& reader, uint64_t record,
                 std::span<const std::pair<const void*, uint64_t>> blocks) const;
-  // The reader of `shard` for this step: OpenVersion::Reader takes a lock, so
-  // each step looks each of its shards up once. ForgetStepReaders starts a step.
-  const Result<std::shared_ptr<const ShardReader>>& StepReader(size_t shard);
-  void ForgetStepReaders();
   // Plans steps up to next_step_ + read_ahead_steps (the first call: only
   // next_step_): their ids and pinned blocks. REQUIRES: server_.blocks.
   void PlanAhead();
@@ -131,28 +161,20 @@ class BatchStream {
   Metrics* metrics_;
   const StreamLimits limits_;
   const StreamServer server_;
-  // Cluster serving, per shard, computed on first use.
+  // Cluster serving, per shard, computed on first use (under placement_mu_).
   struct ShardPlacement {
-    bool known = false;
-    bool local = true;  // until a read says this node has no good copy
+    std::atomic<bool> known{false};
+    std::atomic<bool> local{true};  // until a read says this node has no good copy
     std::vector<std::string> holders;
     std::vector<std::string> ranked;
   };
   std::vector<ShardPlacement> placement_;
+  std::mutex placement_mu_;
   std::vector<std::string> members_;
   std::vector<std::string> excluded_;
-  std::vector<uint64_t> ids_;  // scratch
-  std::vector<std::optional<Result<std::shared_ptr<const ShardReader>>>> step_readers_;  // per shard
-  std::vector<size_t> step_shards_;  // the shards step_readers_ holds
-  // The step's samples this node reads from its own shards (scratch).
-  struct LocalRead {
-    uint32_t slot;
-    uint64_t id;
-    size_t shard;
-    uint64_t record;
-  };
-  std::vector<LocalRead> reads_;
-  RecordView view_;  // scratch: its vectors keep their capacity from step to step
+  std::unique_ptr<Scratch> claim_scratch_;  // PlanAhead's
+  std::mutex scratch_mu_;
+  std::vector<std::unique_ptr<Scratch>> spare_scratch_;  // GUARDED_BY(scratch_mu_)
   // How many reads ahead BuildNext (and PlanAhead) prefetch offsets and records:
   // enough to keep several memory loads in flight, few enough that they stay cached.
   static constexpr size_t kOffsetsAhead = 16;
@@ -165,7 +187,8 @@ class BatchStream {
   std::deque<Planned> ahead_;
   uint64_t planned_end_;
   bool first_planned_ = false;  // PlanAhead has run once
-  std::unique_ptr<CompositionRecorder> composition_;  // with metrics: the strata of served batches
+  std::mutex composition_mu_;
+  std::unique_ptr<CompositionRecorder> composition_;  // GUARDED_BY(composition_mu_): the strata of served batches
 };
 
 }  // namespace strata

@@ -17,6 +17,7 @@ StreamReactor::StreamReactor(Node* node, const std::atomic<bool>* draining, std:
       request_(std::move(request)),
       peer_(std::move(peer)),
       prefetch_(node->config().prefetch_batches),
+      next_queued_step_(stream_->next_step()),
       completed_steps_(stream_->next_step()) {
   ++node_->active_streams();
   node_->metrics().active_streams.Increment();
@@ -26,59 +27,77 @@ StreamReactor::StreamReactor(Node* node, const std::atomic<bool>* draining, std:
                peer_);
   std::lock_guard<std::mutex> lock(mu_);
   if (stream_->done()) {
-    source_done_ = true;  // an empty range: the first Pump finishes the call
+    claimed_all_ = true;  // an empty range: the first Pump finishes the call
     boost::asio::post(node_->pool(), [this] { Pump(); });
   } else {
     MaybeScheduleBuild();
   }
 }
 
+bool StreamReactor::CanClaim() const {
+  return !final_status_ && !claimed_all_ && ready_.size() + in_build_ < prefetch_;
+}
+
 void StreamReactor::MaybeScheduleBuild() {
-  if (building_ || source_done_ || final_status_ || ready_.size() >= prefetch_) return;
-  building_ = true;
-  boost::asio::post(node_->pool(), [this] { BuildTask(); });
+  // A builder not yet at its claim counts as a step being built.
+  while (builders_ < kBuildersPerStream && !final_status_ && !claimed_all_ && ready_.size() + builders_ < prefetch_) {
+    ++builders_;
+    boost::asio::post(node_->pool(), [this] { BuildTask(); });
+  }
 }
 
 void StreamReactor::BuildTask() {
-  // Builds batches while the queue has room, so that a stream whose builds
-  // are its bottleneck costs no task hand-off (a thread wake-up) per batch.
+  // Claims and builds steps while the queue has room, so that a stream whose
+  // builds are its bottleneck costs no task hand-off (a thread wake-up) per
+  // batch. Up to kBuildersPerStream such tasks build different steps at once;
+  // their batches are queued in step order.
   for (;;) {
+    BatchStream::StepClaim claim;
+    Status s;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!CanClaim()) {
+        --builders_;
+        break;
+      }
+      s = stream_->Claim(&claim);  // claims are taken in order, one at a time
+      ++in_build_;
+      claimed_all_ = stream_->done();
+    }
+    const uint64_t step = claim.step;
     std::vector<WirePart> parts;
-    const uint64_t step = stream_->next_step();
-    Status s = stream_->BuildNext(&parts);
+    if (s.ok()) s = stream_->Build(std::move(claim), &parts);
     std::vector<grpc::ByteBuffer> wire;  // serialised here, off the lock and off gRPC's threads
     if (s.ok()) {
       for (const WirePart& p : parts) wire.push_back(p.Serialize());
     }
-    bool more = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!s.ok()) {
-        spdlog::error("stream {} rank {}: {}", request_.dataset(), request_.rank(), s.ToString());
-        if (!final_status_) final_status_ = ToGrpcStatus(s);
-      } else {
-        for (size_t i = 0; i < parts.size(); ++i) {
-          ready_.push_back(Outgoing{std::move(wire[i]), parts[i].payload_bytes(),
-                                    static_cast<uint64_t>(parts[i].message().ids_size()), step,
-                                    i + 1 == parts.size()});
-        }
-        source_done_ = stream_->done();
+    std::lock_guard<std::mutex> lock(mu_);
+    --in_build_;
+    if (!s.ok()) {
+      spdlog::error("stream {} rank {}: {}", request_.dataset(), request_.rank(), s.ToString());
+      if (!final_status_) final_status_ = ToGrpcStatus(s);
+    } else {
+      std::vector<Outgoing>& out = built_[step];
+      for (size_t i = 0; i < parts.size(); ++i) {
+        out.push_back(Outgoing{std::move(wire[i]), parts[i].payload_bytes(),
+                               static_cast<uint64_t>(parts[i].message().ids_size()), step, i + 1 == parts.size()});
       }
-      more = !final_status_ && !source_done_ && ready_.size() < prefetch_;
-      building_ = more;  // while set, nothing else schedules a build and Pump never finishes the call
-      if (more && !writing_ && !kicking_ && !ready_.empty()) {
-        // The writer is idle: another thread starts the write, so that this
-        // one goes on building while the batch is sent (on two cores the
-        // send, the kernel's loopback included, is as long as the build).
-        kicking_ = true;
-        boost::asio::post(node_->pool(), [this] { Pump(/*kick=*/true); });
+      // Steps built out of order wait for the ones before them.
+      while (!built_.empty() && built_.begin()->first == next_queued_step_) {
+        for (Outgoing& o : built_.begin()->second) ready_.push_back(std::move(o));
+        built_.erase(built_.begin());
+        ++next_queued_step_;
       }
     }
-    if (!more) {
-      Pump();  // may finish the call: no member is touched after
-      return;
+    if (!writing_ && !kicking_ && !ready_.empty()) {
+      // The writer is idle: another thread starts the write, so that this
+      // one goes on building while the batch is sent (on two cores the send,
+      // the kernel's loopback included, is as long as the build).
+      kicking_ = true;
+      boost::asio::post(node_->pool(), [this] { Pump(/*kick=*/true); });
     }
   }
+  Pump();  // may finish the call: no member is touched after
 }
 
 void StreamReactor::Pump(bool kick) {
@@ -94,8 +113,8 @@ void StreamReactor::Pump(bool kick) {
                                    "stratad is shutting down; resume this stream at step " +
                                        std::to_string(completed_steps_));
     }
-    if (final_status_ || (source_done_ && ready_.empty())) {
-      if (building_ || kicking_) return;  // the build task, or the kick, pumps again when it ends
+    if (final_status_ || (claimed_all_ && ready_.empty())) {
+      if (builders_ > 0 || kicking_) return;  // the last build task, or the kick, pumps again when it ends
       finishing_ = true;
       finish_status = final_status_.value_or(grpc::Status::OK);
       cursor = completed_steps_;

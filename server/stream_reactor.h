@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -51,6 +52,10 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     bool last_of_step = false;
   };
 
+  // Build tasks one stream runs at once (each builds a different step).
+  static constexpr uint32_t kBuildersPerStream = 2;
+
+  bool CanClaim() const;      // REQUIRES: mu_ held
   void MaybeScheduleBuild();  // REQUIRES: mu_ held
   void BuildTask();
   // Starts the next write, or finishes the call, if it is time. `kick`: called
@@ -60,18 +65,21 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 
   Node* const node_;
   const std::atomic<bool>* const draining_;
-  std::unique_ptr<BatchStream> stream_;  // used by the one running build task only
+  std::unique_ptr<BatchStream> stream_;  // Claim under mu_; Build by the build tasks
   const v1::StreamRequest request_;
   const std::string peer_;
   const uint32_t prefetch_;
 
   std::mutex mu_;
-  std::deque<Outgoing> ready_;                 // GUARDED_BY(mu_)
+  std::deque<Outgoing> ready_;                 // GUARDED_BY(mu_): in step order
+  std::map<uint64_t, std::vector<Outgoing>> built_;  // GUARDED_BY(mu_): steps built before an earlier one
+  uint64_t next_queued_step_;                  // GUARDED_BY(mu_): the step ready_ takes next
   Outgoing in_flight_;                         // owned by the outstanding write
-  bool building_ = false;                      // GUARDED_BY(mu_)
+  uint32_t builders_ = 0;                      // GUARDED_BY(mu_): build tasks posted or running
+  uint32_t in_build_ = 0;                      // GUARDED_BY(mu_): steps claimed, not yet built
   bool writing_ = false;                       // GUARDED_BY(mu_)
   bool kicking_ = false;                       // GUARDED_BY(mu_): a posted Pump(kick) has not run yet
-  bool source_done_ = false;                   // GUARDED_BY(mu_)
+  bool claimed_all_ = false;                   // GUARDED_BY(mu_): every step of the range is claimed
   bool finishing_ = false;                     // GUARDED_BY(mu_)
   std::optional<grpc::Status> final_status_;   // GUARDED_BY(mu_)
   uint64_t completed_steps_;                   // GUARDED_BY(mu_): next step not yet fully written

@@ -1,10 +1,12 @@
 // A real stratad on loopback: ingest over gRPC, stream an epoch on several
 // ranks, and check what arrives against what was sent.
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include <map>
 #include <set>
 
+#include "strata/v1/data.grpc.pb.h"
 #include "tests/integration/cluster_fixture.h"
 
 namespace strata::testing {
@@ -144,6 +146,31 @@ TEST_F(StreamEpochTest, EpochsAndSeedsReorderButKeepExactlyOnce) {
   std::set<uint64_t> all;
   for (const Batch& b : e1.batches) all.insert(b.ids().begin(), b.ids().end());
   EXPECT_EQ(all.size(), kSamples);
+}
+
+// The server builds a stream's steps on more than one thread, and sends them
+// in step order all the same, each step's parts ending with last_part: read
+// with a bare gRPC stub, which reorders nothing.
+TEST_F(StreamEpochTest, TheServerSendsStepsInOrder) {
+  auto stub = v1::DataService::NewStub(grpc::CreateChannel(node_->address(), grpc::InsecureChannelCredentials()));
+  v1::StreamRequest request;
+  request.set_dataset("synth");
+  request.set_world(1);
+  request.set_batch_size(7);
+  request.set_seed(9);
+  grpc::ClientContext context;
+  auto reader = stub->StreamBatches(&context, request);
+  v1::Batch part;
+  uint64_t expect_step = 0;
+  uint64_t samples = 0;
+  while (reader->Read(&part)) {
+    ASSERT_EQ(part.step(), expect_step);
+    samples += static_cast<uint64_t>(part.ids_size());
+    if (part.last_part()) ++expect_step;
+  }
+  EXPECT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(expect_step, (kSamples + 6) / 7);
+  EXPECT_EQ(samples, kSamples);
 }
 
 TEST_F(StreamEpochTest, MetricsCountWhatWasServed) {

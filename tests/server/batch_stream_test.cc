@@ -256,5 +256,55 @@ TEST(BatchStreamCacheTest, ASmallCacheServesEverySampleOnceAndStaysWithinBudget)
   EXPECT_EQ(s.pinned_blocks, 0u);
 }
 
+// A record of 16 KiB or more is sent from its mapping (gRPC slices pointing
+// at it) only where the step reads its block densely, or the record alone is
+// large enough to: a 64 KiB record alone in its 2 MiB block is copied into
+// the part, so that once the part is serialised nothing holds the block while
+// the batch waits for the socket; a 1 MiB record holds its blocks until its
+// bytes have left.
+TEST(BatchStreamCacheTest, OnlyDenseUsesAreSentFromTheMapping) {
+  TempDir dir;
+  NodeConfig config = TestNodeConfig(dir.path());
+  config.shard_target_bytes = 64 << 20;
+  config.cache_bytes = 256 << 20;  // everything fits: what is held is what a use holds
+  auto node = Node::Open(config);
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  auto ingest = [&](const std::string& name, int samples, size_t bytes) {
+    v1::IngestOptions o;
+    o.set_dataset(name);
+    auto session = node.value()->StartIngest(o);
+    ASSERT_TRUE(session.ok());
+    for (int i = 0; i < samples; ++i) {
+      ASSERT_TRUE(session.value()->Add(MakeSample("k" + std::to_string(i), "L", std::string(bytes, 'x'), "bin")).ok());
+    }
+    ASSERT_TRUE(session.value()->Commit(static_cast<uint64_t>(samples)).ok());
+  };
+  ingest("sparse", 64, 64 << 10);  // 4 MiB: 32 records to a 2 MiB block
+  ingest("dense", 6, 1 << 20);
+  for (const std::string name : {"sparse", "dense"}) {
+    SCOPED_TRACE(name);
+    v1::StreamRequest r;
+    r.set_dataset(name);
+    r.set_world(1);
+    r.set_batch_size(1);  // one record per step
+    r.set_seed(3);
+    auto stream = node.value()->OpenStream(r);
+    ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+    std::vector<WirePart> parts;
+    ASSERT_TRUE(stream.value()->BuildNext(&parts).ok());
+    grpc::ByteBuffer wire = parts.at(0).Serialize();
+    parts.clear();
+    stream.value().reset();  // unpins the steps it planned ahead
+    const uint64_t held = node.value()->blocks().stats().pinned_blocks;
+    if (name == "sparse") {
+      EXPECT_EQ(held, 0u) << "the sparse record was copied: the serialised batch holds no block";
+    } else {
+      EXPECT_GT(held, 0u) << "the large record is referenced: its blocks stay until it is sent";
+    }
+    wire.Clear();
+    EXPECT_EQ(node.value()->blocks().stats().pinned_blocks, 0u);
+  }
+}
+
 }  // namespace
 }  // namespace strata
