@@ -264,9 +264,12 @@ bool ShardReader::Cached(uint64_t offset, uint64_t len) const {
   const auto [at, bytes] = PageSpan(base_, size_, offset, len);
   if (bytes == 0) return true;
   static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  std::vector<unsigned char> in((bytes + page - 1) / page);
-  if (mincore(at, bytes, in.data()) != 0) return true;
-  return std::all_of(in.begin(), in.end(), [](unsigned char c) { return (c & 1) != 0; });
+  const size_t pages = (bytes + page - 1) / page;
+  unsigned char small[64];
+  std::vector<unsigned char> large(pages > sizeof small ? pages : 0);
+  unsigned char* in = large.empty() ? small : large.data();
+  if (mincore(at, bytes, in) != 0) return true;
+  return std::all_of(in, in + pages, [](unsigned char c) { return (c & 1) != 0; });
 }
 
 Status ShardReader::Read(uint64_t index, RecordView* out) const {

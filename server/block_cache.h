@@ -80,6 +80,7 @@ class BlockCache {
     std::shared_ptr<const ShardReader> reader;
     uint64_t block = 0;
     uint64_t use_bytes = 0;  // how much of it the use reads
+    uint64_t use_offset = 0;  // the first byte of the file the use reads in it
   };
 
   // `pool` runs the read-ahead; `metrics` may be null. Both must outlive the
@@ -96,7 +97,7 @@ class BlockCache {
   void AddRange(const std::shared_ptr<const ShardReader>& reader, uint64_t begin, uint64_t end,
                 std::vector<BlockRef>* out) const;
   // Sorts and deduplicates a step's blocks (a block counts once per step,
-  // with the sum of its uses).
+  // with the sum of its uses and the first byte any of them reads).
   static void Dedupe(std::vector<BlockRef>* blocks);
 
   // Whether a use of `use_bytes` of a block of `block_bytes` is dense: at

@@ -91,10 +91,13 @@ TEST_F(BlockCacheTest, RangesMapToAlignedBlocksAndDedupe) {
   ASSERT_EQ(out.size(), 3u);
   EXPECT_EQ(out[0].block, 0u);
   EXPECT_EQ(out[0].use_bytes, 2u);  // one byte from each of two ranges
+  EXPECT_EQ(out[0].use_offset, 5u);  // the first byte either reads
   EXPECT_EQ(out[1].block, 1u);
   EXPECT_EQ(out[1].use_bytes, 1u);
+  EXPECT_EQ(out[1].use_offset, kBlock);
   EXPECT_EQ(out[2].block, 3u);
   EXPECT_EQ(out[2].use_bytes, kBlock);
+  EXPECT_EQ(out[2].use_offset, 3 * kBlock);
 }
 
 TEST_F(BlockCacheTest, ReadAheadMapsPinnedBlocksAndUsesAreHits) {
