@@ -200,6 +200,7 @@ if [ $scale = 1 ]; then
   # the client's whole wall time: start, connect, plan, one batch) against a server
   # restarted just before, so the stream opens the version, its shard files and (for
   # stratified) its stratum index; "second" is the next stream, with all of that open.
+  # Each figure is the median of five fresh servers.
   # It is taken with the version's files in the page cache ("storage warm": they are
   # read once first) and, where this script may drop the page cache (root), out of it
   # ("storage cold": after the drop, one step of a small dataset pages the server's
@@ -224,15 +225,27 @@ if [ $scale = 1 ]; then
     "$cluster" restart --node 1 --dir "$work/first" >/dev/null
     "$strata" stream --server "$first" --dataset warmup --batch-size 256 --max-steps 1 --quiet >/dev/null
   }
-  first_batch() {  # n sampler label
-    local t0 t1 ms
+  stream_ms() {  # n sampler -> the wall time of one `strata stream --max-steps 1`, in ms
+    local t0 t1
     t0=$(now)
     "$strata" stream --server "$first" --dataset "first$1" --batch-size 256 --max-steps 1 --sampler "$2" \
       --quiet >/dev/null
     t1=$(now)
-    ms=$(calc "round(($t1 - $t0) * 1000, 1)")
-    echo "  $1 samples, $2, $3: first batch after $ms ms"
-    echo "tiny,first_batch_${2}_${3// /_}_$1,$1,$(calc "round($t1 - $t0, 4)"),,,,," >>"$csv"
+    calc "round(($t1 - $t0) * 1000, 1)"
+  }
+  first_batch() {  # n sampler storage: the median of five fresh servers, first and second stream
+    local firsts=() seconds=() i
+    for i in 1 2 3 4 5; do
+      fresh_server "$1" "$3"
+      firsts+=("$(stream_ms "$1" "$2")")
+      seconds+=("$(stream_ms "$1" "$2")")
+    done
+    local f s
+    f=$(calc "sorted([${firsts[*]// /,}])[2]")
+    s=$(calc "sorted([${seconds[*]// /,}])[2]")
+    echo "  $1 samples, $2, storage $3: first batch after $f ms (runs: ${firsts[*]}), second stream $s ms"
+    echo "tiny,first_batch_${2}_storage_${3}_first_$1,$1,$(calc "round($f / 1000, 4)"),,,,,runs_ms=${firsts[*]}" >>"$csv"
+    echo "tiny,first_batch_${2}_storage_${3}_second_$1,$1,$(calc "round($s / 1000, 4)"),,,,,runs_ms=${seconds[*]}" >>"$csv"
   }
   for n in $(printf "%s\n" 10000 1000000 "$big" | sort -nu); do
     "$bin/bench/strata-make-dataset" --out "$work/first-$n" --format tar --samples "$n" --size 16 \
@@ -246,13 +259,8 @@ if [ $scale = 1 ]; then
     echo "tiny,ingest_$n,$n,$ingest_secs,$(calc "round($n / ($t1 - $t0))"),,,,shard_mib=$shard_mib" >>"$csv"
     rm -rf "$work/first-$n"
     for sampler in shuffle stratified; do
-      fresh_server "$n" warm
-      first_batch "$n" $sampler "storage warm first"
-      first_batch "$n" $sampler "storage warm second"
-      if [ $can_drop = 1 ]; then
-        fresh_server "$n" cold
-        first_batch "$n" $sampler "storage cold first"
-      fi
+      first_batch "$n" $sampler warm
+      if [ $can_drop = 1 ]; then first_batch "$n" $sampler cold; fi
     done
     m=$((n < 1000000 ? n : 1000000))
     cat "$work/first/node-1/shards/first$n"/*/* >/dev/null  # the stream rate from the page cache
