@@ -241,8 +241,8 @@ if [ $scale = 1 ]; then
       seconds+=("$(stream_ms "$1" "$2")")
     done
     local f s
-    f=$(calc "sorted([${firsts[*]// /,}])[2]")
-    s=$(calc "sorted([${seconds[*]// /,}])[2]")
+    f=$(IFS=,; calc "sorted([${firsts[*]}])[2]")
+    s=$(IFS=,; calc "sorted([${seconds[*]}])[2]")
     echo "  $1 samples, $2, storage $3: first batch after $f ms (runs: ${firsts[*]}), second stream $s ms"
     echo "tiny,first_batch_${2}_storage_${3}_first_$1,$1,$(calc "round($f / 1000, 4)"),,,,,runs_ms=${firsts[*]}" >>"$csv"
     echo "tiny,first_batch_${2}_storage_${3}_second_$1,$1,$(calc "round($s / 1000, 4)"),,,,,runs_ms=${seconds[*]}" >>"$csv"
