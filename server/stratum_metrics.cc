@@ -69,10 +69,10 @@ void CompositionRecorder::Record(const std::vector<WirePart>& parts, uint32_t ba
   uint64_t samples = 0;
   for (const WirePart& part : parts) {
     const v1::Batch& p = part.message();
-    for (const std::string& s : p.strata()) ++counts_[s];
+    for (const std::string& s : p.strata()) ++counts_[std::string_view(s)];
     samples += static_cast<uint64_t>(p.strata_size());
   }
-  for (const auto& [stratum, n] : counts_) metrics_->AddServed(stratum, n);
+  for (const auto& [stratum, n] : counts_) metrics_->AddServed(std::string(stratum), n);
   if (samples != batch_size || share_.empty()) return;  // only part of the batch came from here
   double worst = 0;
   for (const auto& [stratum, n] : counts_) {

@@ -28,6 +28,8 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <string_view>
+#include <unordered_map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -72,9 +74,9 @@ class CompositionRecorder {
 
  private:
   StratumMetrics* metrics_;
-  std::map<std::string, double> share_;                   // by stratum key
+  std::map<std::string, double, std::less<>> share_;      // by stratum key
   std::vector<std::pair<double, std::string>> by_share_;  // descending
-  std::map<std::string, uint64_t> counts_;                // scratch
+  std::unordered_map<std::string_view, uint64_t> counts_; // scratch: views of the parts' strata
 };
 
 }  // namespace strata
