@@ -7,6 +7,7 @@
 #include "common/dataset_ref.h"
 #include "common/placement.h"
 #include "server/cluster/local_files.h"
+#include "server/part_builder.h"
 
 namespace strata {
 
@@ -64,88 +65,6 @@ struct BatchStream::Scratch {
 struct BatchStream::StepOwner {
   std::shared_ptr<const void> pins;
   std::vector<std::shared_ptr<const void>> readers;
-};
-
-// Packs samples into parts of at most max_part_bytes payload (at least one
-// sample each).
-class BatchStream::PartBuilder {
- public:
-  PartBuilder(const BatchStream& s, uint64_t step, uint32_t batch_size, std::vector<WirePart>* out)
-      : stream_(s), step_(step), batch_size_(batch_size), out_(out) {
-    Start();
-  }
-
-  // `owner` keeps view.payload valid until the part has been written.
-  // Without may_reference the payload is copied into the part (WirePart::AppendPayload).
-  void Add(uint32_t slot, const RecordView& view, std::shared_ptr<const void> owner, bool may_reference = true) {
-    if (message().ids_size() > 0 && part_.payload_bytes() + view.payload.size() > stream_.limits_.max_part_bytes) {
-      out_->push_back(std::move(part_));
-      Start();
-    }
-    v1::Batch& m = message();
-    m.add_slots(slot);
-    m.add_ids(view.id);
-    m.add_labels(view.label.data(), view.label.size());
-    m.add_strata(view.stratum.data(), view.stratum.size());
-    m.add_sizes(view.payload.size());
-    m.add_layout_of(LayoutOf(view.field_names));
-    for (uint64_t fs : view.field_sizes) m.add_field_sizes(fs);
-    part_.AppendPayload(view.payload, std::move(owner), may_reference);
-  }
-
-  // Emits the last part, marked as the end of this server's share.
-  void Finish() {
-    message().set_last_part(true);
-    out_->push_back(std::move(part_));
-  }
-
- private:
-  v1::Batch& message() { return part_.message(); }
-  void Start() {
-    part_ = WirePart();
-    v1::Batch& m = message();
-    m.set_epoch(stream_.request_.epoch());
-    m.set_step(step_);
-    m.set_rank(stream_.request_.rank());
-    m.set_dataset_version(stream_.version_->shape().version);
-    m.set_steps_in_epoch(stream_.plan_.num_steps());
-    m.set_batch_size(batch_size_);
-    m.set_plan_hash(stream_.plan_.plan_hash());
-    m.set_node_id(stream_.server_.node_id);
-    last_layout_ = -1;
-    layouts_.clear();
-  }
-
-  // The index in this part's layouts of a sample's field names, added if new.
-  // Records of a dataset mostly share one layout: the last one is tried first.
-  uint32_t LayoutOf(const std::vector<std::string_view>& names) {
-    v1::Batch& m = message();
-    auto same = [&](int l) {
-      const auto& known = m.layouts(l).names();
-      return std::equal(known.begin(), known.end(), names.begin(), names.end());
-    };
-    if (last_layout_ >= 0 && same(last_layout_)) return static_cast<uint32_t>(last_layout_);
-    std::string joined;
-    for (std::string_view n : names) {
-      joined += n;
-      joined += '\0';
-    }
-    auto [it, added] = layouts_.try_emplace(std::move(joined), m.layouts_size());
-    if (added) {
-      auto* copy = m.add_layouts()->mutable_names();
-      for (std::string_view n : names) copy->Add()->assign(n.data(), n.size());
-    }
-    last_layout_ = static_cast<int>(it->second);
-    return it->second;
-  }
-
-  const BatchStream& stream_;
-  const uint64_t step_;
-  const uint32_t batch_size_;
-  std::vector<WirePart>* out_;
-  WirePart part_;
-  std::map<std::string, uint32_t> layouts_;  // joined field names -> index in this part
-  int last_layout_ = -1;  // the layout the last sample used, in this part
 };
 
 Result<std::unique_ptr<BatchStream>> BatchStream::Open(const v1::StreamRequest& r, DatasetCache* cache,
@@ -362,7 +281,16 @@ Status BatchStream::BuildInto(const StepClaim& claim, Scratch& scratch, std::vec
   const std::shared_ptr<StepOwner>& step_owner = claim.owner;
   auto& reads = scratch.reads;
   std::vector<WirePart> out;
-  PartBuilder builder(*this, step, batch_size, &out);
+  v1::Batch header;
+  header.set_epoch(request_.epoch());
+  header.set_step(step);
+  header.set_rank(request_.rank());
+  header.set_dataset_version(version_->shape().version);
+  header.set_steps_in_epoch(plan_.num_steps());
+  header.set_batch_size(batch_size);
+  header.set_plan_hash(plan_.plan_hash());
+  header.set_node_id(server_.node_id);
+  PartBuilder builder(header, limits_.max_part_bytes, &out);
   // Samples this node serves but has no good copy of, per shard: (slot, record),
   // and why the local copy could not serve them.
   std::map<size_t, std::vector<std::pair<uint32_t, uint64_t>>> remote;

@@ -135,7 +135,6 @@ class BatchStream {
  private:
   BatchStream(v1::StreamRequest request, std::shared_ptr<const OpenVersion> version, EpochPlan plan,
               uint64_t start, uint64_t end, Metrics* metrics, const StreamLimits& limits, StreamServer server);
-  class PartBuilder;
   // Per-build scratch: one per Build running at once, kept for reuse.
   struct Scratch;
   std::unique_ptr<Scratch> TakeScratch();
