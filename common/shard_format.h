@@ -221,6 +221,12 @@ class ShardReader {
   // prefetch the entry some records earlier). Indexes past the end are ignored.
   void PrefetchOffset(uint64_t index) const;
   void PrefetchRecord(uint64_t index) const;
+  // Asks the kernel to start reading, from storage if need be, the page of the
+  // offset table that holds record `index`'s entry, without waiting for it: a
+  // caller about to look up many records of shards that may have left the
+  // page cache asks for all of them first, so that their reads overlap.
+  // A system call each: for a stream's first step, not for every read.
+  void AdviseOffset(uint64_t index) const;
 
   // Residency of the mapping, for a cache that manages it (server/block_cache.h).
   // Neither changes what a read returns; both clip the range to the file.
@@ -251,6 +257,9 @@ class ShardReader {
   ShardReader() = default;
   // Checks header, trailer and footer of the mapped file and fills the members.
   Status CheckLayout();
+  // Advises the kernel how the mapping is read: records (before
+  // `footer_offset`) in 2 MiB folios, the footer a page at a time.
+  void AdviseMapping(uint64_t footer_offset) const;
 
   std::string path_;
   int fd_ = -1;

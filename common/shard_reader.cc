@@ -59,12 +59,6 @@ Result<std::unique_ptr<ShardReader>> ShardReader::Open(const std::string& path) 
     close(fd);
     return Status::FromErrno("mmap " + path, map_errno);
   }
-#ifdef MADV_HUGEPAGE
-  // Records are read at random places: where the page cache holds the file in
-  // 2 MiB folios (AlignedFileWriter writes it so), map each with one entry,
-  // and have page faults that read the file read it into such folios too.
-  madvise(map, size, MADV_HUGEPAGE);  // a hint: without THP it fails, and nothing changes
-#endif
   reader->fd_ = fd;  // for ReadCopy
   reader->base_ = static_cast<const char*>(map);
   reader->size_ = size;
@@ -87,7 +81,12 @@ Status ShardReader::CheckLayout() {
   }
   if (LoadU32(h + 12) != 0) return corrupt("unknown header flags");
 
-  const char* t = base_ + size_ - kShardTrailerSize;
+  // The trailer is read too: it says where the footer starts, and so how to
+  // advise the mapping (AdviseMapping) before anything is touched through it.
+  char t[kShardTrailerSize];
+  got = PReadFd(fd_, t, sizeof t, size_ - kShardTrailerSize, path_);
+  if (!got.ok()) return got.status();
+  if (got.value() != sizeof t) return corrupt("file too small");
   if (std::string_view(t + 32, 8) != kTrailerMagic) return corrupt("bad trailer magic");
   const uint64_t footer_offset = LoadU64(t);
   const uint32_t footer_len = LoadU32(t + 8);
@@ -98,6 +97,7 @@ Status ShardReader::CheckLayout() {
       trailer_offset - footer_offset != footer_len || footer_len > INT_MAX) {
     return corrupt("footer bounds out of range");
   }
+  AdviseMapping(footer_offset);
   const char* footer = base_ + footer_offset;
   records_end_ = footer_offset;
   body_end_ = footer_offset + footer_len;
@@ -206,6 +206,25 @@ std::string_view ShardReader::RawRecord(uint64_t index) const {
   return {base_ + begin, end - begin};
 }
 
+void ShardReader::AdviseMapping(uint64_t footer_offset) const {
+  static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t split = footer_offset / page * page;
+  char* base = const_cast<char*>(base_);
+#ifdef MADV_HUGEPAGE
+  // Records are read at random places: where the page cache holds the file in
+  // 2 MiB folios (AlignedFileWriter writes it so), map each with one entry,
+  // and have page faults that read the file read it into such folios too.
+  if (split > 0) madvise(base, split, MADV_HUGEPAGE);  // a hint: without THP it fails, and nothing changes
+#endif
+  // The footer (offset table and metadata) is read a few bytes at a time:
+  // opening the shard reads its ends, each record read one entry. A fault
+  // there reads the page it needs, not 2 MiB around it (nor the device's
+  // read-ahead window): after the page cache has dropped a version, opening
+  // its 17 shards read 64 MiB of footers through such faults, one after
+  // another, and the first batch of 10M samples waited for them.
+  if (split < size_) madvise(base + split, size_ - split, MADV_RANDOM);
+}
+
 std::pair<uint64_t, uint64_t> ShardReader::RecordRange(uint64_t index) const {
   const std::string_view raw = RawRecord(index);
   if (raw.empty()) return {0, 0};
@@ -215,6 +234,14 @@ std::pair<uint64_t, uint64_t> ShardReader::RecordRange(uint64_t index) const {
 
 void ShardReader::PrefetchOffset(uint64_t index) const {
   if (offset_table_ != nullptr && index < records_) __builtin_prefetch(offset_table_ + 8 * index);
+}
+
+void ShardReader::AdviseOffset(uint64_t index) const {
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  if (offset_table_ == nullptr || index >= records_) return;
+  const uintptr_t at = reinterpret_cast<uintptr_t>(offset_table_ + 8 * index);
+  const uintptr_t first = at / page * page;
+  madvise(reinterpret_cast<void*>(first), at + 16 - first, MADV_WILLNEED);  // the entry and the next
 }
 
 void ShardReader::PrefetchRecord(uint64_t index) const {

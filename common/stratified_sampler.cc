@@ -169,12 +169,12 @@ std::vector<uint64_t> StratifiedSampler::Composition(uint64_t step) const {
   return counts;
 }
 
-uint64_t StratifiedSampler::MemberAt(size_t i, uint64_t j) const {
+std::pair<uint32_t, uint64_t> StratifiedSampler::MemberAt(size_t i, uint64_t j) const {
   const StratumQuota& q = quotas_.strata[i];
-  if (j < q.members) return members_->Member(q.stratum, first_cycle_[i].Forward(j));
+  if (j < q.members) return {q.stratum, first_cycle_[i].Forward(j)};
   // A later cycle of a stratum drawn with replacement: a permutation of its own.
   const uint64_t key = Mix(stratum_keys_[i] + (j / q.members) * 0x9E3779B97F4A7C15ULL);
-  return members_->Member(q.stratum, WindowedPermutation(q.members, window_, key).Forward(j % q.members));
+  return {q.stratum, WindowedPermutation(q.members, window_, key).Forward(j % q.members)};
 }
 
 void StratifiedSampler::Select(uint64_t step, uint64_t first, uint64_t stride, std::vector<uint64_t>* ids) const {
@@ -198,8 +198,16 @@ void StratifiedSampler::Select(uint64_t step, uint64_t first, uint64_t stride, s
       const auto from = at < start[i] ? start.begin() : start.begin() + static_cast<std::ptrdiff_t>(i);
       i = static_cast<size_t>(std::upper_bound(from, start.end(), at) - start.begin()) - 1;
     }
-    const uint64_t id = MemberAt(i, layout->taken[i] + (at - start[i]));
-    keyed.emplace_back(Mix(id ^ key), id);
+    const auto [stratum, j] = MemberAt(i, layout->taken[i] + (at - start[i]));
+    members_->WillRead(stratum, j);
+    keyed.emplace_back(stratum, j);
+  }
+  // Read after all were announced: an index that left the page cache reads
+  // them from storage together.
+  for (auto& [first_key, second_id] : keyed) {
+    const uint64_t id = members_->Member(static_cast<uint32_t>(first_key), second_id);
+    first_key = Mix(id ^ key);
+    second_id = id;
   }
   std::sort(keyed.begin(), keyed.end());
   for (const auto& [hash, id] : keyed) ids->push_back(id);

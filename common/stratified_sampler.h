@@ -78,8 +78,9 @@ class StratifiedSampler final : public Sampler {
   void MaybeCheckpoint() const;
   // The short last batch of a WEIGHTED epoch, from the picks after the full batches.
   void ApportionLast(const std::vector<uint64_t>& picks, std::vector<uint64_t>* counts) const;
-  // Sample at position j of plan stratum i's sequence.
-  uint64_t MemberAt(size_t i, uint64_t j) const;
+  // Where position j of plan stratum i's sequence lies in the index:
+  // (stratum, position among its members, for StratumMembers::Member).
+  std::pair<uint32_t, uint64_t> MemberAt(size_t i, uint64_t j) const;
 
   std::shared_ptr<const StratumMembers> members_;
   const QuotaPlan quotas_;

@@ -59,6 +59,9 @@ class StratumMembers {
   // An index that verifies its ids as they are read returns 0 for an id it
   // found damaged, and Damage() reports it from then on.
   virtual uint64_t Member(uint32_t stratum, uint64_t j) const = 0;
+  // A hint that Member(stratum, j) will be called soon: an index read from
+  // storage starts reading that part without waiting. Changes no result.
+  virtual void WillRead(uint32_t /*stratum*/, uint64_t /*j*/) const {}
   // OK, unless a Member call has read a part of the index that failed its
   // check (Corruption naming the file and the part): ids returned since then
   // are not to be trusted.
@@ -118,6 +121,8 @@ class StratumIndexFile final : public StratumMembers {
   uint64_t num_samples() const { return num_samples_; }
   uint64_t count(uint32_t stratum) const override;
   uint64_t Member(uint32_t stratum, uint64_t j) const override;
+  // With kOnUse, for a block not checked yet: madvise(MADV_WILLNEED) of it.
+  void WillRead(uint32_t stratum, uint64_t j) const override;
   Status Damage() const override;
   // Blocks of ids verified since Open (with kOnUse: those Member has read).
   uint64_t blocks_checked() const { return blocks_checked_.load(std::memory_order_relaxed); }
@@ -155,6 +160,7 @@ class StratumIndexFile final : public StratumMembers {
   const char* offsets_ = nullptr;
   const char* ids_ = nullptr;
   const char* sums_ = nullptr;  // format 2
+  std::string located_;         // format 2: header, offsets and sums, read at Open
   uint64_t num_blocks_ = 0;
   // kOnUse on format 2: per block kUnchecked, kSound or kDamaged.
   std::unique_ptr<std::atomic<uint8_t>[]> blocks_;

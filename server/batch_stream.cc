@@ -174,6 +174,12 @@ void BatchStream::PlanAhead() {
       const auto& reader = claim_scratch_->Reader(*version_, at.shard);
       if (reader.ok()) records.emplace_back(&reader.value(), at.record);  // else the read reports why
     }
+    // The first step's offset-table pages are asked of storage together:
+    // after the page cache has dropped the version, looking its records up one
+    // after another waited for one read from storage after another.
+    if (ahead == 0) {
+      for (const auto& [reader, record] : records) (*reader)->AdviseOffset(record);
+    }
     for (size_t i = 0; i < records.size(); ++i) {
       if (i + kOffsetsAhead < records.size()) {
         (*records[i + kOffsetsAhead].first)->PrefetchOffset(records[i + kOffsetsAhead].second);

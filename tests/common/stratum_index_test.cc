@@ -238,6 +238,32 @@ TEST(StratumIndexTest, CheckOnUseVerifiesEachBlockItReads) {
   EXPECT_NE(lazy.value()->Member(0, 0) + lazy.value()->Member(1, 1), 0u) << "other blocks are still served";
 }
 
+// WillRead only asks the kernel for pages: it checks no block, returns
+// nothing and reports no damage, and Member reads as before.
+TEST(StratumIndexTest, WillReadChangesNothing) {
+  TempDir dir;
+  const std::string path = dir.Join("strata.idx");
+  std::vector<std::string> keys;
+  for (int i = 0; i < 20'000; ++i) keys.push_back(i % 3 == 0 ? "a" : "b");
+  const StratumIndexSummary summary = Write(path, keys);
+  std::string bytes = ReadFile(path);
+  bytes[LayoutOf(bytes).ids_at + 9'000 * 8 + 1] ^= 0x10;  // stratum b, block 17
+  const std::string damaged = dir.Join("damaged.idx");
+  WriteFile(damaged, bytes);
+  auto lazy = StratumIndexFile::Open(damaged, nullptr, IndexCheck::kOnUse);
+  ASSERT_TRUE(lazy.ok()) << lazy.status().ToString();
+  const StratumIndexFile& index = *lazy.value();
+  for (uint64_t j = 0; j < 6'667; ++j) index.WillRead(0, j);
+  for (uint64_t j = 0; j < 13'333; ++j) index.WillRead(1, j);
+  index.WillRead(2, 0);        // no such stratum
+  index.WillRead(1, 13'333);   // past its members
+  EXPECT_EQ(index.blocks_checked(), 0u);
+  EXPECT_TRUE(index.Damage().ok()) << "announcing a damaged block is not reading it";
+  EXPECT_EQ(index.Member(0, 5), 15u);
+  EXPECT_EQ(index.Member(1, 9'000 - 6'667), 0u);
+  EXPECT_EQ(index.Damage().code(), Code::kDataLoss);
+}
+
 // Indexes written by earlier servers (format 1) are still read, and verified
 // whole at Open in either mode, since they have no block sums.
 TEST(StratumIndexTest, ReadsFormat1) {
