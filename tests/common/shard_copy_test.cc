@@ -4,7 +4,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
+#include <fstream>
 #include <random>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -86,6 +90,56 @@ TEST(ShardCopyTest, IfCachedStartsTheReadOfAnUncachedRecordAndReturnsAtOnce) {
   RecordView view;
   ASSERT_TRUE((*reader)->ParseRaw(0, raw, &view).ok());
   testing::ExpectSampleEq(view, samples[0]);
+}
+
+// The VmFlags of the mapping in /proc/self/smaps that holds `at`.
+std::string VmFlagsAt(const void* at) {
+  const auto addr = reinterpret_cast<uintptr_t>(at);
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
+      inside = lo <= addr && addr < hi;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line.substr(8) + " ";
+    }
+  }
+  return "";
+}
+
+// Records are mapped for 2 MiB folios, the footer (offset table, metadata,
+// trailer) for reads of a page: after the page cache drops a shard, opening
+// it reads the footer's pages, not 2 MiB around each.
+TEST(ShardCopyTest, RecordsAreMappedInHugePagesAndTheFooterForRandomReads) {
+  TempDir dir;
+  std::mt19937_64 rng(5);
+  std::vector<Sample> samples;
+  for (uint64_t i = 0; i < 4; ++i) samples.push_back(MakeSample(i, i, rng, {size_t{1} << 20}));
+  WriteShard(dir.Join("shard"), 0, samples);
+  auto reader = ShardReader::Open(dir.Join("shard"));
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  const char* record = (*reader)->RawRecord(0).data();
+  const char* base = record - (*reader)->RecordRange(0).first;
+  const char* trailer = base + (*reader)->file_size() - 1;
+  const std::string records = VmFlagsAt(record), footer = VmFlagsAt(trailer);
+  ASSERT_FALSE(records.empty()) << "no mapping holds the records";
+  ASSERT_FALSE(footer.empty()) << "no mapping holds the footer";
+  EXPECT_NE(footer.find(" rr "), std::string::npos) << "footer VmFlags:" << footer;
+  EXPECT_EQ(footer.find(" hg "), std::string::npos) << "footer VmFlags:" << footer;
+  EXPECT_EQ(records.find(" rr "), std::string::npos) << "records VmFlags:" << records;
+  if (records.find(" hg ") == std::string::npos) {
+    GTEST_SKIP() << "this kernel takes no MADV_HUGEPAGE (no transparent huge pages): records VmFlags:" << records;
+  }
+  // Reads are what they were.
+  RecordView view;
+  for (uint64_t i = 0; i < samples.size(); ++i) {
+    ASSERT_TRUE((*reader)->Read(i, &view).ok());
+    testing::ExpectSampleEq(view, samples[i]);
+  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <set>
@@ -358,6 +359,57 @@ TEST(StratifiedSamplerTest, PlanHashCoversTheSpec) {
   v1::SamplerSpec boosted = Stratified();
   (*boosted.mutable_min_per_batch())["s00001"] = 3;
   EXPECT_NE(base, MakePlan(d, boosted, 50, 2).plan_hash());
+}
+
+// The members of the dataset, with a log of what the sampler asks of them.
+class LoggedMembers final : public StratumMembers {
+ public:
+  explicit LoggedMembers(std::shared_ptr<const StratumMembers> inner) : inner_(std::move(inner)) {}
+  uint32_t num_strata() const override { return inner_->num_strata(); }
+  uint64_t count(uint32_t stratum) const override { return inner_->count(stratum); }
+  uint64_t Member(uint32_t stratum, uint64_t j) const override {
+    log_.push_back({'M', stratum, j});
+    return inner_->Member(stratum, j);
+  }
+  void WillRead(uint32_t stratum, uint64_t j) const override { log_.push_back({'W', stratum, j}); }
+
+  struct Call {
+    char kind;
+    uint32_t stratum;
+    uint64_t j;
+  };
+  mutable std::vector<Call> log_;
+
+ private:
+  std::shared_ptr<const StratumMembers> inner_;
+};
+
+// A step announces every member it will read (StratumMembers::WillRead)
+// before it reads the first: an index out of the page cache then reads them
+// from storage together.
+TEST(StratifiedSamplerTest, AStepAnnouncesItsMembersBeforeReadingThem) {
+  Dataset d = RareClass();
+  auto logged = std::make_shared<LoggedMembers>(d.shape.members);
+  d.shape.members = logged;
+  const EpochPlan plan = MakePlan(d, Stratified(), 64, 2);
+  std::vector<uint64_t> ids;
+  for (uint64_t step = 0; step < 5; ++step) {
+    for (uint32_t rank = 0; rank < 2; ++rank) {
+      logged->log_.clear();
+      plan.RankBatch(step, rank, &ids);
+      ASSERT_EQ(ids.size(), plan.RankBatchSize(step, rank));
+      const auto& log = logged->log_;
+      ASSERT_EQ(log.size(), 2 * ids.size());
+      std::vector<std::pair<uint32_t, uint64_t>> announced, read;
+      for (size_t i = 0; i < log.size(); ++i) {
+        EXPECT_EQ(log[i].kind, i < ids.size() ? 'W' : 'M') << "call " << i << " of step " << step;
+        (log[i].kind == 'W' ? announced : read).emplace_back(log[i].stratum, log[i].j);
+      }
+      std::sort(announced.begin(), announced.end());
+      std::sort(read.begin(), read.end());
+      EXPECT_EQ(announced, read);
+    }
+  }
 }
 
 }  // namespace
