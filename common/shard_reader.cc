@@ -28,6 +28,16 @@ constexpr std::string_view kTrailerMagic = "STRTRAIL";
 constexpr uint64_t kCacheLineBytes = 64;
 constexpr uint64_t kPrefetchRecordBytes = 4096;
 
+// The page-aligned part of the mapping that covers [offset, offset + len) of a
+// file of `size` bytes mapped at `base`, or an empty range.
+std::pair<char*, size_t> PageSpan(const char* base, uint64_t size, uint64_t offset, uint64_t len) {
+  static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  if (offset >= size || len == 0) return {nullptr, 0};
+  const uint64_t end = std::min(size, offset + std::min(len, size - offset));
+  const uint64_t first = offset / page * page;
+  return {const_cast<char*>(base) + first, static_cast<size_t>(end - first)};
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ShardReader>> ShardReader::Open(const std::string& path) {
@@ -237,11 +247,10 @@ void ShardReader::PrefetchOffset(uint64_t index) const {
 }
 
 void ShardReader::AdviseOffset(uint64_t index) const {
-  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   if (offset_table_ == nullptr || index >= records_) return;
-  const uintptr_t at = reinterpret_cast<uintptr_t>(offset_table_ + 8 * index);
-  const uintptr_t first = at / page * page;
-  madvise(reinterpret_cast<void*>(first), at + 16 - first, MADV_WILLNEED);  // the entry and the next
+  const uint64_t entry = static_cast<uint64_t>(offset_table_ - base_) + 8 * index;
+  const auto [at, bytes] = PageSpan(base_, size_, entry, 16);  // the entry and the next
+  if (bytes != 0) madvise(at, bytes, MADV_WILLNEED);
 }
 
 void ShardReader::PrefetchRecord(uint64_t index) const {
@@ -250,20 +259,6 @@ void ShardReader::PrefetchRecord(uint64_t index) const {
   const uint64_t stop = std::min(end, begin + kPrefetchRecordBytes);
   for (uint64_t at = begin; at < stop; at += kCacheLineBytes) __builtin_prefetch(base_ + at);
 }
-
-namespace {
-
-// The page-aligned part of the mapping that covers [offset, offset + len) of a
-// file of `size` bytes mapped at `base`, or an empty range.
-std::pair<char*, size_t> PageSpan(const char* base, uint64_t size, uint64_t offset, uint64_t len) {
-  static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  if (offset >= size || len == 0) return {nullptr, 0};
-  const uint64_t end = std::min(size, offset + std::min(len, size - offset));
-  const uint64_t first = offset / page * page;
-  return {const_cast<char*>(base) + first, static_cast<size_t>(end - first)};
-}
-
-}  // namespace
 
 Status ShardReader::Populate(uint64_t offset, uint64_t len) const {
   const auto [at, bytes] = PageSpan(base_, size_, offset, len);

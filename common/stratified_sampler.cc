@@ -189,6 +189,7 @@ void StratifiedSampler::Select(uint64_t step, uint64_t first, uint64_t stride, s
   const uint64_t rotation = step < quotas_.full_steps ? step % size : 0;
   // The rank's samples in a keyed order (a hash of id and step), not sorted by stratum.
   const uint64_t key = Mix(order_key_ ^ (step * 0xD6E8FEB86659FD93ULL));
+  // First (stratum, position among its members), then (order key, id).
   std::vector<std::pair<uint64_t, uint64_t>> keyed;
   keyed.reserve(size / stride + 1);
   size_t i = 0;  // the run holding `at`; positions only move forward, but for one wrap
@@ -204,10 +205,10 @@ void StratifiedSampler::Select(uint64_t step, uint64_t first, uint64_t stride, s
   }
   // Read after all were announced: an index that left the page cache reads
   // them from storage together.
-  for (auto& [first_key, second_id] : keyed) {
-    const uint64_t id = members_->Member(static_cast<uint32_t>(first_key), second_id);
-    first_key = Mix(id ^ key);
-    second_id = id;
+  for (auto& [stratum_then_key, position_then_id] : keyed) {
+    const uint64_t id = members_->Member(static_cast<uint32_t>(stratum_then_key), position_then_id);
+    stratum_then_key = Mix(id ^ key);
+    position_then_id = id;
   }
   std::sort(keyed.begin(), keyed.end());
   for (const auto& [hash, id] : keyed) ids->push_back(id);

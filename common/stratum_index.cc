@@ -71,13 +71,11 @@ Result<std::unique_ptr<StratumIndexFile>> StratumIndexFile::Open(const std::stri
     close(fd);
     return Status::FromErrno("mmap " + path, map_err);
   }
-#ifdef MADV_HUGEPAGE
   // Samplers read a block of ids here and there: a fault reads the page it
   // needs. (With MADV_HUGEPAGE each read 2 MiB or more, and the first
   // stratified batch of a 10M-sample version that had left the page cache
   // read the whole 80 MB index.)
   madvise(map, size, MADV_RANDOM);
-#endif
   file->base_ = static_cast<const char*>(map);
   file->size_ = size;
   const char* p = file->base_;

@@ -32,12 +32,14 @@ StratumMetrics::StratumMetrics(prometheus::Registry& registry, const std::string
                   .Add({})),
       node_id_(node_id) {}
 
-void StratumMetrics::AddServed(const std::string& stratum, uint64_t samples) {
+void StratumMetrics::AddServed(std::string_view stratum, uint64_t samples) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = served_.find(stratum);
   if (it == served_.end()) {
     if (served_.size() < kMaxStrata) {
-      it = served_.emplace(stratum, &served_family_.Add({{"node", node_id_}, {"stratum", stratum}})).first;
+      std::string key(stratum);
+      prometheus::Counter* counter = &served_family_.Add({{"node", node_id_}, {"stratum", key}});
+      it = served_.emplace(std::move(key), counter).first;
     } else {
       if (other_ == nullptr) other_ = &served_family_.Add({{"node", node_id_}, {"stratum", "other"}});
       other_->Increment(static_cast<double>(samples));
@@ -72,7 +74,7 @@ void CompositionRecorder::Record(const std::vector<WirePart>& parts, uint32_t ba
     for (const std::string& s : p.strata()) ++counts_[std::string_view(s)];
     samples += static_cast<uint64_t>(p.strata_size());
   }
-  for (const auto& [stratum, n] : counts_) metrics_->AddServed(std::string(stratum), n);
+  for (const auto& [stratum, n] : counts_) metrics_->AddServed(stratum, n);
   if (samples != batch_size || share_.empty()) return;  // only part of the batch came from here
   double worst = 0;
   for (const auto& [stratum, n] : counts_) {

@@ -28,10 +28,10 @@
 #include <array>
 #include <cstdint>
 #include <map>
-#include <string_view>
-#include <unordered_map>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "common/epoch_plan.h"
@@ -47,7 +47,7 @@ class StratumMetrics {
 
   StratumMetrics(prometheus::Registry& registry, const std::string& node_id);
 
-  void AddServed(const std::string& stratum, uint64_t samples);
+  void AddServed(std::string_view stratum, uint64_t samples);
   void ObserveDeviation(double deviation);
 
  private:
@@ -56,7 +56,7 @@ class StratumMetrics {
   prometheus::Gauge& recent_;
   const std::string node_id_;
   std::mutex mu_;
-  std::map<std::string, prometheus::Counter*> served_;  // GUARDED_BY(mu_)
+  std::map<std::string, prometheus::Counter*, std::less<>> served_;  // GUARDED_BY(mu_)
   prometheus::Counter* other_ = nullptr;               // GUARDED_BY(mu_)
   std::array<double, kRecent> window_{};               // GUARDED_BY(mu_)
   size_t next_ = 0;                                    // GUARDED_BY(mu_)
