@@ -9,6 +9,8 @@
 #     text (bench/peers.sh, common/placement.h, tests/integration/, ...)
 #     exists. docs/performance.md is a record of past measurements and names
 #     files as they were then, so its paths are not checked.
+#  4. Every program those two files name by its place in the build tree
+#     (build/server/stratad) is built there by that folder's CMakeLists.txt.
 #
 # Usage: tests/docs_test.sh [REPO_ROOT]   (default: the folder above this script)
 # Prints every problem found and exits 1 if there is one, 0 otherwise.
@@ -103,8 +105,25 @@ for doc in "${path_checked[@]}"; do
   done < <(grep -oE "(^|[ \`(\"'])(${top})/[A-Za-z0-9_./-]*" "$doc" | sed -E "s/^[ \`(\"']//" | sort -u)
 done
 
+# 4: programs named by their place in the build tree (build/server/stratad):
+# the folder's CMakeLists.txt must build a program of that name there.
+for doc in "${path_checked[@]}"; do
+  [[ -e $doc ]] || continue
+  while IFS= read -r built; do
+    built=${built%%[.,:;]}
+    [[ $built == */ ]] && continue  # a folder the build makes (build/client/python/strata/)
+    rel=${built#build/}
+    folder=$(dirname "$rel")
+    name=$(basename "$rel")
+    lists="$folder/CMakeLists.txt"
+    if [[ ! -f $lists ]] || ! grep -qE "add_executable\(${name}[ )]|OUTPUT_NAME +${name}([ )]|$)" "$lists"; then
+      fail "$doc: names $built, but $lists builds no program $name"
+    fi
+  done < <(grep -oE "(^|[ \`(\"'])build/[A-Za-z0-9_./-]*[A-Za-z0-9_/-]" "$doc" | sed -E "s/^[ \`(\"']//" | sort -u)
+done
+
 if ((failures > 0)); then
   echo "docs_test: $failures problem(s) in ${docs[*]}" >&2
   exit 1
 fi
-echo "docs_test: ${#docs[@]} files checked: links, anchors and named paths are sound"
+echo "docs_test: ${#docs[@]} files checked: links, anchors, named paths and programs are sound"
