@@ -32,10 +32,10 @@
 #include <string>
 #include <vector>
 
-#include "common/epoch_plan.h"
-#include "common/stratified_sampler.h"
-#include "common/stratum_index.h"
-#include "common/stratum_index_writer.h"
+#include "plan/epoch_plan.h"
+#include "plan/stratified_sampler.h"
+#include "plan/stratum_index.h"
+#include "server/ingest/stratum_index_writer.h"
 
 namespace {
 

@@ -17,7 +17,7 @@
 #include <string>
 
 #include "common/checksum.h"
-#include "common/shard_format.h"
+#include "server/storage/shard_format.h"
 
 namespace strata {
 namespace {

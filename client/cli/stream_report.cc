@@ -11,7 +11,7 @@
 #include "client/cli/balance_report.h"
 #include "client/cli/command.h"
 #include "client/cli/format.h"
-#include "common/sampler_quotas.h"
+#include "plan/sampler_quotas.h"
 #include "strata/client.h"
 
 namespace strata::cli {

@@ -10,9 +10,9 @@
 #include <random>
 
 #include "common/grpc_status.h"
-#include "common/shard_format.h"
-#include "common/stratum_index.h"
-#include "server/cluster/local_files.h"
+#include "server/storage/shard_format.h"
+#include "plan/stratum_index.h"
+#include "server/storage/local_files.h"
 
 namespace strata {
 

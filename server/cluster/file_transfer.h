@@ -14,10 +14,10 @@
 #include <string>
 #include <string_view>
 
-#include "common/aligned_writer.h"
+#include "server/storage/aligned_writer.h"
 #include "common/status.h"
 #include "server/cluster/rate_limiter.h"
-#include "server/data_dir.h"
+#include "server/storage/data_dir.h"
 #include "strata/v1/cluster.grpc.pb.h"
 
 namespace strata {

@@ -3,7 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/placement.h"
-#include "server/node.h"
+#include "server/daemon/node.h"
 
 namespace strata {
 

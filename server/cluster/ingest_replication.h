@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "server/cluster/replicator.h"
-#include "server/ingest_session.h"
+#include "server/ingest/ingest_session.h"
 
 namespace strata {
 

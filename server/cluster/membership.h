@@ -25,7 +25,7 @@
 
 #include "common/status.h"
 #include "server/cluster/peer_clients.h"
-#include "server/config.h"
+#include "server/base/config.h"
 #include "strata/v1/cluster.pb.h"
 
 namespace strata {

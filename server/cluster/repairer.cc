@@ -7,7 +7,7 @@
 #include "common/grpc_status.h"
 #include "common/placement.h"
 #include "server/cluster/file_transfer.h"
-#include "server/node.h"
+#include "server/daemon/node.h"
 
 namespace strata {
 

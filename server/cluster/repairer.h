@@ -30,7 +30,7 @@
 #include <set>
 #include <thread>
 
-#include "server/cluster/local_files.h"
+#include "server/storage/local_files.h"
 #include "strata/v1/admin.pb.h"
 #include "strata/v1/cluster.pb.h"
 

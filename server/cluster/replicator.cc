@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "server/cluster/file_transfer.h"
-#include "server/cluster/local_files.h"
+#include "server/storage/local_files.h"
 
 namespace strata {
 

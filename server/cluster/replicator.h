@@ -23,8 +23,8 @@
 
 #include "common/status.h"
 #include "server/cluster/peer_clients.h"
-#include "server/data_dir.h"
-#include "server/metrics.h"
+#include "server/storage/data_dir.h"
+#include "server/base/metrics.h"
 #include "strata/v1/cluster.pb.h"
 
 namespace strata {

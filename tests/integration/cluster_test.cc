@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/placement.h"
-#include "common/shard_format.h"
-#include "common/stratum_index.h"
+#include "server/storage/shard_format.h"
+#include "plan/stratum_index.h"
 #include "tests/integration/cluster_fixture.h"
 #include "tests/integration/local_cluster.h"
 

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "server/node.h"
+#include "server/daemon/node.h"
 #include "tests/support/temp_dir.h"
 
 namespace strata::testing {

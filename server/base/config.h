@@ -1,0 +1,89 @@
+// stratad's configuration: one YAML file per node, every field overridable by
+// a command-line flag. Bad configuration is a clear error at start, never a
+// crash later.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace strata {
+
+// How this node finds the others, and how the cluster keeps its data whole.
+struct ClusterConfig {
+  struct Peer {
+    std::string id;
+    std::string address;
+  };
+  std::string name = "strata";         // etcd key prefix /strata/<name>/
+  std::string membership = "static";   // "static" (the node list below) or "etcd"
+  std::vector<Peer> nodes;             // static: every node, this one included; empty: this node alone
+  std::vector<std::string> etcd_endpoints;  // etcd: HOST:PORT of the etcd cluster
+  uint32_t lease_ttl_s = 5;            // etcd: a node's registration lives this long without keep-alives
+  std::string advertise;               // address others use for this node; default: the bound listen address
+  uint32_t heartbeat_interval_ms = 1000;  // static: ping period
+  uint32_t failure_timeout_ms = 3000;  // static: unanswered pings this long mark a node down
+  uint32_t grace_period_s = 300;       // a node down this long leaves the map; its shards are re-replicated
+  uint64_t repair_bytes_per_sec = 256ull << 20;  // repair and rebalance copy rate (per node)
+  uint32_t repair_interval_ms = 2000;  // how often a node checks what placement gives it
+  uint64_t scrub_bytes_per_sec = 32ull << 20;    // background checksum verification; 0 disables
+};
+
+// The block cache's default budget: a quarter of the machine's memory (1 GiB
+// where the size cannot be read).
+uint64_t DefaultCacheBytes();
+
+struct NodeConfig {
+  std::string node_id = "node-1";            // names this node in logs, metrics and the cluster map
+  std::string listen = "127.0.0.1:7400";     // gRPC address (port 0 picks a free port)
+  std::string metrics_listen = "127.0.0.1:9400";  // Prometheus /metrics; empty disables
+  std::string data_dir = "./strata-data";    // shard files and the RocksDB metadata
+  std::string log_level = "info";            // trace, debug, info, warn, error
+  uint64_t shard_target_bytes = 64ull << 20; // cut a shard when it reaches this size
+  uint32_t io_threads = 4;                   // threads that build batches and write shards
+  uint32_t prefetch_batches = 2;             // batches built ahead of the network, per stream
+  uint64_t cache_bytes = DefaultCacheBytes(); // shard bytes kept in memory by the block cache; 0 disables it
+  uint64_t cache_block_bytes = 2ull << 20;   // the cache's unit: an aligned range of a shard file
+  // The server's whole resident memory (VmRSS: code, heap, mapped shards),
+  // kept by giving the block cache only what the rest leaves (see
+  // server/storage/block_cache.h). 0: no such budget; cache_bytes alone bounds the cache.
+  uint64_t memory_budget = 0;
+  uint32_t read_ahead_steps = 4;             // steps each stream plans and reads in ahead (with the cache)
+  uint64_t max_part_bytes = 16ull << 20;     // a batch larger than this is sent in parts
+  uint64_t max_message_bytes = 256ull << 20; // largest gRPC message accepted (ingest)
+  uint32_t drain_timeout_ms = 5000;          // SIGTERM: time streams get to finish
+  uint32_t max_streams = 1024;               // concurrent batch streams
+  ClusterConfig cluster;
+};
+
+// The flags of stratad; a set flag overrides the config file.
+struct NodeFlags {
+  std::string config_file;
+  std::optional<std::string> listen;
+  std::optional<std::string> data_dir;
+  std::optional<std::string> metrics_listen;
+  std::optional<std::string> node_id;
+  std::optional<std::string> log_level;
+  std::optional<std::string> cache_bytes;     // "1GiB", "0" disables
+  std::optional<std::string> memory_budget;   // "512MiB", "0": none
+  std::optional<std::string> advertise;
+  std::optional<std::string> peers;           // static membership: "id=addr,id=addr"
+  std::optional<std::string> etcd_endpoints;  // etcd membership: "host:port,host:port"
+  std::optional<std::string> cluster_name;
+};
+
+// Loads flags.config_file (if set) over the defaults, applies the flags and
+// validates the result. Unknown keys in the file are errors, so a typo is not
+// silently ignored. InvalidArgument or NotFound with the file and key named.
+Result<NodeConfig> LoadNodeConfig(const NodeFlags& flags);
+
+// Checks every field (addresses parse, sizes in range, level known).
+Status ValidateNodeConfig(const NodeConfig& config);
+
+// Splits "host:port" ("[::1]:7400" too). InvalidArgument if malformed.
+Status ParseHostPort(const std::string& address, std::string* host, int* port);
+
+}  // namespace strata

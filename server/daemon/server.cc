@@ -1,0 +1,81 @@
+#include "server/daemon/server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <thread>
+
+namespace strata {
+
+Result<std::unique_ptr<Server>> Server::Start(const NodeConfig& config) {
+  std::unique_ptr<Server> server(new Server());
+  auto node = Node::Open(config);
+  if (!node.ok()) return node.status();
+  server->node_ = std::move(node).value();
+
+  std::string host;
+  int port = 0;
+  if (!config.metrics_listen.empty()) {
+    STRATA_RETURN_IF_ERROR(server->node_->metrics().StartExposer(config.metrics_listen));
+    STRATA_RETURN_IF_ERROR(ParseHostPort(config.metrics_listen, &host, &port));
+    server->metrics_address_ = host + ":" + std::to_string(server->node_->metrics().exposer_port());
+  }
+
+  server->data_ = std::make_unique<DataServiceImpl>(server->node_.get());
+  server->admin_ = std::make_unique<AdminServiceImpl>(server->node_.get());
+  server->peer_ = std::make_unique<PeerServiceImpl>(server->node_.get());
+  grpc::ServerBuilder builder;
+  int bound_port = 0;
+  builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &bound_port);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_message_bytes));
+  builder.SetMaxSendMessageSize(-1);  // batches are bounded by max_part_bytes instead
+  builder.RegisterService(server->data_.get());
+  builder.RegisterService(server->admin_.get());
+  builder.RegisterService(server->peer_.get());
+  server->grpc_ = builder.BuildAndStart();
+  if (!server->grpc_ || bound_port == 0) {
+    server->node_->Close().IgnoreError();  // the bind failure is the error to report
+    return Status::Unavailable("cannot listen on " + config.listen + " (is another process using it?)");
+  }
+  STRATA_RETURN_IF_ERROR(ParseHostPort(config.listen, &host, &port));
+  server->address_ = host + ":" + std::to_string(bound_port);
+
+  // Join the cluster under the address others can use.
+  v1::NodeInfo self;
+  self.set_id(config.node_id);
+  self.set_address(config.cluster.advertise.empty() ? server->address_ : config.cluster.advertise);
+  self.set_metrics_address(server->metrics_address_);
+  self.set_state(v1::NODE_UP);
+  STRATA_RETURN_IF_ERROR(server->node_->StartCluster(self));
+  return server;
+}
+
+Server::~Server() { Stop().IgnoreError(); }
+
+Status Server::Stop() {
+  if (stopped_) return Status::OK();
+  stopped_ = true;
+  if (grpc_) {
+    const auto timeout = std::chrono::milliseconds(node_->config().drain_timeout_ms);
+  spdlog::info("draining: {} streams and {} ingests open; waiting up to {} ms", node_->active_streams().load(),
+                 node_->active_ingests().load(), timeout.count());
+    data_->BeginDrain();
+    // Streams end after their current batch and new ones are refused; ingests
+    // get the drain time to commit. gRPC's own Shutdown would also wait out its
+    // deadline for connections that are merely open (an idle trainer's channel),
+    // so wait for our calls here and then shut gRPC down at once.
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while ((node_->active_streams().load() > 0 || node_->active_ingests().load() > 0) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    grpc_->Shutdown(std::chrono::system_clock::now());  // cancels whatever is left
+    grpc_->Wait();
+  }
+  if (!node_) return Status::OK();  // Start failed before the node opened
+  Status closed = node_->Close();
+  spdlog::info("stopped: storage closed{}", closed.ok() ? "" : " with an error: " + closed.ToString());
+  return closed;
+}
+
+}  // namespace strata

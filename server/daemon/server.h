@@ -1,0 +1,51 @@
+// stratad composed: a Node (storage and core), its gRPC services, and the
+// Prometheus exposer. Shutdown is designed in: stop accepting, drain streams,
+// cancel what is left after the drain timeout, then close storage.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "server/rpc/peer_service.h"
+#include "server/base/config.h"
+#include "server/daemon/node.h"
+#include "server/rpc/services.h"
+
+namespace strata {
+
+class Server {
+ public:
+  // Opens the node and starts serving. Unavailable if an address cannot be
+  // bound; the node's errors otherwise.
+  static Result<std::unique_ptr<Server>> Start(const NodeConfig& config);
+  ~Server();
+
+  // The bound gRPC address ("127.0.0.1:43121" when the config said port 0).
+  const std::string& address() const { return address_; }
+  // The bound metrics address, or "" when metrics are off.
+  const std::string& metrics_address() const { return metrics_address_; }
+  Node& node() { return *node_; }
+
+  // Drains and stops; blocks until storage is closed. Idempotent.
+  Status Stop();
+
+ private:
+  Server() = default;
+
+  std::unique_ptr<Node> node_;
+  std::unique_ptr<DataServiceImpl> data_;
+  std::unique_ptr<AdminServiceImpl> admin_;
+  std::unique_ptr<PeerServiceImpl> peer_;
+  std::unique_ptr<grpc::Server> grpc_;
+  std::string address_;
+  std::string metrics_address_;
+  bool stopped_ = false;
+};
+
+// stratad's main: flags, config, logging, serve until SIGTERM or SIGINT.
+// Returns the process exit status (0 after a clean shutdown).
+int RunStratad(int argc, char** argv);
+
+}  // namespace strata

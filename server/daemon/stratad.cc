@@ -1,0 +1,93 @@
+// RunStratad: stratad's command line, logging and signal handling.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <csignal>
+#include <iostream>
+
+#include "server/daemon/server.h"
+
+namespace strata {
+
+namespace {
+
+void SetUpLogging(const NodeConfig& config) {
+  auto logger = spdlog::stderr_color_mt("stratad");
+  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%L%$ [" + config.node_id + "] %v");
+  logger->set_level(spdlog::level::from_str(config.log_level));
+  logger->flush_on(spdlog::level::info);
+  spdlog::set_default_logger(logger);
+}
+
+}  // namespace
+
+int RunStratad(int argc, char** argv) {
+  CLI::App app{
+      "stratad: a strata shard server. Stores datasets as checksummed shards with metadata in RocksDB and "
+      "streams balanced minibatches over gRPC.\n\nEvery setting can come from a YAML file (--config); a flag "
+      "overrides the file. SIGTERM drains open streams and exits 0."};
+  NodeFlags flags;
+  app.add_option("--config", flags.config_file, "YAML config file (see config/single-node.yaml)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--listen", flags.listen, "gRPC address HOST:PORT (default 127.0.0.1:7400; port 0 picks one)");
+  app.add_option("--data-dir", flags.data_dir, "directory for shard files and metadata (default ./strata-data)");
+  app.add_option("--metrics-listen", flags.metrics_listen,
+                 "Prometheus /metrics address HOST:PORT (default 127.0.0.1:9400; empty disables)");
+  app.add_option("--node-id", flags.node_id, "this node's name in logs, metrics and the cluster (default node-1)");
+  app.add_option("--log-level", flags.log_level, "trace, debug, info, warn or error (default info)");
+  app.add_option("--cache-bytes", flags.cache_bytes,
+                 "memory for shard blocks streams read, e.g. 512MiB (default a quarter of RAM; 0 leaves it to the "
+                 "kernel)");
+  app.add_option("--memory-budget", flags.memory_budget,
+                 "the server's whole resident memory (RSS), e.g. 1GiB: the block cache holds only what the rest of "
+                 "the server leaves of it (default none)");
+  app.add_option("--advertise", flags.advertise,
+                 "address other nodes and clients use for this node (default: the bound --listen address)");
+  app.add_option("--peers", flags.peers,
+                 "static membership: every node of the cluster, this one included, as ID=HOST:PORT,ID=HOST:PORT");
+  app.add_option("--etcd", flags.etcd_endpoints, "etcd membership: etcd endpoints HOST:PORT[,HOST:PORT]");
+  app.add_option("--cluster", flags.cluster_name, "cluster name (etcd key prefix /strata/NAME/; default strata)");
+  app.set_version_flag("--version", std::string("stratad ") + STRATA_VERSION);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // usage errors exit 2
+  }
+
+  auto config = LoadNodeConfig(flags);
+  if (!config.ok()) {
+    std::cerr << "stratad: " << config.status().ToString() << "\n";
+    return 2;
+  }
+  SetUpLogging(config.value());
+
+  // Block the signals before any thread starts, so that only the signal_set
+  // (via asio's own handling) ever sees them.
+  boost::asio::io_context io;
+  boost::asio::signal_set signals(io, SIGTERM, SIGINT);
+
+  auto server = Server::Start(config.value());
+  if (!server.ok()) {
+    spdlog::error("cannot start: {}", server.status().ToString());
+    return 1;
+  }
+  spdlog::info("ready: grpc={} metrics={} data_dir={}", server.value()->address(),
+               server.value()->metrics_address().empty() ? "off" : server.value()->metrics_address(),
+               config->data_dir);
+
+  int exit_code = 0;
+  signals.async_wait([&](const boost::system::error_code& ec, int signo) {
+    if (ec) return;
+    spdlog::info("received {}; shutting down", signo == SIGTERM ? "SIGTERM" : "SIGINT");
+    Status stopped = server.value()->Stop();
+    if (!stopped.ok()) exit_code = 1;
+  });
+  io.run();
+  server.value().reset();
+  return exit_code;
+}
+
+}  // namespace strata

@@ -1,0 +1,345 @@
+#include "server/ingest/ingest_session.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "common/dataset_ref.h"
+
+namespace strata {
+
+namespace {
+
+constexpr size_t kMaxDuplicateExamples = 5;
+constexpr size_t kMaxKeysPerExample = 4;
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool ValidFieldName(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                    c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Content identity of a sample: its field names and bytes, not its key or label.
+Hash128 ContentOf(const v1::Sample& s) {
+  ContentHashStream h;
+  for (const auto& f : s.fields()) {
+    h.Update(f.name());
+    h.Update(std::string_view("\0", 1));
+    const uint64_t size = f.data().size();
+    h.Update(std::string_view(reinterpret_cast<const char*>(&size), sizeof(size)));
+    h.Update(f.data());
+  }
+  return h.Digest();
+}
+
+void CopyCounts(const std::map<std::string, uint64_t>& from,
+                google::protobuf::RepeatedPtrField<v1::StratumCount>* to) {
+  for (const auto& [key, count] : from) {
+    v1::StratumCount* c = to->Add();
+    c->set_key(key);
+    c->set_count(count);
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<IngestSession>> IngestSession::Open(const v1::IngestOptions& options, Catalog* catalog,
+                                                           const DataDir* dir, Metrics* metrics,
+                                                           const IngestLimits& limits,
+                                                           std::unique_ptr<IngestObserver> observer,
+                                                           const std::string& coordinator) {
+  auto ref = ParseDatasetRef(options.dataset());
+  if (!ref.ok()) return ref.status();
+  uint64_t target = options.shard_target_bytes() ? options.shard_target_bytes() : limits.default_shard_target_bytes;
+  if (target < 4096 || target > (64ull << 30)) {
+    return Status::InvalidArgument("shard target size must be between 4 KiB and 64 GiB");
+  }
+  auto keyer = StratumKeyer::Create({options.stratify_by().begin(), options.stratify_by().end()},
+                                    options.time_bucket_field(), options.time_bucket_seconds());
+  if (!keyer.ok()) return keyer.status();
+
+  v1::VersionRecord initial;
+  initial.set_shard_target_bytes(target);
+  for (const auto& k : keyer->stratify_by()) initial.mutable_info()->add_stratify_by(k);
+  initial.mutable_info()->set_time_bucket_field(options.time_bucket_field());
+  initial.mutable_info()->set_time_bucket_seconds(options.time_bucket_seconds());
+  initial.mutable_info()->set_replication(options.replication());
+  initial.mutable_info()->set_write_policy(options.write_policy());
+  initial.mutable_info()->set_write_quorum(options.write_quorum());
+  initial.mutable_info()->set_coordinator(coordinator);
+  auto created = catalog->CreateVersion(ref->name, ref->version, initial);
+  if (!created.ok()) return created.status();
+  const uint64_t version = created->info().version();
+  if (Status s = dir->PrepareVersionDir(ref->name, version); !s.ok()) {
+    catalog->AbortVersion(ref->name, version).IgnoreError();  // the directory error is the one to report
+    return s;
+  }
+  metrics->active_ingests.Increment();
+  spdlog::info("ingest {}@{}: started (shard target {} bytes)", ref->name, version, target);
+  return std::unique_ptr<IngestSession>(new IngestSession(ref->name, version, target, std::move(keyer).value(),
+                                                          catalog, dir, metrics, limits, std::move(observer)));
+}
+
+IngestSession::IngestSession(std::string name, uint64_t version, uint64_t shard_target, StratumKeyer keyer,
+                             Catalog* catalog, const DataDir* dir, Metrics* metrics, const IngestLimits& limits,
+                             std::unique_ptr<IngestObserver> observer)
+    : name_(std::move(name)),
+      version_(version),
+      shard_target_(shard_target),
+      keyer_(std::move(keyer)),
+      catalog_(catalog),
+      dir_(dir),
+      metrics_(metrics),
+      limits_(limits),
+      observer_(std::move(observer)) {}
+
+IngestSession::~IngestSession() {
+  if (!committed_) Abort("the ingest ended before it was committed");
+}
+
+Status IngestSession::Validate(const v1::Sample& s) const {
+  const std::string who = "sample '" + s.key().substr(0, 200) + "' (#" + std::to_string(samples_) + ")";
+  if (s.fields().empty()) return Status::InvalidArgument(who + " has no fields");
+  if (s.fields_size() > static_cast<int>(limits_.max_fields)) {
+    return Status::InvalidArgument(who + " has more than " + std::to_string(limits_.max_fields) + " fields");
+  }
+  if (s.label().size() > limits_.max_label_bytes) {
+    return Status::InvalidArgument(who + " has a label longer than " + std::to_string(limits_.max_label_bytes) +
+                                   " bytes");
+  }
+  if (s.key().size() > limits_.max_key_bytes) return Status::InvalidArgument(who + " has an over-long key");
+  if (s.attributes_size() > static_cast<int>(limits_.max_attributes)) {
+    return Status::InvalidArgument(who + " has more than " + std::to_string(limits_.max_attributes) + " attributes");
+  }
+  std::set<std::string> names;
+  for (const auto& f : s.fields()) {
+    if (!ValidFieldName(f.name())) {
+      return Status::InvalidArgument(who + " has an invalid field name '" + f.name().substr(0, 80) +
+                                     "' (use 1-64 letters, digits, '.', '_' or '-')");
+    }
+    if (!names.insert(f.name()).second) return Status::InvalidArgument(who + " has field '" + f.name() + "' twice");
+    if (f.data().size() > limits_.max_field_bytes) {
+      return Status::InvalidArgument(who + " field '" + f.name() + "' exceeds " +
+                                     std::to_string(limits_.max_field_bytes) + " bytes");
+    }
+  }
+  return Status::OK();
+}
+
+Status IngestSession::Add(const v1::Sample& sample) {
+  if (committed_ || aborted_) return Status::FailedPrecondition("the ingest is no longer open");
+  Status s = Validate(sample);
+  if (s.ok()) s = AddValidated(sample);
+  if (!s.ok()) Abort(s.ToString());
+  return s;
+}
+
+Status IngestSession::AddValidated(const v1::Sample& sample) {
+  auto stratum = keyer_.KeyOf(sample);
+  if (!stratum.ok()) return stratum.status();
+  if (!index_) {
+    auto w = StratumIndexWriter::Create(dir_->VersionDir(name_, version_) + "/" + kStratumIndexFileName);
+    if (!w.ok()) return w.status();
+    index_ = std::move(w).value();
+  }
+  if (!writer_) {
+    ShardIdentity id{name_, version_, next_seq_, samples_};
+    auto w = ShardWriter::Create(dir_->Absolute(dir_->ShardRelativePath(name_, version_, next_seq_)), id);
+    if (!w.ok()) return w.status();
+    writer_ = std::move(w).value();
+  }
+  const uint64_t id = samples_;
+  v1::RecordHeader header;
+  header.set_id(id);
+  header.set_key(sample.key());
+  header.set_label(sample.label());
+  header.set_stratum(stratum.value());
+  header.mutable_attributes()->insert(sample.attributes().begin(), sample.attributes().end());
+  std::vector<std::string_view> fields;
+  uint64_t bytes = 0;
+  for (const auto& f : sample.fields()) {
+    header.add_field_names(f.name());
+    header.add_field_sizes(f.data().size());
+    fields.push_back(f.data());
+    bytes += f.data().size();
+  }
+  STRATA_RETURN_IF_ERROR(writer_->Append(header, fields));
+  STRATA_RETURN_IF_ERROR(index_->Add(stratum.value()));
+
+  const Hash128 content = ContentOf(sample);
+  auto [it, inserted] = first_by_hash_.try_emplace(content, id);
+  if (!inserted) {
+    ++duplicates_;
+    auto ex = std::find_if(examples_.begin(), examples_.end(), [&](const auto& e) { return e.hash == content; });
+    if (ex != examples_.end()) {
+      ++ex->count;
+      if (ex->keys.size() < kMaxKeysPerExample) ex->keys.push_back(sample.key());
+    } else if (examples_.size() < kMaxDuplicateExamples) {
+      examples_.push_back({content, it->second, {sample.key()}, 2});
+    }
+  }
+  ++label_counts_[sample.label()];
+  ++stratum_counts_[stratum.value()];
+  ++samples_;
+  payload_bytes_ += bytes;
+  metrics_->samples_ingested.Increment();
+  metrics_->bytes_ingested.Increment(static_cast<double>(bytes));
+  if (writer_->bytes_written() >= shard_target_) STRATA_RETURN_IF_ERROR(FinishShard());
+  return Status::OK();
+}
+
+Status IngestSession::FinishShard() {
+  if (!writer_) return Status::OK();
+  const uint64_t first_id = samples_ - writer_->records();
+  auto summary = writer_->Finish();
+  writer_.reset();
+  if (!summary.ok()) return summary.status();
+  v1::ShardRecord rec;
+  rec.set_path(dir_->ShardRelativePath(name_, version_, next_seq_));
+  v1::ShardInfo* info = rec.mutable_info();
+  info->set_seq(next_seq_);
+  info->set_first_id(first_id);
+  info->set_samples(summary->records);
+  info->set_bytes(summary->file_bytes);
+  info->set_checksum(summary->file_checksum);
+  STRATA_RETURN_IF_ERROR(catalog_->PutShard(name_, version_, rec));
+  if (observer_) {
+    v1::FileRef file;
+    file.set_dataset(name_);
+    file.set_version(version_);
+    file.set_kind(v1::FileRef::SHARD);
+    file.set_seq(next_seq_);
+    observer_->FileWritten(file, summary->file_bytes);
+  }
+  shards_.push_back(std::move(rec));
+  file_bytes_ += summary->file_bytes;
+  ++next_seq_;
+  metrics_->shards_written.Increment();
+  return Status::OK();
+}
+
+Status IngestSession::FinishStratumIndex() {
+  if (!index_) return Status::Internal("no stratum index writer");  // Commit refuses an empty ingest first
+  auto summary = index_->Finish();
+  index_.reset();
+  if (!summary.ok()) return summary.status();
+  // The index and the catalog's counts come from the same keys; a mismatch is a bug.
+  if (summary->keys.size() != stratum_counts_.size()) return Status::Internal("stratum index disagrees with counts");
+  size_t i = 0;
+  for (const auto& [key, count] : stratum_counts_) {
+    if (summary->keys[i] != key || summary->counts[i] != count) {
+      return Status::Internal("stratum index disagrees with the count of '" + key + "'");
+    }
+    ++i;
+  }
+  index_record_.set_bytes(summary->file_bytes);
+  index_record_.set_checksum(summary->checksum);
+  if (observer_) {
+    v1::FileRef file;
+    file.set_dataset(name_);
+    file.set_version(version_);
+    file.set_kind(v1::FileRef::STRATA_INDEX);
+    observer_->FileWritten(file, summary->file_bytes);
+  }
+  return Status::OK();
+}
+
+void IngestSession::FillDuplicateExamples(v1::IngestReply* reply) const {
+  for (const auto& ex : examples_) {
+    v1::DuplicateGroup* g = reply->add_duplicate_examples();
+    g->set_hash_hi(ex.hash.hi);
+    g->set_hash_lo(ex.hash.lo);
+    g->set_count(ex.count);
+    // The first copy's key is in its record; read it back from its shard.
+    for (const auto& shard : shards_) {
+      const auto& si = shard.info();
+      if (ex.first_id < si.first_id() || ex.first_id >= si.first_id() + si.samples()) continue;
+      auto reader = ShardReader::Open(dir_->Absolute(shard.path()));
+      RecordView view;
+      v1::RecordHeader header;
+      if (reader.ok() && reader.value()->Read(ex.first_id - si.first_id(), &view).ok() &&
+          view.ParseHeader(&header).ok()) {
+        g->add_keys(header.key());
+      }
+    }
+    for (const auto& k : ex.keys) g->add_keys(k);
+  }
+}
+
+Result<v1::IngestReply> IngestSession::Commit(uint64_t expected_samples) {
+  if (committed_ || aborted_) return Status::FailedPrecondition("the ingest is no longer open");
+  Status s;
+  if (expected_samples != samples_) {
+    s = Status::InvalidArgument("the client sent " + std::to_string(expected_samples) + " samples but the server got " +
+                                std::to_string(samples_) + "; nothing was sealed");
+  } else if (samples_ == 0) {
+    s = Status::FailedPrecondition("no samples were sent; an empty dataset cannot be sealed");
+  } else {
+    s = FinishShard();
+    if (s.ok()) s = FinishStratumIndex();
+    if (s.ok() && observer_) s = observer_->BeforeSeal();
+  }
+  if (!s.ok()) {
+    Abort(s.ToString());
+    return s;
+  }
+  auto record = catalog_->GetVersion(name_, version_);
+  if (!record.ok()) {
+    Abort(record.status().ToString());
+    return record.status();
+  }
+  v1::VersionRecord sealed = std::move(record).value();
+  v1::DatasetInfo* info = sealed.mutable_info();
+  info->set_state(v1::VERSION_SEALED);
+  info->set_samples(samples_);
+  info->set_bytes(payload_bytes_);
+  info->set_file_bytes(file_bytes_);
+  info->set_shards(static_cast<uint32_t>(shards_.size()));
+  info->set_duplicate_samples(duplicates_);
+  info->set_sealed_unix_ms(NowMs());
+  CopyCounts(label_counts_, info->mutable_label_counts());
+  CopyCounts(stratum_counts_, info->mutable_stratum_counts());
+  *sealed.mutable_strata_index() = index_record_;
+  if (Status seal = catalog_->SealVersion(sealed); !seal.ok()) {
+    Abort(seal.ToString());
+    return seal;
+  }
+  committed_ = true;
+  if (observer_) observer_->AfterSeal(sealed);
+  metrics_->active_ingests.Decrement();
+  metrics_->versions_sealed.Increment();
+  spdlog::info("ingest {}@{}: sealed {} samples, {} payload bytes, {} shards, {} duplicates", name_, version_,
+               samples_, payload_bytes_, shards_.size(), duplicates_);
+  v1::IngestReply reply;
+  *reply.mutable_dataset() = *info;
+  FillDuplicateExamples(&reply);
+  return reply;
+}
+
+void IngestSession::Abort(const std::string& why) {
+  if (committed_ || aborted_) return;
+  aborted_ = true;
+  writer_.reset();  // removes its temporary file
+  index_.reset();   // and the stratum index's
+  Status files = dir_->RemoveVersion(name_, version_);
+  Status meta = catalog_->AbortVersion(name_, version_);
+  if (observer_) observer_->AfterAbort();
+  metrics_->active_ingests.Decrement();
+  metrics_->ingests_aborted.Increment();
+  spdlog::warn("ingest {}@{}: aborted after {} samples: {}", name_, version_, samples_, why);
+  if (!files.ok()) spdlog::error("ingest {}@{}: {}", name_, version_, files.ToString());
+  if (!meta.ok()) spdlog::error("ingest {}@{}: {}", name_, version_, meta.ToString());
+}
+
+}  // namespace strata

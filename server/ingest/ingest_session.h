@@ -1,0 +1,136 @@
+// One ingest: samples in, shard files and a sealed dataset version out.
+//
+// The session creates the version (VERSION_INGESTING), assigns dense ids in
+// arrival order, cuts a shard whenever the current one reaches the target size
+// (each shard is fsynced and renamed into place before the catalog records
+// it), counts labels, strata and exact duplicates, and on Commit seals the
+// version durably. Anything short of a successful Commit aborts: the version's
+// files are removed and it is marked aborted, so unacknowledged data is absent,
+// never half there.
+//
+// Thread-safety: not thread-safe; one session per Ingest call, driven by one
+// thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/checksum.h"
+#include "server/storage/shard_format.h"
+#include "plan/stratum_index.h"
+#include "server/ingest/stratum_index_writer.h"
+#include "server/storage/catalog.h"
+#include "server/storage/data_dir.h"
+#include "server/base/metrics.h"
+#include "server/ingest/stratum_key.h"
+#include "strata/v1/cluster.pb.h"
+#include "strata/v1/data.pb.h"
+
+namespace strata {
+
+// What happens to the files an ingest writes, beyond this node's catalog: in a
+// cluster they are copied to their holders (server/cluster/ingest_replication).
+class IngestObserver {
+ public:
+  virtual ~IngestObserver() = default;
+  // A file of the version is complete and durable here.
+  virtual void FileWritten(const v1::FileRef& file, uint64_t bytes) = 0;
+  // Called before sealing: returns when the version's write policy is met
+  // (enough durable copies), or why it cannot be.
+  virtual Status BeforeSeal() = 0;
+  // Called once the version is sealed here.
+  virtual void AfterSeal(const v1::VersionRecord& sealed) = 0;
+  // Called once an aborted version's files are gone.
+  virtual void AfterAbort() = 0;
+};
+
+struct IngestLimits {
+  uint64_t default_shard_target_bytes = 64ull << 20;
+  uint64_t max_field_bytes = 1ull << 30;
+  size_t max_label_bytes = 1024;
+  size_t max_key_bytes = 4096;
+  size_t max_attributes = 256;
+  size_t max_fields = 64;
+};
+
+class IngestSession {
+ public:
+  // Validates the options and creates the version. The collaborators must
+  // outlive the session.
+  // `observer` (optional) is owned by the session. `coordinator` names this
+  // node in the version's record.
+  static Result<std::unique_ptr<IngestSession>> Open(const v1::IngestOptions& options, Catalog* catalog,
+                                                     const DataDir* dir, Metrics* metrics, const IngestLimits& limits,
+                                                     std::unique_ptr<IngestObserver> observer = nullptr,
+                                                     const std::string& coordinator = "");
+  ~IngestSession();  // aborts unless committed
+  IngestSession(const IngestSession&) = delete;
+  IngestSession& operator=(const IngestSession&) = delete;
+
+  // Adds one sample. InvalidArgument (naming the sample's key) for a sample
+  // that breaks the limits; IOError if the shard cannot be written. After an
+  // error the session is aborted.
+  Status Add(const v1::Sample& sample);
+
+  // Seals the version. InvalidArgument if expected_samples differs from the
+  // samples received; FailedPrecondition if there are none.
+  Result<v1::IngestReply> Commit(uint64_t expected_samples);
+
+  // Removes what was written and marks the version aborted. Idempotent.
+  void Abort(const std::string& why);
+
+  const std::string& name() const { return name_; }
+  uint64_t version() const { return version_; }
+  uint64_t samples() const { return samples_; }
+
+ private:
+  IngestSession(std::string name, uint64_t version, uint64_t shard_target, StratumKeyer keyer, Catalog* catalog,
+                const DataDir* dir, Metrics* metrics, const IngestLimits& limits,
+                std::unique_ptr<IngestObserver> observer);
+  Status Validate(const v1::Sample& sample) const;
+  Status AddValidated(const v1::Sample& sample);
+  Status FinishShard();
+  // Publishes strata.idx (the stratum member index) beside the shards.
+  Status FinishStratumIndex();
+  void FillDuplicateExamples(v1::IngestReply* reply) const;
+
+  const std::string name_;
+  const uint64_t version_;
+  const uint64_t shard_target_;
+  const StratumKeyer keyer_;
+  Catalog* catalog_;
+  const DataDir* dir_;
+  Metrics* metrics_;
+  const IngestLimits limits_;
+  const std::unique_ptr<IngestObserver> observer_;
+
+  std::unique_ptr<ShardWriter> writer_;
+  // Each sample's stratum, for the stratum member index written at commit.
+  std::unique_ptr<StratumIndexWriter> index_;
+  v1::StratumIndexRecord index_record_;
+  uint32_t next_seq_ = 0;
+  uint64_t samples_ = 0;
+  uint64_t payload_bytes_ = 0;
+  uint64_t file_bytes_ = 0;
+  std::vector<v1::ShardRecord> shards_;
+  std::map<std::string, uint64_t> label_counts_;
+  std::map<std::string, uint64_t> stratum_counts_;
+  // Content hash -> id of the first sample with that content.
+  std::unordered_map<Hash128, uint64_t, Hash128Hasher> first_by_hash_;
+  uint64_t duplicates_ = 0;
+  struct DuplicateExample {
+    Hash128 hash;
+    uint64_t first_id;
+    std::vector<std::string> keys;  // of the later copies
+    uint64_t count;
+  };
+  std::vector<DuplicateExample> examples_;  // at most a few groups
+  bool committed_ = false;
+  bool aborted_ = false;
+};
+
+}  // namespace strata

@@ -1,7 +1,0 @@
-#include "common/allocator.h"
-#include "server/server.h"
-
-int main(int argc, char** argv) {
-  strata::TuneAllocatorForStreaming();  // common/allocator.h
-  return strata::RunStratad(argc, argv);
-}

@@ -1,0 +1,87 @@
+#include "server/rpc/ingest_reactor.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/post.hpp>
+
+#include "common/allocator.h"
+#include "common/grpc_status.h"
+
+namespace strata {
+
+IngestReactor::IngestReactor(Node* node, const std::atomic<bool>* draining, v1::IngestReply* reply, std::string peer)
+    : node_(node), draining_(draining), reply_(reply), peer_(std::move(peer)) {
+  ++node_->active_ingests();
+  StartRead(&request_);
+}
+
+void IngestReactor::OnReadDone(bool ok) {
+  if (!ok) {
+    // The client half-closed or vanished before committing.
+    if (session_) session_->Abort("the client ended the stream without a commit");
+    session_.reset();
+    Finish(grpc::Status(grpc::StatusCode::ABORTED, "the ingest stream ended without a commit; nothing was stored"));
+    return;
+  }
+  boost::asio::post(node_->pool(), [this] { Process(); });
+}
+
+void IngestReactor::Process() {
+  Status s = Handle(request_);
+  if (!s.ok()) {
+    node_->metrics().requests_rejected.Increment();
+    spdlog::warn("ingest from {} refused: {}", peer_, s.ToString());
+    session_.reset();  // aborts: files removed, version marked aborted
+    Finish(ToGrpcStatus(s));
+    return;
+  }
+  if (committed_) {
+    // Free what the ingest built up and give it back before the client hears
+    // of the commit, so that the first stream of the new version, which the
+    // client may start at once, does not pay for consolidating it (a fraction
+    // of a second after 10M samples, against a minute of ingest).
+    session_.reset();
+    ReleaseFreeHeap();
+    Finish(grpc::Status::OK);
+    return;
+  }
+  StartRead(&request_);
+}
+
+Status IngestReactor::Handle(const v1::IngestRequest& request) {
+  switch (request.body_case()) {
+    case v1::IngestRequest::kOpen: {
+      if (session_) return Status::InvalidArgument("the ingest was already opened");
+      if (draining_->load()) return Status::Unavailable("stratad is shutting down; retry on another node or later");
+      auto session = node_->StartIngest(request.open());
+      if (!session.ok()) return session.status();
+      session_ = std::move(session).value();
+      return Status::OK();
+    }
+    case v1::IngestRequest::kSamples: {
+      if (!session_) return Status::InvalidArgument("the first ingest message must open the ingest");
+      for (const auto& sample : request.samples().samples()) STRATA_RETURN_IF_ERROR(session_->Add(sample));
+      return Status::OK();
+    }
+    case v1::IngestRequest::kCommit: {
+      if (!session_) return Status::InvalidArgument("the first ingest message must open the ingest");
+      auto reply = session_->Commit(request.commit().expected_samples());
+      if (!reply.ok()) return reply.status();
+      *reply_ = std::move(reply).value();
+      committed_ = true;
+      return Status::OK();
+    }
+    case v1::IngestRequest::BODY_NOT_SET:
+      break;
+  }
+  return Status::InvalidArgument("an ingest message must hold open, samples or commit");
+}
+
+void IngestReactor::OnDone() {
+  session_.reset();  // aborts if it was not committed
+  // A committed ingest gave its heap back before replying; an aborted one does now.
+  if (--node_->active_ingests() == 0 && !committed_) ReleaseFreeHeap();
+  delete this;
+}
+
+}  // namespace strata

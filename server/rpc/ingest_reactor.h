@@ -1,0 +1,42 @@
+// The Ingest call: a gRPC read reactor that feeds an IngestSession.
+//
+// Messages are handled on the node's I/O pool, one at a time: the next read
+// starts only after the previous message is written, so shard writes and
+// fsyncs never block gRPC's threads. The call ends with the sealed version's
+// summary after the commit message, or with the error that aborted the ingest;
+// a stream that ends without a commit aborts it.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "server/ingest/ingest_session.h"
+#include "server/daemon/node.h"
+#include "strata/v1/data.pb.h"
+
+namespace strata {
+
+class IngestReactor final : public grpc::ServerReadReactor<v1::IngestRequest> {
+ public:
+  IngestReactor(Node* node, const std::atomic<bool>* draining, v1::IngestReply* reply, std::string peer);
+
+  void OnReadDone(bool ok) override;
+  void OnDone() override;
+
+ private:
+  void Process();
+  Status Handle(const v1::IngestRequest& request);
+
+  Node* const node_;
+  const std::atomic<bool>* const draining_;
+  v1::IngestReply* const reply_;
+  const std::string peer_;
+  v1::IngestRequest request_;
+  std::unique_ptr<IngestSession> session_;
+  bool committed_ = false;
+};
+
+}  // namespace strata

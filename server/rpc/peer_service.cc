@@ -1,0 +1,192 @@
+#include "server/rpc/peer_service.h"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+
+#include "common/grpc_status.h"
+#include "server/cluster/file_transfer.h"
+#include "server/daemon/node.h"
+
+namespace strata {
+
+namespace {
+
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+// Receives one file; chunks are written on the node's I/O pool, one at a time.
+class PutFileReactor final : public grpc::ServerReadReactor<v1::FileChunk> {
+ public:
+  PutFileReactor(Node* node, v1::PutFileReply* reply) : node_(node), reply_(reply) { StartRead(&chunk_); }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the sender is done (or gone)
+      boost::asio::post(node_->pool(), [this] { Complete(); });
+      return;
+    }
+    boost::asio::post(node_->pool(), [this] { Process(); });
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void Process() {
+    Status s;
+    if (!receiver_) {
+      file_ = chunk_.file();
+      if (node_->local_files().Has(file_)) {
+        reply_->set_already_present(true);
+        Finish(grpc::Status::OK);
+        return;
+      }
+      auto r = FileReceiver::Begin(node_->data_dir(), file_);
+      if (!r.ok()) {
+        Finish(ToGrpcStatus(r.status()));
+        return;
+      }
+      receiver_ = std::move(r).value();
+    }
+    s = receiver_->Append(chunk_.data());
+    if (!s.ok()) {
+      Finish(ToGrpcStatus(s));
+      return;
+    }
+    StartRead(&chunk_);
+  }
+
+  void Complete() {
+    if (!receiver_) {
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no file was sent"));
+      return;
+    }
+    auto committed = receiver_->Commit();
+    if (!committed.ok()) {
+      spdlog::error("receiving {}: {}", FileName(file_), committed.status().ToString());
+      Finish(ToGrpcStatus(committed.status()));
+      return;
+    }
+    node_->local_files().Add(file_);
+    reply_->set_already_present(committed.value());
+    Finish(grpc::Status::OK);
+  }
+
+  Node* const node_;
+  v1::PutFileReply* const reply_;
+  v1::FileChunk chunk_;
+  v1::FileRef file_;
+  std::unique_ptr<FileReceiver> receiver_;
+};
+
+// Sends one local file in chunks; each chunk is read on the I/O pool.
+class GetFileReactor final : public grpc::ServerWriteReactor<v1::FileChunk> {
+ public:
+  GetFileReactor(Node* node, const v1::FileRef& file) : node_(node), file_(file) {
+    const std::string path = node_->data_dir().Absolute(node_->data_dir().FileRelativePath(file_));
+    fd_ = node_->local_files().Has(file_) ? open(path.c_str(), O_RDONLY | O_CLOEXEC) : -1;
+    if (fd_ < 0) {
+      Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, FileName(file_) + " is not held by " + node_->config().node_id));
+      return;
+    }
+    size_ = static_cast<uint64_t>(lseek(fd_, 0, SEEK_END));
+    boost::asio::post(node_->pool(), [this] { Next(); });
+  }
+  ~GetFileReactor() override {
+    if (fd_ >= 0) close(fd_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the receiver went away"));
+      return;
+    }
+    if (sent_ >= size_) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    boost::asio::post(node_->pool(), [this] { Next(); });
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void Next() {
+    chunk_.Clear();
+    if (sent_ == 0) {
+      *chunk_.mutable_file() = file_;
+      chunk_.set_size(size_);
+    }
+    std::string* data = chunk_.mutable_data();
+    data->resize(static_cast<size_t>(std::min<uint64_t>(kFileChunkBytes, size_ - sent_)));
+    const ssize_t n = pread(fd_, data->data(), data->size(), static_cast<off_t>(sent_));
+    if (n < 0 || static_cast<size_t>(n) != data->size()) {
+      Finish(grpc::Status(grpc::StatusCode::INTERNAL, "cannot read " + FileName(file_)));
+      return;
+    }
+    sent_ += static_cast<uint64_t>(n);
+    StartWrite(&chunk_);
+  }
+
+  Node* const node_;
+  const v1::FileRef file_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+  uint64_t sent_ = 0;
+  v1::FileChunk chunk_;
+};
+
+}  // namespace
+
+grpc::ServerUnaryReactor* PeerServiceImpl::Ping(grpc::CallbackServerContext* context, const v1::PingRequest*,
+                                                v1::PingReply* reply) {
+  reply->set_node_id(node_->config().node_id);
+  reply->set_map_epoch(node_->cluster_map().epoch());
+  return Done(context, Status::OK());
+}
+
+grpc::ServerReadReactor<v1::FileChunk>* PeerServiceImpl::PutFile(grpc::CallbackServerContext*,
+                                                                 v1::PutFileReply* reply) {
+  return new PutFileReactor(node_, reply);
+}
+
+grpc::ServerWriteReactor<v1::FileChunk>* PeerServiceImpl::GetFile(grpc::CallbackServerContext*,
+                                                                  const v1::GetFileRequest* request) {
+  return new GetFileReactor(node_, request->file());
+}
+
+grpc::ServerUnaryReactor* PeerServiceImpl::ReadRecords(grpc::CallbackServerContext* context,
+                                                       const v1::ReadRecordsRequest* request,
+                                                       v1::ReadRecordsReply* reply) {
+  Status s;
+  for (uint64_t index : request->indexes()) {
+    s = node_->ReadLocalRecord(request->file(), index, reply->add_records());
+    if (!s.ok()) break;
+  }
+  if (!s.ok()) reply->Clear();
+  return Done(context, s);
+}
+
+grpc::ServerUnaryReactor* PeerServiceImpl::PutVersion(grpc::CallbackServerContext* context,
+                                                      const v1::PutVersionRequest* request, v1::PutVersionReply*) {
+  return Done(context, node_->ImportVersion(request->meta()));
+}
+
+grpc::ServerUnaryReactor* PeerServiceImpl::ListVersions(grpc::CallbackServerContext* context,
+                                                        const v1::ListVersionsRequest* request,
+                                                        v1::ListVersionsReply* reply) {
+  return Done(context, node_->ExportVersions(*request, reply));
+}
+
+grpc::ServerUnaryReactor* PeerServiceImpl::ListLocalFiles(grpc::CallbackServerContext* context,
+                                                          const v1::ListLocalFilesRequest* request,
+                                                          v1::ListLocalFilesReply* reply) {
+  for (auto& f : node_->local_files().List(request->dataset(), request->version())) {
+    *reply->add_files()->mutable_file() = std::move(f);
+  }
+  return Done(context, Status::OK());
+}
+
+}  // namespace strata

@@ -1,0 +1,190 @@
+#include "server/rpc/stream_reactor.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/post.hpp>
+#include <chrono>
+
+#include "common/grpc_status.h"
+
+namespace strata {
+
+StreamReactor::StreamReactor(Node* node, const std::atomic<bool>* draining, std::unique_ptr<BatchStream> stream,
+                             v1::StreamRequest request, std::string peer)
+    : node_(node),
+      draining_(draining),
+      stream_(std::move(stream)),
+      request_(std::move(request)),
+      peer_(std::move(peer)),
+      prefetch_(node->config().prefetch_batches),
+      next_queued_step_(stream_->next_step()),
+      completed_steps_(stream_->next_step()) {
+  ++node_->active_streams();
+  node_->metrics().active_streams.Increment();
+  node_->metrics().streams_opened.Increment();
+  spdlog::info("stream {} rank {}/{} batch {} epoch {} steps [{}, {}) for {}", request_.dataset(), request_.rank(),
+               request_.world(), request_.batch_size(), request_.epoch(), stream_->next_step(), stream_->end_step(),
+               peer_);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stream_->done()) {
+    claimed_all_ = true;  // an empty range: the first Pump finishes the call
+    boost::asio::post(node_->pool(), [this] { Pump(); });
+  } else {
+    MaybeScheduleBuild();
+  }
+}
+
+bool StreamReactor::CanClaim() const {
+  return !final_status_ && !claimed_all_ && ready_.size() + in_build_ < prefetch_;
+}
+
+void StreamReactor::MaybeScheduleBuild() {
+  // A builder not yet at its claim counts as a step being built.
+  while (builders_ < kBuildersPerStream && !final_status_ && !claimed_all_ && ready_.size() + builders_ < prefetch_) {
+    ++builders_;
+    boost::asio::post(node_->pool(), [this] { BuildTask(); });
+  }
+}
+
+void StreamReactor::BuildTask() {
+  // Claims and builds steps while the queue has room, so that a stream whose
+  // builds are its bottleneck costs no task hand-off (a thread wake-up) per
+  // batch. Up to kBuildersPerStream such tasks build different steps at once;
+  // their batches are queued in step order.
+  for (;;) {
+    BatchStream::StepClaim claim;
+    Status s;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!CanClaim()) {
+        --builders_;
+        break;
+      }
+      s = stream_->Claim(&claim);  // claims are taken in order, one at a time
+      ++in_build_;
+      claimed_all_ = stream_->done();
+    }
+    const uint64_t step = claim.step;
+    std::vector<WirePart> parts;
+    if (s.ok()) s = stream_->Build(std::move(claim), &parts);
+    std::vector<grpc::ByteBuffer> wire;  // serialised here, off the lock and off gRPC's threads
+    if (s.ok()) {
+      for (const WirePart& p : parts) wire.push_back(p.Serialize());
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    --in_build_;
+    if (!s.ok()) {
+      spdlog::error("stream {} rank {}: {}", request_.dataset(), request_.rank(), s.ToString());
+      if (!final_status_) final_status_ = ToGrpcStatus(s);
+    } else {
+      std::vector<Outgoing>& out = built_[step];
+      for (size_t i = 0; i < parts.size(); ++i) {
+        out.push_back(Outgoing{std::move(wire[i]), parts[i].payload_bytes(),
+                               static_cast<uint64_t>(parts[i].message().ids_size()), step, i + 1 == parts.size()});
+      }
+      // Steps built out of order wait for the ones before them.
+      while (!built_.empty() && built_.begin()->first == next_queued_step_) {
+        for (Outgoing& o : built_.begin()->second) ready_.push_back(std::move(o));
+        built_.erase(built_.begin());
+        ++next_queued_step_;
+      }
+    }
+    if (!writing_ && !kicking_ && !ready_.empty()) {
+      // The writer is idle: another thread starts the write, so that this
+      // one goes on building while the batch is sent (on two cores the send,
+      // the kernel's loopback included, is as long as the build).
+      kicking_ = true;
+      boost::asio::post(node_->pool(), [this] { Pump(/*kick=*/true); });
+    }
+  }
+  Pump();  // may finish the call: no member is touched after
+}
+
+void StreamReactor::Pump(bool kick) {
+  enum class Action { kNone, kWrite, kFinish } action = Action::kNone;
+  grpc::Status finish_status;
+  uint64_t cursor = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (kick) kicking_ = false;
+    if (writing_ || finishing_) return;
+    if (!final_status_ && draining_->load()) {
+      final_status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                   "stratad is shutting down; resume this stream at step " +
+                                       std::to_string(completed_steps_));
+    }
+    if (final_status_ || (claimed_all_ && ready_.empty())) {
+      if (builders_ > 0 || kicking_) return;  // the last build task, or the kick, pumps again when it ends
+      finishing_ = true;
+      finish_status = final_status_.value_or(grpc::Status::OK);
+      cursor = completed_steps_;
+      action = Action::kFinish;
+    } else if (!ready_.empty()) {
+      in_flight_ = std::move(ready_.front());
+      ready_.pop_front();
+      writing_ = true;
+      action = Action::kWrite;
+      MaybeScheduleBuild();
+    } else {
+      MaybeScheduleBuild();
+    }
+  }
+  if (action == Action::kWrite) {
+    StartWrite(&in_flight_.wire);
+  } else if (action == Action::kFinish) {
+    RecordCursor(cursor);
+    Finish(finish_status);
+  }
+}
+
+void StreamReactor::OnWriteDone(bool ok) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    writing_ = false;
+    if (!ok) {
+      if (!final_status_) final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+    } else {
+      Metrics& m = node_->metrics();
+      m.bytes_served.Increment(static_cast<double>(in_flight_.payload_bytes));
+      m.samples_served.Increment(static_cast<double>(in_flight_.samples));
+      m.batches_served.Increment();
+      if (in_flight_.last_of_step) completed_steps_ = in_flight_.step + 1;
+    }
+    in_flight_ = Outgoing();
+  }
+  Pump();
+}
+
+void StreamReactor::OnCancel() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!final_status_) final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the client cancelled the stream");
+  }
+  Pump();
+}
+
+void StreamReactor::RecordCursor(uint64_t next_step) {
+  if (request_.job_id().empty()) return;
+  v1::CursorRecord c;
+  c.set_dataset(stream_->version().shape().name);
+  c.set_version(stream_->version().shape().version);
+  c.set_seed(request_.seed());
+  c.set_epoch(request_.epoch());
+  c.set_step(next_step);
+  c.set_spec_hash(stream_->plan().plan_hash());
+  c.set_updated_unix_ms(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  Status s = node_->catalog().PutCursor(request_.job_id(), request_.rank(), c);
+  if (!s.ok()) spdlog::warn("job {} rank {}: cannot record cursor: {}", request_.job_id(), request_.rank(), s.ToString());
+}
+
+void StreamReactor::OnDone() {
+  --node_->active_streams();
+  node_->metrics().active_streams.Decrement();
+  spdlog::info("stream {} rank {}/{} ended at step {}", request_.dataset(), request_.rank(), request_.world(),
+               completed_steps_);
+  delete this;
+}
+
+}  // namespace strata

@@ -1,0 +1,95 @@
+// The StreamBatches call: a gRPC write reactor that sends one rank's batches.
+//
+// Batches are built on the node's I/O pool by one task per stream, which goes
+// on building while the queue has room (no thread hand-off per batch), at most
+// prefetch_batches ahead of the network, and written one at a time in step
+// order; when the writer is idle, the build task posts the write to another
+// pool thread and builds on. HTTP/2 flow control holds writes back for a slow
+// client, and the bounded queue holds building back, so a slow trainer bounds
+// the server's memory.
+//
+// Lifetime: gRPC owns the reactor; it deletes itself in OnDone, which gRPC
+// calls only after Finish and every outstanding operation has completed.
+// Finish is called once, when no build task is running, no posted write is
+// pending and no write is outstanding, so no pool task ever touches a
+// finished reactor.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "server/serve/batch_stream.h"
+#include "server/daemon/node.h"
+#include "strata/v1/data.pb.h"
+
+namespace strata {
+
+// Parts go out as raw byte buffers (server/serve/wire_part.h), serialised on the
+// pool by the build task, so that payloads reach gRPC without a copy.
+class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+ public:
+  // Starts building at once. `draining` is read before each write.
+  StreamReactor(Node* node, const std::atomic<bool>* draining, std::unique_ptr<BatchStream> stream,
+                v1::StreamRequest request, std::string peer);
+
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+ private:
+  struct Outgoing {
+    grpc::ByteBuffer wire;
+    uint64_t payload_bytes = 0;
+    uint64_t samples = 0;
+    uint64_t step = 0;
+    bool last_of_step = false;
+  };
+
+  // Build tasks one stream runs at once (each builds a different step).
+  static constexpr uint32_t kBuildersPerStream = 2;
+
+  bool CanClaim() const;      // REQUIRES: mu_ held
+  void MaybeScheduleBuild();  // REQUIRES: mu_ held
+  void BuildTask();
+  // Starts the next write, or finishes the call, if it is time. `kick`: called
+  // by the task BuildTask posted to start a write (clears kicking_).
+  void Pump(bool kick = false);
+  void RecordCursor(uint64_t next_step);
+
+  Node* const node_;
+  const std::atomic<bool>* const draining_;
+  std::unique_ptr<BatchStream> stream_;  // Claim under mu_; Build by the build tasks
+  const v1::StreamRequest request_;
+  const std::string peer_;
+  const uint32_t prefetch_;
+
+  std::mutex mu_;
+  std::deque<Outgoing> ready_;                 // GUARDED_BY(mu_): in step order
+  std::map<uint64_t, std::vector<Outgoing>> built_;  // GUARDED_BY(mu_): steps built before an earlier one
+  uint64_t next_queued_step_;                  // GUARDED_BY(mu_): the step ready_ takes next
+  Outgoing in_flight_;                         // owned by the outstanding write
+  uint32_t builders_ = 0;                      // GUARDED_BY(mu_): build tasks posted or running
+  uint32_t in_build_ = 0;                      // GUARDED_BY(mu_): steps claimed, not yet built
+  bool writing_ = false;                       // GUARDED_BY(mu_)
+  bool kicking_ = false;                       // GUARDED_BY(mu_): a posted Pump(kick) has not run yet
+  bool claimed_all_ = false;                   // GUARDED_BY(mu_): every step of the range is claimed
+  bool finishing_ = false;                     // GUARDED_BY(mu_)
+  std::optional<grpc::Status> final_status_;   // GUARDED_BY(mu_)
+  uint64_t completed_steps_;                   // GUARDED_BY(mu_): next step not yet fully written
+};
+
+// Finishes a call at once with an error (a refused stream).
+class RefusedStreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+ public:
+  explicit RefusedStreamReactor(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace strata

@@ -1,0 +1,193 @@
+// One rank's batches of one epoch, read from the node's shards: the core of
+// StreamBatches, testable without a network.
+//
+// For every step the stream computes the rank's sample ids from the epoch
+// plan, reads each record (verifying its checksum) and packs the samples into
+// Batch parts (server/serve/wire_part.h) whose payloads point into the mapped shard
+// files: no payload byte of a large record is copied until gRPC writes it to
+// the socket. (With a block cache, that holds for records in blocks the step
+// reads densely; a record alone in its block is copied into the part, so that
+// a batch waiting to be sent does not hold a whole block for it.) A batch
+// whose payload exceeds max_part_bytes is split into parts; the parts' `slots`
+// say where each sample belongs.
+//
+// In a cluster (request.members non-empty) every server computes the same
+// plan and sends only the samples it serves: for each sample, one of its
+// shard's holders not in request.excluded (common/placement.h). Every server
+// sends at least one part per step, the last one marked last_part, so the
+// client can tell a finished share from a late one. A sample this node should
+// serve but holds no good copy of (a new holder before repair reached it, a
+// quarantined copy) is fetched from another holder through a RecordFetcher.
+//
+// With a block cache (server/storage/block_cache.h) the stream plans read_ahead_steps
+// steps ahead of the one it builds: it computes their sample ids once, pins the
+// shard blocks they will read (so the cache reads them in on the I/O pool and
+// keeps them until they are used), and unpins a step's blocks once the step is
+// built. The first step is planned alone, so that the first batch does not
+// wait for the plan of the ones after it.
+//
+// A step is built in two parts: Claim takes the next step in order (its
+// ids, its pinned blocks, the steps ahead planned) and Build reads its records
+// into parts. Claimed steps may be built on several threads at once, so that
+// one stream's batches are built on more than one core.
+//
+// Thread-safety: Claim, BuildNext, next_step() and done() are not
+// thread-safe (one caller at a time); Build may run concurrently with other
+// Build calls and with Claim.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "plan/epoch_plan.h"
+#include "server/storage/block_cache.h"
+#include "server/storage/catalog.h"
+#include "server/storage/dataset_cache.h"
+#include "server/base/metrics.h"
+#include "server/serve/stratum_metrics.h"
+#include "server/serve/wire_part.h"
+#include "strata/v1/data.pb.h"
+
+namespace strata {
+
+struct StreamLimits {
+  uint64_t max_part_bytes = 16ull << 20;
+  uint32_t max_world = 1u << 16;
+  uint32_t read_ahead_steps = 4;  // with a block cache: steps planned and read in ahead
+};
+
+// Where a stream finds records this node does not hold, or holds damaged.
+class RecordFetcher {
+ public:
+  virtual ~RecordFetcher() = default;
+  // Appends the verified raw records `indexes` of `shard`, in order, from
+  // another node that holds it. Unavailable if no holder can provide them.
+  virtual Status Fetch(const v1::FileRef& shard, std::span<const uint64_t> indexes,
+                       std::vector<std::string>* raw) = 0;
+  // Sets a damaged local copy aside so that it is never read again and
+  // repair replaces it.
+  virtual void Quarantine(const v1::FileRef& shard) = 0;
+};
+
+// Who is serving: this node's id, its fetcher (nullptr on a single node) and
+// its block cache (nullptr: streams read the shard mappings directly and the
+// kernel alone decides what stays in memory).
+struct StreamServer {
+  std::string node_id;
+  RecordFetcher* fetcher = nullptr;
+  BlockCache* blocks = nullptr;
+};
+
+class BatchStream {
+ public:
+  // Validates the request, opens the dataset version and builds the plan.
+  // InvalidArgument for bad parameters (rank >= world, batch size 0, start step
+  // past the end), NotFound for an unknown dataset, FailedPrecondition for a
+  // plan hash that does not match expect_plan_hash. With job_id and resume set,
+  // a matching cursor in the catalog gives the start step.
+  static Result<std::unique_ptr<BatchStream>> Open(const v1::StreamRequest& request, DatasetCache* cache,
+                                                   const Catalog* catalog, Metrics* metrics,
+                                                   const StreamLimits& limits, StreamServer server = {});
+
+  // Unpins the blocks of the steps planned ahead.
+  ~BatchStream();
+  BatchStream(const BatchStream&) = delete;
+  BatchStream& operator=(const BatchStream&) = delete;
+
+  const EpochPlan& plan() const { return plan_; }
+  const OpenVersion& version() const { return *version_; }
+  uint64_t next_step() const { return next_step_; }
+  uint64_t end_step() const { return end_step_; }
+  bool done() const { return next_step_ >= end_step_; }
+
+  struct StepOwner;
+  // A step taken for building: what Build needs. Move-only; dropping it
+  // unpins its blocks.
+  struct StepClaim {
+    uint64_t step = 0;
+    std::vector<uint64_t> ids;
+    // With a block cache: the payload's owner (the step's pins), and the
+    // step's blocks the cache did not admit and those it reads sparsely.
+    std::shared_ptr<StepOwner> owner;
+    std::vector<std::pair<const void*, uint64_t>> unmapped, sparse;
+    std::chrono::steady_clock::time_point started;
+  };
+
+  // Takes the next step and advances: its sample ids and, with a block cache,
+  // its pinned blocks, planning the steps ahead. Corruption if the stratum
+  // index the plan read is damaged. REQUIRES: !done().
+  Status Claim(StepClaim* claim);
+  // Appends a claimed step's batch (one or more parts) to *parts.
+  // Corruption if a record is damaged (no bytes of it are sent).
+  Status Build(StepClaim claim, std::vector<WirePart>* parts);
+  // Claim, then Build. REQUIRES: !done().
+  Status BuildNext(std::vector<WirePart>* parts);
+
+ private:
+  BatchStream(v1::StreamRequest request, std::shared_ptr<const OpenVersion> version, EpochPlan plan,
+              uint64_t start, uint64_t end, Metrics* metrics, const StreamLimits& limits, StreamServer server);
+  // Per-build scratch: one per Build running at once, kept for reuse.
+  struct Scratch;
+  std::unique_ptr<Scratch> TakeScratch();
+  void ReturnScratch(std::unique_ptr<Scratch> scratch);
+  Status BuildInto(const StepClaim& claim, Scratch& scratch, std::vector<WirePart>* parts);
+  // Whether this node serves sample `id` of shard `shard`. Thread-safe.
+  bool ServesHere(size_t shard, uint64_t id);
+  bool Local(size_t shard) const;
+  v1::FileRef ShardFile(size_t shard) const;
+  // Whether `record` of `reader` lies in one of `blocks` (sorted (reader,
+  // block) keys of this step). REQUIRES: server_.blocks.
+  bool InBlocks(const ShardReader& reader, uint64_t record,
+                std::span<const std::pair<const void*, uint64_t>> blocks) const;
+  // Plans steps up to next_step_ + read_ahead_steps (the first call: only
+  // next_step_): their ids and pinned blocks. REQUIRES: server_.blocks.
+  void PlanAhead();
+
+  const v1::StreamRequest request_;
+  std::shared_ptr<const OpenVersion> version_;
+  const EpochPlan plan_;
+  uint64_t next_step_;
+  const uint64_t end_step_;
+  Metrics* metrics_;
+  const StreamLimits limits_;
+  const StreamServer server_;
+  // Cluster serving, per shard, computed on first use (under placement_mu_).
+  struct ShardPlacement {
+    std::atomic<bool> known{false};
+    std::atomic<bool> local{true};  // until a read says this node has no good copy
+    std::vector<std::string> holders;
+    std::vector<std::string> ranked;
+  };
+  std::vector<ShardPlacement> placement_;
+  std::mutex placement_mu_;
+  std::vector<std::string> members_;
+  std::vector<std::string> excluded_;
+  std::unique_ptr<Scratch> claim_scratch_;  // PlanAhead's
+  std::mutex scratch_mu_;
+  std::vector<std::unique_ptr<Scratch>> spare_scratch_;  // GUARDED_BY(scratch_mu_)
+  // How many reads ahead BuildNext (and PlanAhead) prefetch offsets and records:
+  // enough to keep several memory loads in flight, few enough that they stay cached.
+  static constexpr size_t kOffsetsAhead = 16;
+  static constexpr size_t kRecordsAhead = 8;
+  // Steps planned ahead (with a block cache): [next_step_, planned_end_).
+  struct Planned {
+    std::vector<uint64_t> ids;
+    std::vector<BlockCache::BlockRef> blocks;  // pinned
+  };
+  std::deque<Planned> ahead_;
+  uint64_t planned_end_;
+  bool first_planned_ = false;  // PlanAhead has run once
+  std::mutex composition_mu_;
+  std::unique_ptr<CompositionRecorder> composition_;  // GUARDED_BY(composition_mu_): the strata of served batches
+};
+
+}  // namespace strata

@@ -1,0 +1,53 @@
+// Packs one step's samples, as they are read, into Batch parts for the wire.
+//
+// A part holds at most `max_part_bytes` of payload, and at least one sample
+// (a sample larger than the limit goes alone). Every part's message starts as
+// a copy of the step's header (epoch, step, rank, version, plan hash, node);
+// Add appends a sample's fields and its payload (WirePart::AppendPayload), and
+// records the sample's field names once per part as a layout that samples
+// refer to by index. Finish marks the last part as the end of this server's
+// share of the step.
+//
+// Thread-safety: none; one builder per step being built.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/storage/shard_format.h"
+#include "server/serve/wire_part.h"
+#include "strata/v1/data.pb.h"
+
+namespace strata {
+
+class PartBuilder {
+ public:
+  // `header` holds the Batch's per-step fields only; it must outlive the
+  // builder. Parts are appended to *out.
+  PartBuilder(const v1::Batch& header, uint64_t max_part_bytes, std::vector<WirePart>* out);
+
+  // Appends one sample. `owner` keeps view.payload valid until the part has
+  // been written; without may_reference the payload is copied into the part.
+  void Add(uint32_t slot, const RecordView& view, std::shared_ptr<const void> owner, bool may_reference = true);
+  // Emits the last part, marked last_part.
+  void Finish();
+
+ private:
+  v1::Batch& message() { return part_.message(); }
+  void Start();
+  // The index in this part's layouts of a sample's field names, added if new.
+  uint32_t LayoutOf(const std::vector<std::string_view>& names);
+
+  const v1::Batch& header_;
+  const uint64_t max_part_bytes_;
+  std::vector<WirePart>* out_;
+  WirePart part_;
+  std::map<std::string, uint32_t> layouts_;  // joined field names -> index in this part
+  int last_layout_ = -1;                     // the layout the last sample used, in this part
+};
+
+}  // namespace strata

@@ -1,0 +1,82 @@
+// Metrics of balanced minibatches: what each stratum gets, and how far served
+// batches stray from the plan's target composition.
+//
+//   strata_served_samples_by_stratum_total{node, stratum}
+//       Samples served, per stratum key. Cardinality is capped: the first 256
+//       distinct keys a node serves get a series each; later keys are counted
+//       under stratum="other".
+//   strata_batch_composition_deviation{node}  (histogram, samples)
+//       Per rank batch this node served whole: the largest |count - target|
+//       over the dataset's strata, target = batch size x the plan's share of
+//       the stratum (natural shares for shuffle and stratified, the weights for
+//       weighted). A stratified plan keeps it below 1; shuffle shows binomial
+//       noise. In a cluster where a rank's batch comes from several nodes, a
+//       node observes only the batches it served whole.
+//   strata_batch_composition_deviation_recent{node}  (gauge, samples)
+//       The largest of those deviations over the last 256 such batches.
+//
+// Thread-safety: StratumMetrics is safe for concurrent use; a
+// CompositionRecorder belongs to one stream.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "plan/epoch_plan.h"
+#include "server/serve/wire_part.h"
+#include "strata/v1/data.pb.h"
+
+namespace strata {
+
+class StratumMetrics {
+ public:
+  static constexpr size_t kMaxStrata = 256;
+  static constexpr size_t kRecent = 256;
+
+  StratumMetrics(prometheus::Registry& registry, const std::string& node_id);
+
+  void AddServed(std::string_view stratum, uint64_t samples);
+  void ObserveDeviation(double deviation);
+
+ private:
+  prometheus::Family<prometheus::Counter>& served_family_;
+  prometheus::Histogram& deviation_;
+  prometheus::Gauge& recent_;
+  const std::string node_id_;
+  std::mutex mu_;
+  std::map<std::string, prometheus::Counter*, std::less<>> served_;  // GUARDED_BY(mu_)
+  prometheus::Counter* other_ = nullptr;               // GUARDED_BY(mu_)
+  std::array<double, kRecent> window_{};               // GUARDED_BY(mu_)
+  size_t next_ = 0;                                    // GUARDED_BY(mu_)
+};
+
+// The composition side of one stream: counts the strata of each step's batch
+// and records them.
+class CompositionRecorder {
+ public:
+  // `shares` as from Sampler::TargetShares() for `shape`.
+  CompositionRecorder(const DatasetShape& shape, const std::vector<double>& shares, StratumMetrics* metrics);
+
+  // The parts one server built for a step of `batch_size` samples.
+  void Record(const std::vector<WirePart>& parts, uint32_t batch_size);
+
+ private:
+  StratumMetrics* metrics_;
+  std::map<std::string, double, std::less<>> share_;      // by stratum key
+  std::vector<std::pair<double, std::string>> by_share_;  // descending
+  std::unordered_map<std::string_view, uint64_t> counts_; // scratch: views of the parts' strata
+};
+
+}  // namespace strata

@@ -1,0 +1,85 @@
+// The catalog: what a node knows about datasets, versions, shards, strata and
+// job cursors, stored in a KvStore as protobuf values.
+//
+// Key layout (all in big-endian so that keys sort numerically):
+//   kDatasets: <name> 0x00 <u64 version>               -> v1::VersionRecord
+//   kShards:   <name> 0x00 <u64 version> <u32 seq>     -> v1::ShardRecord
+//   kCursors:  <job id> 0x00 <u32 rank>                -> v1::CursorRecord
+// Label and stratum counts travel inside DatasetInfo (they are small: one entry per stratum).
+//
+// Thread-safety: safe for concurrent use. Version creation is serialised
+// internally so two ingests never get the same version number.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "server/storage/kv_store.h"
+#include "strata/v1/storage.pb.h"
+
+namespace strata {
+
+class Catalog {
+ public:
+  // `kv` must outlive the catalog.
+  explicit Catalog(KvStore* kv) : kv_(kv) {}
+
+  // Creates version `version` of `name`, or the next one (latest + 1, from 1)
+  // when `version` is nullopt, in state VERSION_INGESTING with `info`'s other
+  // fields as given. Fails with FailedPrecondition if that version exists and is
+  // sealed or ingesting; an aborted version is replaced (its shard records are
+  // deleted).
+  Result<v1::VersionRecord> CreateVersion(const std::string& name, std::optional<uint64_t> version,
+                                          const v1::VersionRecord& initial);
+
+  // Records a finished shard of an ingesting version (FailedPrecondition
+  // otherwise), keyed by shard.info().seq.
+  Status PutShard(const std::string& name, uint64_t version, const v1::ShardRecord& shard);
+
+  // Replaces the version's record with `sealed` (state must be VERSION_SEALED),
+  // durably. FailedPrecondition unless the stored state is VERSION_INGESTING.
+  Status SealVersion(const v1::VersionRecord& sealed);
+
+  // Marks an ingesting version aborted and deletes its shard records.
+  // FailedPrecondition if it is sealed; OK if it is already aborted.
+  Status AbortVersion(const std::string& name, uint64_t version);
+
+  // Merges a version recorded by another node (its coordinator) into this
+  // catalog, atomically with its shard records. A sealed version is final:
+  // an incoming sealed record replaces anything that is not sealed here, and
+  // anything incoming is ignored when this catalog already has it sealed. An
+  // incoming aborted record marks a local non-sealed version aborted (its shard
+  // records go). Ingesting records are ignored (only a coordinator writes
+  // those). Returns true if the catalog changed.
+  Result<bool> ImportVersion(const v1::VersionRecord& record, const std::vector<v1::ShardRecord>& shards);
+
+  // Deletes a version and its shard records entirely, in any state. NotFound
+  // if there is no such version.
+  Status DeleteVersion(const std::string& name, uint64_t version);
+
+  // NotFound with a message naming the dataset and version.
+  Result<v1::VersionRecord> GetVersion(const std::string& name, uint64_t version) const;
+  // The highest sealed version of `name`; NotFound if there is none.
+  Result<v1::VersionRecord> LatestSealed(const std::string& name) const;
+  // Every version of every dataset, ordered by name then version; sealed only
+  // unless include_unsealed.
+  Result<std::vector<v1::VersionRecord>> ListVersions(bool include_unsealed) const;
+  // The shards of a version in seq order.
+  Result<std::vector<v1::ShardRecord>> ListShards(const std::string& name, uint64_t version) const;
+
+  Status PutCursor(const std::string& job_id, uint32_t rank, const v1::CursorRecord& cursor);
+  Result<v1::CursorRecord> GetCursor(const std::string& job_id, uint32_t rank) const;
+
+ private:
+  KvStore* kv_;
+  // Serialises CreateVersion and every check-then-write of a version's state
+  // (PutShard, SealVersion, AbortVersion, DeleteVersion).
+  std::mutex create_mu_;
+};
+
+}  // namespace strata

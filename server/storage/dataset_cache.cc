@@ -1,0 +1,125 @@
+#include "server/storage/dataset_cache.h"
+
+#include <algorithm>
+
+#include "common/placement.h"
+
+namespace strata {
+
+OpenVersion::OpenVersion(v1::VersionRecord record, std::vector<v1::ShardRecord> shards, const DataDir* dir)
+    : record_(std::move(record)), shards_(std::move(shards)), dir_(dir), slots_(shards_.size()) {
+  first_ids_.reserve(shards_.size());
+  for (const auto& s : shards_) first_ids_.push_back(s.info().first_id());
+  const v1::DatasetInfo& info = record_.info();
+  shape_.name = info.name();
+  shape_.version = info.version();
+  shape_.num_samples = info.samples();
+  shape_.strata.assign(info.stratum_counts().begin(), info.stratum_counts().end());
+}
+
+Result<std::shared_ptr<const ShardReader>> OpenVersion::Reader(size_t shard) const {
+  Slot& slot = slots_[shard];
+  std::lock_guard<std::mutex> lock(slot.mu);
+  if (!slot.reader) {
+    auto opened = ShardReader::Open(dir_->Absolute(shards_[shard].path()));
+    if (!opened.ok()) return opened.status();
+    slot.reader = std::shared_ptr<const ShardReader>(std::move(opened).value());
+  }
+  return slot.reader;
+}
+
+OpenVersion::Location OpenVersion::Locate(uint64_t id) const {
+  const auto it = std::upper_bound(first_ids_.begin(), first_ids_.end(), id);
+  const size_t shard = static_cast<size_t>(it - first_ids_.begin()) - 1;
+  return {shard, shards_[shard].info().seq(), id - first_ids_[shard]};
+}
+
+Result<std::pair<std::shared_ptr<const ShardReader>, uint64_t>> OpenVersion::RecordOf(uint64_t id) const {
+  if (id >= shape_.num_samples || first_ids_.empty()) {
+    return Status::OutOfRange("sample " + std::to_string(id) + " is past the end of " + shape_.name + "@" +
+                              std::to_string(shape_.version));
+  }
+  const Location at = Locate(id);
+  auto reader = Reader(at.shard);
+  if (!reader.ok()) return reader.status();
+  return std::make_pair(std::move(reader).value(), at.record);
+}
+
+Status OpenVersion::ReadRaw(uint64_t id, std::string* raw) const {
+  auto found = RecordOf(id);
+  if (!found.ok()) return found.status();
+  const auto& [reader, record] = found.value();
+  RecordView view;
+  STRATA_RETURN_IF_ERROR(reader->Read(record, &view));  // verified before it leaves
+  raw->assign(reader->RawRecord(record));
+  return Status::OK();
+}
+
+void OpenVersion::Invalidate(size_t shard) const {
+  Slot& slot = slots_[shard];
+  std::lock_guard<std::mutex> lock(slot.mu);
+  slot.reader.reset();  // streams holding it finish with the old mapping
+}
+
+uint32_t OpenVersion::Replication(size_t members) const {
+  const uint32_t r = record_.info().replication();
+  return r != 0 ? r : DefaultReplication(members);
+}
+
+Result<DatasetShape> OpenVersion::PlanShape(const v1::SamplerSpec& sampler) const {
+  if (sampler.kind() == v1::SamplerSpec::SHUFFLE) return shape_;
+  const std::string name = shape_.name + "@" + std::to_string(shape_.version);
+  std::lock_guard<std::mutex> lock(members_mu_);
+  // An index found damaged is opened again: the file may have been repaired since.
+  if (members_ && !members_->Damage().ok()) members_.reset();
+  if (!members_) {
+    if (!record_.has_strata_index()) {
+      return Status::FailedPrecondition("dataset " + name +
+                                        " has no stratum index (it was ingested by an older server); re-ingest it "
+                                        "to stream it with a stratified or weighted sampler");
+    }
+    StratumIndexExpect expect;
+    expect.file_bytes = record_.strata_index().bytes();
+    expect.checksum = record_.strata_index().checksum();
+    for (const auto& c : shape_.strata) expect.counts.push_back(c.count());
+    // Streams verify each block of the index as they first read it: the first
+    // batch then costs what it reads, not the whole index.
+    auto file = StratumIndexFile::Open(dir_->VersionDir(shape_.name, shape_.version) + "/" + kStratumIndexFileName,
+                                       &expect, IndexCheck::kOnUse);
+    if (file.status().IsNotFound()) {
+      // The catalog has the index, this node has no copy (quarantined, and
+      // not yet fetched again): another node can serve the stream.
+      return Status::Unavailable("this node has no copy of the stratum index of " + name + " yet; " +
+                                 file.status().message());
+    }
+    if (!file.ok()) return file.status();
+    members_ = std::shared_ptr<const StratumMembers>(std::move(file).value());
+  }
+  DatasetShape out = shape_;
+  out.members = members_;
+  return out;
+}
+
+Result<std::shared_ptr<const OpenVersion>> DatasetCache::Open(const DatasetRef& ref) {
+  Result<v1::VersionRecord> record = ref.version ? catalog_->GetVersion(ref.name, *ref.version)
+                                                 : catalog_->LatestSealed(ref.name);
+  if (!record.ok()) return record.status();
+  const v1::DatasetInfo& info = record->info();
+  if (info.state() != v1::VERSION_SEALED) {
+    return Status::FailedPrecondition("dataset " + ref.ToString() + " is not sealed (state " +
+                                      v1::VersionState_Name(info.state()) + "); only sealed versions can be streamed");
+  }
+  const auto key = std::make_pair(info.name(), info.version());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = open_.find(key);
+    if (it != open_.end()) return it->second;
+  }
+  auto shards = catalog_->ListShards(info.name(), info.version());
+  if (!shards.ok()) return shards.status();
+  auto version = std::make_shared<const OpenVersion>(std::move(record).value(), std::move(shards).value(), dir_);
+  std::lock_guard<std::mutex> lock(mu_);
+  return open_.try_emplace(key, std::move(version)).first->second;
+}
+
+}  // namespace strata

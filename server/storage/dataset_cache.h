@@ -1,0 +1,109 @@
+// Sealed dataset versions opened for reading: their shape (for the epoch plan)
+// and lazily opened shard readers, shared by every stream of that version.
+//
+// Thread-safety: DatasetCache and OpenVersion are safe for concurrent use.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/dataset_ref.h"
+#include "plan/epoch_plan.h"
+#include "server/storage/shard_format.h"
+#include "plan/stratum_index.h"
+#include "server/storage/catalog.h"
+#include "server/storage/data_dir.h"
+
+namespace strata {
+
+class OpenVersion {
+ public:
+  OpenVersion(v1::VersionRecord record, std::vector<v1::ShardRecord> shards, const DataDir* dir);
+
+  const v1::VersionRecord& record() const { return record_; }
+  const DatasetShape& shape() const { return shape_; }
+  size_t num_shards() const { return shards_.size(); }
+
+  // Reads sample `id`, verifying its record checksum, then copies its raw
+  // record bytes (length prefix to checksum) into *raw, for a peer. OutOfRange
+  // if id is past the end; Corruption (never the bytes) if the record or shard
+  // is damaged; NotFound if this node does not hold the shard file; IOError if
+  // it cannot be opened. (Streams read through Reader() and keep the reader.)
+  Status ReadRaw(uint64_t id, std::string* raw) const;
+
+  // shape() plus what a plan with `sampler` needs beyond it: for the
+  // stratified and weighted samplers, the stratum member index (strata.idx),
+  // mapped on first use with its header, offsets and block sums checked
+  // against the catalog's record (O(strata + samples / 512)); each block of
+  // ids is verified when a plan first reads it (IndexCheck::kOnUse), and a
+  // damaged one fails that stream (EpochPlan::Damage). An index found damaged
+  // is mapped again by the next call. FailedPrecondition if the version has no
+  // index (it was ingested by an older server); Unavailable if this node does
+  // not hold the file (a client then fails over to another node); Corruption
+  // if it is damaged.
+  Result<DatasetShape> PlanShape(const v1::SamplerSpec& sampler) const;
+  // Samplers shared by the streams of this version (see SamplerCache).
+  SamplerCache* samplers() const { return &samplers_; }
+
+  // Where sample `id` lives. REQUIRES: id < shape().num_samples.
+  struct Location {
+    size_t shard;      // index into the version's shard list
+    uint32_t seq;      // the shard's sequence number
+    uint64_t record;   // record index within the shard
+  };
+  Location Locate(uint64_t id) const;
+  const v1::ShardRecord& shard(size_t i) const { return shards_[i]; }
+  // The open reader of shard i, opened on first use (NotFound if this node
+  // does not hold the file, Corruption if its layout is damaged).
+  Result<std::shared_ptr<const ShardReader>> Reader(size_t shard) const;
+  // Forgets the open reader of shard i (after its file was quarantined).
+  void Invalidate(size_t shard) const;
+  // Copies of each shard this version keeps (its recorded replication, or the
+  // default for `members` nodes when it recorded none).
+  uint32_t Replication(size_t members) const;
+
+ private:
+  // The reader of sample `id`'s shard and its record index there (OutOfRange
+  // past the end, or Reader's errors).
+  Result<std::pair<std::shared_ptr<const ShardReader>, uint64_t>> RecordOf(uint64_t id) const;
+
+  struct Slot {
+    std::mutex mu;
+    std::shared_ptr<const ShardReader> reader;  // GUARDED_BY(mu)
+  };
+
+  v1::VersionRecord record_;
+  std::vector<v1::ShardRecord> shards_;
+  std::vector<uint64_t> first_ids_;  // ascending; shard i holds ids [first_ids_[i], first_ids_[i+1])
+  DatasetShape shape_;
+  const DataDir* dir_;
+  mutable std::vector<Slot> slots_;
+  mutable std::mutex members_mu_;
+  mutable std::shared_ptr<const StratumMembers> members_;  // GUARDED_BY(members_mu_)
+  mutable SamplerCache samplers_;
+};
+
+class DatasetCache {
+ public:
+  // `catalog` and `dir` must outlive the cache.
+  DatasetCache(const Catalog* catalog, const DataDir* dir) : catalog_(catalog), dir_(dir) {}
+
+  // The sealed version `ref` names (the latest sealed one when it names no
+  // version). NotFound if the dataset or version does not exist;
+  // FailedPrecondition if the version is not sealed.
+  Result<std::shared_ptr<const OpenVersion>> Open(const DatasetRef& ref);
+
+ private:
+  const Catalog* catalog_;
+  const DataDir* dir_;
+  std::mutex mu_;
+  // Sealed versions are immutable, so cached entries never go stale.
+  std::map<std::pair<std::string, uint64_t>, std::shared_ptr<const OpenVersion>> open_;  // GUARDED_BY(mu_)
+};
+
+}  // namespace strata

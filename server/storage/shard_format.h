@@ -1,0 +1,277 @@
+// The shard file format: immutable files of sample records with an index footer.
+//
+// Layout (all integers little-endian):
+//   file    := file_header record* footer trailer
+//   header  := magic "STRSHARD" (8 bytes) | u32 format_version (=3) | u32 flags (=0)
+//   record  := u32 header_len | RecordHeader (protobuf, header_len bytes)
+//              | payload (the fields' bytes, concatenated in header order)
+//              | u64 checksum  (XXH3-64 of header_len, header and payload)
+//   footer  := u64 record_count | u64 record_offset[record_count] (ascending)
+//              | ShardFooter (protobuf: first id, dataset, version, seq)
+//   trailer := u64 footer_offset | u32 footer_len | u32 format_version
+//              | u64 footer_checksum (XXH3-64 of record_count and ShardFooter)
+//              | u64 file_checksum   (XXH3-64 of bytes [0, footer_offset + footer_len))
+//              | magic "STRTRAIL" (8 bytes)                                   = 40 bytes
+//
+// Records of one shard hold consecutive dense ids: record i has id first_id + i.
+// The offset table is fixed-width so that opening a shard costs O(1) work and
+// memory: a reader indexes the mapped table in place. The footer checksum
+// leaves the table out, because a read checks the entries it uses: the range
+// they give must lie among the records and hold a record that passes its own
+// checksum and carries the expected id, so a wrong entry makes that read
+// Corruption, never wrong bytes; the file checksum (VerifyFile, scrubbing,
+// repair) covers the table too. Format 2 (still read) hashed the whole footer
+// at every open: 8 bytes per record, 80 MB for 10M records, which was most of
+// a first batch's cost on a fresh server. Format 1 (still read) kept the
+// offsets as a varint list inside ShardFooter, which every open had to decode
+// into memory: O(records) time and heap.
+// A writer writes to a temporary name in the same directory, fsyncs, and renames
+// into place, so a shard path either does not exist or holds a complete file.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "server/storage/aligned_writer.h"
+#include "common/status.h"
+#include "strata/v1/storage.pb.h"
+
+namespace strata {
+
+inline constexpr uint32_t kShardFormatVersion = 3;  // what writers write
+inline constexpr uint32_t kOldestShardFormatVersion = 1;  // the oldest readers accept
+inline constexpr size_t kShardHeaderSize = 16;
+inline constexpr size_t kShardTrailerSize = 40;
+
+// What the writer knows about the shard it is writing.
+struct ShardIdentity {
+  std::string dataset;
+  uint64_t version = 0;
+  uint32_t seq = 0;
+  uint64_t first_id = 0;
+};
+
+// What a finished shard looks like.
+struct ShardSummary {
+  uint64_t records = 0;
+  uint64_t file_bytes = 0;     // size of the final file
+  uint64_t payload_bytes = 0;  // sum of field bytes
+  uint64_t file_checksum = 0;  // as stored in the trailer
+};
+
+// Writes one shard file. Not thread-safe: one writer per ingest session.
+class ShardWriter {
+ public:
+  // Creates "<dir of path>/.tmp.<file name>.<random>" and writes the file header.
+  // The file appears at `path` only after Finish() succeeds. Fails with
+  // AlreadyExists if `path` exists.
+  static Result<std::unique_ptr<ShardWriter>> Create(std::string path, ShardIdentity identity);
+
+  // Removes the temporary file unless Finish() succeeded.
+  ~ShardWriter();
+  ShardWriter(const ShardWriter&) = delete;
+  ShardWriter& operator=(const ShardWriter&) = delete;
+
+  // Appends one record.
+  // REQUIRES: header.id() == identity.first_id + records();
+  //           header.field_sizes(i) == fields[i].size() and the counts match.
+  Status Append(const v1::RecordHeader& header, std::span<const std::string_view> fields);
+
+  uint64_t records() const { return records_; }
+  // Bytes in the file so far (header and records, before the footer).
+  uint64_t bytes_written() const { return out_.size(); }
+
+  // Writes the footer and trailer, fsyncs the file, renames it to `path` and
+  // fsyncs the directory. After an error the temporary file is removed.
+  Result<ShardSummary> Finish();
+
+ private:
+  ShardWriter(std::string path, std::string tmp_path, int fd, ShardIdentity identity);
+  // Appends bytes to the body, adding them to the file checksum.
+  Status Write(std::string_view bytes);
+  // Closes and removes the temporary file (no-op once published).
+  void RemoveTemp();
+  // RemoveTemp(), then returns `why`: every I/O error ends the writer.
+  Status Fail(Status why);
+
+  std::string path_;
+  std::string tmp_path_;
+  int fd_ = -1;
+  ShardIdentity identity_;
+  v1::ShardFooter footer_;  // metadata; the offsets go in the table before it
+  std::vector<uint64_t> record_offsets_;
+  uint64_t records_ = 0;
+  uint64_t payload_bytes_ = 0;
+  std::unique_ptr<class Checksum64Stream> file_sum_;
+  AlignedFileWriter out_;
+  std::string record_;  // scratch: one record, assembled before it is written
+  bool finished_ = false;
+};
+
+// One record, read and verified, as views of its bytes: nothing is copied and
+// nothing is allocated once the vectors have their capacity, so a caller that
+// reads many records into one RecordView allocates nothing per record. The
+// views point into the bytes it was parsed from (a reader's mapping, valid
+// while the ShardReader lives, or the caller's buffer).
+//
+// The fields that serving needs are parsed out of the record's encoded
+// v1::RecordHeader; the key and the attributes are left encoded (ParseHeader
+// gives them). The header's strings were checked as UTF-8 when the record
+// was written, and the record's checksum covers them since.
+struct RecordView {
+  uint64_t id = 0;
+  std::string_view label;
+  std::string_view stratum;
+  std::vector<std::string_view> field_names;
+  std::vector<uint64_t> field_sizes;  // sum to payload.size()
+  std::string_view header_bytes;      // the encoded v1::RecordHeader
+  std::string_view payload;           // all fields, concatenated in header order
+
+  // Field i's bytes. REQUIRES: i < field_sizes.size().
+  std::string_view field(int i) const;
+  // The field named `name`, or an empty view if there is none.
+  std::string_view field(std::string_view name) const;
+  // The whole header, key and attributes included (a copy). Corruption if it
+  // does not parse.
+  Status ParseHeader(v1::RecordHeader* out) const;
+  // Empties every view (keeps the vectors' capacity).
+  void Clear();
+};
+
+// Verifies and parses one raw record (length prefix to checksum), as
+// ShardReader::RawRecord returns it or a peer sends it. The views point into
+// `raw`. Corruption (and *out left empty) if the checksum, framing, id or
+// field sizes do not match.
+Status ParseRecord(std::string_view raw, uint64_t expected_id, RecordView* out);
+
+// Reads a shard file through a read-only memory mapping.
+// Thread-safe: after Open, every method is const and may be called concurrently.
+class ShardReader {
+ public:
+  // Maps the file and checks the header, trailer and footer (magic, version,
+  // bounds, footer checksum). Does not read every record: records are verified
+  // as they are read (their offsets included), the whole file by VerifyFile().
+  // Costs O(1) (formats 1 and 2: O(records), hashing the whole footer);
+  // nothing per record is allocated.
+  // Errors: NotFound, IOError, Corruption (with the path in the message).
+  static Result<std::unique_ptr<ShardReader>> Open(const std::string& path);
+
+  ~ShardReader();
+  ShardReader(const ShardReader&) = delete;
+  ShardReader& operator=(const ShardReader&) = delete;
+
+  const std::string& path() const { return path_; }
+  // The footer's metadata (record_offsets is empty from format 2: see RecordOffset).
+  const v1::ShardFooter& footer() const { return footer_; }
+  uint32_t format_version() const { return format_version_; }
+  uint64_t first_id() const { return footer_.first_id(); }
+  uint64_t num_records() const { return records_; }
+  // File offset of record `index` as the footer states it (unverified).
+  // REQUIRES: index < num_records().
+  uint64_t RecordOffset(uint64_t index) const;
+  uint64_t file_size() const { return size_; }
+  uint64_t file_checksum() const { return file_checksum_; }
+
+  // Reads record `index` (0-based within the shard), verifying its checksum and
+  // its id. A damaged record gives Corruption and never its bytes; an index past
+  // the end gives OutOfRange. On any error *out is left empty.
+  Status Read(uint64_t index, RecordView* out) const;
+
+  // Read, but through pread into *buffer instead of the mapping: the views
+  // point into *buffer, and no page of the file is mapped into this process.
+  // (CopyRawRecord, then ParseRaw.)
+  Status ReadCopy(uint64_t index, std::string* buffer, RecordView* out) const;
+
+  // The raw bytes of record `index` (as RawRecord gives them) read with pread
+  // into *raw, unverified: ParseRaw verifies them. OutOfRange past the end.
+  // With if_cached it reads only from the kernel's page cache: if some of the
+  // record's pages are not there, it reads nothing, asks the kernel to start
+  // reading them from storage (without waiting for it) and returns
+  // Unavailable. A caller with many records to read asks for all of them
+  // that way first, so that the reads from storage overlap, and then reads
+  // the unavailable ones again without if_cached.
+  Status CopyRawRecord(uint64_t index, std::string* raw, bool if_cached = false) const;
+
+  // Verifies and parses `raw`, the bytes of record `index` (RawRecord's or
+  // CopyRawRecord's), as Read does.
+  Status ParseRaw(uint64_t index, std::string_view raw, RecordView* out) const;
+
+  // The raw bytes of record `index` (length prefix to checksum) without
+  // verification: for copying whole records between nodes. Empty if the
+  // footer's offsets for it are out of order or out of bounds (a damaged
+  // footer that still matched its checksum).
+  // REQUIRES: index < num_records().
+  std::string_view RawRecord(uint64_t index) const;
+
+  // The bytes [begin, end) record `index` occupies in the file, or {0, 0} where
+  // RawRecord would be empty. REQUIRES: index < num_records().
+  std::pair<uint64_t, uint64_t> RecordRange(uint64_t index) const;
+
+  // Hints for a caller about to read many records in a known order: each starts
+  // loading memory into the CPU cache and returns without waiting; neither maps
+  // a page that is not mapped already, nor changes what a read returns.
+  // PrefetchOffset loads record `index`'s entry of the offset table;
+  // PrefetchRecord loads the record's first bytes, reading that entry (so
+  // prefetch the entry some records earlier). Indexes past the end are ignored.
+  void PrefetchOffset(uint64_t index) const;
+  void PrefetchRecord(uint64_t index) const;
+  // Asks the kernel to start reading, from storage if need be, the page of the
+  // offset table that holds record `index`'s entry, without waiting for it: a
+  // caller about to look up many records of shards that may have left the
+  // page cache asks for all of them first, so that their reads overlap.
+  // A system call each: for a stream's first step, not for every read.
+  void AdviseOffset(uint64_t index) const;
+
+  // Residency of the mapping, for a cache that manages it (server/storage/block_cache.h).
+  // Neither changes what a read returns; both clip the range to the file.
+  // Populate maps the pages of [offset, offset + len) into this process,
+  // reading them from storage first if they are not in the page cache
+  // (blocking: call it off the serving path). IOError if storage fails.
+  Status Populate(uint64_t offset, uint64_t len) const;
+  // Release drops those pages from this process's memory; the page cache may
+  // keep them, and a later read maps them back in.
+  void Release(uint64_t offset, uint64_t len) const;
+  // Whether every page of [offset, offset + len) is in the kernel's page
+  // cache (mincore). Touching an uncached page through the mapping reads its
+  // whole folio from storage, up to 2 MiB for one small record. True where
+  // the kernel cannot say.
+  bool Cached(uint64_t offset, uint64_t len) const;
+
+  // Re-reads the whole file and compares it with the trailer's file checksum
+  // (the scrubber's check, and that of a copy received from a peer).
+  // Corruption on a mismatch, IOError if it cannot be read. Reads with pread
+  // in 1 MiB pieces: it maps no page, so verifying a shard adds at most a
+  // piece to the process's memory, whatever the shard's size.
+  // `before_piece`, if given, is called with each piece's size before it is
+  // read: the scrubber paces there (so it reads at its rate throughout, never
+  // a whole shard in one burst) and returns false to stop (Cancelled).
+  Status VerifyFile(const std::function<bool(size_t)>& before_piece = nullptr) const;
+
+ private:
+  ShardReader() = default;
+  // Checks header, trailer and footer of the mapped file and fills the members.
+  Status CheckLayout();
+  // Advises the kernel how the mapping is read: records (before
+  // `footer_offset`) in 2 MiB folios, the footer a page at a time.
+  void AdviseMapping(uint64_t footer_offset) const;
+
+  std::string path_;
+  int fd_ = -1;
+  const char* base_ = nullptr;
+  uint64_t size_ = 0;
+  uint64_t body_end_ = 0;  // footer_offset + footer_len
+  uint64_t records_end_ = 0;  // footer_offset
+  uint64_t file_checksum_ = 0;
+  uint32_t format_version_ = 0;
+  uint64_t records_ = 0;
+  const char* offset_table_ = nullptr;  // formats 2 and 3: records_ u64s in the mapping
+  v1::ShardFooter footer_;
+};
+
+}  // namespace strata

@@ -1,0 +1,160 @@
+#include "server/base/config.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/support/temp_dir.h"
+
+namespace strata {
+namespace {
+
+using testing::TempDir;
+using testing::WriteFile;
+
+TEST(ConfigTest, DefaultsAreValid) {
+  auto c = LoadNodeConfig(NodeFlags{});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->listen, "127.0.0.1:7400");
+}
+
+TEST(ConfigTest, FileThenFlagsOverride) {
+  TempDir dir;
+  WriteFile(dir.Join("n.yaml"),
+            "node_id: store-7\nlisten: 0.0.0.0:7500\ndata_dir: /srv/strata\nshard_target_bytes: 8MiB\nio_threads: 3\n"
+            "cache_bytes: 2GiB\ncache_block_bytes: 1MiB\nread_ahead_steps: 8\n");
+  NodeFlags flags;
+  flags.config_file = dir.Join("n.yaml");
+  flags.listen = "127.0.0.1:7600";
+  flags.cache_bytes = "512MiB";
+  auto c = LoadNodeConfig(flags);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->node_id, "store-7");
+  EXPECT_EQ(c->listen, "127.0.0.1:7600") << "the flag wins";
+  EXPECT_EQ(c->data_dir, "/srv/strata");
+  EXPECT_EQ(c->shard_target_bytes, 8u << 20);
+  EXPECT_EQ(c->io_threads, 3u);
+  EXPECT_EQ(c->cache_bytes, 512u << 20) << "the flag wins";
+  EXPECT_EQ(c->cache_block_bytes, 1u << 20);
+  EXPECT_EQ(c->read_ahead_steps, 8u);
+}
+
+TEST(ConfigTest, MemoryBudgetFromTheFileOrAFlag) {
+  TempDir dir;
+  WriteFile(dir.Join("n.yaml"), "memory_budget: 3GiB\n");
+  NodeFlags flags;
+  flags.config_file = dir.Join("n.yaml");
+  auto c = LoadNodeConfig(flags);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->memory_budget, 3ull << 30);
+  flags.memory_budget = "96MiB";
+  c = LoadNodeConfig(flags);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->memory_budget, 96ull << 20) << "the flag wins";
+  EXPECT_EQ(LoadNodeConfig(NodeFlags{}).value().memory_budget, 0u) << "none by default";
+  flags.memory_budget = "big";
+  EXPECT_NE(LoadNodeConfig(flags).status().message().find("--memory-budget"), std::string::npos);
+}
+
+TEST(ConfigTest, BadConfigIsAClearError) {
+  TempDir dir;
+  struct Case {
+    const char* yaml;
+    const char* expect;
+  } cases[] = {
+      {"listne: 1.2.3.4:5\n", "unknown key 'listne'"},
+      {"listen: nohost\n", "invalid address"},
+      {"listen: 1.2.3.4:99999\n", "port above 65535"},
+      {"io_threads: many\n", "expected a number"},
+      {"shard_target_bytes: 12XB\n", "size unit"},
+      {"log_level: loud\n", "log_level"},
+      {"- a\n- b\n", "mapping"},
+      {"node_id: [a, b]\n", "expected a string"},
+      {"key: [unclosed\n", "config file"},
+      {"cache_block_bytes: 5000\n", "cache_block_bytes must be a multiple of 4 KiB"},
+      {"cache_bytes: 1MiB\n", "cache_bytes must be 0 (no cache) or at least cache_block_bytes"},
+      {"read_ahead_steps: 5000\n", "read_ahead_steps must be at most 1024"},
+      {"memory_budget: 16MiB\n", "memory_budget must be 0 (none) or at least 32 MiB"},
+      {"memory_budget: 1GiB\ncache_bytes: 0\n", "memory_budget needs the block cache"},
+      {"memory_budget: lots\n", "size"},
+  };
+  for (const auto& tc : cases) {
+    WriteFile(dir.Join("bad.yaml"), tc.yaml);
+    NodeFlags flags;
+    flags.config_file = dir.Join("bad.yaml");
+    auto c = LoadNodeConfig(flags);
+    ASSERT_FALSE(c.ok()) << tc.yaml;
+    EXPECT_NE(c.status().message().find(tc.expect), std::string::npos) << tc.yaml << " -> " << c.status().ToString();
+  }
+  NodeFlags missing;
+  missing.config_file = dir.Join("nope.yaml");
+  EXPECT_EQ(LoadNodeConfig(missing).status().code(), Code::kNotFound);
+}
+
+TEST(ConfigTest, ParsesHostPort) {
+  std::string host;
+  int port = 0;
+  ASSERT_TRUE(ParseHostPort("[::1]:7400", &host, &port).ok());
+  EXPECT_EQ(host, "::1");
+  EXPECT_EQ(port, 7400);
+  EXPECT_FALSE(ParseHostPort(":7400", &host, &port).ok());
+  EXPECT_FALSE(ParseHostPort("host:", &host, &port).ok());
+  EXPECT_FALSE(ParseHostPort("host:12a", &host, &port).ok());
+}
+
+}  // namespace
+}  // namespace strata
+
+namespace strata {
+namespace {
+
+TEST(ClusterConfigTest, StaticNodesFromTheFileAndPeersFromAFlag) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.Join("c.yaml"),
+                     "node_id: node-2\ncluster:\n  name: prod\n  grace_period_s: 60\n  repair_bytes_per_sec: 64MiB\n"
+                     "  nodes:\n    - {id: node-1, address: 10.0.0.1:7400}\n    - {id: node-2, address: 10.0.0.2:7400}\n");
+  NodeFlags flags;
+  flags.config_file = dir.Join("c.yaml");
+  auto c = LoadNodeConfig(flags);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cluster.name, "prod");
+  ASSERT_EQ(c->cluster.nodes.size(), 2u);
+  EXPECT_EQ(c->cluster.nodes[1].address, "10.0.0.2:7400");
+  EXPECT_EQ(c->cluster.grace_period_s, 60u);
+  EXPECT_EQ(c->cluster.repair_bytes_per_sec, 64u << 20);
+  flags.peers = "node-1=127.0.0.1:1,node-2=127.0.0.1:2,node-3=127.0.0.1:3";
+  c = LoadNodeConfig(flags);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cluster.nodes.size(), 3u) << "the flag replaces the file's list";
+  flags.peers.reset();
+  flags.etcd_endpoints = "127.0.0.1:2379,127.0.0.1:2380";
+  c = LoadNodeConfig(flags);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cluster.membership, "etcd");
+  EXPECT_EQ(c->cluster.etcd_endpoints.size(), 2u);
+}
+
+TEST(ClusterConfigTest, BadClusterConfigIsAClearError) {
+  struct Case {
+    NodeFlags flags;
+    const char* expect;
+  };
+  std::vector<Case> cases(5);
+  cases[0].flags.peers = "node-2=127.0.0.1:1";
+  cases[0].expect = "does not list this node";
+  cases[1].flags.peers = "node-1=127.0.0.1:1,node-1=127.0.0.1:2";
+  cases[1].expect = "twice";
+  cases[2].flags.peers = "garbage";
+  cases[2].expect = "ID=HOST:PORT";
+  cases[3].flags.etcd_endpoints = "nohostport";
+  cases[3].expect = "etcd_endpoints";
+  cases[4].flags.advertise = "0.0.0.0";
+  cases[4].expect = "advertise";
+  for (const auto& tc : cases) {
+    auto c = LoadNodeConfig(tc.flags);
+    ASSERT_FALSE(c.ok()) << tc.expect;
+    EXPECT_EQ(c.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(c.status().ToString().find(tc.expect), std::string::npos) << c.status().ToString();
+  }
+}
+
+}  // namespace
+}  // namespace strata

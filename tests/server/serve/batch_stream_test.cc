@@ -1,0 +1,310 @@
+#include "server/serve/batch_stream.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "server/daemon/node.h"
+#include "tests/server/node_test_util.h"
+
+namespace strata {
+namespace {
+
+using testing::MakeSample;
+using testing::TempDir;
+using testing::TestNodeConfig;
+
+class BatchStreamTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto node = Node::Open(TestNodeConfig(dir_.path()));
+    ASSERT_TRUE(node.ok()) << node.status().ToString();
+    node_ = std::move(node).value();
+    v1::IngestOptions o;
+    o.set_dataset("ds");
+    auto session = node_->StartIngest(o);
+    ASSERT_TRUE(session.ok());
+    for (int i = 0; i < kSamples; ++i) {
+      v1::Sample s = MakeSample("k" + std::to_string(i), "L" + std::to_string(i % 4), Payload(i), "jpg");
+      v1::Field* cls = s.add_fields();
+      cls->set_name("cls");
+      cls->set_data(std::to_string(i % 4));
+      ASSERT_TRUE(session.value()->Add(s).ok());
+    }
+    ASSERT_TRUE(session.value()->Commit(kSamples).ok());
+  }
+
+  static std::string Payload(int i) { return "sample-" + std::to_string(i) + std::string(static_cast<size_t>(i % 50), '#'); }
+
+  v1::StreamRequest Request(uint32_t rank, uint32_t world, uint32_t batch) {
+    v1::StreamRequest r;
+    r.set_dataset("ds");
+    r.set_rank(rank);
+    r.set_world(world);
+    r.set_batch_size(batch);
+    r.set_seed(11);
+    return r;
+  }
+
+  static constexpr int kSamples = 103;
+  TempDir dir_;
+  std::unique_ptr<Node> node_;
+};
+
+TEST_F(BatchStreamTest, EveryRankTogetherGetsEverySampleOnceWithItsBytes) {
+  std::map<uint64_t, int> seen;
+  for (uint32_t rank = 0; rank < 3; ++rank) {
+    auto stream = node_->OpenStream(Request(rank, 3, 8));
+    ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+    std::vector<WirePart> parts;
+    while (!stream.value()->done()) {
+      parts.clear();
+      ASSERT_TRUE(stream.value()->BuildNext(&parts).ok());
+      ASSERT_EQ(parts.size(), 1u);
+      const v1::Batch b = parts[0].ToMessage();
+      uint64_t offset = 0;
+      for (int i = 0; i < b.ids_size(); ++i) {
+        const int id = static_cast<int>(b.ids(i));
+        ++seen[b.ids(i)];
+        EXPECT_EQ(b.labels(i), "L" + std::to_string(id % 4));
+        EXPECT_EQ(b.slots(i), static_cast<uint32_t>(i));
+        const std::string expect = Payload(id) + std::to_string(id % 4);  // jpg then cls, back to back
+        EXPECT_EQ(b.payload().substr(offset, b.sizes(i)), expect);
+        EXPECT_EQ(b.layouts(static_cast<int>(b.layout_of(i))).names(0), "jpg");
+        offset += b.sizes(i);
+      }
+      EXPECT_EQ(offset, b.payload().size());
+    }
+  }
+  ASSERT_EQ(seen.size(), static_cast<size_t>(kSamples));
+  for (const auto& [id, n] : seen) EXPECT_EQ(n, 1) << id;
+}
+
+TEST_F(BatchStreamTest, LargeBatchesAreSplitIntoParts) {
+  NodeConfig c = TestNodeConfig(dir_.path());
+  StreamLimits limits;
+  limits.max_part_bytes = 100;  // a few samples per part
+  DatasetCache cache(&node_->catalog(), &node_->data_dir());
+  auto stream = BatchStream::Open(Request(0, 1, 32), &cache, nullptr, nullptr, limits);
+  ASSERT_TRUE(stream.ok());
+  std::vector<WirePart> parts;
+  ASSERT_TRUE(stream.value()->BuildNext(&parts).ok());
+  ASSERT_GT(parts.size(), 3u);
+  std::set<uint32_t> slots;
+  for (const auto& part : parts) {
+    const v1::Batch& p = part.message();
+    EXPECT_EQ(p.batch_size(), 32u);
+    for (uint32_t s : p.slots()) EXPECT_TRUE(slots.insert(s).second);
+  }
+  EXPECT_EQ(slots.size(), 32u);
+}
+
+TEST_F(BatchStreamTest, RefusesBadRequests) {
+  EXPECT_EQ(node_->OpenStream(Request(0, 1, 0)).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(node_->OpenStream(Request(3, 3, 4)).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(node_->OpenStream(Request(0, 0, 4)).status().code(), Code::kInvalidArgument);
+  v1::StreamRequest unknown = Request(0, 1, 4);
+  unknown.set_dataset("nope");
+  EXPECT_EQ(node_->OpenStream(unknown).status().code(), Code::kNotFound);
+  v1::StreamRequest past = Request(0, 1, 4);
+  past.set_start_step(1000);
+  EXPECT_EQ(node_->OpenStream(past).status().code(), Code::kInvalidArgument);
+  v1::StreamRequest token = Request(0, 1, 4);
+  token.set_expect_plan_hash(42);
+  EXPECT_EQ(node_->OpenStream(token).status().code(), Code::kFailedPrecondition);
+}
+
+TEST_F(BatchStreamTest, DamagedRecordIsCorruptionAndNeverSent) {
+  auto shards = node_->catalog().ListShards("ds", 1);
+  ASSERT_TRUE(shards.ok());
+  const std::string path = node_->data_dir().Absolute(shards->front().path());
+  {
+    // Flip a byte in the middle of the first record's payload.
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(40);
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 0x5a);
+    f.seekp(40);
+    f.write(&c, 1);
+  }
+  const double failures_before = node_->metrics().checksum_failures.Value();
+  auto stream = node_->OpenStream(Request(0, 1, kSamples));  // one batch reads every sample
+  ASSERT_TRUE(stream.ok());
+  std::vector<WirePart> parts;
+  Status s = stream.value()->BuildNext(&parts);
+  EXPECT_EQ(s.code(), Code::kDataLoss) << s.ToString();
+  EXPECT_TRUE(parts.empty()) << "no part of a batch with a damaged record is produced";
+  EXPECT_EQ(node_->metrics().checksum_failures.Value(), failures_before + 1);
+}
+
+// Streams verify the stratum index a block at a time as they read it: a
+// damaged id fails the stream before any batch built from it is produced, and
+// once the file is sound again the next stream maps it anew.
+TEST_F(BatchStreamTest, DamagedStratumIndexFailsTheStreamUntilRepaired) {
+  const std::string path = node_->data_dir().VersionDir("ds", 1) + "/" + kStratumIndexFileName;
+  const std::string good = testing::ReadFile(path);
+  std::string bytes = good;
+  bytes[kStratumIndexHeaderSize + (4 + 1) * 8 + 2 * 8] ^= 0x01;  // the third id (4 strata: 5 offsets)
+  testing::WriteFile(path, bytes);
+  v1::StreamRequest r = Request(0, 1, 8);
+  r.mutable_sampler()->set_kind(v1::SamplerSpec::STRATIFIED);
+  auto stream = node_->OpenStream(r);
+  ASSERT_TRUE(stream.ok()) << "header, offsets and block sums are sound: " << stream.status().ToString();
+  std::vector<WirePart> parts;
+  const double failures_before = node_->metrics().checksum_failures.Value();
+  const Status s = stream.value()->BuildNext(&parts);
+  EXPECT_EQ(s.code(), Code::kDataLoss) << s.ToString();
+  EXPECT_EQ(node_->metrics().checksum_failures.Value(), failures_before + 1);
+  EXPECT_NE(s.message().find("stratum index"), std::string::npos) << s.ToString();
+  EXPECT_TRUE(parts.empty());
+  EXPECT_EQ(node_->OpenStream(r).value()->BuildNext(&parts).code(), Code::kDataLoss) << "still damaged";
+
+  testing::WriteFile(path, good);  // as a repair would
+  auto repaired = node_->OpenStream(r);
+  ASSERT_TRUE(repaired.ok()) << repaired.status().ToString();
+  std::set<uint64_t> seen;
+  while (!repaired.value()->done()) {
+    parts.clear();
+    ASSERT_TRUE(repaired.value()->BuildNext(&parts).ok());
+    for (const auto& part : parts) {
+      for (uint64_t id : part.message().ids()) EXPECT_TRUE(seen.insert(id).second) << id;
+    }
+  }
+  EXPECT_EQ(seen.size(), static_cast<size_t>(kSamples));
+}
+
+TEST_F(BatchStreamTest, JobCursorResumesWhereTheJobLeftOff) {
+  auto first = node_->OpenStream(Request(0, 1, 10));
+  ASSERT_TRUE(first.ok());
+  v1::CursorRecord c;
+  c.set_dataset("ds");
+  c.set_version(1);
+  c.set_seed(11);
+  c.set_epoch(0);
+  c.set_step(4);
+  c.set_spec_hash(first.value()->plan().plan_hash());
+  ASSERT_TRUE(node_->catalog().PutCursor("job-a", 0, c).ok());
+  v1::StreamRequest r = Request(0, 1, 10);
+  r.set_job_id("job-a");
+  r.set_resume(true);
+  auto resumed = node_->OpenStream(r);
+  ASSERT_TRUE(resumed.ok());
+  EXPECT_EQ(resumed.value()->next_step(), 4u);
+  r.set_seed(12);  // another plan: the cursor does not apply
+  auto other = node_->OpenStream(r);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other.value()->next_step(), 0u);
+}
+
+// A node whose block cache is far smaller than the dataset: blocks it admits
+// are sent from the mapping, the rest are read with pread, and every sample
+// still arrives once with its bytes; the cache never holds more than its budget.
+TEST(BatchStreamCacheTest, ASmallCacheServesEverySampleOnceAndStaysWithinBudget) {
+  TempDir dir;
+  NodeConfig config = TestNodeConfig(dir.path());
+  config.shard_target_bytes = 4 << 20;
+  config.cache_block_bytes = 1 << 20;
+  config.cache_bytes = 2 << 20;  // 2 of the ~12 blocks
+  config.read_ahead_steps = 3;
+  auto node = Node::Open(config);
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  constexpr int kSamples = 1500;
+  auto payload = [](int i) { return std::string(8000 + i % 100, static_cast<char>('A' + i % 26)); };
+  {
+    v1::IngestOptions o;
+    o.set_dataset("big");
+    auto session = node.value()->StartIngest(o);
+    ASSERT_TRUE(session.ok());
+    for (int i = 0; i < kSamples; ++i) {
+      ASSERT_TRUE(session.value()->Add(MakeSample("k" + std::to_string(i), "L", payload(i), "bin")).ok());
+    }
+    ASSERT_TRUE(session.value()->Commit(kSamples).ok());
+  }
+  v1::StreamRequest r;
+  r.set_dataset("big");
+  r.set_world(1);
+  r.set_batch_size(64);
+  r.set_seed(5);
+  auto stream = node.value()->OpenStream(r);
+  ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+  std::map<uint64_t, int> seen;
+  std::vector<WirePart> parts;
+  while (!stream.value()->done()) {
+    parts.clear();
+    ASSERT_TRUE(stream.value()->BuildNext(&parts).ok());
+    for (const WirePart& part : parts) {
+      const v1::Batch b = part.ToMessage();
+      uint64_t offset = 0;
+      for (int i = 0; i < b.ids_size(); ++i) {
+        ++seen[b.ids(i)];
+        ASSERT_EQ(b.payload().substr(offset, b.sizes(i)), payload(static_cast<int>(b.ids(i))));
+        offset += b.sizes(i);
+      }
+    }
+    ASSERT_LE(node.value()->blocks().stats().resident_bytes, config.cache_bytes);
+  }
+  ASSERT_EQ(seen.size(), static_cast<size_t>(kSamples));
+  for (const auto& [id, n] : seen) ASSERT_EQ(n, 1) << id;
+  stream.value().reset();  // unpins what it planned ahead
+  parts.clear();           // the last batch's parts hold its blocks until they are sent
+  const BlockCache::Stats s = node.value()->blocks().stats();
+  EXPECT_GT(s.hits, 0u);
+  EXPECT_GT(s.misses, 0u);  // some records were read around the cache
+  EXPECT_EQ(s.pinned_blocks, 0u);
+}
+
+// A record of 16 KiB or more is sent from its mapping (gRPC slices pointing
+// at it) only where the step reads its block densely, or the record alone is
+// large enough to: a 64 KiB record alone in its 2 MiB block is copied into
+// the part, so that once the part is serialised nothing holds the block while
+// the batch waits for the socket; a 1 MiB record holds its blocks until its
+// bytes have left.
+TEST(BatchStreamCacheTest, OnlyDenseUsesAreSentFromTheMapping) {
+  TempDir dir;
+  NodeConfig config = TestNodeConfig(dir.path());
+  config.shard_target_bytes = 64 << 20;
+  config.cache_bytes = 256 << 20;  // everything fits: what is held is what a use holds
+  auto node = Node::Open(config);
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  auto ingest = [&](const std::string& name, int samples, size_t bytes) {
+    v1::IngestOptions o;
+    o.set_dataset(name);
+    auto session = node.value()->StartIngest(o);
+    ASSERT_TRUE(session.ok());
+    for (int i = 0; i < samples; ++i) {
+      ASSERT_TRUE(session.value()->Add(MakeSample("k" + std::to_string(i), "L", std::string(bytes, 'x'), "bin")).ok());
+    }
+    ASSERT_TRUE(session.value()->Commit(static_cast<uint64_t>(samples)).ok());
+  };
+  ingest("sparse", 64, 64 << 10);  // 4 MiB: 32 records to a 2 MiB block
+  ingest("dense", 6, 1 << 20);
+  for (const std::string name : {"sparse", "dense"}) {
+    SCOPED_TRACE(name);
+    v1::StreamRequest r;
+    r.set_dataset(name);
+    r.set_world(1);
+    r.set_batch_size(1);  // one record per step
+    r.set_seed(3);
+    auto stream = node.value()->OpenStream(r);
+    ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+    std::vector<WirePart> parts;
+    ASSERT_TRUE(stream.value()->BuildNext(&parts).ok());
+    grpc::ByteBuffer wire = parts.at(0).Serialize();
+    parts.clear();
+    stream.value().reset();  // unpins the steps it planned ahead
+    const uint64_t held = node.value()->blocks().stats().pinned_blocks;
+    if (name == "sparse") {
+      EXPECT_EQ(held, 0u) << "the sparse record was copied: the serialised batch holds no block";
+    } else {
+      EXPECT_GT(held, 0u) << "the large record is referenced: its blocks stay until it is sent";
+    }
+    wire.Clear();
+    EXPECT_EQ(node.value()->blocks().stats().pinned_blocks, 0u);
+  }
+}
+
+}  // namespace
+}  // namespace strata
