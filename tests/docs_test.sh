@@ -116,9 +116,16 @@ for doc in "${path_checked[@]}"; do
     folder=$(dirname "$rel")
     name=$(basename "$rel")
     lists="$folder/CMakeLists.txt"
-    if [[ ! -f $lists ]] || ! grep -qE "add_executable\(${name}[ )]|OUTPUT_NAME +${name}([ )]|$)" "$lists"; then
-      fail "$doc: names $built, but $lists builds no program $name"
+    builds=no
+    if [[ -f $lists ]] && grep -qE "add_executable\(${name}[ )]|OUTPUT_NAME +${name}([ )]|$)" "$lists"; then
+      builds=yes
+    elif [[ -d $folder ]]; then
+      # A program built in a sub-folder counts when its output is put here.
+      while IFS= read -r sub; do
+        grep -q "RUNTIME_OUTPUT_DIRECTORY \${PROJECT_BINARY_DIR}/${folder}\b" "$sub" && builds=yes
+      done < <(grep -rlE --include=CMakeLists.txt "add_executable\(${name}[ )]" "$folder")
     fi
+    [[ $builds == yes ]] || fail "$doc: names $built, but $lists builds no program $name"
   done < <(grep -oE "(^|[ \`(\"'])build/[A-Za-z0-9_./-]*[A-Za-z0-9_/-]" "$doc" | sed -E "s/^[ \`(\"']//" | sort -u)
 done
 
