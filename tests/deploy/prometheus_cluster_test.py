@@ -180,6 +180,10 @@ def main():
                 time.sleep(0.5)
             failures.append("%s: no data for %s" % (what, expr))
 
+        # The load reaches the servers: samples served and local reads timed.
+        must_return_data("load", "sum(increase(strata_served_samples_total[%s])) > 0" % RATE_WINDOW)
+        must_return_data("load", 'sum(increase(strata_read_seconds_count{source="local"}[%s])) > 0' % RATE_WINDOW)
+
         dash, queries = dashboard_queries(os.path.join(src, "deploy/grafana/strata.json"))
         for title, expr in queries:
             must_return_data("dashboard panel '%s'" % title, expr)
