@@ -1,7 +1,11 @@
 #include "server/base/metrics.h"
 
+#include "server/base/health_http.h"
+
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
+
+#include <sys/statvfs.h>
 
 #include <cctype>
 #include <mutex>
@@ -27,11 +31,20 @@ prometheus::Gauge& MakeGauge(Registry& r, const std::string& node, const std::st
 }
 
 prometheus::Histogram& MakeLatency(Registry& r, const std::string& node, const std::string& name, const std::string& help) {
-  // 10 us .. ~10 s, exponential.
-  prometheus::Histogram::BucketBoundaries b;
-  for (double v = 1e-5; v < 20; v *= 4) b.push_back(v);
-  return BuildHistogram().Name(name).Help(help).Labels({{"node", node}}).Register(r).Add({}, b);
+  return BuildHistogram().Name(name).Help(help).Labels({{"node", node}}).Register(r).Add({}, Metrics::LatencyBuckets());
 }
+
+prometheus::Histogram& MakeReadLatency(prometheus::Family<prometheus::Histogram>& family, const std::string& source) {
+  return family.Add({{"source", source}}, Metrics::LatencyBuckets());
+}
+
+constexpr const char* kRejectReasonNames[Metrics::kRejectReasons] = {
+    "invalid_request",  // a request that does not parse or asks for the impossible
+    "draining",         // the node is shutting down
+    "too_many_streams", // max_streams reached
+    "stream_refused",   // the stream's dataset, version or plan was refused
+    "ingest_refused",   // an ingest failed validation or storage
+};
 
 // "rocksdb.estimate-num-keys" -> "estimate_num_keys": metric names allow [a-zA-Z0-9_] only.
 std::string MetricName(std::string_view raw) {
@@ -110,8 +123,16 @@ Metrics::Metrics(const std::string& node_id)
       active_ingests(MakeGauge(*registry_, node_id_, "strata_active_ingests", "Ingest sessions open now")),
       checksum_failures(MakeCounter(*registry_, node_id_, "strata_checksum_failures_total",
                                     "Records or files whose checksum did not match")),
-      requests_rejected(MakeCounter(*registry_, node_id_, "strata_requests_rejected_total",
-                                    "Requests refused for invalid input or state")),
+      local_read_seconds(MakeReadLatency(
+          BuildHistogram()
+              .Name("strata_read_seconds")
+              .Help("Read latency: source=local is one batch's reads of this node's own records, source=peer one "
+                    "fetch of records from a peer")
+              .Labels({{"node", node_id_}})
+              .Register(*registry_),
+          "local")),
+      peer_fetch_seconds(MakeReadLatency(
+          BuildHistogram().Name("strata_read_seconds").Labels({{"node", node_id_}}).Register(*registry_), "peer")),
       replication_backlog_bytes(MakeGauge(*registry_, node_id_, "strata_replication_backlog_bytes",
                                           "Shard bytes an async ingest has yet to copy to their holders")),
       replicated_bytes(MakeCounter(*registry_, node_id_, "strata_replicated_bytes_total",
@@ -130,15 +151,77 @@ Metrics::Metrics(const std::string& node_id)
                                   "Records served from a peer because the local copy was missing or corrupt")),
       map_epoch(MakeGauge(*registry_, node_id_, "strata_cluster_map_epoch", "Epoch of this node's cluster map")),
       nodes_up(MakeGauge(*registry_, node_id_, "strata_cluster_nodes_up", "Nodes up in this node's cluster map")),
+      shards_under_replicated(MakeGauge(*registry_, node_id_, "strata_shards_under_replicated",
+                                        "Shards with a holder that is not up, or that this node should hold and "
+                                        "lacks (this node's view, updated each repair round)")),
+      shards_missing(MakeGauge(*registry_, node_id_, "strata_shards_missing",
+                               "Shards none of whose holders is up: no copy can be read (this node's view)")),
+      repair_files_pending(MakeGauge(*registry_, node_id_, "strata_repair_files_pending",
+                                     "Files placement gives this node that it does not hold yet (repair or "
+                                     "rebalance to do)")),
       scrape_(std::make_shared<ScrapeCollectable>(node_id)) {
   strata_ = std::make_unique<StratumMetrics>(*registry_, node_id_);
+  auto& rejected = BuildCounter()
+                       .Name("strata_requests_rejected_total")
+                       .Help("Requests refused, by reason")
+                       .Labels({{"node", node_id_}})
+                       .Register(*registry_);
+  for (int i = 0; i < kRejectReasons; ++i) rejected_[i] = &rejected.Add({{"reason", kRejectReasonNames[i]}});
+  peer_up_ = &BuildGauge()
+                  .Name("strata_peer_up")
+                  .Help("1 if the peer is up in this node's cluster map, 0 if it is a member that is not up")
+                  .Labels({{"node", node_id_}})
+                  .Register(*registry_);
+  BuildGauge()
+      .Name("strata_build_info")
+      .Help("Always 1; the labels name the build")
+      .Labels({{"node", node_id_}})
+      .Register(*registry_)
+      .Add({{"version", STRATA_VERSION}})
+      .Set(1);
 }
 
-Metrics::~Metrics() = default;
+prometheus::Histogram::BucketBoundaries Metrics::LatencyBuckets() {
+  // Literals, not products: 2.5 * 1e-5 is not the double nearest 2.5e-5.
+  return {1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2,
+          2.5e-2, 5e-2, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+}
+
+void Metrics::SetPeersUp(const std::map<std::string, bool>& up) {
+  std::lock_guard<std::mutex> lock(peer_mu_);
+  for (auto it = peer_up_series_.begin(); it != peer_up_series_.end();) {
+    if (up.count(it->first) == 0) {
+      peer_up_->Remove(it->second);
+      it = peer_up_series_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const auto& [peer, is_up] : up) {
+    auto [it, added] = peer_up_series_.emplace(peer, nullptr);
+    if (added) it->second = &peer_up_->Add({{"peer", peer}});
+    it->second->Set(is_up ? 1 : 0);
+  }
+}
+
+void Metrics::WatchDisk(const std::string& data_dir) {
+  AddScrapeGauges("disk", [data_dir] {
+    std::map<std::string, double> out;
+    struct statvfs fs {};
+    if (statvfs(data_dir.c_str(), &fs) != 0) return out;  // no series rather than a wrong one
+    out["free_bytes"] = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
+    out["total_bytes"] = static_cast<double>(fs.f_blocks) * static_cast<double>(fs.f_frsize);
+    return out;
+  });
+}
+
+Metrics::~Metrics() {
+  if (exposer_) UnregisterReadiness(exposer_port());
+}
 
 Status Metrics::StartExposer(const std::string& listen) {
   try {
-    exposer_ = std::make_unique<prometheus::Exposer>(listen);
+    exposer_ = std::make_unique<prometheus::Exposer>(listen, /*num_threads=*/2, HealthCallbacks());
   } catch (const std::exception& e) {
     return Status::Unavailable("cannot serve metrics on " + listen + ": " + e.what());
   }
@@ -151,6 +234,10 @@ int Metrics::exposer_port() const {
   if (!exposer_) return 0;
   auto ports = exposer_->GetListeningPorts();
   return ports.empty() ? 0 : ports.front();
+}
+
+void Metrics::SetReadiness(std::function<std::string()> not_ready) {
+  if (exposer_) RegisterReadiness(exposer_port(), std::move(not_ready));
 }
 
 void Metrics::AddScrapeGauges(const std::string& prefix, std::function<std::map<std::string, double>()> fn) {

@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "common/status.h"
@@ -36,6 +37,11 @@ class Metrics {
   Status StartExposer(const std::string& listen);
   // The bound port of the exposer (for listen addresses with port 0); 0 if none.
   int exposer_port() const;
+  // The same port also answers /healthz (200 while it serves) and /readyz:
+  // 200 when `not_ready` returns "", else 503 and its reason
+  // (server/base/health_http.h). REQUIRES: StartExposer succeeded. `not_ready`
+  // must stay callable until this Metrics is destroyed.
+  void SetReadiness(std::function<std::string()> not_ready);
 
   // Adds gauges computed at scrape time, e.g. RocksDB figures. `fn` returns
   // name suffix -> value; each becomes strata_<prefix>_<suffix>.
@@ -64,8 +70,16 @@ class Metrics {
   prometheus::Gauge& active_ingests;
   // Integrity.
   prometheus::Counter& checksum_failures;
-  // Requests refused for bad input, by nothing finer (reasons are in the logs).
-  prometheus::Counter& requests_rejected;
+  // Requests refused, by reason (a fixed set: the label's cardinality is bounded).
+  enum class Reject { kInvalidRequest, kDraining, kTooManyStreams, kStreamRefused, kIngestRefused };
+  static constexpr int kRejectReasons = 5;
+  void CountRejected(Reject reason) { rejected_[static_cast<int>(reason)]->Increment(); }
+  double rejected(Reject reason) const { return rejected_[static_cast<int>(reason)]->Value(); }
+  // Read latency: `local_read_seconds` is one batch's reads of this node's own
+  // records (one observation per batch with local records); `peer_fetch_seconds`
+  // is one fetch of records from a peer (one per round trip).
+  prometheus::Histogram& local_read_seconds;
+  prometheus::Histogram& peer_fetch_seconds;
   // Cluster: replication, repair, scrubbing.
   prometheus::Gauge& replication_backlog_bytes;
   prometheus::Counter& replicated_bytes;
@@ -77,6 +91,25 @@ class Metrics {
   prometheus::Counter& proxied_records;
   prometheus::Gauge& map_epoch;
   prometheus::Gauge& nodes_up;
+  // Shards as this node sees them (set by each repair round):
+  // under-replicated: a holder placement gives it is not up, or is this node
+  // and lacks the file; missing: no holder is up (no copy can be read).
+  prometheus::Gauge& shards_under_replicated;
+  prometheus::Gauge& shards_missing;
+  // Files placement gives this node that it does not hold yet (repair and
+  // rebalance progress: falls to 0 as the repair loop copies them in).
+  prometheus::Gauge& repair_files_pending;
+
+  // strata_peer_up{peer}: 1 if the peer is up in this node's map, 0 if it is a
+  // member that is not up. Members that left the map lose their series.
+  void SetPeersUp(const std::map<std::string, bool>& up);
+  // strata_disk_{free,total}_bytes of the file system holding `data_dir`,
+  // read at scrape time.
+  void WatchDisk(const std::string& data_dir);
+
+  // The clean bucket boundaries of every strata latency histogram: 1, 2.5 and
+  // 5 times each power of ten from 10 us to 10 s, in seconds.
+  static prometheus::Histogram::BucketBoundaries LatencyBuckets();
 
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 
@@ -89,6 +122,10 @@ class Metrics {
   std::shared_ptr<ScrapeCollectable> scrape_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   std::unique_ptr<StratumMetrics> strata_;
+  prometheus::Counter* rejected_[kRejectReasons] = {};
+  prometheus::Family<prometheus::Gauge>* peer_up_ = nullptr;
+  std::mutex peer_mu_;
+  std::map<std::string, prometheus::Gauge*> peer_up_series_;  // GUARDED_BY(peer_mu_)
 };
 
 }  // namespace strata

@@ -7,6 +7,7 @@
 #include "common/grpc_status.h"
 #include "common/placement.h"
 #include "server/cluster/file_transfer.h"
+#include "server/cluster/shard_health.h"
 #include "server/daemon/node.h"
 
 namespace strata {
@@ -92,6 +93,9 @@ void Repairer::Round() {
   PullMissing(map);
   if (Stopping()) return;
   ReleaseExtras(map);
+  const ShardHealth health = CountShardHealth(*node_, map);
+  node_->metrics().shards_under_replicated.Set(static_cast<double>(health.under_replicated));
+  node_->metrics().shards_missing.Set(static_cast<double>(health.missing));
 }
 
 void Repairer::SyncCatalog(const v1::ClusterMap& map) {
@@ -137,6 +141,7 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
     if (!node_->local_files().Has(file)) missing.push_back(file);
   }
   files_missing_ = missing.size();
+  node_->metrics().repair_files_pending.Set(static_cast<double>(missing.size()));
   for (const v1::FileRef& file : missing) {
     if (Stopping()) return;
     const std::string key = file.kind() == v1::FileRef::SHARD ? ShardFileKey(file.dataset(), file.version(), file.seq())
@@ -165,7 +170,10 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
         spdlog::warn("repair: copying {} from {}: {}", FileName(file), source, pulled.status().ToString());
       }
     }
-    if (copied && files_missing_ > 0) --files_missing_;
+    if (copied && files_missing_ > 0) {
+      --files_missing_;
+      node_->metrics().repair_files_pending.Set(static_cast<double>(files_missing_.load()));
+    }
   }
 }
 

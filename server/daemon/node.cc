@@ -63,6 +63,7 @@ Node::Node(NodeConfig config, std::unique_ptr<KvStore> kv)
     for (const auto& [k, v] : kv->Stats()) out[k] = static_cast<double>(v);
     return out;
   });
+  metrics_.WatchDisk(config_.data_dir);
 }
 
 Node::~Node() { Close().IgnoreError(); }
@@ -113,7 +114,12 @@ void Node::OnMapChange(const v1::ClusterMap& map) {
     map_ = map;
   }
   int up = 0;
-  for (const auto& n : map.nodes()) up += n.state() == v1::NODE_UP;
+  std::map<std::string, bool> peers_up;
+  for (const auto& n : map.nodes()) {
+    up += n.state() == v1::NODE_UP;
+    if (n.id() != config_.node_id) peers_up[n.id()] = n.state() == v1::NODE_UP;
+  }
+  metrics_.SetPeersUp(peers_up);
   metrics_.map_epoch.Set(static_cast<double>(map.epoch()));
   metrics_.nodes_up.Set(up);
   if (repairer_) repairer_->Kick();

@@ -1,5 +1,6 @@
 #include "server/daemon/server.h"
 
+#include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -24,6 +25,7 @@ Result<std::unique_ptr<Server>> Server::Start(const NodeConfig& config) {
   server->data_ = std::make_unique<DataServiceImpl>(server->node_.get());
   server->admin_ = std::make_unique<AdminServiceImpl>(server->node_.get());
   server->peer_ = std::make_unique<PeerServiceImpl>(server->node_.get());
+  grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int bound_port = 0;
   builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &bound_port);
@@ -47,6 +49,10 @@ Result<std::unique_ptr<Server>> Server::Start(const NodeConfig& config) {
   self.set_metrics_address(server->metrics_address_);
   self.set_state(v1::NODE_UP);
   STRATA_RETURN_IF_ERROR(server->node_->StartCluster(self));
+  if (!config.metrics_listen.empty()) {
+    server->node_->metrics().SetReadiness([s = server.get()] { return s->NotReadyReason(); });
+  }
+  server->grpc_->GetHealthCheckService()->SetServingStatus(true);
   return server;
 }
 
@@ -59,6 +65,11 @@ Status Server::Stop() {
     const auto timeout = std::chrono::milliseconds(node_->config().drain_timeout_ms);
   spdlog::info("draining: {} streams and {} ingests open; waiting up to {} ms", node_->active_streams().load(),
                  node_->active_ingests().load(), timeout.count());
+    draining_ = true;
+    // From here /readyz no longer calls into this Server, which may be
+    // destroyed before the exposer (owned by the node) stops.
+    node_->metrics().SetReadiness([] { return std::string("draining: shutting down"); });
+    grpc_->GetHealthCheckService()->SetServingStatus(false);
     data_->BeginDrain();
     // Streams end after their current batch and new ones are refused; ingests
     // get the drain time to commit. gRPC's own Shutdown would also wait out its
@@ -76,6 +87,15 @@ Status Server::Stop() {
   Status closed = node_->Close();
   spdlog::info("stopped: storage closed{}", closed.ok() ? "" : " with an error: " + closed.ToString());
   return closed;
+}
+
+std::string Server::NotReadyReason() const {
+  if (draining_) return "draining: shutting down";
+  const v1::ClusterMap map = node_->cluster_map();
+  const v1::NodeInfo* self = FindNode(map, node_->config().node_id);
+  if (self == nullptr) return "not in the cluster map yet (membership not joined)";
+  if (self->state() != v1::NODE_UP) return "the cluster map does not have this node up";
+  return "";
 }
 
 }  // namespace strata

@@ -5,6 +5,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -31,6 +32,12 @@ class Server {
   // Drains and stops; blocks until storage is closed. Idempotent.
   Status Stop();
 
+  // "" when the node is ready to serve: storage open, this node up in its own
+  // cluster map (membership joined), not draining; else why not. Answers
+  // /readyz; the gRPC health service (grpc.health.v1.Health, service "") says
+  // SERVING from the end of Start until the drain begins.
+  std::string NotReadyReason() const;
+
  private:
   Server() = default;
 
@@ -42,6 +49,7 @@ class Server {
   std::string address_;
   std::string metrics_address_;
   bool stopped_ = false;
+  std::atomic<bool> draining_{false};
 };
 
 // stratad's main: flags, config, logging, serve until SIGTERM or SIGINT.

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "server/daemon/server.h"
+#include "server/daemon/systemd_notify.h"
 
 namespace strata {
 
@@ -78,14 +79,22 @@ int RunStratad(int argc, char** argv) {
                server.value()->metrics_address().empty() ? "off" : server.value()->metrics_address(),
                config->data_dir);
 
+  SystemdNotifier systemd;  // Type=notify: ready now; watchdog pings while the process is not wedged
+  systemd.Ready("serving on " + server.value()->address(), [s = server.value().get()] {
+    (void)s->NotReadyReason();  // takes the locks a wedged node would hold
+    return true;
+  });
+
   int exit_code = 0;
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) return;
     spdlog::info("received {}; shutting down", signo == SIGTERM ? "SIGTERM" : "SIGINT");
+    systemd.Stopping("draining open streams");
     Status stopped = server.value()->Stop();
     if (!stopped.ok()) exit_code = 1;
   });
   io.run();
+  systemd.StopWatchdog();  // it asks the server, which goes next
   server.value().reset();
   return exit_code;
 }

@@ -29,7 +29,9 @@ void IngestReactor::OnReadDone(bool ok) {
 void IngestReactor::Process() {
   Status s = Handle(request_);
   if (!s.ok()) {
-    node_->metrics().requests_rejected.Increment();
+    node_->metrics().CountRejected(s.code() == Code::kInvalidArgument ? Metrics::Reject::kInvalidRequest
+                                   : draining_->load()                 ? Metrics::Reject::kDraining
+                                                                       : Metrics::Reject::kIngestRefused);
     spdlog::warn("ingest from {} refused: {}", peer_, s.ToString());
     session_.reset();  // aborts: files removed, version marked aborted
     Finish(ToGrpcStatus(s));

@@ -39,24 +39,28 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* DataServiceImpl::StreamBatches(grpc:
     grpc::ByteBuffer copy(*raw);  // shares the slices
     grpc::ProtoBufferReader reader(&copy);
     if (!parsed.ParseFromZeroCopyStream(&reader)) {
-      node_->metrics().requests_rejected.Increment();
+      node_->metrics().CountRejected(Metrics::Reject::kInvalidRequest);
       return new RefusedStreamReactor(
           grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the stream request is not a valid StreamRequest"));
     }
   }
   const v1::StreamRequest* request = &parsed;
   if (draining_) {
+    node_->metrics().CountRejected(Metrics::Reject::kDraining);
     return new RefusedStreamReactor(
         grpc::Status(grpc::StatusCode::UNAVAILABLE, "stratad is shutting down; retry on another node or later"));
   }
   if (node_->active_streams().load() >= node_->config().max_streams) {
+    node_->metrics().CountRejected(Metrics::Reject::kTooManyStreams);
     return new RefusedStreamReactor(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                                                  "this node serves its maximum of " +
                                                      std::to_string(node_->config().max_streams) + " streams"));
   }
   auto stream = node_->OpenStream(*request);
   if (!stream.ok()) {
-    node_->metrics().requests_rejected.Increment();
+    node_->metrics().CountRejected(stream.status().code() == Code::kInvalidArgument
+                                       ? Metrics::Reject::kInvalidRequest
+                                       : Metrics::Reject::kStreamRefused);
     spdlog::warn("stream {} from {} refused: {}", request->dataset(), context->peer(), stream.status().ToString());
     return new RefusedStreamReactor(ToGrpcStatus(stream.status()));
   }

@@ -342,6 +342,7 @@ Status BatchStream::BuildInto(const StepClaim& claim, Scratch& scratch, std::vec
       if (!reader.value()->CopyRawRecord(r.record, copies[i].get(), /*if_cached=*/true).ok()) copies[i]->clear();
     }
   }
+  const auto local_start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < kOffsetsAhead; ++i) prefetch(i, false);
   for (size_t i = 0; i < kRecordsAhead; ++i) prefetch(i, true);
   RecordView& view = scratch.view;
@@ -393,6 +394,10 @@ Status BatchStream::BuildInto(const StepClaim& claim, Scratch& scratch, std::vec
     local_error[r.shard] = s;
     remote[r.shard].emplace_back(r.slot, r.record);
   }
+  if (metrics_ && !reads.empty()) {
+    metrics_->local_read_seconds.Observe(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - local_start).count());
+  }
   if (step_owner) {
     for (size_t shard : scratch.shards) {
       if (scratch.readers[shard]->ok()) step_owner->readers.push_back(scratch.readers[shard]->value());
@@ -402,7 +407,12 @@ Status BatchStream::BuildInto(const StepClaim& claim, Scratch& scratch, std::vec
     std::vector<uint64_t> indexes;
     for (const auto& w : wanted) indexes.push_back(w.second);
     auto raw = std::make_shared<std::vector<std::string>>();  // owns the records until they are sent
+    const auto fetch_start = std::chrono::steady_clock::now();
     Status s = server_.fetcher->Fetch(ShardFile(shard), indexes, raw.get());
+    if (metrics_) {
+      metrics_->peer_fetch_seconds.Observe(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - fetch_start).count());
+    }
     if (!s.ok()) {
       // The local reason (a damaged record: Corruption) says more than "no peer had it".
       auto it = local_error.find(shard);
