@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "common/placement.h"
@@ -24,7 +25,7 @@ using Steps = std::vector<std::vector<uint64_t>>;  // per step, the rank's ids i
 
 // Payloads large enough that a node's share of an epoch does not fit in the
 // connection's buffers: its calls are still sending when it is killed.
-std::string BigPayload(uint64_t i) { return SyntheticPayload(i) + std::string(16 << 10, static_cast<char>('A' + i % 26)); }
+std::string BigPayload(uint64_t i) { return SyntheticPayload(i) + std::string(8 << 10, static_cast<char>('A' + i % 26)); }
 
 Status Ingest(Client& client, const std::string& dataset, uint64_t n, uint32_t replication,
               const std::function<std::string(uint64_t)>& payload = SyntheticPayload) {
@@ -66,6 +67,9 @@ Epoch RunEpoch(LocalCluster& cluster, const std::string& dataset, uint32_t world
     threads.emplace_back([&, r] {
       ClientOptions co;
       co.stall_timeout_ms = stall_ms;
+      // A bounded window, so that a node's calls are still sending when it is
+      // killed (with gRPC's growing window a small epoch is buffered whole).
+      co.receive_window_bytes = 256 << 10;
       auto client = Client::Connect(cluster.Addresses(), co);
       ASSERT_TRUE(client.ok()) << client.status().ToString();
       StreamOptions o;
@@ -169,12 +173,12 @@ TEST(EnduranceTest, RollingRestartTwiceDuringOneEpoch) {
         nemesis_done = true;
       });
     }
-    // The trainer is slowed so that the epoch spans the whole nemesis, and
-    // holds its last steps until the nemesis is over (bounded).
-    std::this_thread::sleep_for(150ms);
-    if (step + 3 == 125) {
-      for (int i = 0; i < 1200 && !nemesis_done; ++i) std::this_thread::sleep_for(100ms);
-    }
+    // The trainer is slowed, and paced by the nemesis (at most 2 minutes), so
+    // that the ten restarts fall between steps 5 and 115, whatever the
+    // machine's speed: the epoch spans the whole rolling restart.
+    std::this_thread::sleep_for(50ms);
+    const int due = step < 5 ? 0 : static_cast<int>((step - 5) / 11);
+    for (int i = 0; i < 1200 && restarts < due && !nemesis_done; ++i) std::this_thread::sleep_for(100ms);
   }, 1000, BigPayload);
   nemesis = {};
   ASSERT_TRUE(nemesis_done);
@@ -239,6 +243,70 @@ TEST(EnduranceTest, HoldersDownIsUnavailableNamingTheShard) {
   ASSERT_EQ(got.end[0].code(), Code::kUnavailable) << got.end[0].ToString();
   EXPECT_NE(got.end[0].message().find("no live holder of shard lone@1/"), std::string::npos) << got.end[0].ToString();
   EXPECT_NE(got.end[0].message().find("its holders are down"), std::string::npos) << got.end[0].ToString();
+}
+
+
+int HomeIndex(const LocalCluster& cluster, const std::string& dataset) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < cluster.size(); ++i) ids.push_back(cluster.Id(i));
+  const std::string home = RankMembers(DatasetHomeKey(dataset), ids).front();
+  for (int i = 0; i < cluster.size(); ++i) {
+    if (cluster.Id(i) == home) return i;
+  }
+  return -1;
+}
+
+uint64_t SamplesStreamed(LocalCluster& cluster, int node, const std::string& dataset) {
+  auto client = cluster.Connect(node);
+  RankRun run = StreamAll(*client, [&] {
+    StreamOptions o;
+    o.dataset = dataset;
+    o.batch_size = 100;
+    return o;
+  }());
+  EXPECT_EQ(run.end.code(), Code::kOutOfRange) << run.end.ToString();
+  std::set<uint64_t> ids;
+  for (const auto& b : run.batches) ids.insert(b.ids().begin(), b.ids().end());
+  return ids.size();
+}
+
+// An ingest started just after its home node died (the map still says it is
+// up) goes to the next node in order instead of failing; the home restarts
+// and the version is there, whole.
+TEST(EnduranceTest, IngestWhoseHomeIsDownGoesToTheNextNode) {
+  LocalCluster cluster(Nodes(3));
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3 && cluster.UpIn(1) == 3 && cluster.UpIn(2) == 3; }, 30s));
+  const int home = HomeIndex(cluster, "away");
+  const int other = (home + 1) % 3;
+  auto client = cluster.Connect(other);
+  cluster.Kill(home);
+  Status s = Ingest(*client, "away", 2000, 2);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  cluster.Start(home);
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(home) == 3 && cluster.UpIn(other) == 3; }, 30s));
+  EXPECT_EQ(SamplesStreamed(cluster, other, "away"), 2000u);
+}
+
+// The home killed mid-ingest and restarted at once: the interrupted ingest
+// fails (never acknowledged), a re-run succeeds, and it stays whole.
+TEST(EnduranceTest, HomeKilledMidIngestThenReRunSucceeds) {
+  LocalCluster cluster(Nodes(3));
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3 && cluster.UpIn(1) == 3 && cluster.UpIn(2) == 3; }, 30s));
+  const int home = HomeIndex(cluster, "again");
+  const int other = (home + 1) % 3;
+  auto client = cluster.Connect(other);
+  Status first;
+  std::jthread ingest([&] { first = Ingest(*client, "again", 40000, 2); });
+  ASSERT_TRUE(Eventually([&] { return !ShardCopies(cluster, "again", home).empty(); }, 60s));
+  cluster.Kill(home);
+  ingest.join();
+  EXPECT_FALSE(first.ok()) << "an ingest whose home died cannot have been acknowledged";
+  cluster.Start(home);
+  Status rerun = Ingest(*client, "again", 3000, 2);
+  ASSERT_TRUE(rerun.ok()) << rerun.ToString();
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(home) == 3 && cluster.UpIn(other) == 3; }, 30s));
+  std::this_thread::sleep_for(2s);  // time for the restarted home's abort broadcast to land anywhere
+  EXPECT_EQ(SamplesStreamed(cluster, other, "again"), 3000u);
 }
 
 }  // namespace

@@ -40,6 +40,9 @@ struct ClientOptions {
   int64_t stall_timeout_ms = 5000;
   // Parts buffered per server ahead of the trainer. Default 8.
   size_t max_buffered_parts = 8;
+  // Bytes gRPC may buffer per call beyond those parts (the HTTP/2 stream
+  // window); 0: gRPC's default, which grows with the measured bandwidth.
+  int receive_window_bytes = 0;
 };
 
 // What to stream: one rank's view of one epoch.
