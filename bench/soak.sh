@@ -57,16 +57,16 @@ trap cleanup EXIT
 echo "soak: $nodes nodes, R=$replication, $world ranks, $samples samples of $size, ${minutes} min, in $dir"
 "$cluster" start --nodes "$nodes" --base-port "$base" --metrics-base-port $((base + 100)) --dir "$dir/cluster" \
   >/dev/null
-# Every node up in every node's map before the ingest (it needs R copies).
-for _ in $(seq 1 100); do
-  up=$("$bin/client/strata" status --json --server "$servers" 2>/dev/null |
-       grep -o '"state": *"up"' | wc -l || true)
-  [ "$up" -ge "$nodes" ] && break
-  sleep 0.3
-done
 "$bin/bench/strata-make-dataset" --out "$dir/data" --format tar --samples "$samples" --size "$size" >/dev/null
-"$bin/client/strata" ingest -q --server "$servers" --dataset soak --replication "$replication" \
-  "$dir/data"/*.tar >/dev/null
+# The ingest needs R nodes up in the home's map: retry while the nodes find each other.
+for attempt in $(seq 1 30); do
+  if "$bin/client/strata" ingest -q --server "$servers" --dataset soak --replication "$replication" \
+       "$dir/data"/*.tar >/dev/null 2>"$dir/ingest.err"; then
+    break
+  fi
+  [ "$attempt" -lt 30 ] || { echo "soak.sh: the ingest failed: $(cat "$dir/ingest.err")" >&2; exit 1; }
+  sleep 1
+done
 
 # The nemesis: a random node killed with kill -9, restarted down_s later, then
 # up_s of quiet; one node down at a time.

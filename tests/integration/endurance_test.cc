@@ -202,15 +202,15 @@ TEST(EnduranceTest, SlowStepsWithoutFaultsCauseNoFailover) {
   LocalCluster cluster(Nodes(3));
   auto client = cluster.Connect(0);
   ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3 && cluster.UpIn(1) == 3 && cluster.UpIn(2) == 3; }, 30s));
-  Status ingested = Ingest(*client, "slow", 3000, 2);
+  Status ingested = Ingest(*client, "slow", 3000, 2, BigPayload);
   ASSERT_TRUE(ingested.ok()) << ingested.ToString();
-  const Epoch want = RunEpoch(cluster, "slow", 2, 16);
+  const Epoch want = RunEpoch(cluster, "slow", 2, 16, {}, 1000, BigPayload);
   const Epoch got = RunEpoch(
       cluster, "slow", 2, 16,
       [&](uint32_t rank, uint64_t step) {
-        if ((rank == 0 && step == 5) || (rank == 1 && step == 30)) std::this_thread::sleep_for(8s);
+        if ((rank == 0 && (step == 5 || step == 50)) || (rank == 1 && step == 30)) std::this_thread::sleep_for(8s);
       },
-      /*stall_ms=*/1000);
+      /*stall_ms=*/1000, BigPayload);
   ExpectCompleteExactlyOnce(got, want, 3000);
   for (size_t r = 0; r < got.stats.size(); ++r) {
     EXPECT_EQ(got.stats[r].failovers, 0u) << "rank " << r;
