@@ -13,6 +13,7 @@
 #include <mutex>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -29,10 +30,17 @@ namespace {
 
 // Admin calls are small; a server that takes longer than this is stuck.
 constexpr std::chrono::seconds kAdminDeadline{30};
-// Longer than the 5-minute minimum ping interval that gRPC servers enforce by
-// default: more frequent pings during a stalled stream (a trainer paused for a
-// checkpoint) would make the server close the connection for ping abuse.
-constexpr int kKeepaliveTimeMs = 330 * 1000;
+// How long StartIngest goes on trying the nodes in order when the home does
+// not answer (membership needs its failure timeout to agree on a new home).
+constexpr std::chrono::seconds kIngestFailoverWindow{30};
+// Keepalive (README, "Keepalives and timeouts"): a ping every 30 s, with or
+// without calls, so that a connection to a node that vanished without a
+// reset (a host crash, a partition) is found dead within 50 s, before a
+// stream needs it. The answer may wait behind data the trainer has not read
+// yet only as long as the HTTP/2 window lets the server send, and gRPC reads
+// its sockets at least every 5 s: 20 s is ample for a live node. stratad
+// accepts pings every 10 s and never strikes a client for them.
+constexpr int kKeepaliveTimeMs = 30 * 1000;
 constexpr int kKeepaliveTimeoutMs = 20 * 1000;
 
 void SetDeadline(grpc::ClientContext* context) {
@@ -69,6 +77,13 @@ grpc::ChannelArguments ChannelArgs(const ClientOptions& options) {
   args.SetMaxReceiveMessageSize(options.max_receive_bytes);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);  // keepalive is not limited by what the client sends
+  if (options.receive_window_bytes > 0) {
+    // A fixed window per call: what gRPC buffers ahead of the stream's queue.
+    args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, options.receive_window_bytes);
+    args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  }
   // A restarted node should be found again quickly: the default backoff grows to minutes.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
@@ -175,20 +190,41 @@ class GrpcClient final : public Client {
   Result<std::unique_ptr<IngestWriter>> StartIngest(const v1::IngestOptions& options) override {
     auto ref = ParseDatasetRef(options.dataset());
     if (!ref.ok()) return ref.status();
-    // The dataset's home node numbers its versions: send the ingest there.
-    auto map = GetClusterMap();
-    if (!map.ok()) return map.status();
-    std::vector<std::string> members;
-    for (const auto& n : map->nodes()) members.push_back(n.id());
-    for (const std::string& id : RankMembers(DatasetHomeKey(ref->name), members)) {
-      for (const auto& n : map->nodes()) {
-        if (n.id() == id && n.state() == v1::NODE_UP) {
-          return client_internal::NewGrpcIngestWriter(map->nodes_size() == 1 ? channel_ : Channel(n.address()),
-                                                      options);
+    // The dataset's home node (the first member up in the name's ranked
+    // order) numbers its versions: send the ingest there. A node that does
+    // not answer is skipped for the next in order; a node whose map still
+    // names a dead home refuses, and is asked again once its map has caught
+    // up (membership marks a silent node down within its failure timeout).
+    const auto deadline = std::chrono::steady_clock::now() + kIngestFailoverWindow;
+    const auto attempt = std::chrono::milliseconds(std::max<int64_t>(1000, options_.connect_timeout_ms));
+    Status last = Status::Unavailable("no node of the cluster is up to take the ingest");
+    for (;;) {
+      auto map = AnyClusterMap();
+      if (!map.ok()) return map.status();
+      std::vector<std::string> members;
+      for (const auto& n : map->nodes()) members.push_back(n.id());
+      for (const std::string& id : RankMembers(DatasetHomeKey(ref->name), members)) {
+        for (const auto& n : map->nodes()) {
+          if (n.id() != id || n.state() != v1::NODE_UP) continue;
+          auto writer = client_internal::StartGrpcIngest(
+              map->nodes_size() == 1 ? channel_ : Channel(n.address()), options, attempt);
+          if (writer.ok()) return writer;
+          const Status& s = writer.status();
+          const bool elsewhere = s.code() == Code::kFailedPrecondition &&
+                                 s.message().find("are coordinated by") != std::string::npos;
+          if (s.code() != Code::kUnavailable && s.code() != Code::kDeadlineExceeded &&
+              s.code() != Code::kCancelled && !elsewhere) {
+            return s;  // the request's fault: every node would say the same
+          }
+          last = Status(s.code(), id + ": " + s.message());
         }
       }
+      if (std::chrono::steady_clock::now() > deadline) {
+        return Status::Unavailable("no node took the ingest within " +
+                                   std::to_string(kIngestFailoverWindow.count()) + " s; last: " + last.ToString());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
-    return Status::Unavailable("no node of the cluster is up to take the ingest");
   }
 
  private:
@@ -197,6 +233,32 @@ class GrpcClient final : public Client {
     auto& c = channels_[address];
     if (!c) c = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), ChannelArgs(options_));
     return c;
+  }
+
+  // The map from the connected node or, if it does not answer, from any
+  // node of the last map seen.
+  Result<v1::ClusterMap> AnyClusterMap() {
+    auto map = GetClusterMap();
+    if (map.ok()) {
+      std::lock_guard<std::mutex> lock(channels_mu_);
+      last_map_ = map.value();
+      return map;
+    }
+    v1::ClusterMap known;
+    {
+      std::lock_guard<std::mutex> lock(channels_mu_);
+      known = last_map_;
+    }
+    for (const auto& n : known.nodes()) {
+      auto stub = v1::AdminService::NewStub(Channel(n.address()));
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+      v1::ClusterMap other;
+      if (stub->GetClusterMap(&context, v1::GetClusterMapRequest(), &other).ok() && other.nodes_size() > 0) {
+        return other;
+      }
+    }
+    return map.status();
   }
 
   Result<std::unique_ptr<Stream>> StreamFrom(v1::StreamRequest request, const ResumeToken& position) {
@@ -213,6 +275,7 @@ class GrpcClient final : public Client {
   const ClientOptions options_;
   std::mutex channels_mu_;
   std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;  // GUARDED_BY(channels_mu_)
+  v1::ClusterMap last_map_;                                         // GUARDED_BY(channels_mu_)
 };
 
 }  // namespace

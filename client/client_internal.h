@@ -5,6 +5,7 @@
 
 #include <grpcpp/channel.h>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -24,9 +25,12 @@ using ChannelSource = std::function<std::shared_ptr<grpc::Channel>(const std::st
 std::unique_ptr<Stream> NewClusterStream(ChannelSource channels, v1::ClusterMap map, v1::StreamRequest request,
                                          ResumeToken position, const ClientOptions& options);
 
-// Starts one Ingest call and sends `options` as its first message. Errors
-// come from the server on a later Write or on Commit.
-std::unique_ptr<IngestWriter> NewGrpcIngestWriter(std::shared_ptr<grpc::Channel> channel,
-                                                  const v1::IngestOptions& options);
+// Starts one Ingest call, sends `options` as its first message and waits (at
+// most `timeout`) until the server says it took the ingest. Unavailable if
+// the node does not answer in time; the server's refusal otherwise (e.g.
+// FailedPrecondition from a node that is not the dataset's home).
+Result<std::unique_ptr<IngestWriter>> StartGrpcIngest(std::shared_ptr<grpc::Channel> channel,
+                                                      const v1::IngestOptions& options,
+                                                      std::chrono::milliseconds timeout);
 
 }  // namespace strata::client_internal

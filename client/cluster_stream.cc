@@ -6,12 +6,27 @@
 // is filled once, and a second copy of it (after a failover reassigns samples)
 // is dropped.
 //
-// Failover: a node whose call ends with an error, or that owes its share of
-// the step the trainer waits for and has sent nothing for stall_timeout_ms, is
+// Failover: a node whose call ends with an error, or that stalls, is
 // excluded. The remaining calls are cancelled and new ones open on every node
 // still serving, from the first incomplete step, with the excluded nodes named
 // in the request: the holders that remain take over the excluded node's
 // samples. Slots already filled stay filled.
+//
+// Stalled means: the trainer waits in Next() for a step the node owes (it has
+// not sent that step's last part), everything the node sent has been read
+// from the queue, and its reader has waited inside Read() (its connection
+// delivering nothing) for stall_timeout_ms. Time the trainer spends away from
+// Next(), and parts waiting unread in the queue, never count against a node.
+//
+// Nodes come back: an excluded node (or one the map said was down) is probed
+// in the background (client/node_probe.h); once it answers, every call is
+// opened again from the first incomplete step with it no longer excluded, so
+// it serves its share again from there. Exactly once still holds at the slot.
+//
+// A node that reports that a sample's holders are all down
+// (common/serving_errors.h) is not at fault: the stream probes the excluded
+// nodes at once and fails with that error (Unavailable, naming the shard)
+// only if none of them is back within the wait below.
 #include <spdlog/spdlog.h>
 
 #include <map>
@@ -19,7 +34,9 @@
 #include <set>
 
 #include "client/client_internal.h"
+#include "client/node_probe.h"
 #include "client/part_reader.h"
+#include "common/serving_errors.h"
 
 namespace strata::client_internal {
 
@@ -86,10 +103,12 @@ class ClusterStream final : public Stream {
         request_(std::move(request)),
         position_(std::move(position)),
         stall_(options.stall_timeout_ms),
-        queue_(std::max<uint64_t>(2, options.max_buffered_parts)) {
+        queue_(std::max<uint64_t>(2, options.max_buffered_parts)),
+        excluded_(channels_) {
+    const auto now = Clock::now();
     for (const auto& n : map_.nodes()) {
       request_.add_members(n.id());
-      if (n.state() != v1::NODE_UP) excluded_.insert(n.id());
+      if (n.state() != v1::NODE_UP) excluded_.Exclude(n.id(), n.address(), now);
     }
   }
 
@@ -100,13 +119,15 @@ class ClusterStream final : public Stream {
   uint64_t next_step() const override { return position_.step; }
   ResumeToken resume_token() const override { return position_; }
   void Cancel() override { cancelled_ = true; }
+  StreamStats stats() const override { return stats_; }
 
  private:
+  using Clock = std::chrono::steady_clock;
   struct NodeState {
     std::unique_ptr<PartReader> reader;
     bool ended = false;                   // its call ended OK: it owes nothing more
+    bool holders_down = false;            // its call ended reporting a shard with no live holder
     int64_t completed_through = -1;       // last step whose share it finished
-    std::chrono::steady_clock::time_point last_heard;
   };
 
   Status Fail(Status s) {
@@ -117,7 +138,10 @@ class ClusterStream final : public Stream {
   Status Open(uint64_t from_step);
   Status Failover(const std::string& node, const std::string& why);
   Status Handle(PartEvent& e);
-  Status CheckStalls();
+  Status CheckStalls(Clock::time_point waiting_since);
+  // Takes back the excluded nodes that answered their probe.
+  Status Readmit();
+  const std::string& Address(const std::string& node) const;
   bool Finished() const { return end_step_ && position_.step >= *end_step_; }
 
   ChannelSource channels_;
@@ -126,7 +150,12 @@ class ClusterStream final : public Stream {
   ResumeToken position_;
   const std::chrono::milliseconds stall_;
   PartQueue queue_;
-  std::set<std::string> excluded_;
+  ExcludedNodes excluded_;
+  StreamStats stats_;
+  // A node reported a shard with no live holder: the error, and when the
+  // stream gives up waiting for an excluded holder to come back.
+  Status holders_down_;
+  Clock::time_point holders_down_until_;
   std::map<std::string, NodeState> readers_;
   std::map<uint64_t, Batch> pending_;  // steps being assembled
   std::vector<Batch> spare_batches_;   // batches callers gave back, to assemble into
@@ -142,16 +171,21 @@ class ClusterStream final : public Stream {
 Status ClusterStream::Open(uint64_t from_step) {
   readers_.clear();  // cancels and joins the previous generation
   ++generation_;
+  holders_down_ = Status::OK();
   request_.clear_excluded();
-  for (const auto& x : excluded_) request_.add_excluded(x);
+  for (const auto& x : excluded_.ids()) request_.add_excluded(x);
   request_.set_start_step(from_step);
+  if (position_.version != 0) {
+    // Calls opened again read the version and plan the first ones served,
+    // even if a newer version has been sealed since.
+    request_.set_dataset(position_.dataset + "@" + std::to_string(position_.version));
+    if (position_.plan_hash != 0) request_.set_expect_plan_hash(position_.plan_hash);
+  }
   if (request_.max_steps() != 0 && end_step_) request_.set_max_steps(*end_step_ - from_step);
   queue_.SetNextStep(from_step);
-  const auto now = std::chrono::steady_clock::now();
   for (const auto& n : map_.nodes()) {
-    if (excluded_.count(n.id())) continue;
+    if (excluded_.Contains(n.id())) continue;
     NodeState& state = readers_[n.id()];
-    state.last_heard = now;
     state.completed_through = static_cast<int64_t>(from_step) - 1;
     state.reader = std::make_unique<PartReader>(channels_(n.address()), request_, n.id(), generation_, &queue_);
   }
@@ -162,10 +196,31 @@ Status ClusterStream::Open(uint64_t from_step) {
   return Status::OK();
 }
 
+const std::string& ClusterStream::Address(const std::string& node) const {
+  static const std::string kNone;
+  for (const auto& n : map_.nodes()) {
+    if (n.id() == node) return n.address();
+  }
+  return kNone;
+}
+
 Status ClusterStream::Failover(const std::string& node, const std::string& why) {
-  excluded_.insert(node);
+  excluded_.Exclude(node, Address(node), Clock::now());
+  ++stats_.failovers;
   last_failure_ = node + " " + why;
   spdlog::warn("strata: node {} {}; the other holders take over its share from step {}", node, why, position_.step);
+  return Open(position_.step);
+}
+
+Status ClusterStream::Readmit() {
+  const std::string dataset =
+      position_.version != 0 ? position_.dataset + "@" + std::to_string(position_.version) : request_.dataset();
+  const std::vector<std::string> back = excluded_.Poll(dataset, Clock::now());
+  if (back.empty()) return Status::OK();
+  stats_.readmissions += back.size();
+  std::string names;
+  for (const auto& id : back) names += (names.empty() ? "" : ", ") + id;
+  spdlog::info("strata: node {} answers again; it serves its share from step {}", names, position_.step);
   return Open(position_.step);
 }
 
@@ -174,13 +229,27 @@ Status ClusterStream::Handle(PartEvent& e) {
   auto it = readers_.find(e.node);
   if (it == readers_.end()) return Status::OK();
   NodeState& node = it->second;
-  node.last_heard = std::chrono::steady_clock::now();
   if (e.end) {
     if (e.status.ok()) {
       node.ended = true;
       return Status::OK();
     }
-    if (IsRequestError(e.status) || cancelled_) return Fail(e.status);
+    if (cancelled_) return Fail(e.status);
+    if (IsHoldersDown(e.status)) {
+      // Not this node's fault: wait for an excluded holder to answer again.
+      if (excluded_.empty()) return Fail(e.status);
+      node.holders_down = true;
+      if (holders_down_.ok()) {
+        holders_down_ = e.status;
+        holders_down_until_ = Clock::now() + std::max(stall_, 2 * ExcludedNodes::kProbeDeadline);
+        excluded_.ProbeNow(Clock::now());
+      }
+      return Status::OK();
+    }
+    // A node that does not know a version the others serve (it was down when
+    // it was sealed) is behind, not the request wrong.
+    const bool behind = e.status.IsNotFound() && position_.version != 0;
+    if (IsRequestError(e.status) && !behind) return Fail(e.status);
     return Failover(e.node, "failed (" + e.status.ToString() + ")");
   }
   v1::Batch& part = e.part;
@@ -218,12 +287,18 @@ Status ClusterStream::Handle(PartEvent& e) {
   return Status::OK();
 }
 
-Status ClusterStream::CheckStalls() {
-  const auto now = std::chrono::steady_clock::now();
+Status ClusterStream::CheckStalls(Clock::time_point waiting_since) {
+  const auto now = Clock::now();
+  if (now - waiting_since <= stall_) return Status::OK();
   for (const auto& [id, node] : readers_) {
-    const bool owes = !node.ended && node.completed_through < static_cast<int64_t>(position_.step);
-    if (owes && now - node.last_heard > stall_) {
-      return Failover(id, "sent nothing for " + std::to_string(stall_.count()) + " ms");
+    const bool owes = !node.ended && !node.holders_down && node.completed_through < static_cast<int64_t>(position_.step);
+    const int64_t reading = node.reader->reading_since_ns();
+    if (!owes || reading == 0) continue;
+    const Clock::time_point silent_since = Clock::time_point(std::chrono::nanoseconds(reading));
+    if (now - std::max(silent_since, waiting_since) > stall_) {
+      ++stats_.stalls;
+      return Failover(id, "sent nothing for " + std::to_string(stall_.count()) +
+                              " ms while the client waited for its share of step " + std::to_string(position_.step));
     }
   }
   return Status::OK();
@@ -236,6 +311,7 @@ Status ClusterStream::Next(Batch* batch) {
     STRATA_RETURN_IF_ERROR(Open(position_.step));
   }
   const auto poll = std::min(stall_, std::chrono::milliseconds(50));
+  const Clock::time_point waiting_since = Clock::now();  // the stall clock never runs while the trainer is away
   for (;;) {
     if (cancelled_) return Fail(Status::Cancelled("stream cancelled"));
     if (Finished()) return Fail(Status::OutOfRange("end of the epoch at step " + std::to_string(position_.step)));
@@ -258,9 +334,14 @@ Status ClusterStream::Next(Batch* batch) {
       return Fail(Status::Internal("every node finished but step " + std::to_string(position_.step) +
                                    " is incomplete (the nodes disagree about placement?)"));
     }
-    if (auto e = queue_.Pop(poll)) STRATA_RETURN_IF_ERROR(Handle(*e));
-    if (!final_.ok()) return final_;
-    STRATA_RETURN_IF_ERROR(CheckStalls());
+    if (!excluded_.empty()) STRATA_RETURN_IF_ERROR(Readmit());
+    if (!holders_down_.ok() && Clock::now() > holders_down_until_) return Fail(holders_down_);
+    if (auto e = queue_.Pop(poll)) {
+      STRATA_RETURN_IF_ERROR(Handle(*e));
+      if (!final_.ok()) return final_;
+      continue;  // a node is judged only once the queue holds nothing unread
+    }
+    STRATA_RETURN_IF_ERROR(CheckStalls(waiting_since));
   }
 }
 

@@ -5,7 +5,10 @@
 // (the dataset exists, the disk is full...), which is what the caller sees.
 #include <grpcpp/client_context.h>
 
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <string>
 #include <utility>
 
@@ -61,6 +64,11 @@ class GrpcIngestWriter final : public IngestWriter {
     if (!ended_) Abort();
   }
 
+  // Waits until the server says it took the ingest (its initial metadata
+  // carries kAcceptedKey), at most `timeout`: then the call is cancelled and
+  // the node is Unavailable. Otherwise the server's refusal.
+  Status AwaitAccepted(std::chrono::milliseconds timeout);
+
   Status Write(const v1::Sample& sample) override;
   Result<v1::IngestReply> Commit() override;
   void Abort() override;
@@ -86,6 +94,37 @@ class GrpcIngestWriter final : public IngestWriter {
   bool ended_ = false;  // Finish() has been called
   Status error_;        // sticky
 };
+
+// Set by stratad's IngestReactor once the ingest is opened (server/rpc/ingest_reactor.h).
+constexpr char kAcceptedKey[] = "strata-ingest-accepted";
+
+Status GrpcIngestWriter::AwaitAccepted(std::chrono::milliseconds timeout) {
+  if (!error_.ok()) return error_;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool answered = false, timed_out = false;
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, timeout, [&] { return answered; })) {
+      timed_out = true;
+      context_.TryCancel();
+    }
+  });
+  writer_->WaitForInitialMetadata();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    answered = true;
+  }
+  cv.notify_all();
+  watchdog.join();
+  if (context_.GetServerInitialMetadata().count(kAcceptedKey) > 0) return Status::OK();
+  Status s = ServerEnded();
+  if (timed_out) {
+    error_ = Status::Unavailable("the node did not take the ingest within " + std::to_string(timeout.count()) + " ms");
+    return error_;
+  }
+  return s;
+}
 
 Status GrpcIngestWriter::Write(const v1::Sample& sample) {
   if (!error_.ok()) return error_;
@@ -154,9 +193,12 @@ Status GrpcIngestWriter::Finished() {
 
 }  // namespace
 
-std::unique_ptr<IngestWriter> NewGrpcIngestWriter(std::shared_ptr<grpc::Channel> channel,
-                                                  const v1::IngestOptions& options) {
-  return std::make_unique<GrpcIngestWriter>(std::move(channel), options);
+Result<std::unique_ptr<IngestWriter>> StartGrpcIngest(std::shared_ptr<grpc::Channel> channel,
+                                                      const v1::IngestOptions& options,
+                                                      std::chrono::milliseconds timeout) {
+  auto writer = std::make_unique<GrpcIngestWriter>(std::move(channel), options);
+  STRATA_RETURN_IF_ERROR(writer->AwaitAccepted(timeout));
+  return std::unique_ptr<IngestWriter>(std::move(writer));
 }
 
 }  // namespace strata::client_internal

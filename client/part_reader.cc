@@ -1,5 +1,7 @@
 #include "client/part_reader.h"
 
+#include <algorithm>
+
 #include "common/grpc_status.h"
 
 namespace strata::client_internal {
@@ -75,7 +77,13 @@ void PartReader::Run() {
   for (;;) {
     PartEvent e;  // the queue takes it whole, payload and all
     e.part = queue_->TakeSpare();  // parsing reuses its buffers' capacity
-    if (!reader->Read(&e.part)) break;
+    reading_since_ns_.store(std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                        std::chrono::steady_clock::now().time_since_epoch())
+                                                        .count()),
+                            std::memory_order_release);
+    const bool got = reader->Read(&e.part);
+    reading_since_ns_.store(0, std::memory_order_release);
+    if (!got) break;
     e.node = node_;
     e.generation = generation_;
     if (!queue_->Push(std::move(e), cancelled_)) {

@@ -74,6 +74,13 @@ class PartReader {
 
   void Cancel();
 
+  // While the reader waits inside Read() for the server's next message: the
+  // steady-clock time (ns since its epoch) it began waiting; 0 while it is
+  // not (it is queueing a part, blocked by a full queue, or done). This is
+  // what measures a silent node: time in Read() is time the transport
+  // delivered nothing, whatever the trainer is doing.
+  int64_t reading_since_ns() const { return reading_since_ns_.load(std::memory_order_acquire); }
+
  private:
   void Run();
 
@@ -84,6 +91,7 @@ class PartReader {
   PartQueue* const queue_;
   grpc::ClientContext context_;
   std::atomic<bool> cancelled_{false};
+  std::atomic<int64_t> reading_since_ns_{0};
   std::thread thread_;
 };
 

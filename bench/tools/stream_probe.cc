@@ -4,6 +4,13 @@
 // SIGKILL to that process when rank 0 reaches --kill-at-step, and reports the
 // pause that caused: the failover cost a trainer sees.
 //
+// With --slow-every N --slow-ms M each rank sleeps M ms after every Nth step
+// (a trainer's evaluation or checkpoint), and --step-ms paces every step.
+// Besides throughput it counts, for a soak: samples delivered, lost (of the
+// dataset's samples, those no rank received) and duplicated, the streams'
+// failovers, stalls and readmissions, and streams aborted (ended with an
+// error before the end of the epoch).
+//
 // Output: one line of key=value pairs, for scripts.
 #include <CLI/CLI.hpp>
 #include <signal.h>
@@ -28,6 +35,7 @@ int main(int argc, char** argv) {
   int kill_pid = 0;
   uint64_t kill_at = 0;
   int64_t stall_ms = 1000;
+  uint64_t slow_every = 0, slow_ms = 0, step_ms = 0;
   CLI::App app{"strata-stream-probe: stream an epoch, measure throughput and pauses, optionally kill a node"};
   app.add_option("--server", servers, "comma-separated seeds");
   app.add_option("--dataset", dataset)->required();
@@ -37,6 +45,9 @@ int main(int argc, char** argv) {
   app.add_option("--kill-pid", kill_pid, "SIGKILL this process when rank 0 reaches --kill-at-step");
   app.add_option("--kill-at-step", kill_at);
   app.add_option("--stall-ms", stall_ms, "client stall timeout");
+  app.add_option("--slow-every", slow_every, "sleep --slow-ms after every Nth step of each rank");
+  app.add_option("--slow-ms", slow_ms);
+  app.add_option("--step-ms", step_ms, "sleep this long after every step");
   CLI11_PARSE(app, argc, argv);
 
   std::vector<std::string> seeds;
@@ -50,6 +61,7 @@ int main(int argc, char** argv) {
   using Clock = std::chrono::steady_clock;
   std::atomic<uint64_t> samples{0}, bytes{0};
   std::atomic<bool> failed{false};
+  std::atomic<uint64_t> failovers{0}, stalls{0}, readmissions{0}, aborts{0}, expected{0};
   std::mutex mu;
   std::vector<uint64_t> ids;
   std::vector<double> max_gap(world, 0), gap_after_kill(world, 0);
@@ -71,6 +83,10 @@ int main(int argc, char** argv) {
       o.world = world;
       o.batch_size = batch;
       o.epoch = epoch;
+      if (r == 0) {
+        auto d = client.value()->Describe(dataset);
+        if (d.ok()) expected = d->dataset().samples();
+      }
       auto stream = client.value()->OpenStream(o);
       strata::Batch b;
       std::vector<uint64_t> mine;
@@ -82,6 +98,13 @@ int main(int argc, char** argv) {
           if (s.code() != strata::Code::kOutOfRange) {
             std::fprintf(stderr, "rank %u: %s\n", r, s.ToString().c_str());
             failed = true;
+            ++aborts;
+          }
+          if (stream.ok()) {
+            const strata::StreamStats st = stream.value()->stats();
+            failovers += st.failovers;
+            stalls += st.stalls;
+            readmissions += st.readmissions;
           }
           break;
         }
@@ -97,6 +120,10 @@ int main(int argc, char** argv) {
           kill(kill_pid, SIGKILL);
           killed = true;
         }
+        if (step_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
+        if (slow_every > 0 && (b.step() + 1) % slow_every == 0) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms));
+        }
       }
       std::lock_guard<std::mutex> lock(mu);
       ids.insert(ids.end(), mine.begin(), mine.end());
@@ -107,11 +134,19 @@ int main(int argc, char** argv) {
   std::sort(ids.begin(), ids.end());
   const bool unique = std::adjacent_find(ids.begin(), ids.end()) == ids.end();
   const bool dense = !ids.empty() && ids.front() == 0 && ids.back() == ids.size() - 1;
+  const uint64_t distinct =
+      static_cast<uint64_t>(std::distance(ids.begin(), std::unique(ids.begin(), ids.end())));
+  const uint64_t duplicated = ids.size() - distinct;
+  const uint64_t lost = expected > distinct ? expected - distinct : 0;
   std::printf("samples=%llu seconds=%.3f samples_per_s=%.0f mb_per_s=%.1f max_gap_ms=%.1f failover_pause_ms=%.1f "
-              "exactly_once=%s\n",
+              "exactly_once=%s delivered=%llu lost=%llu duplicated=%llu failovers=%llu stalls=%llu readmissions=%llu "
+              "aborts=%llu\n",
               static_cast<unsigned long long>(samples.load()), secs, static_cast<double>(samples) / secs,
               static_cast<double>(bytes) / secs / 1e6, *std::max_element(max_gap.begin(), max_gap.end()),
               *std::max_element(gap_after_kill.begin(), gap_after_kill.end()),
-              unique && dense && !failed ? "yes" : "no");
+              unique && dense && !failed ? "yes" : "no", static_cast<unsigned long long>(samples.load()),
+              static_cast<unsigned long long>(lost), static_cast<unsigned long long>(duplicated),
+              static_cast<unsigned long long>(failovers.load()), static_cast<unsigned long long>(stalls.load()),
+              static_cast<unsigned long long>(readmissions.load()), static_cast<unsigned long long>(aborts.load()));
   return failed ? 1 : 0;
 }

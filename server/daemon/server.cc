@@ -31,6 +31,17 @@ Result<std::unique_ptr<Server>> Server::Start(const NodeConfig& config) {
   builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &bound_port);
   builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_message_bytes));
   builder.SetMaxSendMessageSize(-1);  // batches are bounded by max_part_bytes instead
+  // Keepalive, set deliberately (README, "Keepalives and timeouts"): the
+  // server pings a silent client every 60 s and drops the connection after
+  // 20 s without an answer (a crashed trainer's streams stop holding memory);
+  // it accepts the clients' 30 s keepalive pings, with or without calls, and
+  // never closes a connection for pinging (a too_many_pings GOAWAY would end
+  // every stream on it: a failover with no fault).
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60 * 1000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20 * 1000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10 * 1000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   builder.RegisterService(server->data_.get());
   builder.RegisterService(server->admin_.get());
   builder.RegisterService(server->peer_.get());

@@ -9,8 +9,9 @@
 
 namespace strata {
 
-IngestReactor::IngestReactor(Node* node, const std::atomic<bool>* draining, v1::IngestReply* reply, std::string peer)
-    : node_(node), draining_(draining), reply_(reply), peer_(std::move(peer)) {
+IngestReactor::IngestReactor(Node* node, const std::atomic<bool>* draining, v1::IngestReply* reply, std::string peer,
+                             grpc::CallbackServerContext* context)
+    : node_(node), draining_(draining), reply_(reply), peer_(std::move(peer)), context_(context) {
   ++node_->active_ingests();
   StartRead(&request_);
 }
@@ -58,6 +59,8 @@ Status IngestReactor::Handle(const v1::IngestRequest& request) {
       auto session = node_->StartIngest(request.open());
       if (!session.ok()) return session.status();
       session_ = std::move(session).value();
+      context_->AddInitialMetadata(kIngestAcceptedKey, "1");
+      StartSendInitialMetadata();  // the client waits for this before it sends samples
       return Status::OK();
     }
     case v1::IngestRequest::kSamples: {

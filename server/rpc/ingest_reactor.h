@@ -21,7 +21,12 @@ namespace strata {
 
 class IngestReactor final : public grpc::ServerReadReactor<v1::IngestRequest> {
  public:
-  IngestReactor(Node* node, const std::atomic<bool>* draining, v1::IngestReply* reply, std::string peer);
+  // `context` is the call's: once the ingest is opened the reactor sends
+  // initial metadata with kIngestAcceptedKey, so that the client knows at
+  // once that this node took it (and tries the next node otherwise).
+  IngestReactor(Node* node, const std::atomic<bool>* draining, v1::IngestReply* reply, std::string peer,
+                grpc::CallbackServerContext* context);
+  static constexpr const char* kIngestAcceptedKey = "strata-ingest-accepted";
 
   void OnReadDone(bool ok) override;
   void OnDone() override;
@@ -34,6 +39,7 @@ class IngestReactor final : public grpc::ServerReadReactor<v1::IngestRequest> {
   const std::atomic<bool>* const draining_;
   v1::IngestReply* const reply_;
   const std::string peer_;
+  grpc::CallbackServerContext* const context_;
   v1::IngestRequest request_;
   std::unique_ptr<IngestSession> session_;
   bool committed_ = false;

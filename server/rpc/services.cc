@@ -29,7 +29,7 @@ grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* context, Resu
 
 grpc::ServerReadReactor<v1::IngestRequest>* DataServiceImpl::Ingest(grpc::CallbackServerContext* context,
                                                                     v1::IngestReply* reply) {
-  return new IngestReactor(node_, &draining_, reply, context->peer());
+  return new IngestReactor(node_, &draining_, reply, context->peer(), context);
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* DataServiceImpl::StreamBatches(grpc::CallbackServerContext* context,

@@ -6,8 +6,9 @@
 
 #include "common/dataset_ref.h"
 #include "common/placement.h"
-#include "server/storage/local_files.h"
+#include "common/serving_errors.h"
 #include "server/serve/part_builder.h"
+#include "server/storage/local_files.h"
 
 namespace strata {
 
@@ -414,13 +415,12 @@ Status BatchStream::BuildInto(const StepClaim& claim, Scratch& scratch, std::vec
           std::chrono::duration<double>(std::chrono::steady_clock::now() - fetch_start).count());
     }
     if (!s.ok()) {
-      // The local reason (a damaged record: Corruption) says more than "no peer had it".
+      // No holder that is up could give them: Unavailable naming the shard
+      // (never the local NotFound, which the client would take for a bad
+      // request), with the local reason (a damaged or missing copy) said.
       auto it = local_error.find(shard);
-      if (it != local_error.end()) {
-        return Status(it->second.code(), it->second.message() + "; no other node could serve it: " + s.message())
-            .WithContext(where);
-      }
-      return s.WithContext(where);
+      const std::string local = it != local_error.end() ? "here: " + it->second.ToString() + "; " : std::string();
+      return HoldersDown(FileName(ShardFile(shard)), local + "others: " + s.message()).WithContext(where);
     }
     for (size_t i = 0; i < wanted.size(); ++i) {
       const uint64_t id = version_->shard(shard).info().first_id() + wanted[i].second;

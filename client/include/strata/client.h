@@ -32,12 +32,17 @@ struct ClientOptions {
   int64_t connect_timeout_ms = 5000;
   // Largest message the client accepts. Default 1 GiB.
   int max_receive_bytes = 1 << 30;
-  // A server that owes its part of the step the trainer waits for, and has
-  // sent nothing for this long, is treated as failed: its share moves to the
-  // other holders. Default 5 s.
+  // A server that owes its part of the step the trainer waits for, while the
+  // trainer waits for it and the client has read everything it sent, and
+  // whose connection delivers nothing for this long, is treated as failed:
+  // its share moves to the other holders (and comes back once it answers
+  // again). Time the trainer spends away from Next() never counts. Default 5 s.
   int64_t stall_timeout_ms = 5000;
   // Parts buffered per server ahead of the trainer. Default 8.
   size_t max_buffered_parts = 8;
+  // Bytes gRPC may buffer per call beyond those parts (the HTTP/2 stream
+  // window); 0: gRPC's default, which grows with the measured bandwidth.
+  int receive_window_bytes = 0;
 };
 
 // What to stream: one rank's view of one epoch.
@@ -52,6 +57,13 @@ struct StreamOptions {
   uint64_t max_steps = 0;     // 0: to the end of the epoch
   v1::SamplerSpec sampler;    // default: SHUFFLE
   v1::Remainder remainder = v1::REMAINDER_SHORT;
+};
+
+// What a stream has been through: failovers and nodes taken back.
+struct StreamStats {
+  uint64_t failovers = 0;     // nodes excluded after their call failed or stalled
+  uint64_t stalls = 0;        // of those, for a stall (sent nothing while owing the awaited step)
+  uint64_t readmissions = 0;  // excluded nodes used again after they answered
 };
 
 // A stream of one rank's batches, in step order. In a cluster it reads from
@@ -76,6 +88,8 @@ class Stream {
   virtual ResumeToken resume_token() const = 0;
   // Stops the stream; a blocked Next() returns Cancelled.
   virtual void Cancel() = 0;
+  // Failovers and readmissions so far (zero for a stream that has none).
+  virtual StreamStats stats() const { return {}; }
 };
 
 // Sends samples of one new dataset version to a server.

@@ -1,0 +1,29 @@
+// The one error a node returns when a sample it must serve has no holder that
+// is up: Unavailable, naming the shard and saying that its holders are down.
+// The client recognises it (IsHoldersDown) as a fault of the cluster, not of
+// the node that reports it: it waits for an excluded holder to come back
+// before it gives up, and never excludes the reporter for it.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace strata {
+
+inline constexpr std::string_view kHoldersDownMarker = "its holders are down";
+
+// "Unavailable: no live holder of shard <shard>: its holders are down (<detail>)"
+inline Status HoldersDown(std::string_view shard, std::string_view detail) {
+  return Status::Unavailable("no live holder of shard " + std::string(shard) + ": " + std::string(kHoldersDownMarker) +
+                             " (" + std::string(detail) + ")");
+}
+
+inline bool IsHoldersDown(const Status& s) {
+  return s.code() == Code::kUnavailable && s.message().find(kHoldersDownMarker) != std::string::npos;
+}
+
+}  // namespace strata
