@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "client/client_internal.h"
+#include "client/proto_convert.h"
 #include "common/dataset_ref.h"
 #include "common/placement.h"
 #include "common/grpc_status.h"
@@ -59,8 +60,8 @@ v1::StreamRequest MakeRequest(const StreamOptions& o) {
   request.set_epoch(o.epoch);
   request.set_start_step(o.start_step);
   request.set_max_steps(o.max_steps);
-  *request.mutable_sampler() = o.sampler;
-  request.set_remainder(o.remainder);
+  *request.mutable_sampler() = client_internal::ToProto(o.sampler);
+  request.set_remainder(client_internal::ToProto(o.remainder));
   return request;
 }
 
@@ -87,18 +88,20 @@ class GrpcClient final : public Client {
 
   const std::string& address() const override { return address_; }
 
-  Result<std::vector<v1::DatasetInfo>> ListDatasets(bool include_unsealed) override {
+  Result<std::vector<DatasetInfo>> ListDatasets(bool include_unsealed) override {
     grpc::ClientContext context;
     SetDeadline(&context);
     v1::ListDatasetsRequest request;
     request.set_include_unsealed(include_unsealed);
     v1::ListDatasetsReply reply;
     STRATA_RETURN_IF_ERROR(FromGrpcStatus(admin_->ListDatasets(&context, request, &reply)));
-    return std::vector<v1::DatasetInfo>(std::make_move_iterator(reply.mutable_datasets()->begin()),
-                                        std::make_move_iterator(reply.mutable_datasets()->end()));
+    std::vector<DatasetInfo> out;
+    out.reserve(static_cast<size_t>(reply.datasets_size()));
+    for (const v1::DatasetInfo& d : reply.datasets()) out.push_back(client_internal::FromProto(d));
+    return out;
   }
 
-  Result<v1::DescribeDatasetReply> Describe(const std::string& dataset) override {
+  Result<DatasetDescription> Describe(const std::string& dataset) override {
     STRATA_RETURN_IF_ERROR(ParseDatasetRef(dataset).status());
     grpc::ClientContext context;
     SetDeadline(&context);
@@ -106,18 +109,25 @@ class GrpcClient final : public Client {
     request.set_dataset(dataset);
     v1::DescribeDatasetReply reply;
     STRATA_RETURN_IF_ERROR(FromGrpcStatus(admin_->DescribeDataset(&context, request, &reply)));
-    return reply;
+    return client_internal::FromProto(reply);
   }
 
-  Result<v1::StatusReply> GetStatus() override {
+  Result<NodeStatus> GetStatus() override {
     grpc::ClientContext context;
     SetDeadline(&context);
     v1::StatusReply reply;
     STRATA_RETURN_IF_ERROR(FromGrpcStatus(admin_->GetStatus(&context, v1::StatusRequest(), &reply)));
-    return reply;
+    return client_internal::FromProto(reply);
   }
 
-  Result<v1::ClusterMap> GetClusterMap() override {
+  Result<ClusterMap> GetClusterMap() override {
+    auto map = FetchClusterMap();
+    if (!map.ok()) return map.status();
+    return client_internal::FromProto(*map);
+  }
+
+  // The map as it came over the wire, which streams are built from.
+  Result<v1::ClusterMap> FetchClusterMap() {
     grpc::ClientContext context;
     SetDeadline(&context);
     v1::ClusterMap map;
@@ -126,23 +136,24 @@ class GrpcClient final : public Client {
     return map;
   }
 
-  Result<v1::StatusReply> GetNodeStatus(const std::string& address) override {
+  Result<NodeStatus> GetNodeStatus(const std::string& address) override {
     auto stub = v1::AdminService::NewStub(Channel(address));
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     v1::StatusReply reply;
     STRATA_RETURN_IF_ERROR(FromGrpcStatus(stub->GetStatus(&context, v1::StatusRequest(), &reply)));
-    return reply;
+    return client_internal::FromProto(reply);
   }
 
-  Result<std::vector<v1::FileRef>> ListNodeFiles(const std::string& address) override {
+  Result<std::vector<FileRef>> ListNodeFiles(const std::string& address) override {
     auto stub = v1::PeerService::NewStub(Channel(address));
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     v1::ListLocalFilesReply reply;
     STRATA_RETURN_IF_ERROR(FromGrpcStatus(stub->ListLocalFiles(&context, v1::ListLocalFilesRequest(), &reply)));
-    std::vector<v1::FileRef> out;
-    for (auto& f : *reply.mutable_files()) out.push_back(std::move(*f.mutable_file()));
+    std::vector<FileRef> out;
+    out.reserve(static_cast<size_t>(reply.files_size()));
+    for (const auto& f : reply.files()) out.push_back(client_internal::FromProto(f.file()));
     return out;
   }
 
@@ -172,11 +183,11 @@ class GrpcClient final : public Client {
     return StreamFrom(request, token);
   }
 
-  Result<std::unique_ptr<IngestWriter>> StartIngest(const v1::IngestOptions& options) override {
-    auto ref = ParseDatasetRef(options.dataset());
+  Result<std::unique_ptr<IngestWriter>> StartIngest(const IngestOptions& options) override {
+    auto ref = ParseDatasetRef(options.dataset);
     if (!ref.ok()) return ref.status();
     // The dataset's home node numbers its versions: send the ingest there.
-    auto map = GetClusterMap();
+    auto map = FetchClusterMap();
     if (!map.ok()) return map.status();
     std::vector<std::string> members;
     for (const auto& n : map->nodes()) members.push_back(n.id());
@@ -184,7 +195,7 @@ class GrpcClient final : public Client {
       for (const auto& n : map->nodes()) {
         if (n.id() == id && n.state() == v1::NODE_UP) {
           return client_internal::NewGrpcIngestWriter(map->nodes_size() == 1 ? channel_ : Channel(n.address()),
-                                                      options);
+                                                      client_internal::ToProto(options));
         }
       }
     }
@@ -200,7 +211,7 @@ class GrpcClient final : public Client {
   }
 
   Result<std::unique_ptr<Stream>> StreamFrom(v1::StreamRequest request, const ResumeToken& position) {
-    auto map = GetClusterMap();
+    auto map = FetchClusterMap();
     if (!map.ok()) return map.status();
     if (map->nodes_size() == 1) map->mutable_nodes(0)->set_address(address_);  // one node: the address we know
     return client_internal::NewClusterStream([this](const std::string& a) { return Channel(a); },
