@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "client/batch_assembler.h"
 #include "strata/staging.h"
 #include "strata/v1/data.pb.h"
 #ifdef STRATA_HAVE_CUDA
@@ -51,8 +52,9 @@ class SyntheticStream final : public strata::Stream {
     if (step_ == steps_) return strata::Status::OutOfRange("end");
     part_.mutable_payload()->resize(bytes_);  // keeps its capacity after the first rounds
     part_.set_labels(0, "x");
-    batch->Reset(0, step_, 0, 1, steps_, 1);
-    if (!batch->AddPart(&part_)) return strata::Status::Internal("bad part");
+    using strata::client_internal::BatchAssembler;
+    BatchAssembler::Reset(batch, 0, step_, 0, 1, steps_, 1);
+    if (!BatchAssembler::AddPart(batch, &part_)) return strata::Status::Internal("bad part");
     ++step_;
     return strata::Status::OK();
   }

@@ -1,5 +1,6 @@
-// Batch assembly. A step's batch arrives as one or more v1::Batch parts whose
-// `slots` place each sample in the rank's batch. The common case, one part in
+// Batch, and its assembly (client/batch_assembler.h). A step's batch arrives
+// as one or more v1::Batch parts whose `slots` place each sample in the
+// rank's batch. The common case, one part in
 // slot order, takes the part's payload by swap; parts in any other shape are
 // kept until the last slot is filled and then copied once, in slot order.
 #include "strata/batch.h"
@@ -9,7 +10,7 @@
 #include <limits>
 #include <utility>
 
-#include "strata/v1/data.pb.h"
+#include "client/batch_assembler.h"
 
 namespace strata {
 
@@ -63,43 +64,43 @@ bool SlotsInOrder(const v1::Batch& part) {
 
 }  // namespace
 
-void Batch::Reset(uint64_t epoch, uint64_t step, uint32_t rank, uint64_t dataset_version, uint64_t steps_in_epoch,
-                  size_t size) {
-  epoch_ = epoch;
-  step_ = step;
-  rank_ = rank;
-  dataset_version_ = dataset_version;
-  steps_in_epoch_ = steps_in_epoch;
+void client_internal::BatchAssembler::Reset(Batch* b, uint64_t epoch, uint64_t step, uint32_t rank,
+                                            uint64_t dataset_version, uint64_t steps_in_epoch, size_t size) {
+  b->epoch_ = epoch;
+  b->step_ = step;
+  b->rank_ = rank;
+  b->dataset_version_ = dataset_version;
+  b->steps_in_epoch_ = steps_in_epoch;
   // labels_, strata_ and field_sizes_ keep their elements (and capacity):
   // AddPart overwrites every slot it fills.
-  ids_.assign(size, 0);
-  labels_.resize(size);
-  strata_.resize(size);
-  offsets_.assign(size, 0);
-  sizes_.assign(size, 0);
-  field_names_per_layout_.clear();
-  layout_of_.assign(size, kNoLayout);
-  field_sizes_.resize(size);
-  payload_.clear();
-  filled_ = 0;
-  slot_filled_.assign(size, false);
-  part_payloads_.clear();
-  part_of_.assign(size, 0);
+  b->ids_.assign(size, 0);
+  b->labels_.resize(size);
+  b->strata_.resize(size);
+  b->offsets_.assign(size, 0);
+  b->sizes_.assign(size, 0);
+  b->field_names_per_layout_.clear();
+  b->layout_of_.assign(size, kNoLayout);
+  b->field_sizes_.resize(size);
+  b->payload_.clear();
+  b->filled_ = 0;
+  b->slot_filled_.assign(size, false);
+  b->part_payloads_.clear();
+  b->part_of_.assign(size, 0);
 }
 
-bool Batch::AddPart(v1::Batch* part) {
-  if (!PartIsConsistent(*part, size())) return false;
+bool client_internal::BatchAssembler::AddPart(Batch* b, v1::Batch* part) {
+  if (!PartIsConsistent(*part, b->size())) return false;
   const int n = part->slots_size();
   // An empty part (a server with no sample of this step, saying it is done)
   // adds nothing; in particular it must not finalise a complete batch again.
   if (n == 0) return true;
   for (int i = 0; i < n; ++i) {
     const uint32_t slot = part->slots(i);
-    if (slot_filled_[slot]) {  // filled before, or twice in this part: undo and refuse
-      for (int j = 0; j < i; ++j) slot_filled_[part->slots(j)] = false;
+    if (b->slot_filled_[slot]) {  // filled before, or twice in this part: undo and refuse
+      for (int j = 0; j < i; ++j) b->slot_filled_[part->slots(j)] = false;
       return false;
     }
-    slot_filled_[slot] = true;
+    b->slot_filled_[slot] = true;
   }
 
   // The part's layouts, mapped to this batch's list (parts may order them differently).
@@ -109,69 +110,69 @@ bool Batch::AddPart(v1::Batch* part) {
     auto same = [&](const std::vector<std::string>& known) {
       return std::equal(known.begin(), known.end(), names.begin(), names.end());
     };
-    auto it = std::find_if(field_names_per_layout_.begin(), field_names_per_layout_.end(), same);
-    if (it == field_names_per_layout_.end()) {
-      field_names_per_layout_.emplace_back(names.begin(), names.end());
-      it = std::prev(field_names_per_layout_.end());
+    auto it = std::find_if(b->field_names_per_layout_.begin(), b->field_names_per_layout_.end(), same);
+    if (it == b->field_names_per_layout_.end()) {
+      b->field_names_per_layout_.emplace_back(names.begin(), names.end());
+      it = std::prev(b->field_names_per_layout_.end());
     }
-    layout_index[static_cast<size_t>(l)] = static_cast<uint32_t>(it - field_names_per_layout_.begin());
+    layout_index[static_cast<size_t>(l)] = static_cast<uint32_t>(it - b->field_names_per_layout_.begin());
   }
 
-  const bool whole = filled_ == 0 && static_cast<size_t>(n) == size() && SlotsInOrder(*part);
-  const auto part_index = static_cast<uint32_t>(part_payloads_.size());
+  const bool whole = b->filled_ == 0 && static_cast<size_t>(n) == b->size() && SlotsInOrder(*part);
+  const auto part_index = static_cast<uint32_t>(b->part_payloads_.size());
   uint64_t offset = 0;  // within this part's payload
   int next_field = 0;
   for (int i = 0; i < n; ++i) {
     const size_t slot = part->slots(i);
-    ids_[slot] = part->ids(i);
-    labels_[slot].swap(*part->mutable_labels(i));
+    b->ids_[slot] = part->ids(i);
+    b->labels_[slot].swap(*part->mutable_labels(i));
     if (part->strata_size() != 0) {
-      strata_[slot].swap(*part->mutable_strata(i));
+      b->strata_[slot].swap(*part->mutable_strata(i));
     } else {
-      strata_[slot].clear();
+      b->strata_[slot].clear();
     }
-    sizes_[slot] = part->sizes(i);
-    offsets_[slot] = offset;
-    part_of_[slot] = part_index;
+    b->sizes_[slot] = part->sizes(i);
+    b->offsets_[slot] = offset;
+    b->part_of_[slot] = part_index;
     offset += part->sizes(i);
-    field_sizes_[slot].clear();
+    b->field_sizes_[slot].clear();
     if (part->layout_of_size() != 0) {
       const uint32_t layout = part->layout_of(i);
-      layout_of_[slot] = layout_index[layout];
+      b->layout_of_[slot] = layout_index[layout];
       const int fields = part->layouts(static_cast<int>(layout)).names_size();
-      field_sizes_[slot].assign(part->field_sizes().begin() + next_field,
-                                part->field_sizes().begin() + next_field + fields);
+      b->field_sizes_[slot].assign(part->field_sizes().begin() + next_field,
+                                   part->field_sizes().begin() + next_field + fields);
       next_field += fields;
     } else {
-      layout_of_[slot] = kNoLayout;
+      b->layout_of_[slot] = kNoLayout;
     }
   }
-  filled_ += static_cast<size_t>(n);
+  b->filled_ += static_cast<size_t>(n);
 
   if (whole) {
     // Slots 0..n-1 in order: the part's payload is the batch's, offsets included.
-    payload_.swap(*part->mutable_payload());
+    b->payload_.swap(*part->mutable_payload());
   } else {
-    part_payloads_.push_back(std::move(*part->mutable_payload()));
-    if (Complete()) Finalize();
+    b->part_payloads_.push_back(std::move(*part->mutable_payload()));
+    if (Complete(*b)) Finalize(b);
   }
   return true;
 }
 
 // Joins the kept parts into one payload in slot order: the one copy a
 // multi-part batch costs.
-void Batch::Finalize() {
+void client_internal::BatchAssembler::Finalize(Batch* b) {
   uint64_t total = 0;
-  for (uint64_t s : sizes_) total += s;
-  payload_.clear();
-  payload_.reserve(total);
-  for (size_t slot = 0; slot < size(); ++slot) {
-    const std::string& from = part_payloads_[part_of_[slot]];
-    const uint64_t offset = payload_.size();
-    payload_.append(from, offsets_[slot], sizes_[slot]);
-    offsets_[slot] = offset;
+  for (uint64_t s : b->sizes_) total += s;
+  b->payload_.clear();
+  b->payload_.reserve(total);
+  for (size_t slot = 0; slot < b->size(); ++slot) {
+    const std::string& from = b->part_payloads_[b->part_of_[slot]];
+    const uint64_t offset = b->payload_.size();
+    b->payload_.append(from, b->offsets_[slot], b->sizes_[slot]);
+    b->offsets_[slot] = offset;
   }
-  part_payloads_.clear();
+  b->part_payloads_.clear();
 }
 
 std::span<const std::string> Batch::field_names(size_t i) const {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "client/client_internal.h"
+#include "client/proto_convert.h"
 #include "common/dataset_ref.h"
 #include "common/placement.h"
 #include "common/grpc_status.h"
@@ -67,8 +68,8 @@ v1::StreamRequest MakeRequest(const StreamOptions& o) {
   request.set_epoch(o.epoch);
   request.set_start_step(o.start_step);
   request.set_max_steps(o.max_steps);
-  *request.mutable_sampler() = o.sampler;
-  request.set_remainder(o.remainder);
+  *request.mutable_sampler() = client_internal::ToProto(o.sampler);
+  request.set_remainder(client_internal::ToProto(o.remainder));
   return request;
 }
 
@@ -102,18 +103,20 @@ class GrpcClient final : public Client {
 
   const std::string& address() const override { return address_; }
 
-  Result<std::vector<v1::DatasetInfo>> ListDatasets(bool include_unsealed) override {
+  Result<std::vector<DatasetInfo>> ListDatasets(bool include_unsealed) override {
     grpc::ClientContext context;
     SetDeadline(&context);
     v1::ListDatasetsRequest request;
     request.set_include_unsealed(include_unsealed);
     v1::ListDatasetsReply reply;
     STRATA_RETURN_IF_ERROR(FromGrpcStatus(admin_->ListDatasets(&context, request, &reply)));
-    return std::vector<v1::DatasetInfo>(std::make_move_iterator(reply.mutable_datasets()->begin()),
-                                        std::make_move_iterator(reply.mutable_datasets()->end()));
+    std::vector<DatasetInfo> out;
+    out.reserve(static_cast<size_t>(reply.datasets_size()));
+    for (const v1::DatasetInfo& d : reply.datasets()) out.push_back(client_internal::FromProto(d));
+    return out;
   }
 
-  Result<v1::DescribeDatasetReply> Describe(const std::string& dataset) override {
+  Result<DatasetDescription> Describe(const std::string& dataset) override {
     STRATA_RETURN_IF_ERROR(ParseDatasetRef(dataset).status());
     grpc::ClientContext context;
     SetDeadline(&context);
@@ -121,18 +124,25 @@ class GrpcClient final : public Client {
     request.set_dataset(dataset);
     v1::DescribeDatasetReply reply;
     STRATA_RETURN_IF_ERROR(FromGrpcStatus(admin_->DescribeDataset(&context, request, &reply)));
-    return reply;
+    return client_internal::FromProto(reply);
   }
 
-  Result<v1::StatusReply> GetStatus() override {
+  Result<NodeStatus> GetStatus() override {
     grpc::ClientContext context;
     SetDeadline(&context);
     v1::StatusReply reply;
     STRATA_RETURN_IF_ERROR(FromGrpcStatus(admin_->GetStatus(&context, v1::StatusRequest(), &reply)));
-    return reply;
+    return client_internal::FromProto(reply);
   }
 
-  Result<v1::ClusterMap> GetClusterMap() override {
+  Result<ClusterMap> GetClusterMap() override {
+    auto map = FetchClusterMap();
+    if (!map.ok()) return map.status();
+    return client_internal::FromProto(*map);
+  }
+
+  // The map as it came over the wire, which streams are built from.
+  Result<v1::ClusterMap> FetchClusterMap() {
     grpc::ClientContext context;
     SetDeadline(&context);
     v1::ClusterMap map;
@@ -141,23 +151,24 @@ class GrpcClient final : public Client {
     return map;
   }
 
-  Result<v1::StatusReply> GetNodeStatus(const std::string& address) override {
+  Result<NodeStatus> GetNodeStatus(const std::string& address) override {
     auto stub = v1::AdminService::NewStub(Channel(address));
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     v1::StatusReply reply;
     STRATA_RETURN_IF_ERROR(FromGrpcStatus(stub->GetStatus(&context, v1::StatusRequest(), &reply)));
-    return reply;
+    return client_internal::FromProto(reply);
   }
 
-  Result<std::vector<v1::FileRef>> ListNodeFiles(const std::string& address) override {
+  Result<std::vector<FileRef>> ListNodeFiles(const std::string& address) override {
     auto stub = v1::PeerService::NewStub(Channel(address));
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     v1::ListLocalFilesReply reply;
     STRATA_RETURN_IF_ERROR(FromGrpcStatus(stub->ListLocalFiles(&context, v1::ListLocalFilesRequest(), &reply)));
-    std::vector<v1::FileRef> out;
-    for (auto& f : *reply.mutable_files()) out.push_back(std::move(*f.mutable_file()));
+    std::vector<FileRef> out;
+    out.reserve(static_cast<size_t>(reply.files_size()));
+    for (const auto& f : reply.files()) out.push_back(client_internal::FromProto(f.file()));
     return out;
   }
 
@@ -187,8 +198,8 @@ class GrpcClient final : public Client {
     return StreamFrom(request, token);
   }
 
-  Result<std::unique_ptr<IngestWriter>> StartIngest(const v1::IngestOptions& options) override {
-    auto ref = ParseDatasetRef(options.dataset());
+  Result<std::unique_ptr<IngestWriter>> StartIngest(const IngestOptions& options) override {
+    auto ref = ParseDatasetRef(options.dataset);
     if (!ref.ok()) return ref.status();
     // The dataset's home node (the first member up in the name's ranked
     // order) numbers its versions: send the ingest there. A node that does
@@ -207,7 +218,7 @@ class GrpcClient final : public Client {
         for (const auto& n : map->nodes()) {
           if (n.id() != id || n.state() != v1::NODE_UP) continue;
           auto writer = client_internal::StartGrpcIngest(
-              map->nodes_size() == 1 ? channel_ : Channel(n.address()), options, attempt);
+              map->nodes_size() == 1 ? channel_ : Channel(n.address()), client_internal::ToProto(options), attempt);
           if (writer.ok()) return writer;
           const Status& s = writer.status();
           const bool elsewhere = s.code() == Code::kFailedPrecondition &&
@@ -238,7 +249,7 @@ class GrpcClient final : public Client {
   // The map from the connected node or, if it does not answer, from any
   // node of the last map seen.
   Result<v1::ClusterMap> AnyClusterMap() {
-    auto map = GetClusterMap();
+    auto map = FetchClusterMap();
     if (map.ok()) {
       std::lock_guard<std::mutex> lock(channels_mu_);
       last_map_ = map.value();
@@ -262,7 +273,7 @@ class GrpcClient final : public Client {
   }
 
   Result<std::unique_ptr<Stream>> StreamFrom(v1::StreamRequest request, const ResumeToken& position) {
-    auto map = GetClusterMap();
+    auto map = FetchClusterMap();
     if (!map.ok()) return map.status();
     if (map->nodes_size() == 1) map->mutable_nodes(0)->set_address(address_);  // one node: the address we know
     return client_internal::NewClusterStream([this](const std::string& a) { return Channel(a); },

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "strata/client.h"
+#include "strata/v1/cluster.pb.h"
 #include "strata/v1/data.pb.h"
 
 namespace strata::client_internal {

@@ -33,6 +33,7 @@
 #include <memory>
 #include <set>
 
+#include "client/batch_assembler.h"
 #include "client/client_internal.h"
 #include "client/node_probe.h"
 #include "client/part_reader.h"
@@ -61,7 +62,7 @@ bool IsRequestError(const Status& s) {
 // Removes the samples of `part` whose slots `batch` already holds.
 void DropFilledSlots(const Batch& batch, v1::Batch* part) {
   bool any = false;
-  for (uint32_t slot : part->slots()) any = any || (slot < batch.size() && batch.filled(slot));
+  for (uint32_t slot : part->slots()) any = any || (slot < batch.size() && BatchAssembler::Filled(batch, slot));
   if (!any) return;
   v1::Batch kept;
   kept.CopyFrom(*part);
@@ -78,7 +79,7 @@ void DropFilledSlots(const Batch& batch, v1::Batch* part) {
   for (int i = 0; i < part->slots_size(); ++i) {
     const int fields = part->layout_of_size() ? part->layouts(static_cast<int>(part->layout_of(i))).names_size() : 0;
     const uint32_t slot = part->slots(i);
-    if (slot >= batch.size() || !batch.filled(slot)) {
+    if (slot >= batch.size() || !BatchAssembler::Filled(batch, slot)) {
       kept.add_slots(slot);
       kept.add_ids(part->ids(i));
       kept.add_labels(part->labels(i));
@@ -123,7 +124,7 @@ class ClusterStream final : public Stream {
 
  private:
   using Clock = std::chrono::steady_clock;
-  struct NodeState {
+  struct ReaderState {
     std::unique_ptr<PartReader> reader;
     bool ended = false;                   // its call ended OK: it owes nothing more
     bool holders_down = false;            // its call ended reporting a shard with no live holder
@@ -156,7 +157,7 @@ class ClusterStream final : public Stream {
   // stream gives up waiting for an excluded holder to come back.
   Status holders_down_;
   Clock::time_point holders_down_until_;
-  std::map<std::string, NodeState> readers_;
+  std::map<std::string, ReaderState> readers_;
   std::map<uint64_t, Batch> pending_;  // steps being assembled
   std::vector<Batch> spare_batches_;   // batches callers gave back, to assemble into
   uint64_t generation_ = 0;
@@ -185,7 +186,7 @@ Status ClusterStream::Open(uint64_t from_step) {
   queue_.SetNextStep(from_step);
   for (const auto& n : map_.nodes()) {
     if (excluded_.Contains(n.id())) continue;
-    NodeState& state = readers_[n.id()];
+    ReaderState& state = readers_[n.id()];
     state.completed_through = static_cast<int64_t>(from_step) - 1;
     state.reader = std::make_unique<PartReader>(channels_(n.address()), request_, n.id(), generation_, &queue_);
   }
@@ -228,7 +229,7 @@ Status ClusterStream::Handle(PartEvent& e) {
   if (e.generation != generation_) return Status::OK();  // from cancelled calls
   auto it = readers_.find(e.node);
   if (it == readers_.end()) return Status::OK();
-  NodeState& node = it->second;
+  ReaderState& node = it->second;
   if (e.end) {
     if (e.status.ok()) {
       node.ended = true;
@@ -275,11 +276,11 @@ Status ClusterStream::Handle(PartEvent& e) {
       batch = std::move(spare_batches_.back());
       spare_batches_.pop_back();
     }
-    batch.Reset(part.epoch(), part.step(), part.rank(), part.dataset_version(), part.steps_in_epoch(),
-                part.batch_size());
+    BatchAssembler::Reset(&batch, part.epoch(), part.step(), part.rank(), part.dataset_version(),
+                          part.steps_in_epoch(), part.batch_size());
   }
   DropFilledSlots(batch, &part);
-  if (!batch.AddPart(&part)) {
+  if (!BatchAssembler::AddPart(&batch, &part)) {
     return Fail(Status::Internal("node " + e.node + " sent an inconsistent part of step " +
                                  std::to_string(part.step())));
   }
@@ -316,7 +317,7 @@ Status ClusterStream::Next(Batch* batch) {
     if (cancelled_) return Fail(Status::Cancelled("stream cancelled"));
     if (Finished()) return Fail(Status::OutOfRange("end of the epoch at step " + std::to_string(position_.step)));
     auto ready = pending_.find(position_.step);
-    if (ready != pending_.end() && ready->second.Complete()) {
+    if (ready != pending_.end() && BatchAssembler::Complete(ready->second)) {
       // The caller's previous batch is overwritten either way: keep it, and
       // its buffers, for a step to come.
       std::swap(*batch, ready->second);

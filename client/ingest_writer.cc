@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "client/client_internal.h"
+#include "client/proto_convert.h"
 #include "common/grpc_status.h"
 #include "common/utf8.h"
 #include "strata/v1/data.grpc.pb.h"
@@ -26,27 +27,27 @@ constexpr size_t kMessageTargetBytes = size_t{1} << 20;
 constexpr size_t kMaxSampleBytes = size_t{64} << 20;
 
 // Protobuf string fields must hold UTF-8; say which text is not.
-Status CheckUtf8(const v1::Sample& sample) {
+Status CheckUtf8(const Sample& sample) {
   auto bad = [&](const std::string& what) {
     std::string shown;
-    for (char c : sample.key().substr(0, 120)) shown += (c & 0x80) ? '?' : c;
+    for (char c : sample.key.substr(0, 120)) shown += (c & 0x80) ? '?' : c;
     return Status::InvalidArgument("sample '" + shown + "': its " + what +
                                    " is not valid UTF-8 (keys, labels and attributes must be UTF-8 text)");
   };
-  if (!IsValidUtf8(sample.key())) return bad("key");
-  if (!IsValidUtf8(sample.label())) return bad("label");
-  for (const auto& [k, v] : sample.attributes()) {
+  if (!IsValidUtf8(sample.key)) return bad("key");
+  if (!IsValidUtf8(sample.label)) return bad("label");
+  for (const auto& [k, v] : sample.attributes) {
     if (!IsValidUtf8(k) || !IsValidUtf8(v)) return bad("attribute '" + k + "'");
   }
-  for (const auto& f : sample.fields()) {
-    if (!IsValidUtf8(f.name())) return bad("field name");
+  for (const auto& f : sample.fields) {
+    if (!IsValidUtf8(f.name)) return bad("field name");
   }
   return Status::OK();
 }
 
-uint64_t PayloadBytes(const v1::Sample& sample) {
+uint64_t PayloadBytes(const Sample& sample) {
   uint64_t bytes = 0;
-  for (const v1::Field& field : sample.fields()) bytes += field.data().size();
+  for (const Field& field : sample.fields) bytes += field.data.size();
   return bytes;
 }
 
@@ -69,8 +70,8 @@ class GrpcIngestWriter final : public IngestWriter {
   // the node is Unavailable. Otherwise the server's refusal.
   Status AwaitAccepted(std::chrono::milliseconds timeout);
 
-  Status Write(const v1::Sample& sample) override;
-  Result<v1::IngestReply> Commit() override;
+  Status Write(const Sample& sample) override;
+  Result<IngestSummary> Commit() override;
   void Abort() override;
   uint64_t samples_written() const override { return samples_; }
   uint64_t bytes_written() const override { return bytes_; }
@@ -88,6 +89,7 @@ class GrpcIngestWriter final : public IngestWriter {
   v1::IngestReply reply_;
   std::unique_ptr<grpc::ClientWriter<v1::IngestRequest>> writer_;
   v1::IngestRequest pending_;  // a `samples` message being filled
+  v1::Sample next_;            // the sample being added, swapped into pending_
   size_t pending_bytes_ = 0;
   uint64_t samples_ = 0;
   uint64_t bytes_ = 0;
@@ -126,18 +128,20 @@ Status GrpcIngestWriter::AwaitAccepted(std::chrono::milliseconds timeout) {
   return s;
 }
 
-Status GrpcIngestWriter::Write(const v1::Sample& sample) {
+Status GrpcIngestWriter::Write(const Sample& sample) {
   if (!error_.ok()) return error_;
   if (ended_) return Status::FailedPrecondition("ingest already committed or aborted");
   STRATA_RETURN_IF_ERROR(CheckUtf8(sample));
-  const size_t size = sample.ByteSizeLong();
+  ToProto(sample, &next_);
+  const size_t size = next_.ByteSizeLong();
   if (size > kMaxSampleBytes) {
-    return Status::InvalidArgument("sample '" + sample.key() + "' is " + std::to_string(size >> 20) +
+    return Status::InvalidArgument("sample '" + sample.key + "' is " + std::to_string(size >> 20) +
                                    " MiB; samples may be at most 64 MiB");
   }
   // Keep messages near the target: a large sample goes alone.
   if (pending_bytes_ > 0 && pending_bytes_ + size > kMessageTargetBytes) STRATA_RETURN_IF_ERROR(Flush());
-  *pending_.mutable_samples()->add_samples() = sample;
+  // The swap leaves next_ holding a sample that Flush cleared: buffers to reuse.
+  pending_.mutable_samples()->add_samples()->Swap(&next_);
   pending_bytes_ += size;
   ++samples_;
   bytes_ += PayloadBytes(sample);
@@ -154,7 +158,7 @@ Status GrpcIngestWriter::Flush() {
   return Status::OK();
 }
 
-Result<v1::IngestReply> GrpcIngestWriter::Commit() {
+Result<IngestSummary> GrpcIngestWriter::Commit() {
   if (!error_.ok()) return error_;
   if (ended_) return Status::FailedPrecondition("ingest already committed or aborted");
   STRATA_RETURN_IF_ERROR(Flush());
@@ -167,7 +171,7 @@ Result<v1::IngestReply> GrpcIngestWriter::Commit() {
     error_ = status;
     return status;
   }
-  return std::move(reply_);
+  return FromProto(reply_);
 }
 
 void GrpcIngestWriter::Abort() {

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <random>
 
+#include "common/unique_fd.h"
+
 namespace strata {
 
 std::string DirOf(const std::string& path) {
@@ -28,26 +30,23 @@ std::string RandomSuffix() {
 }
 
 Status SyncDir(const std::string& dir) {
-  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno("open directory " + dir, errno);
-  int rc = fsync(fd);
-  int err = errno;
-  close(fd);
-  if (rc != 0) return Status::FromErrno("fsync directory " + dir, err);
+  UniqueFd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoStatus("open directory " + dir, errno);
+  if (fsync(fd.get()) != 0) return ErrnoStatus("fsync directory " + dir, errno);
   return Status::OK();
 }
 
 Status RenameNoReplace(const std::string& from, const std::string& to) {
   if (renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return Status::OK();
   if (errno == EEXIST) return Status::AlreadyExists(to + " already exists");
-  if (errno != EINVAL && errno != ENOSYS) return Status::FromErrno("rename " + from + " to " + to, errno);
+  if (errno != EINVAL && errno != ENOSYS) return ErrnoStatus("rename " + from + " to " + to, errno);
   // The file system cannot rename without replacing; link() never replaces either.
   if (link(from.c_str(), to.c_str()) != 0) {
     if (errno == EEXIST) return Status::AlreadyExists(to + " already exists");
-    return Status::FromErrno("link " + from + " to " + to, errno);
+    return ErrnoStatus("link " + from + " to " + to, errno);
   }
   if (unlink(from.c_str()) != 0) {
-    Status status = Status::FromErrno("unlink " + from, errno);
+    Status status = ErrnoStatus("unlink " + from, errno);
     unlink(to.c_str());  // the link we just made; nothing else can be there
     return status;
   }
@@ -59,7 +58,7 @@ Status WriteAllFd(int fd, std::string_view bytes, const std::string& path) {
     ssize_t n = write(fd, bytes.data(), bytes.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Status::FromErrno("write " + path, errno);
+      return ErrnoStatus("write " + path, errno);
     }
     bytes.remove_prefix(static_cast<size_t>(n));
   }
@@ -71,7 +70,7 @@ Status PWriteAllFd(int fd, std::string_view bytes, uint64_t offset, const std::s
     ssize_t n = pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(offset));
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Status::FromErrno("write " + path, errno);
+      return ErrnoStatus("write " + path, errno);
     }
     bytes.remove_prefix(static_cast<size_t>(n));
     offset += static_cast<uint64_t>(n);
@@ -85,7 +84,7 @@ Result<size_t> PReadFd(int fd, char* out, size_t size, uint64_t offset, const st
     const ssize_t n = pread(fd, out + done, size - done, static_cast<off_t>(offset + done));
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Status::FromErrno("read " + path, errno);
+      return ErrnoStatus("read " + path, errno);
     }
     if (n == 0) break;
     done += static_cast<size_t>(n);

@@ -1,5 +1,7 @@
+// The public Status (strata/status.h) and the internal helpers of common/status.h.
 #include "common/status.h"
 
+#include <cerrno>
 #include <cstring>
 
 namespace strata {
@@ -28,11 +30,20 @@ std::string_view CodeName(Code code) {
   return "Unknown";
 }
 
-Status Status::FromErrno(std::string_view context, int err) {
+Status ErrnoStatus(std::string_view context, int err) {
   std::string m(context);
   m += ": ";
   m += std::strerror(err);
-  return Status(Code::kIOError, std::move(m));
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR: return Status::NotFound(std::move(m));
+    case EACCES:
+    case EPERM: return Status(Code::kPermissionDenied, std::move(m));
+    case ENOSPC:
+    case EDQUOT: return Status::ResourceExhausted(std::move(m));
+    case EISDIR: return Status::IOError(std::string(context) + " is a directory");
+    default: return Status::IOError(std::move(m));
+  }
 }
 
 std::string Status::ToString() const {

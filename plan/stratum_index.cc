@@ -15,6 +15,7 @@
 #include "common/file_util.h"
 #include "common/int128.h"
 #include "common/little_endian.h"
+#include "common/unique_fd.h"
 
 namespace strata {
 namespace {
@@ -43,34 +44,22 @@ std::unique_ptr<InMemoryStratumMembers> InMemoryStratumMembers::FromAssignment(s
 
 Result<std::unique_ptr<StratumIndexFile>> StratumIndexFile::Open(const std::string& path,
                                                                  const StratumIndexExpect* expect, IndexCheck check) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
     if (errno == ENOENT) return Status::NotFound("stratum index " + path + " does not exist");
-    return Status::FromErrno("open " + path, errno);
+    return ErrnoStatus("open " + path, errno);
   }
   struct stat st;
-  if (fstat(fd, &st) != 0) {
-    Status s = Status::FromErrno("stat " + path, errno);
-    close(fd);
-    return s;
-  }
+  if (fstat(fd.get(), &st) != 0) return ErrnoStatus("stat " + path, errno);
   auto file = std::unique_ptr<StratumIndexFile>(new StratumIndexFile());
   file->path_ = path;
   const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (!S_ISREG(st.st_mode)) {
-    close(fd);
-    return Status::IOError(path + " is not a regular file");
-  }
+  if (!S_ISREG(st.st_mode)) return Status::IOError(path + " is not a regular file");
   if (size < kStratumIndexHeaderSize + 8 + kStratumIndexTrailerSize) {
-    close(fd);
     return file->Corrupt("file of " + std::to_string(size) + " bytes is too short");
   }
-  void* map = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  if (map == MAP_FAILED) {
-    const int map_err = errno;
-    close(fd);
-    return Status::FromErrno("mmap " + path, map_err);
-  }
+  void* map = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0);
+  if (map == MAP_FAILED) return ErrnoStatus("mmap " + path, errno);
   // Samplers read a block of ids here and there: a fault reads the page it
   // needs. (With MADV_HUGEPAGE each read 2 MiB or more, and the first
   // stratified batch of a 10M-sample version that had left the page cache
@@ -89,14 +78,14 @@ Result<std::unique_ptr<StratumIndexFile>> StratumIndexFile::Open(const std::stri
     file->num_samples_ = LoadU64(p + 24);
     file->offsets_ = p + kStratumIndexHeaderSize;
     if (file->format_ == 1) {
-      verified = file->VerifyV1(fd, expect);
+      verified = file->VerifyV1(fd.get(), expect);
     } else if (file->format_ == 2) {
-      verified = file->VerifyV2(fd, expect, check);
+      verified = file->VerifyV2(fd.get(), expect, check);
     } else {
       verified = file->Corrupt("unknown format version " + std::to_string(file->format_));
     }
   }
-  close(fd);
+  fd.reset();
   if (!verified.ok()) return verified;
   return file;
 }

@@ -9,30 +9,31 @@
 #include "client/cli/cluster_status.h"
 #include "client/cli/command.h"
 #include "client/cli/format.h"
+#include "client/proto_convert.h"
 #include "strata/v1/admin.pb.h"
 
 namespace strata::cli {
 
 namespace {
 
-std::string StateName(v1::VersionState state) {
+std::string StateName(VersionState state) {
   switch (state) {
-    case v1::VERSION_INGESTING: return "ingesting";
-    case v1::VERSION_SEALED: return "sealed";
-    case v1::VERSION_ABORTED: return "aborted";
+    case VersionState::kIngesting: return "ingesting";
+    case VersionState::kSealed: return "sealed";
+    case VersionState::kAborted: return "aborted";
     default: return "unknown";
   }
 }
 
-Counts ToCounts(const google::protobuf::RepeatedPtrField<v1::StratumCount>& counts) {
+Counts ToCounts(const std::vector<StratumCount>& counts) {
   Counts out;
-  for (const v1::StratumCount& c : counts) out.emplace_back(c.key(), c.count());
+  for (const StratumCount& c : counts) out.emplace_back(c.key, c.count);
   return out;
 }
 
 std::string OrDash(const std::string& text) { return text.empty() ? "-" : text; }
 
-std::string JoinKeys(const google::protobuf::RepeatedPtrField<std::string>& items, std::string_view separator) {
+std::string JoinKeys(const std::vector<std::string>& items, std::string_view separator) {
   std::string out;
   for (const std::string& item : items) {
     if (!out.empty()) out += separator;
@@ -56,7 +57,7 @@ int RunLs(const LsArgs& args) {
   if (!datasets.ok()) return PrintError(datasets.status());
   if (args.json) {
     v1::ListDatasetsReply reply;
-    for (v1::DatasetInfo& info : *datasets) *reply.add_datasets() = std::move(info);
+    for (const DatasetInfo& info : *datasets) *reply.add_datasets() = client_internal::ToProto(info);
     return PrintJson(reply);
   }
   if (datasets->empty()) {
@@ -71,10 +72,10 @@ int RunLs(const LsArgs& args) {
                {"ON DISK", A::kRight},
                {"SHARDS", A::kRight},
                {"SEALED"}});
-  for (const v1::DatasetInfo& d : *datasets) {
-    table.AddRow({d.name() + "@" + std::to_string(d.version()), StateName(d.state()), FormatCount(d.samples()),
-                  FormatBytes(d.bytes()), FormatBytes(d.file_bytes()), FormatCount(d.shards()),
-                  FormatTimeUtc(d.sealed_unix_ms())});
+  for (const DatasetInfo& d : *datasets) {
+    table.AddRow({d.name + "@" + std::to_string(d.version), StateName(d.state), FormatCount(d.samples),
+                  FormatBytes(d.bytes), FormatBytes(d.file_bytes), FormatCount(d.shards),
+                  FormatTimeUtc(d.sealed_unix_ms)});
   }
   table.Print(std::cout);
   return 0;
@@ -89,39 +90,39 @@ struct DescribeArgs {
   bool json = false;
 };
 
-void PrintDescription(const v1::DescribeDatasetReply& reply, bool with_shards) {
-  const v1::DatasetInfo& d = reply.dataset();
-  std::cout << d.name() << "@" << d.version() << " (" << StateName(d.state()) << ")\n";
+void PrintDescription(const DatasetDescription& reply, bool with_shards) {
+  const DatasetInfo& d = reply.dataset;
+  std::cout << d.name << "@" << d.version << " (" << StateName(d.state) << ")\n";
   std::vector<std::pair<std::string, std::string>> fields = {
-      {"samples", FormatCount(d.samples())},
-      {"payload", FormatBytes(d.bytes())},
-      {"on disk", FormatBytes(d.file_bytes()) + " in " + FormatCount(d.shards()) + " shards (one replica)"},
-      {"stratify by", d.stratify_by().empty() ? "label" : JoinKeys(d.stratify_by(), ", ")},
+      {"samples", FormatCount(d.samples)},
+      {"payload", FormatBytes(d.bytes)},
+      {"on disk", FormatBytes(d.file_bytes) + " in " + FormatCount(d.shards) + " shards (one replica)"},
+      {"stratify by", d.stratify_by.empty() ? "label" : JoinKeys(d.stratify_by, ", ")},
   };
-  if (!d.time_bucket_field().empty()) {
-    fields.emplace_back("time bucket", d.time_bucket_field() + " every " +
-                                           FormatDuration(static_cast<double>(d.time_bucket_seconds())));
+  if (!d.time_bucket_field.empty()) {
+    fields.emplace_back("time bucket", d.time_bucket_field + " every " +
+                                           FormatDuration(static_cast<double>(d.time_bucket_seconds)));
   }
-  fields.emplace_back("duplicates", FormatCount(d.duplicate_samples()) + " exact duplicate samples");
-  fields.emplace_back("created", FormatTimeUtc(d.created_unix_ms()));
-  fields.emplace_back("sealed", FormatTimeUtc(d.sealed_unix_ms()));
+  fields.emplace_back("duplicates", FormatCount(d.duplicate_samples) + " exact duplicate samples");
+  fields.emplace_back("created", FormatTimeUtc(d.created_unix_ms));
+  fields.emplace_back("sealed", FormatTimeUtc(d.sealed_unix_ms));
   PrintFields(std::cout, fields, "  ");
 
   constexpr size_t kAll = std::numeric_limits<size_t>::max();
-  std::cout << "\nlabels (" << d.label_counts_size() << ")\n";
-  PrintCounts(std::cout, "LABEL", ToCounts(d.label_counts()), kAll, "  ");
-  std::cout << "\nstrata (" << d.stratum_counts_size() << ")\n";
-  PrintCounts(std::cout, "STRATUM", ToCounts(d.stratum_counts()), kAll, "  ");
+  std::cout << "\nlabels (" << d.label_counts.size() << ")\n";
+  PrintCounts(std::cout, "LABEL", ToCounts(d.label_counts), kAll, "  ");
+  std::cout << "\nstrata (" << d.stratum_counts.size() << ")\n";
+  PrintCounts(std::cout, "STRATUM", ToCounts(d.stratum_counts), kAll, "  ");
   if (!with_shards) return;
 
-  std::cout << "\nshards (" << reply.shards_size() << ")\n";
+  std::cout << "\nshards (" << reply.shards.size() << ")\n";
   using A = Table::Align;
   Table table({{"SEQ", A::kRight}, {"FIRST ID", A::kRight}, {"SAMPLES", A::kRight}, {"SIZE", A::kRight}, {"CHECKSUM"}});
-  for (const v1::ShardInfo& s : reply.shards()) {
+  for (const ShardInfo& s : reply.shards) {
     char checksum[17];
-    std::snprintf(checksum, sizeof(checksum), "%016llx", static_cast<unsigned long long>(s.checksum()));
-    table.AddRow({std::to_string(s.seq()), std::to_string(s.first_id()), FormatCount(s.samples()),
-                  FormatBytes(s.bytes()), checksum});
+    std::snprintf(checksum, sizeof(checksum), "%016llx", static_cast<unsigned long long>(s.checksum));
+    table.AddRow({std::to_string(s.seq), std::to_string(s.first_id), FormatCount(s.samples),
+                  FormatBytes(s.bytes), checksum});
   }
   table.Print(std::cout, "  ");
 }
@@ -132,8 +133,8 @@ int RunDescribe(const DescribeArgs& args) {
   auto reply = (*client)->Describe(args.dataset);
   if (!reply.ok()) return PrintError(reply.status());
   if (args.json) {
-    if (!args.shards) reply->clear_shards();
-    return PrintJson(*reply);
+    if (!args.shards) reply->shards.clear();
+    return PrintJson(client_internal::ToProto(*reply));
   }
   PrintDescription(*reply, args.shards);
   return 0;
@@ -158,35 +159,35 @@ int RunStatus(const StatusArgs& args) {
     std::string node;
     google::protobuf::util::JsonPrintOptions o;
     o.preserve_proto_field_names = true;
-    (void)google::protobuf::util::MessageToJsonString(*reply, &node, o);
+    (void)google::protobuf::util::MessageToJsonString(client_internal::ToProto(*reply), &node, o);
     j["node"] = nlohmann::json::parse(node);
     std::cout << j.dump(2) << "\n";
     return 0;
   }
 
-  const v1::StatusReply& s = *reply;
-  std::string started = FormatTimeUtc(s.started_unix_ms());
-  if (s.started_unix_ms() != 0) {
+  const NodeStatus& s = *reply;
+  std::string started = FormatTimeUtc(s.started_unix_ms);
+  if (s.started_unix_ms != 0) {
     const auto now_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
             .count();
-    started += " (up " + FormatDuration(static_cast<double>(now_ms - s.started_unix_ms()) / 1000) + ")";
+    started += " (up " + FormatDuration(static_cast<double>(now_ms - s.started_unix_ms) / 1000) + ")";
   }
   PrintFields(std::cout, {
-                             {"node", OrDash(s.node_id())},
-                             {"build", OrDash(s.build_version())},
-                             {"listen", OrDash(s.listen())},
-                             {"metrics", OrDash(s.metrics_listen())},
-                             {"data dir", OrDash(s.data_dir())},
+                             {"node", OrDash(s.node_id)},
+                             {"build", OrDash(s.build_version)},
+                             {"listen", OrDash(s.listen)},
+                             {"metrics", OrDash(s.metrics_listen)},
+                             {"data dir", OrDash(s.data_dir)},
                              {"started", started},
-                             {"datasets", FormatCount(s.datasets())},
-                             {"active streams", FormatCount(s.active_streams())},
-                             {"active ingests", FormatCount(s.active_ingests())},
-                             {"served", FormatBytes(s.bytes_served()) + ", " + FormatCount(s.samples_served()) +
-                                            " samples, " + FormatCount(s.batches_served()) + " batches"},
-                             {"ingested", FormatCount(s.samples_ingested()) + " samples"},
-                             {"checksum failures", FormatCount(s.checksum_failures())},
-                             {"disk", FormatBytes(s.disk_bytes())},
+                             {"datasets", FormatCount(s.datasets)},
+                             {"active streams", FormatCount(s.active_streams)},
+                             {"active ingests", FormatCount(s.active_ingests)},
+                             {"served", FormatBytes(s.bytes_served) + ", " + FormatCount(s.samples_served) +
+                                            " samples, " + FormatCount(s.batches_served) + " batches"},
+                             {"ingested", FormatCount(s.samples_ingested) + " samples"},
+                             {"checksum failures", FormatCount(s.checksum_failures)},
+                             {"disk", FormatBytes(s.disk_bytes)},
                          });
   PrintClusterStatus(std::cout, *cluster);
   return 0;

@@ -237,7 +237,7 @@ Status WritePlot(const BalanceReport& r, const std::string& png) {
 
   char tmp[] = "/tmp/strata-plot-XXXXXX";
   const int fd = mkstemp(tmp);
-  if (fd < 0) return Status::FromErrno("cannot create a temporary file", errno);
+  if (fd < 0) return ErrnoStatus("cannot create a temporary file", errno);
   close(fd);
   {
     std::ofstream f(tmp);
@@ -258,7 +258,7 @@ Status WritePlot(const BalanceReport& r, const std::string& png) {
     }
   }
   unlink(tmp);
-  if (spawned != 0) return Status::FromErrno(std::string("cannot run ") + kPython, spawned);
+  if (spawned != 0) return ErrnoStatus(std::string("cannot run ") + kPython, spawned);
   const int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
   if (code == 3) {
     return Status::FailedPrecondition(std::string("--plot needs matplotlib for ") + kPython +

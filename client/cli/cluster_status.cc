@@ -8,12 +8,13 @@
 #include <tuple>
 
 #include "client/cli/format.h"
+#include "client/proto_convert.h"
 
 namespace strata::cli {
 
 namespace {
 
-std::string StateName(v1::NodeState s) { return s == v1::NODE_UP ? "up" : s == v1::NODE_DOWN ? "down" : "?"; }
+std::string StateName(NodeState s) { return s == NodeState::kUp ? "up" : s == NodeState::kDown ? "down" : "?"; }
 
 nlohmann::json ProtoJson(const google::protobuf::Message& m) {
   std::string text;
@@ -32,23 +33,23 @@ Result<ClusterStatus> GatherClusterStatus(Client& client) {
   out.map = std::move(map).value();
   // Copies of each file, counted over the nodes that answer.
   std::map<std::tuple<std::string, uint64_t, int, uint32_t>, int> copies;
-  for (const auto& n : out.map.nodes()) {
-    out.nodes.push_back(n.state() == v1::NODE_UP ? client.GetNodeStatus(n.address())
-                                                 : Result<v1::StatusReply>(Status::Unavailable("down")));
-    if (n.state() != v1::NODE_UP) continue;
-    auto files = client.ListNodeFiles(n.address());
+  for (const auto& n : out.map.nodes) {
+    out.nodes.push_back(n.state == NodeState::kUp ? client.GetNodeStatus(n.address)
+                                                  : Result<NodeStatus>(Status::Unavailable("down")));
+    if (n.state != NodeState::kUp) continue;
+    auto files = client.ListNodeFiles(n.address);
     if (!files.ok()) continue;
-    for (const auto& f : files.value()) ++copies[{f.dataset(), f.version(), static_cast<int>(f.kind()), f.seq()}];
+    for (const auto& f : files.value()) ++copies[{f.dataset, f.version, static_cast<int>(f.kind), f.seq}];
   }
   auto datasets = client.ListDatasets();
   if (!datasets.ok()) return datasets.status();
   for (const auto& d : datasets.value()) {
     ReplicaHealth h;
-    h.dataset = d.name() + "@" + std::to_string(d.version());
-    h.replication = d.replication() ? d.replication() : static_cast<uint32_t>(std::min(3, out.map.nodes_size()));
-    h.shards = d.shards();
-    for (uint32_t seq = 0; seq < d.shards(); ++seq) {
-      auto it = copies.find({d.name(), d.version(), static_cast<int>(v1::FileRef::SHARD), seq});
+    h.dataset = d.name + "@" + std::to_string(d.version);
+    h.replication = d.replication ? d.replication : static_cast<uint32_t>(std::min<size_t>(3, out.map.nodes.size()));
+    h.shards = d.shards;
+    for (uint32_t seq = 0; seq < d.shards; ++seq) {
+      auto it = copies.find({d.name, d.version, static_cast<int>(FileRef::Kind::kShard), seq});
       const int n = it == copies.end() ? 0 : it->second;
       if (n == 0) {
         ++h.missing;
@@ -58,7 +59,7 @@ Result<ClusterStatus> GatherClusterStatus(Client& client) {
         ++h.healthy;
       }
     }
-    auto idx = copies.find({d.name(), d.version(), static_cast<int>(v1::FileRef::STRATA_INDEX), 0});
+    auto idx = copies.find({d.name, d.version, static_cast<int>(FileRef::Kind::kStrataIndex), 0});
     h.index_copies = idx == copies.end() ? 0 : static_cast<uint64_t>(idx->second);
     out.datasets.push_back(h);
   }
@@ -66,25 +67,25 @@ Result<ClusterStatus> GatherClusterStatus(Client& client) {
 }
 
 void PrintClusterStatus(std::ostream& out, const ClusterStatus& s) {
-  out << "\ncluster " << (s.map.cluster().empty() ? "-" : s.map.cluster()) << " (" << s.map.membership()
-      << " membership, map epoch " << s.map.epoch() << ")\n";
+  out << "\ncluster " << (s.map.cluster.empty() ? "-" : s.map.cluster) << " (" << s.map.membership
+      << " membership, map epoch " << s.map.epoch << ")\n";
   Table nodes({{"NODE"}, {"STATE"}, {"ADDRESS"}, {"STREAMS", Table::Align::kRight}, {"DISK", Table::Align::kRight},
                {"REPAIR MISSING", Table::Align::kRight}, {"COPIED", Table::Align::kRight},
                {"RELEASED", Table::Align::kRight}, {"BACKLOG", Table::Align::kRight},
                {"SCRUBBED", Table::Align::kRight}, {"CORRUPT", Table::Align::kRight}});
-  for (int i = 0; i < s.map.nodes_size(); ++i) {
-    const auto& n = s.map.nodes(i);
-    const auto& st = s.nodes[static_cast<size_t>(i)];
+  for (size_t i = 0; i < s.map.nodes.size(); ++i) {
+    const auto& n = s.map.nodes[i];
+    const auto& st = s.nodes[i];
     if (!st.ok()) {
-      nodes.AddRow({n.id(), StateName(n.state()), n.address(), "-", "-", "-", "-", "-", "-", "-", "-"});
+      nodes.AddRow({n.id, StateName(n.state), n.address, "-", "-", "-", "-", "-", "-", "-", "-"});
       continue;
     }
-    const auto& r = st->repair();
-    nodes.AddRow({n.id(), StateName(n.state()), n.address(), FormatCount(st->active_streams()),
-                  FormatBytes(st->disk_bytes()), FormatCount(r.files_missing()),
-                  FormatCount(r.files_copied()) + " (" + FormatBytes(r.bytes_copied()) + ")",
-                  FormatCount(r.files_released()), FormatBytes(r.replication_backlog_bytes()),
-                  FormatBytes(r.bytes_scrubbed()), FormatCount(r.corruptions_found())});
+    const auto& r = st->repair;
+    nodes.AddRow({n.id, StateName(n.state), n.address, FormatCount(st->active_streams),
+                  FormatBytes(st->disk_bytes), FormatCount(r.files_missing),
+                  FormatCount(r.files_copied) + " (" + FormatBytes(r.bytes_copied) + ")",
+                  FormatCount(r.files_released), FormatBytes(r.replication_backlog_bytes),
+                  FormatBytes(r.bytes_scrubbed), FormatCount(r.corruptions_found)});
   }
   nodes.Print(out, "  ");
   if (s.datasets.empty()) return;
@@ -101,9 +102,9 @@ void PrintClusterStatus(std::ostream& out, const ClusterStatus& s) {
 
 nlohmann::json ClusterStatusJson(const ClusterStatus& s) {
   nlohmann::json j;
-  j["map"] = ProtoJson(s.map);
+  j["map"] = ProtoJson(client_internal::ToProto(s.map));
   j["nodes"] = nlohmann::json::array();
-  for (const auto& n : s.nodes) j["nodes"].push_back(n.ok() ? ProtoJson(*n) : nlohmann::json(nullptr));
+  for (const auto& n : s.nodes) j["nodes"].push_back(n.ok() ? ProtoJson(client_internal::ToProto(*n)) : nlohmann::json(nullptr));
   j["datasets"] = nlohmann::json::array();
   for (const auto& h : s.datasets) {
     j["datasets"].push_back({{"dataset", h.dataset}, {"replication", h.replication}, {"shards", h.shards},

@@ -21,8 +21,8 @@ struct ReplicaHealth {
 };
 
 struct ClusterStatus {
-  v1::ClusterMap map;
-  std::vector<Result<v1::StatusReply>> nodes;  // in map order; an error for nodes that did not answer
+  ClusterMap map;
+  std::vector<Result<NodeStatus>> nodes;  // in map order; an error for nodes that did not answer
   std::vector<ReplicaHealth> datasets;
 };
 

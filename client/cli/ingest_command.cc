@@ -19,7 +19,7 @@ namespace strata::cli {
 namespace {
 
 constexpr size_t kMaxLabelRows = 30;
-constexpr int kMaxDuplicateExamples = 5;
+constexpr size_t kMaxDuplicateExamples = 5;
 
 struct IngestArgs {
   std::vector<std::string> servers;
@@ -50,20 +50,20 @@ Result<TimeBucket> ParseTimeBucket(const std::string& text) {
 }
 
 // The flags as IngestOptions. REQUIRES: the flags passed their validators.
-v1::IngestOptions MakeOptions(const IngestArgs& args) {
-  v1::IngestOptions options;
-  options.set_dataset(args.dataset);
-  if (!args.shard_size.empty()) options.set_shard_target_bytes(ParseSize(args.shard_size).value());
-  for (const std::string& key : args.stratify_by) options.add_stratify_by(key);
-  options.set_replication(args.replication);
-  options.set_write_policy(args.write_policy == "async"    ? v1::WRITE_ASYNC
-                           : args.write_policy == "quorum" ? v1::WRITE_QUORUM
-                                                           : v1::WRITE_SYNC);
-  options.set_write_quorum(args.write_quorum);
+IngestOptions MakeOptions(const IngestArgs& args) {
+  IngestOptions options;
+  options.dataset = args.dataset;
+  if (!args.shard_size.empty()) options.shard_target_bytes = ParseSize(args.shard_size).value();
+  options.stratify_by = args.stratify_by;
+  options.replication = args.replication;
+  options.write_policy = args.write_policy == "async"    ? WritePolicy::kAsync
+                         : args.write_policy == "quorum" ? WritePolicy::kQuorum
+                                                         : WritePolicy::kSync;
+  options.write_quorum = args.write_quorum;
   if (!args.time_bucket.empty()) {
     const TimeBucket bucket = ParseTimeBucket(args.time_bucket).value();
-    options.set_time_bucket_field(bucket.field);
-    options.set_time_bucket_seconds(bucket.seconds);
+    options.time_bucket_field = bucket.field;
+    options.time_bucket_seconds = bucket.seconds;
   }
   return options;
 }
@@ -84,32 +84,32 @@ ProgressSnapshot Snapshot(const std::vector<std::unique_ptr<SampleSource>>& sour
   return s;
 }
 
-void PrintSummary(const v1::IngestReply& reply, double elapsed_s) {
-  const v1::DatasetInfo& d = reply.dataset();
+void PrintSummary(const IngestSummary& reply, double elapsed_s) {
+  const DatasetInfo& d = reply.dataset;
   const double seconds = elapsed_s > 0 ? elapsed_s : 1e-9;
-  std::cout << "ingested " << d.name() << "@" << d.version() << ": " << FormatCount(d.samples()) << " samples, "
-            << FormatBytes(d.bytes()) << " payload in " << FormatCount(d.shards()) << " shards\n";
+  std::cout << "ingested " << d.name << "@" << d.version << ": " << FormatCount(d.samples) << " samples, "
+            << FormatBytes(d.bytes) << " payload in " << FormatCount(d.shards) << " shards\n";
   std::cout << "elapsed " << FormatDuration(elapsed_s) << ": "
-            << FormatCount(static_cast<uint64_t>(static_cast<double>(d.samples()) / seconds)) << " samples/s, "
-            << FormatFixed(static_cast<double>(d.bytes()) / 1e6 / seconds, 1) << " MB/s\n";
+            << FormatCount(static_cast<uint64_t>(static_cast<double>(d.samples) / seconds)) << " samples/s, "
+            << FormatFixed(static_cast<double>(d.bytes) / 1e6 / seconds, 1) << " MB/s\n";
 
   Counts labels;
-  for (const v1::StratumCount& c : d.label_counts()) labels.emplace_back(c.key(), c.count());
+  for (const StratumCount& c : d.label_counts) labels.emplace_back(c.key, c.count);
   std::cout << "labels (" << labels.size() << "):\n";
   PrintCounts(std::cout, "LABEL", std::move(labels), kMaxLabelRows, "  ");
 
-  if (d.duplicate_samples() == 0) {
+  if (d.duplicate_samples == 0) {
     std::cout << "duplicates: none\n";
     return;
   }
-  std::cout << "duplicates: " << FormatCount(d.duplicate_samples()) << " exact duplicate samples";
-  if (reply.duplicate_examples_size() > 0) std::cout << "; for example:";
+  std::cout << "duplicates: " << FormatCount(d.duplicate_samples) << " exact duplicate samples";
+  if (!reply.duplicate_examples.empty()) std::cout << "; for example:";
   std::cout << "\n";
-  for (int i = 0; i < reply.duplicate_examples_size() && i < kMaxDuplicateExamples; ++i) {
-    const v1::DuplicateGroup& group = reply.duplicate_examples(i);
+  for (size_t i = 0; i < reply.duplicate_examples.size() && i < kMaxDuplicateExamples; ++i) {
+    const DuplicateGroup& group = reply.duplicate_examples[i];
     std::string keys;
-    for (const std::string& key : group.keys()) keys += (keys.empty() ? "" : ", ") + key;
-    std::cout << "  " << FormatCount(group.count()) << " identical samples: " << keys << "\n";
+    for (const std::string& key : group.keys) keys += (keys.empty() ? "" : ", ") + key;
+    std::cout << "  " << FormatCount(group.count) << " identical samples: " << keys << "\n";
   }
 }
 
@@ -120,7 +120,7 @@ int RunIngest(const IngestArgs& args) {
     if (!source.ok()) return PrintError(source.status());
     sources.push_back(std::move(*source));
   }
-  const v1::IngestOptions options = MakeOptions(args);
+  const IngestOptions options = MakeOptions(args);
   auto client = ConnectToServer(args.servers);
   if (!client.ok()) return PrintError(client.status());
 
@@ -131,7 +131,7 @@ int RunIngest(const IngestArgs& args) {
     if (writer) writer->Abort();
     return PrintError(status);
   };
-  v1::Sample sample;
+  Sample sample;
   for (const auto& source : sources) {
     for (;;) {
       const Status read = source->Next(&sample);

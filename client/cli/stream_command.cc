@@ -104,7 +104,7 @@ int RunStream(const StreamArgs& args) {
   options.epoch = args.epoch;
   options.start_step = args.start_step;
   options.max_steps = args.max_steps;
-  options.remainder = args.drop_last ? v1::REMAINDER_DROP : v1::REMAINDER_SHORT;
+  options.remainder = args.drop_last ? Remainder::kDrop : Remainder::kShort;
 
   auto client = ConnectToServer(args.servers);
   if (!client.ok()) return PrintError(client.status());
@@ -114,7 +114,7 @@ int RunStream(const StreamArgs& args) {
   std::ofstream out;
   if (!args.output.empty()) {
     out.open(args.output, std::ios::out | std::ios::trunc);
-    if (!out) return PrintError(Status::FromErrno("cannot open " + args.output, errno));
+    if (!out) return PrintError(ErrnoStatus("cannot open " + args.output, errno));
   }
 
   Progress progress(!args.quiet);
@@ -136,7 +136,7 @@ int RunStream(const StreamArgs& args) {
     Status status = (*stream)->Next(&batch);
     if (status.code() == Code::kOutOfRange) break;
     if (status.ok() && out.is_open()) {
-      status = WriteJsonLine(out, batch, options.sampler.kind() != v1::SamplerSpec::SHUFFLE);
+      status = WriteJsonLine(out, batch, options.sampler.kind != SamplerSpec::Kind::kShuffle);
     }
     if (!status.ok()) {
       progress.Abandon();

@@ -67,25 +67,25 @@ void AddSamplerOptions(CLI::App* app, SamplerArgs* args) {
       ->type_name("N");
 }
 
-Result<v1::SamplerSpec> BuildSamplerSpec(const SamplerArgs& args) {
-  v1::SamplerSpec spec;
+Result<SamplerSpec> BuildSamplerSpec(const SamplerArgs& args) {
+  SamplerSpec spec;
   if (args.sampler == "shuffle") {
-    spec.set_kind(v1::SamplerSpec::SHUFFLE);
+    spec.kind = SamplerSpec::Kind::kShuffle;
   } else if (args.sampler == "stratified") {
-    spec.set_kind(v1::SamplerSpec::STRATIFIED);
+    spec.kind = SamplerSpec::Kind::kStratified;
   } else if (args.sampler == "weighted") {
-    spec.set_kind(v1::SamplerSpec::WEIGHTED);
+    spec.kind = SamplerSpec::Kind::kWeighted;
   } else {
     return Status::InvalidArgument("--sampler must be shuffle, stratified or weighted, not '" + args.sampler + "'");
   }
-  const bool weighted = spec.kind() == v1::SamplerSpec::WEIGHTED;
+  const bool weighted = spec.kind == SamplerSpec::Kind::kWeighted;
   if (!weighted && (!args.weights.empty() || args.weight_power || args.epoch_samples != 0)) {
     return Status::InvalidArgument("--weights, --weight-power and --epoch-samples need --sampler weighted");
   }
   if (!args.weights.empty() && args.weight_power) {
     return Status::InvalidArgument("give --weights or --weight-power, not both");
   }
-  if (spec.kind() == v1::SamplerSpec::SHUFFLE && !args.min_per_batch.empty()) {
+  if (spec.kind == SamplerSpec::Kind::kShuffle && !args.min_per_batch.empty()) {
     return Status::InvalidArgument("--min-per-batch needs --sampler stratified or weighted");
   }
   for (const std::string& item : args.weights) {
@@ -94,10 +94,10 @@ Result<v1::SamplerSpec> BuildSamplerSpec(const SamplerArgs& args) {
     auto w = ParseDouble(kv->second, "--weights " + kv->first);
     if (!w.ok()) return w.status();
     if (w.value() < 0) return Status::InvalidArgument("--weights " + kv->first + ": a weight cannot be negative");
-    (*spec.mutable_weights())[kv->first] = w.value();
+    spec.weights[kv->first] = w.value();
   }
-  if (args.weight_power) spec.set_weight_power(*args.weight_power);
-  spec.set_epoch_samples(args.epoch_samples);
+  if (args.weight_power) spec.weight_power = *args.weight_power;
+  spec.epoch_samples = args.epoch_samples;
   for (const std::string& item : args.min_per_batch) {
     auto kv = SplitAssignment(item);
     if (!kv.ok()) return kv.status().WithContext("--min-per-batch");
@@ -107,9 +107,9 @@ Result<v1::SamplerSpec> BuildSamplerSpec(const SamplerArgs& args) {
       return Status::InvalidArgument("--min-per-batch " + kv->first + ": '" + kv->second +
                                      "' is not a count of at least 1");
     }
-    (*spec.mutable_min_per_batch())[kv->first] = k;
+    spec.min_per_batch[kv->first] = k;
   }
-  spec.set_block_window(args.block_window);
+  spec.block_window = args.block_window;
   return spec;
 }
 

@@ -12,7 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/status.h"
-#include "strata/v1/types.pb.h"
+#include "strata/sampler.h"
 
 namespace strata {
 class Batch;
@@ -64,6 +64,6 @@ Result<std::pair<std::string, std::string>> SplitAssignment(std::string_view ite
 void AddSamplerOptions(CLI::App* app, SamplerArgs* args);
 
 // The spec, or InvalidArgument naming the flag that does not fit the sampler.
-Result<v1::SamplerSpec> BuildSamplerSpec(const SamplerArgs& args);
+Result<SamplerSpec> BuildSamplerSpec(const SamplerArgs& args);
 
 }  // namespace strata::cli

@@ -11,6 +11,7 @@
 #include "client/cli/balance_report.h"
 #include "client/cli/command.h"
 #include "client/cli/format.h"
+#include "client/proto_convert.h"
 #include "plan/sampler_quotas.h"
 #include "strata/client.h"
 
@@ -33,20 +34,20 @@ struct RankRun {
 };
 
 // The plan's target share of every stratum, as the server computes it.
-Result<std::vector<double>> TargetShares(const v1::DatasetInfo& info, const v1::SamplerSpec& spec,
-                                         const StreamArgs& args) {
+Result<std::vector<double>> TargetShares(const DatasetInfo& info, const SamplerSpec& spec, const StreamArgs& args) {
   std::vector<double> natural;
-  for (const auto& c : info.stratum_counts()) {
-    natural.push_back(info.samples() ? static_cast<double>(c.count()) / static_cast<double>(info.samples()) : 0.0);
+  for (const auto& c : info.stratum_counts) {
+    natural.push_back(info.samples ? static_cast<double>(c.count) / static_cast<double>(info.samples) : 0.0);
   }
-  if (spec.kind() == v1::SamplerSpec::SHUFFLE) return natural;
+  if (spec.kind == SamplerSpec::Kind::kShuffle) return natural;
   DatasetShape shape;
-  shape.name = info.name();
-  shape.version = info.version();
-  shape.num_samples = info.samples();
-  shape.strata.assign(info.stratum_counts().begin(), info.stratum_counts().end());
+  shape.name = info.name;
+  shape.version = info.version;
+  shape.num_samples = info.samples;
+  const v1::DatasetInfo wire = client_internal::ToProto(info);
+  shape.strata.assign(wire.stratum_counts().begin(), wire.stratum_counts().end());
   PlanSpec plan;
-  plan.sampler = spec;
+  plan.sampler = client_internal::ToProto(spec);
   plan.seed = args.seed;
   plan.epoch = args.epoch;
   plan.global_batch = uint64_t{args.batch_size} * args.world;
@@ -83,14 +84,14 @@ void StreamRank(Client& client, StreamOptions options, const std::map<std::strin
     }
     run->strata.push_back(std::move(strata));
     run->ids.push_back(batch.ids());
-    if (keep_lines) run->lines.push_back(BatchJsonLine(batch, options.sampler.kind() != v1::SamplerSpec::SHUFFLE));
+    if (keep_lines) run->lines.push_back(BatchJsonLine(batch, options.sampler.kind != SamplerSpec::Kind::kShuffle));
     samples->fetch_add(batch.size());
   }
 }
 
 }  // namespace
 
-int RunStreamReport(const StreamArgs& args, const v1::SamplerSpec& spec) {
+int RunStreamReport(const StreamArgs& args, const SamplerSpec& spec) {
   if (args.rank_given) return PrintUsageError("--report streams every rank of --world itself; leave out --rank");
   if (!args.resume.empty() || args.start_step != 0) {
     return PrintUsageError("--report covers an epoch from its first step; leave out --resume and --start-step");
@@ -100,16 +101,16 @@ int RunStreamReport(const StreamArgs& args, const v1::SamplerSpec& spec) {
   if (!client.ok()) return PrintError(client.status());
   auto described = (*client)->Describe(args.dataset);
   if (!described.ok()) return PrintError(described.status());
-  const v1::DatasetInfo& info = described->dataset();
+  const DatasetInfo& info = described->dataset;
   auto shares = TargetShares(info, spec, args);
   if (!shares.ok()) return PrintError(shares.status());
   std::vector<std::string> keys;
   std::vector<uint64_t> counts;
   std::map<std::string, uint32_t> index;
-  for (const auto& c : info.stratum_counts()) {
-    index.emplace(c.key(), static_cast<uint32_t>(keys.size()));
-    keys.push_back(c.key());
-    counts.push_back(c.count());
+  for (const auto& c : info.stratum_counts) {
+    index.emplace(c.key, static_cast<uint32_t>(keys.size()));
+    keys.push_back(c.key);
+    counts.push_back(c.count);
   }
 
   // One stream per rank, all at once, pinned to the described version.
@@ -120,7 +121,7 @@ int RunStreamReport(const StreamArgs& args, const v1::SamplerSpec& spec) {
     std::vector<std::thread> threads;
     for (uint32_t r = 0; r < args.world; ++r) {
       StreamOptions o;
-      o.dataset = info.name() + "@" + std::to_string(info.version());
+      o.dataset = info.name + "@" + std::to_string(info.version);
       o.rank = r;
       o.world = args.world;
       o.batch_size = args.batch_size;
@@ -128,7 +129,7 @@ int RunStreamReport(const StreamArgs& args, const v1::SamplerSpec& spec) {
       o.epoch = args.epoch;
       o.max_steps = args.max_steps;
       o.sampler = spec;
-      o.remainder = args.drop_last ? v1::REMAINDER_DROP : v1::REMAINDER_SHORT;
+      o.remainder = args.drop_last ? Remainder::kDrop : Remainder::kShort;
       threads.emplace_back(StreamRank, std::ref(**client), o, std::cref(index), !args.output.empty(), &samples,
                            &runs[r]);
     }
@@ -144,7 +145,7 @@ int RunStreamReport(const StreamArgs& args, const v1::SamplerSpec& spec) {
 
   // Global batch k: the ranks' k-th batches together.
   Compositions global(runs[0].ids.size());
-  std::vector<int64_t> seen(info.samples(), -1);
+  std::vector<int64_t> seen(info.samples, -1);
   for (size_t k = 0; k < global.size(); ++k) {
     for (const RankRun& run : runs) {
       global[k].insert(global[k].end(), run.strata[k].begin(), run.strata[k].end());
@@ -160,7 +161,7 @@ int RunStreamReport(const StreamArgs& args, const v1::SamplerSpec& spec) {
     }
     if (!out) return PrintError(Status::IOError("cannot write " + args.output));
   }
-  const std::string title = info.name() + "@" + std::to_string(info.version()) + ", epoch " +
+  const std::string title = info.name + "@" + std::to_string(info.version) + ", epoch " +
                             std::to_string(args.epoch) + ", sampler " + args.sampler.sampler + ", " +
                             std::to_string(args.world) + " ranks x " + std::to_string(args.batch_size) +
                             " = global batch " + std::to_string(uint64_t{args.batch_size} * args.world) + ", seed " +

@@ -4,11 +4,10 @@
 #pragma once
 
 #include "client/cli/stream_options.h"
-#include "strata/v1/types.pb.h"
 
 namespace strata::cli {
 
 // Exit status: 0, 1 on an error (printed), 2 on a usage error.
-int RunStreamReport(const StreamArgs& args, const v1::SamplerSpec& spec);
+int RunStreamReport(const StreamArgs& args, const SamplerSpec& spec);
 
 }  // namespace strata::cli

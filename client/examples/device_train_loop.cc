@@ -173,7 +173,7 @@ int main(int argc, char** argv) {
   auto info = (*client)->Describe(o.dataset);
   if (!info.ok()) return Fail(info.status());
   std::map<std::string, size_t> class_index;
-  for (const auto& c : info->dataset().label_counts()) class_index.emplace(c.key(), class_index.size());
+  for (const auto& c : info->dataset.label_counts) class_index.emplace(c.key, class_index.size());
   Model model(class_index.size());
 
   strata::StagingOptions staging;
@@ -197,14 +197,14 @@ int main(int argc, char** argv) {
   }
 #endif
   std::printf("training on %s@%llu: %llu samples, %zu classes, batch %u, %u epochs; batches in %s\n",
-              o.dataset.c_str(), static_cast<unsigned long long>(info->dataset().version()),
-              static_cast<unsigned long long>(info->dataset().samples()), class_index.size(), o.batch_size, o.epochs,
+              o.dataset.c_str(), static_cast<unsigned long long>(info->dataset.version),
+              static_cast<unsigned long long>(info->dataset.samples), class_index.size(), o.batch_size, o.epochs,
               on_device ? "device memory" : "host memory");
 
   std::vector<Features> features;
   for (uint32_t epoch = 0; epoch < o.epochs; ++epoch) {
     strata::StreamOptions so;
-    so.dataset = o.dataset + "@" + std::to_string(info->dataset().version());
+    so.dataset = o.dataset + "@" + std::to_string(info->dataset.version);
     so.batch_size = o.batch_size;
     so.seed = o.seed;
     so.epoch = epoch;

@@ -111,13 +111,13 @@ int main(int argc, char** argv) {
   }
   std::vector<std::string> classes;
   std::map<std::string, size_t> class_index;
-  for (const auto& c : info->dataset().label_counts()) {
-    class_index[c.key()] = classes.size();
-    classes.push_back(c.key());
+  for (const auto& c : info->dataset.label_counts) {
+    class_index[c.key] = classes.size();
+    classes.push_back(c.key);
   }
-  const uint64_t n = info->dataset().samples();
+  const uint64_t n = info->dataset.samples;
   std::printf("training on %s@%llu: %llu samples, %zu classes, %u ranks x batch %u, %u epochs\n",
-              o.dataset.c_str(), static_cast<unsigned long long>(info->dataset().version()),
+              o.dataset.c_str(), static_cast<unsigned long long>(info->dataset.version),
               static_cast<unsigned long long>(n), classes.size(), o.world, o.batch_size, o.epochs);
 
   Model model(classes.size());
@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
     for (uint32_t rank = 0; rank < o.world; ++rank) {
       ranks.emplace_back([&, rank] {
         strata::StreamOptions so;
-        so.dataset = o.dataset + "@" + std::to_string(info->dataset().version());
+        so.dataset = o.dataset + "@" + std::to_string(info->dataset.version);
         so.rank = rank;
         so.world = o.world;
         so.batch_size = o.batch_size;
@@ -228,9 +228,9 @@ int main(int argc, char** argv) {
                 static_cast<double>(sum.bytes) / secs / 1e6, exactly_once ? "yes" : "NO");
     if (epoch + 1 == o.epochs) {
       std::printf("per-label samples delivered in the last epoch (dataset count):\n");
-      for (const auto& c : info->dataset().label_counts()) {
-        std::printf("  %-12s %8llu (%llu)\n", c.key().c_str(), static_cast<unsigned long long>(sum.labels[c.key()]),
-                    static_cast<unsigned long long>(c.count()));
+      for (const auto& c : info->dataset.label_counts) {
+        std::printf("  %-12s %8llu (%llu)\n", c.key.c_str(), static_cast<unsigned long long>(sum.labels[c.key]),
+                    static_cast<unsigned long long>(c.count));
       }
     }
   }

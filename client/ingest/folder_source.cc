@@ -62,17 +62,17 @@ class FolderSource final : public SampleSource {
         files_(std::move(files)),
         total_bytes_(total_bytes) {}
 
-  Status Next(v1::Sample* sample) override {
+  Status Next(Sample* sample) override {
     if (next_ == files_.size()) return Status::OutOfRange("end of folder " + root_);
     const fs::path& rel = files_[next_].relative;
-    sample->Clear();
-    v1::Field* field = sample->add_fields();
-    field->set_name(FieldNameFor(rel));
-    STRATA_RETURN_IF_ERROR(ReadWholeFile((fs::path(root_) / rel).string(), field->mutable_data()));
+    *sample = Sample();
+    Field& field = sample->fields.emplace_back();
+    field.name = FieldNameFor(rel);
+    STRATA_RETURN_IF_ERROR(ReadWholeFile((fs::path(root_) / rel).string(), &field.data));
     ++next_;
-    bytes_read_ += field->data().size();
-    sample->set_key((rel.parent_path() / rel.stem()).generic_string());
-    if (rel.has_parent_path()) sample->set_label(rel.begin()->string());
+    bytes_read_ += field.data.size();
+    sample->key = (rel.parent_path() / rel.stem()).generic_string();
+    if (rel.has_parent_path()) sample->label = rel.begin()->string();
     AddSourceAttribute(source_name_, sample);
     return Status::OK();
   }

@@ -255,18 +255,18 @@ class ManifestSource final : public SampleSource {
     return (p.is_absolute() ? p : dir / p).string();
   }
 
-  Status Next(v1::Sample* sample) override {
+  Status Next(Sample* sample) override {
     ManifestRow row;
     STRATA_RETURN_IF_ERROR(rows_->Next(&row));
-    sample->Clear();
-    v1::Field* field = sample->add_fields();
-    field->set_name(FieldNameFor(row.path));
-    STRATA_RETURN_IF_ERROR(ReadWholeFile(Resolve(dir_, row.path), field->mutable_data())
-                               .WithContext(Where(path_, row.line)));
-    bytes_read_ += field->data().size();
-    sample->set_key(std::move(row.path));
-    sample->set_label(std::move(row.label));
-    auto& attributes = *sample->mutable_attributes();
+    *sample = Sample();
+    Field& field = sample->fields.emplace_back();
+    field.name = FieldNameFor(row.path);
+    STRATA_RETURN_IF_ERROR(
+        ReadWholeFile(Resolve(dir_, row.path), &field.data).WithContext(Where(path_, row.line)));
+    bytes_read_ += field.data.size();
+    sample->key = std::move(row.path);
+    sample->label = std::move(row.label);
+    auto& attributes = sample->attributes;
     for (auto& [name, value] : row.attributes) attributes[name] = std::move(value);
     AddSourceAttribute(source_name_, sample);
     return Status::OK();

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "client/ingest/sources_internal.h"
+#include "common/unique_fd.h"
 
 namespace strata {
 namespace ingest_internal {
@@ -27,42 +28,11 @@ std::string Lowercase(std::string s) {
   return s;
 }
 
-// Closes a file descriptor at scope exit.
-class ScopedFd {
- public:
-  explicit ScopedFd(int fd) : fd_(fd) {}
-  ~ScopedFd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  ScopedFd(const ScopedFd&) = delete;
-  ScopedFd& operator=(const ScopedFd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 }  // namespace
 
-Status ErrnoStatus(const std::string& path, int err) {
-  std::string message = path + ": " + std::strerror(err);
-  switch (err) {
-    case ENOENT:
-    case ENOTDIR:
-      return Status::NotFound(std::move(message));
-    case EACCES:
-    case EPERM:
-      return Status(Code::kPermissionDenied, std::move(message));
-    case EISDIR:
-      return Status::IOError(path + " is a directory");
-    default:
-      return Status::IOError(std::move(message));
-  }
-}
-
 Status ReadWholeFile(const std::string& path, std::string* out) {
-  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return ErrnoStatus(path, errno);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoStatus(path, errno);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return ErrnoStatus(path, errno);
   if (S_ISDIR(st.st_mode)) return Status::IOError(path + " is a directory");
@@ -98,8 +68,8 @@ std::string SourceName(const std::string& path) {
   return p.filename().string();
 }
 
-void AddSourceAttribute(const std::string& source_name, v1::Sample* sample) {
-  sample->mutable_attributes()->insert({"source", source_name});  // keeps an existing one
+void AddSourceAttribute(const std::string& source_name, Sample* sample) {
+  sample->attributes.insert({"source", source_name});  // keeps an existing one
 }
 
 std::string JsonAttributeText(const nlohmann::json& value) {
@@ -114,8 +84,8 @@ Result<std::unique_ptr<SampleSource>> SampleSource::Open(const std::string& path
   using ingest_internal::ManifestFormat;
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
-  if (st.type() == fs::file_type::not_found) return ingest_internal::ErrnoStatus(path, ENOENT);
-  if (ec) return ingest_internal::ErrnoStatus(path, ec.value());
+  if (st.type() == fs::file_type::not_found) return ErrnoStatus(path, ENOENT);
+  if (ec) return ErrnoStatus(path, ec.value());
   if (fs::is_directory(st)) return ingest_internal::OpenFolderSource(path);
 
   const std::string name = ingest_internal::Lowercase(fs::path(path).filename().string());

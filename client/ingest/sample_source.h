@@ -33,7 +33,7 @@
 #include <string>
 
 #include "common/status.h"
-#include "strata/v1/types.pb.h"
+#include "strata/dataset.h"
 
 namespace strata {
 
@@ -47,7 +47,7 @@ class SampleSource {
   virtual ~SampleSource() = default;
 
   // Fills `sample` with the next sample. OutOfRange at the end.
-  virtual Status Next(v1::Sample* sample) = 0;
+  virtual Status Next(Sample* sample) = 0;
 
   // Bytes this source will read in all, when known up front (0 when not), and
   // read so far: for progress bars.

@@ -24,12 +24,8 @@ Result<std::unique_ptr<SampleSource>> OpenManifestSource(const std::string& path
 // A .tar, .tar.gz or .tgz WebDataset shard, streamed one sample at a time.
 Result<std::unique_ptr<SampleSource>> OpenTarSource(const std::string& path);
 
-// The Status for a failed file operation on `path`: NotFound for ENOENT and
-// ENOTDIR, PermissionDenied for EACCES and EPERM, IOError otherwise.
-Status ErrnoStatus(const std::string& path, int err);
-
 // Replaces *out with the contents of the file at `path`. IOError "<path> is a
-// directory" for a directory; otherwise ErrnoStatus.
+// directory" for a directory; otherwise ErrnoStatus(path, errno).
 Status ReadWholeFile(const std::string& path, std::string* out);
 
 // The field name of a file: its extension without the dot, lowercased ("jpg"
@@ -40,7 +36,7 @@ std::string FieldNameFor(const std::filesystem::path& path);
 std::string SourceName(const std::string& path);
 
 // Sets attribute "source" to `source_name` unless the sample already has one.
-void AddSourceAttribute(const std::string& source_name, v1::Sample* sample);
+void AddSourceAttribute(const std::string& source_name, Sample* sample);
 
 // Attribute text of a JSON value: a string as-is, anything else as JSON text.
 std::string JsonAttributeText(const nlohmann::json& value);

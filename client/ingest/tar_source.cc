@@ -67,7 +67,7 @@ class TarSource final : public SampleSource {
         total_bytes_(total_bytes) {}
 
   // After an error the archive's state is unknown: every later call repeats it.
-  Status Next(v1::Sample* sample) override {
+  Status Next(Sample* sample) override {
     if (!failed_.ok()) return failed_;
     Status status = ReadSample(sample);
     if (!status.ok() && status.code() != Code::kOutOfRange) failed_ = status;
@@ -82,7 +82,7 @@ class TarSource final : public SampleSource {
   std::string description() const override { return "tar " + path_; }
 
  private:
-  Status ReadSample(v1::Sample* sample) {
+  Status ReadSample(Sample* sample) {
     if (!has_pending_) {
       if (!at_end_) STRATA_RETURN_IF_ERROR(NextMember());
       if (at_end_) return Status::OutOfRange("end of tar " + path_);
@@ -92,8 +92,8 @@ class TarSource final : public SampleSource {
       return Status::InvalidArgument("tar " + path_ + ": the members of key \"" + key +
                                      "\" are not adjacent");
     }
-    sample->Clear();
-    sample->set_key(key);
+    *sample = Sample();
+    sample->key = key;
     do {
       STRATA_RETURN_IF_ERROR(ReadPendingMember(sample));
       STRATA_RETURN_IF_ERROR(NextMember());
@@ -140,16 +140,16 @@ class TarSource final : public SampleSource {
     }
   }
 
-  Status ReadPendingMember(v1::Sample* sample) {
-    for (const v1::Field& f : sample->fields()) {
-      if (f.name() == pending_field_) {
+  Status ReadPendingMember(Sample* sample) {
+    for (const Field& f : sample->fields) {
+      if (f.name == pending_field_) {
         return Status::InvalidArgument("tar " + path_ + ": key \"" + pending_key_ +
                                        "\" has two \"" + pending_field_ + "\" members");
       }
     }
-    v1::Field* field = sample->add_fields();
-    field->set_name(pending_field_);
-    std::string* data = field->mutable_data();
+    Field& field = sample->fields.emplace_back();
+    field.name = pending_field_;
+    std::string* data = &field.data;
     data->reserve(static_cast<size_t>(std::clamp<int64_t>(pending_size_, 0, kMaxReserveBytes)));
     for (;;) {
       const void* block = nullptr;
@@ -170,14 +170,14 @@ class TarSource final : public SampleSource {
     return Status::OK();
   }
 
-  void SetLabelAndAttributes(v1::Sample* sample) const {
-    auto& attributes = *sample->mutable_attributes();
-    for (const v1::Field& f : sample->fields()) {
-      if (f.name() == "cls") {
-        sample->set_label(Trim(f.data()));
-      } else if (f.name() == "json") {
+  void SetLabelAndAttributes(Sample* sample) const {
+    auto& attributes = sample->attributes;
+    for (const Field& f : sample->fields) {
+      if (f.name == "cls") {
+        sample->label = Trim(f.data);
+      } else if (f.name == "json") {
         // Not valid JSON: still a field, just no attributes.
-        const nlohmann::json object = nlohmann::json::parse(f.data(), nullptr, false);
+        const nlohmann::json object = nlohmann::json::parse(f.data, nullptr, false);
         if (!object.is_object()) continue;
         for (const auto& [name, value] : object.items()) {
           if (value.is_primitive()) attributes[name] = JsonAttributeText(value);

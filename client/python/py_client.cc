@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "client/proto_convert.h"
 #include "client/python/py_common.h"
 #include "strata/client.h"
 #include "strata/resume_token.h"
@@ -50,9 +51,10 @@ std::optional<StagingOptions> StagingFor(const py::object& device, int prefetch_
   return o;
 }
 
-v1::SamplerSpec SamplerFrom(const py::object& sampler) {
+// A sampler from "shuffle" or a dict with the wire's field names.
+SamplerSpec SamplerFrom(const py::object& sampler) {
   v1::SamplerSpec spec;
-  if (sampler.is_none()) return spec;
+  if (sampler.is_none()) return {};
   if (py::isinstance<py::str>(sampler)) {
     py::dict d;
     d["kind"] = py::str(sampler).attr("upper")();
@@ -60,7 +62,7 @@ v1::SamplerSpec SamplerFrom(const py::object& sampler) {
   } else {
     FromDict(sampler.cast<py::dict>(), &spec);
   }
-  return spec;
+  return client_internal::FromProto(spec);
 }
 
 std::string BytesOf(const py::handle& value) {
@@ -72,21 +74,21 @@ std::string BytesOf(const py::handle& value) {
 
 // A sample from a dict {"key", "label", "fields": {name: bytes}, "attributes": {k: v}}
 // or a tuple (key, label, fields).
-v1::Sample SampleFrom(const py::handle& item) {
-  v1::Sample s;
+Sample SampleFrom(const py::handle& item) {
+  Sample s;
   py::object fields;
   if (py::isinstance<py::dict>(item)) {
     py::dict d = py::reinterpret_borrow<py::dict>(item);
     for (const auto& [k, v] : d) {
       const std::string key = py::str(k);
       if (key == "key") {
-        s.set_key(py::str(v));
+        s.key = py::str(v);
       } else if (key == "label") {
-        s.set_label(py::str(v));
+        s.label = py::str(v);
       } else if (key == "fields") {
         fields = py::reinterpret_borrow<py::object>(v);
       } else if (key == "attributes") {
-        for (const auto& [ak, av] : v.cast<py::dict>()) (*s.mutable_attributes())[py::str(ak)] = py::str(av);
+        for (const auto& [ak, av] : v.cast<py::dict>()) s.attributes[py::str(ak)] = py::str(av);
       } else {
         throw py::value_error("a sample dict has keys key, label, fields, attributes; not '" + key + "'");
       }
@@ -94,17 +96,15 @@ v1::Sample SampleFrom(const py::handle& item) {
   } else {
     py::tuple t = py::reinterpret_borrow<py::object>(item).cast<py::tuple>();
     if (t.size() != 3) throw py::value_error("a sample tuple is (key, label, {field: bytes})");
-    s.set_key(py::str(t[0]));
-    s.set_label(py::str(t[1]));
+    s.key = py::str(t[0]);
+    s.label = py::str(t[1]);
     fields = t[2];
   }
   if (fields.is_none() || !py::isinstance<py::dict>(fields)) {
-    throw py::value_error("sample '" + s.key() + "' needs fields: a dict of name -> bytes");
+    throw py::value_error("sample '" + s.key + "' needs fields: a dict of name -> bytes");
   }
   for (const auto& [name, data] : fields.cast<py::dict>()) {
-    v1::Field* f = s.add_fields();
-    f->set_name(py::str(name));
-    f->set_data(BytesOf(data));
+    s.fields.push_back({py::str(name), BytesOf(data)});
   }
   return s;
 }
@@ -128,11 +128,13 @@ class PyClient {
   py::list List(bool include_unsealed) {
     auto r = Call([&] { return client_->ListDatasets(include_unsealed); });
     py::list out;
-    for (const auto& d : r) out.append(ToDict(d));
+    for (const auto& d : r) out.append(ToDict(client_internal::ToProto(d)));
     return out;
   }
-  py::dict Describe(const std::string& dataset) { return ToDict(Call([&] { return client_->Describe(dataset); })); }
-  py::dict GetStatus() { return ToDict(Call([&] { return client_->GetStatus(); })); }
+  py::dict Describe(const std::string& dataset) {
+    return ToDict(client_internal::ToProto(Call([&] { return client_->Describe(dataset); })));
+  }
+  py::dict GetStatus() { return ToDict(client_internal::ToProto(Call([&] { return client_->GetStatus(); }))); }
 
   py::object OpenStream(const std::string& dataset, uint32_t batch_size, uint32_t rank, uint32_t world, uint64_t seed,
                         uint64_t epoch, uint64_t start_step, uint64_t max_steps, bool drop_last,
@@ -147,7 +149,7 @@ class PyClient {
     o.epoch = epoch;
     o.start_step = start_step;
     o.max_steps = max_steps;
-    o.remainder = drop_last ? v1::REMAINDER_DROP : v1::REMAINDER_SHORT;
+    o.remainder = drop_last ? Remainder::kDrop : Remainder::kShort;
     o.sampler = SamplerFrom(sampler);
     const std::optional<StagingOptions> staging = StagingFor(device, prefetch_depth, cuda_stream);
     auto stream = Call([&] { return client_->OpenStream(o); });
@@ -164,7 +166,7 @@ class PyClient {
     o.rank = rank;
     o.world = world;
     o.max_steps = max_steps;
-    o.remainder = drop_last ? v1::REMAINDER_DROP : v1::REMAINDER_SHORT;
+    o.remainder = drop_last ? Remainder::kDrop : Remainder::kShort;
     o.sampler = SamplerFrom(sampler);
     const std::optional<StagingOptions> staging = StagingFor(device, prefetch_depth, cuda_stream);
     auto stream = Call([&] { return client_->ResumeStream(*token, o); });
@@ -177,10 +179,10 @@ class PyClient {
     if (!options.is_none()) FromDict(options.cast<py::dict>(), &o);
     o.set_dataset(dataset);
     if (shard_size != 0) o.set_shard_target_bytes(shard_size);
-    auto writer = Call([&] { return client_->StartIngest(o); });
+    auto writer = Call([&] { return client_->StartIngest(client_internal::FromProto(o)); });
     try {
       for (const auto& item : samples) {
-        const v1::Sample sample = SampleFrom(item);
+        const Sample sample = SampleFrom(item);
         Status s;
         {
           py::gil_scoped_release nogil;
@@ -193,7 +195,7 @@ class PyClient {
       writer->Abort();
       throw;
     }
-    return ToDict(Call([&] { return writer->Commit(); }));
+    return ToDict(client_internal::ToProto(Call([&] { return writer->Commit(); })));
   }
 
  private:

@@ -12,6 +12,8 @@
 #include <memory>
 #include <string>
 
+#include <google/protobuf/message.h>
+
 #include "common/status.h"
 #include "strata/batch.h"
 #include "strata/client.h"

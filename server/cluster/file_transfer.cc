@@ -10,21 +10,20 @@
 #include <random>
 
 #include "common/grpc_status.h"
-#include "server/storage/shard_format.h"
+#include "common/unique_fd.h"
 #include "plan/stratum_index.h"
 #include "server/storage/local_files.h"
+#include "server/storage/shard_format.h"
 
 namespace strata {
 
 namespace {
 
 Status FsyncDir(const std::string& dir) {
-  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno("open " + dir, errno);
-  const int rc = fsync(fd);
-  const int err = errno;
-  close(fd);
-  return rc == 0 ? Status::OK() : Status::FromErrno("fsync " + dir, err);
+  UniqueFd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoStatus("open " + dir, errno);
+  if (fsync(fd.get()) != 0) return ErrnoStatus("fsync " + dir, errno);
+  return Status::OK();
 }
 
 }  // namespace
@@ -56,7 +55,7 @@ Result<std::unique_ptr<FileReceiver>> FileReceiver::Begin(const DataDir& dir, co
   const std::string tmp = parent.string() + "/.tmp." + std::filesystem::path(final_path).filename().string() + "." +
                           std::to_string(rd());
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::FromErrno("create " + tmp, errno);
+  if (fd < 0) return ErrnoStatus("create " + tmp, errno);
   return std::unique_ptr<FileReceiver>(new FileReceiver(final_path, tmp, fd, file.kind()));
 }
 
@@ -72,14 +71,14 @@ Status FileReceiver::Append(std::string_view data) { return out_.Append(data); }
 
 Result<bool> FileReceiver::Commit() {
   STRATA_RETURN_IF_ERROR(out_.Flush());
-  if (fsync(fd_) != 0) return Status::FromErrno("fsync " + tmp_path_, errno);
+  if (fsync(fd_) != 0) return ErrnoStatus("fsync " + tmp_path_, errno);
   close(fd_);
   fd_ = -1;
   STRATA_RETURN_IF_ERROR(VerifyLocalFile(kind_, tmp_path_).WithContext("received copy"));
   // link() fails with EEXIST instead of replacing: the first complete copy wins.
   if (link(tmp_path_.c_str(), final_path_.c_str()) != 0) {
     if (errno == EEXIST) return true;
-    return Status::FromErrno("link " + final_path_, errno);
+    return ErrnoStatus("link " + final_path_, errno);
   }
   unlink(tmp_path_.c_str());
   committed_ = true;
@@ -89,21 +88,21 @@ Result<bool> FileReceiver::Commit() {
 
 Status ReadFileChunks(const std::string& path, const v1::FileRef& file, RateLimiter* limiter,
                       const std::function<bool(v1::FileChunk&)>& send) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
     if (errno == ENOENT) return Status::NotFound(FileName(file) + " is not held here");
-    return Status::FromErrno("open " + path, errno);
+    return ErrnoStatus("open " + path, errno);
   }
   struct stat st {};
-  fstat(fd, &st);
+  fstat(fd.get(), &st);
   std::string buffer(kFileChunkBytes, '\0');
   bool first = true;
   Status result;
   for (;;) {
-    const ssize_t n = read(fd, buffer.data(), buffer.size());
+    const ssize_t n = read(fd.get(), buffer.data(), buffer.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      result = Status::FromErrno("read " + path, errno);
+      result = ErrnoStatus("read " + path, errno);
       break;
     }
     if (n == 0 && !first) break;
@@ -121,7 +120,6 @@ Status ReadFileChunks(const std::string& path, const v1::FileRef& file, RateLimi
     }
     if (n == 0) break;
   }
-  close(fd);
   return result;
 }
 

@@ -32,7 +32,7 @@ Result<std::unique_ptr<StratumIndexWriter>> StratumIndexWriter::Create(std::stri
     std::string ord = dir + ".tmp.strata.ord." + RandomSuffix();
     int fd = open(ord.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) return std::unique_ptr<StratumIndexWriter>(new StratumIndexWriter(std::move(path), ord, fd));
-    if (errno != EEXIST || attempt == 8) return Status::FromErrno("create " + ord, errno);
+    if (errno != EEXIST || attempt == 8) return ErrnoStatus("create " + ord, errno);
   }
 }
 
@@ -102,14 +102,14 @@ Result<StratumIndexSummary> StratumIndexWriter::Finish() {
     fd = open(tmp_index_path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) break;
     if (errno != EEXIST || attempt == 8) {
-      Status s = Status::FromErrno("create " + tmp_index_path_, errno);
+      Status s = ErrnoStatus("create " + tmp_index_path_, errno);
       tmp_index_path_.clear();
       return fail(s);
     }
   }
   Status written = WriteIndex(tmp_index_path_, fd, canonical_of, summary.counts, &summary);
-  if (written.ok() && fsync(fd) != 0) written = Status::FromErrno("fsync " + tmp_index_path_, errno);
-  if (close(fd) != 0 && written.ok()) written = Status::FromErrno("close " + tmp_index_path_, errno);
+  if (written.ok() && fsync(fd) != 0) written = ErrnoStatus("fsync " + tmp_index_path_, errno);
+  if (close(fd) != 0 && written.ok()) written = ErrnoStatus("close " + tmp_index_path_, errno);
   if (written.ok()) written = RenameNoReplace(tmp_index_path_, path_);
   if (!written.ok()) return fail(written);
   tmp_index_path_.clear();

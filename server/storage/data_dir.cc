@@ -31,7 +31,7 @@ Status DataDir::Init() const {
   if (ec) return FsError("cannot create data directory " + root_, ec);
   fs::create_directories(MetaDir(), ec);
   if (ec) return FsError("cannot create " + MetaDir(), ec);
-  if (access(root_.c_str(), W_OK) != 0) return Status::FromErrno("data directory " + root_ + " is not writable", errno);
+  if (access(root_.c_str(), W_OK) != 0) return ErrnoStatus("data directory " + root_ + " is not writable", errno);
   return Status::OK();
 }
 

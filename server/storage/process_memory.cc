@@ -14,7 +14,7 @@ Result<uint64_t> ProcessResidentBytes() {
   if (fd < 0) return Status::IOError("cannot open /proc/self/statm");
   char buf[128];
   const ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-  if (n <= 0) return Status::FromErrno("read /proc/self/statm", n < 0 ? errno : EIO);
+  if (n <= 0) return ErrnoStatus("read /proc/self/statm", n < 0 ? errno : EIO);
   buf[n] = '\0';
   unsigned long long size_pages = 0, resident_pages = 0;  // NOLINT(runtime/int): sscanf's type
   if (std::sscanf(buf, "%llu %llu", &size_pages, &resident_pages) != 2) {

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "common/checksum.h"
+#include "common/unique_fd.h"
 #include "common/file_util.h"
 #include "common/little_endian.h"
 #include "server/storage/shard_format.h"
@@ -41,35 +42,23 @@ std::pair<char*, size_t> PageSpan(const char* base, uint64_t size, uint64_t offs
 }  // namespace
 
 Result<std::unique_ptr<ShardReader>> ShardReader::Open(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
     if (errno == ENOENT) return Status::NotFound("shard " + path + " does not exist");
-    return Status::FromErrno("open " + path, errno);
+    return ErrnoStatus("open " + path, errno);
   }
   struct stat st;
-  if (fstat(fd, &st) != 0) {
-    Status status = Status::FromErrno("stat " + path, errno);
-    close(fd);
-    return status;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    close(fd);
-    return Status::IOError(path + " is not a regular file");
-  }
+  if (fstat(fd.get(), &st) != 0) return ErrnoStatus("stat " + path, errno);
+  if (!S_ISREG(st.st_mode)) return Status::IOError(path + " is not a regular file");
   auto reader = std::unique_ptr<ShardReader>(new ShardReader());
   reader->path_ = path;
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size < kShardHeaderSize + kShardTrailerSize) {
-    close(fd);
     return Status::Corruption("shard " + path + ": file too small (" + std::to_string(size) + " bytes)");
   }
-  void* map = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  if (map == MAP_FAILED) {
-    const int map_errno = errno;
-    close(fd);
-    return Status::FromErrno("mmap " + path, map_errno);
-  }
-  reader->fd_ = fd;  // for ReadCopy
+  void* map = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0);
+  if (map == MAP_FAILED) return ErrnoStatus("mmap " + path, errno);
+  reader->fd_ = fd.release();  // for ReadCopy; the reader closes it
   reader->base_ = static_cast<const char*>(map);
   reader->size_ = size;
   STRATA_RETURN_IF_ERROR(reader->CheckLayout());
@@ -265,7 +254,7 @@ Status ShardReader::Populate(uint64_t offset, uint64_t len) const {
   if (bytes == 0) return Status::OK();
 #ifdef MADV_POPULATE_READ
   if (madvise(at, bytes, MADV_POPULATE_READ) == 0) return Status::OK();
-  if (errno != EINVAL) return Status::FromErrno("read ahead in " + path_, errno);
+  if (errno != EINVAL) return ErrnoStatus("read ahead in " + path_, errno);
 #endif
   // Kernels before 5.14: start the read, then touch each page to map it.
   madvise(at, bytes, MADV_WILLNEED);

@@ -50,7 +50,7 @@ Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(std::string path, Shard
 
   struct stat st;
   if (stat(path.c_str(), &st) == 0) return Status::AlreadyExists(path + " already exists");
-  if (errno != ENOENT) return Status::FromErrno("stat " + path, errno);
+  if (errno != ENOENT) return ErrnoStatus("stat " + path, errno);
 
   for (int attempt = 0;; ++attempt) {
     std::string tmp = dir + ".tmp." + base + "." + RandomSuffix();
@@ -64,7 +64,7 @@ Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(std::string path, Shard
       STRATA_RETURN_IF_ERROR(writer->Write(header));
       return writer;
     }
-    if (errno != EEXIST || attempt == 8) return Status::FromErrno("create " + tmp, errno);
+    if (errno != EEXIST || attempt == 8) return ErrnoStatus("create " + tmp, errno);
   }
 }
 
@@ -197,10 +197,10 @@ Result<ShardSummary> ShardWriter::Finish() {
   if (Status s = out_.Append(trailer); !s.ok()) return Fail(std::move(s));
   if (Status s = out_.Flush(); !s.ok()) return Fail(std::move(s));
 
-  if (fsync(fd_) != 0) return Fail(Status::FromErrno("fsync " + tmp_path_, errno));
+  if (fsync(fd_) != 0) return Fail(ErrnoStatus("fsync " + tmp_path_, errno));
   const int fd = fd_;
   fd_ = -1;
-  if (close(fd) != 0) return Fail(Status::FromErrno("close " + tmp_path_, errno));
+  if (close(fd) != 0) return Fail(ErrnoStatus("close " + tmp_path_, errno));
   if (Status renamed = RenameNoReplace(tmp_path_, path_); !renamed.ok()) return Fail(renamed);
   tmp_path_.clear();
   Status synced = SyncDir(DirOf(path_));

@@ -91,9 +91,9 @@ TEST(StreamOptionsTest, BuildsSamplerSpecs) {
   a.min_per_batch = {"rare=2"};
   auto spec = BuildSamplerSpec(a);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
-  EXPECT_EQ(spec->kind(), v1::SamplerSpec::WEIGHTED);
-  EXPECT_EQ(spec->weights().at("dog"), 1.5);
-  EXPECT_EQ(spec->min_per_batch().at("rare"), 2u);
+  EXPECT_EQ(spec->kind, SamplerSpec::Kind::kWeighted);
+  EXPECT_EQ(spec->weights.at("dog"), 1.5);
+  EXPECT_EQ(spec->min_per_batch.at("rare"), 2u);
 
   SamplerArgs bad = a;
   bad.weight_power = 0.5;

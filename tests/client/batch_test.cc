@@ -1,3 +1,4 @@
+// Batch assembly (client/batch_assembler.h) and the Batch accessors it fills.
 #include "strata/batch.h"
 
 #include <gtest/gtest.h>
@@ -5,10 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "client/batch_assembler.h"
 #include "strata/v1/data.pb.h"
 
 namespace strata {
 namespace {
+
+using client_internal::BatchAssembler;
 
 // One sample of a part: where it goes and what it holds.
 struct PartSample {
@@ -37,7 +41,7 @@ v1::Batch MakePart(uint32_t batch_size, const std::vector<PartSample>& samples, 
   return part;
 }
 
-void ResetFor(Batch* batch, size_t size) { batch->Reset(2, 7, 1, 3, 10, size); }
+void ResetFor(Batch* batch, size_t size) { BatchAssembler::Reset(batch, 2, 7, 1, 3, 10, size); }
 
 TEST(BatchTest, OneInOrderPartIsTakenWholeWithoutCopy) {
   const std::string big(1000, 'z');  // beyond the small-string buffer, so a swap moves the heap block
@@ -45,9 +49,9 @@ TEST(BatchTest, OneInOrderPartIsTakenWholeWithoutCopy) {
   const char* payload_data = part.payload().data();
   Batch batch;
   ResetFor(&batch, 3);
-  EXPECT_FALSE(batch.Complete());
-  ASSERT_TRUE(batch.AddPart(&part));
-  ASSERT_TRUE(batch.Complete());
+  EXPECT_FALSE(BatchAssembler::Complete(batch));
+  ASSERT_TRUE(BatchAssembler::AddPart(&batch, &part));
+  ASSERT_TRUE(BatchAssembler::Complete(batch));
   EXPECT_EQ(batch.payload_buffer().data(), payload_data);  // swapped, not copied
   EXPECT_EQ(batch.payload(), "aaabcc" + big);
   EXPECT_EQ(batch.ids(), (std::vector<uint64_t>{10, 11, 12}));
@@ -71,10 +75,10 @@ TEST(BatchTest, PartsInScrambledSlotOrderAssembleInSlotOrder) {
   v1::Batch second = MakePart(5, {{4, 14, "e", "EEEEE"}, {2, 12, "c", "CCC"}, {1, 11, "b", "BB"}});
   Batch batch;
   ResetFor(&batch, 5);
-  ASSERT_TRUE(batch.AddPart(&first));
-  EXPECT_FALSE(batch.Complete());
-  ASSERT_TRUE(batch.AddPart(&second));
-  ASSERT_TRUE(batch.Complete());
+  ASSERT_TRUE(BatchAssembler::AddPart(&batch, &first));
+  EXPECT_FALSE(BatchAssembler::Complete(batch));
+  ASSERT_TRUE(BatchAssembler::AddPart(&batch, &second));
+  ASSERT_TRUE(BatchAssembler::Complete(batch));
   EXPECT_EQ(batch.payload(), "ABBCCCDDDDEEEEE");
   EXPECT_EQ(batch.ids(), (std::vector<uint64_t>{10, 11, 12, 13, 14}));
   EXPECT_EQ(batch.labels(), (std::vector<std::string>{"a", "b", "c", "d", "e"}));
@@ -86,8 +90,8 @@ TEST(BatchTest, OneOutOfOrderPartIsAssembled) {
   v1::Batch part = MakePart(2, {{1, 11, "b", "bb"}, {0, 10, "a", "a"}});
   Batch batch;
   ResetFor(&batch, 2);
-  ASSERT_TRUE(batch.AddPart(&part));
-  ASSERT_TRUE(batch.Complete());
+  ASSERT_TRUE(BatchAssembler::AddPart(&batch, &part));
+  ASSERT_TRUE(BatchAssembler::Complete(batch));
   EXPECT_EQ(batch.payload(), "abb");
   EXPECT_EQ(batch.sample(1), "bb");
 }
@@ -114,9 +118,9 @@ TEST(BatchTest, MultiFieldLayoutsAcrossParts) {
 
   Batch batch;
   ResetFor(&batch, 3);
-  ASSERT_TRUE(batch.AddPart(&first));
-  ASSERT_TRUE(batch.AddPart(&second));
-  ASSERT_TRUE(batch.Complete());
+  ASSERT_TRUE(BatchAssembler::AddPart(&batch, &first));
+  ASSERT_TRUE(BatchAssembler::AddPart(&batch, &second));
+  ASSERT_TRUE(BatchAssembler::Complete(batch));
   EXPECT_EQ(batch.payload(), "c0J0only1JPG2cls2");
 
   ASSERT_EQ(batch.field_names(0).size(), 2u);
@@ -134,11 +138,11 @@ TEST(BatchTest, MultiFieldLayoutsAcrossParts) {
 TEST(BatchTest, EmptyBatchIsCompleteAtOnce) {
   Batch batch;
   ResetFor(&batch, 0);
-  EXPECT_TRUE(batch.Complete());
+  EXPECT_TRUE(BatchAssembler::Complete(batch));
   EXPECT_TRUE(batch.empty());
   v1::Batch part = MakePart(0, {});
-  EXPECT_TRUE(batch.AddPart(&part));
-  EXPECT_TRUE(batch.Complete());
+  EXPECT_TRUE(BatchAssembler::AddPart(&batch, &part));
+  EXPECT_TRUE(BatchAssembler::Complete(batch));
   EXPECT_EQ(batch.payload_bytes(), 0u);
 }
 
@@ -146,13 +150,13 @@ TEST(BatchTest, ResetClearsAPreviousBatch) {
   Batch batch;
   ResetFor(&batch, 2);
   v1::Batch part = MakePart(2, {{0, 1, "a", "xx"}, {1, 2, "b", "y"}});
-  ASSERT_TRUE(batch.AddPart(&part));
+  ASSERT_TRUE(BatchAssembler::AddPart(&batch, &part));
   ResetFor(&batch, 1);
-  EXPECT_FALSE(batch.Complete());
+  EXPECT_FALSE(BatchAssembler::Complete(batch));
   EXPECT_EQ(batch.size(), 1u);
   EXPECT_TRUE(batch.payload().empty());
   v1::Batch next = MakePart(1, {{0, 9, "c", "z"}});
-  ASSERT_TRUE(batch.AddPart(&next));
+  ASSERT_TRUE(BatchAssembler::AddPart(&batch, &next));
   EXPECT_EQ(batch.payload(), "z");
   EXPECT_EQ(batch.ids(), (std::vector<uint64_t>{9}));
 }
@@ -162,11 +166,11 @@ void ExpectRefused(v1::Batch bad) {
   Batch batch;
   ResetFor(&batch, 3);
   v1::Batch good = MakePart(3, {{1, 11, "b", "bb"}});
-  ASSERT_TRUE(batch.AddPart(&good));
-  EXPECT_FALSE(batch.AddPart(&bad));
+  ASSERT_TRUE(BatchAssembler::AddPart(&batch, &good));
+  EXPECT_FALSE(BatchAssembler::AddPart(&batch, &bad));
   v1::Batch rest = MakePart(3, {{0, 10, "a", "a"}, {2, 12, "c", "ccc"}});
-  ASSERT_TRUE(batch.AddPart(&rest));
-  EXPECT_TRUE(batch.Complete());
+  ASSERT_TRUE(BatchAssembler::AddPart(&batch, &rest));
+  EXPECT_TRUE(BatchAssembler::Complete(batch));
   EXPECT_EQ(batch.payload(), "abbccc");
 }
 
@@ -237,7 +241,7 @@ namespace {
 // may arrive after the other servers' parts completed the batch.
 TEST(BatchEmptyPartTest, EmptyPartAfterCompletionChangesNothing) {
   Batch batch;
-  batch.Reset(0, 3, 0, 1, 10, 2);
+  BatchAssembler::Reset(&batch, 0, 3, 0, 1, 10, 2);
   v1::Batch a;
   a.set_batch_size(2);
   a.add_slots(1);
@@ -249,12 +253,12 @@ TEST(BatchEmptyPartTest, EmptyPartAfterCompletionChangesNothing) {
   b.set_slots(0, 0);
   b.set_ids(0, 10);
   b.set_payload("aaa");
-  ASSERT_TRUE(batch.AddPart(&a));
-  ASSERT_TRUE(batch.AddPart(&b));
-  ASSERT_TRUE(batch.Complete());
+  ASSERT_TRUE(BatchAssembler::AddPart(&batch, &a));
+  ASSERT_TRUE(BatchAssembler::AddPart(&batch, &b));
+  ASSERT_TRUE(BatchAssembler::Complete(batch));
   v1::Batch empty;
   empty.set_batch_size(2);
-  ASSERT_TRUE(batch.AddPart(&empty));
+  ASSERT_TRUE(BatchAssembler::AddPart(&batch, &empty));
   EXPECT_EQ(batch.payload(), "aaabbb");
   EXPECT_EQ(batch.sample(0), "aaa");
   EXPECT_EQ(batch.sample(1), "bbb");

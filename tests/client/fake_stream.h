@@ -10,10 +10,13 @@
 #include <mutex>
 #include <string>
 
+#include "client/batch_assembler.h"
 #include "strata/client.h"
 #include "strata/v1/data.pb.h"
 
 namespace strata::testing {
+
+using client_internal::BatchAssembler;
 
 // Sample `slot` of step `step`: `bytes` bytes that name both.
 inline std::string FakePayload(uint64_t step, uint32_t slot, size_t bytes) {
@@ -61,8 +64,8 @@ class FakeStream final : public Stream {
       part.add_sizes(bytes);
       part.mutable_payload()->append(FakePayload(step, i, bytes));
     }
-    batch->Reset(0, step, 0, 1, o_.steps, o_.batch_size);
-    if (!batch->AddPart(&part)) return Status::Internal("fake part rejected");
+    BatchAssembler::Reset(batch, 0, step, 0, 1, o_.steps, o_.batch_size);
+    if (!BatchAssembler::AddPart(batch, &part)) return Status::Internal("fake part rejected");
     position_.step = step + 1;
     return Status::OK();
   }

@@ -28,7 +28,7 @@ using testing::WriteFile;
 // Everything one pass over a source yields.
 struct Drained {
   Status status;  // the first error of Open or Next, other than the end
-  std::vector<v1::Sample> samples;
+  std::vector<Sample> samples;
   uint64_t total_bytes = 0;
   uint64_t bytes_read = 0;
   std::string description;
@@ -42,7 +42,7 @@ Drained ReadAll(const std::string& path) {
     return d;
   }
   for (;;) {
-    v1::Sample sample;
+    Sample sample;
     Status status = (*source)->Next(&sample);
     if (status.code() == Code::kOutOfRange) break;
     if (!status.ok()) {
@@ -59,13 +59,13 @@ Drained ReadAll(const std::string& path) {
 
 std::vector<std::string> Keys(const Drained& d) {
   std::vector<std::string> keys;
-  for (const v1::Sample& s : d.samples) keys.push_back(s.key());
+  for (const Sample& s : d.samples) keys.push_back(s.key);
   return keys;
 }
 
-std::vector<std::pair<std::string, std::string>> Fields(const v1::Sample& s) {
+std::vector<std::pair<std::string, std::string>> Fields(const Sample& s) {
   std::vector<std::pair<std::string, std::string>> fields;
-  for (const v1::Field& f : s.fields()) fields.emplace_back(f.name(), f.data());
+  for (const Field& f : s.fields) fields.emplace_back(f.name, f.data);
   return fields;
 }
 
@@ -87,15 +87,15 @@ TEST(FolderSourceTest, LabelsKeysFieldsAndOrder) {
   ASSERT_TRUE(d.status.ok()) << d.status.ToString();
   EXPECT_THAT(Keys(d), ElementsAre("cats/10", "cats/2", "cats/sub/deep", "dogs/rex", "readme"));
   ASSERT_EQ(d.samples.size(), 5u);
-  EXPECT_EQ(d.samples[0].label(), "cats");
-  EXPECT_EQ(d.samples[2].label(), "cats");
-  EXPECT_EQ(d.samples[3].label(), "dogs");
-  EXPECT_EQ(d.samples[4].label(), "");
+  EXPECT_EQ(d.samples[0].label, "cats");
+  EXPECT_EQ(d.samples[2].label, "cats");
+  EXPECT_EQ(d.samples[3].label, "dogs");
+  EXPECT_EQ(d.samples[4].label, "");
   EXPECT_THAT(Fields(d.samples[1]), ElementsAre(Pair("jpg", "c2")));
   EXPECT_THAT(Fields(d.samples[2]), ElementsAre(Pair("png", "deep")));
   EXPECT_THAT(Fields(d.samples[3]), ElementsAre(Pair("bin", "rex!")));
   EXPECT_THAT(Fields(d.samples[4]), ElementsAre(Pair("txt", "top")));
-  EXPECT_THAT(d.samples[0].attributes(), UnorderedElementsAre(Pair("source", "pets")));
+  EXPECT_THAT(d.samples[0].attributes, UnorderedElementsAre(Pair("source", "pets")));
   EXPECT_EQ(d.total_bytes, 2u + 3 + 4 + 4 + 3);
   EXPECT_EQ(d.bytes_read, d.total_bytes);
   EXPECT_EQ(d.description, "folder " + root);
@@ -107,8 +107,8 @@ TEST(FolderSourceTest, TrailingSlashKeepsTheSourceName) {
   const Drained d = ReadAll(tmp.Join("cats/"));
   ASSERT_TRUE(d.status.ok()) << d.status.ToString();
   ASSERT_EQ(d.samples.size(), 1u);
-  EXPECT_EQ(d.samples[0].attributes().at("source"), "cats");
-  EXPECT_EQ(d.samples[0].label(), "a");
+  EXPECT_EQ(d.samples[0].attributes.at("source"), "cats");
+  EXPECT_EQ(d.samples[0].label, "a");
 }
 
 TEST(FolderSourceTest, EmptyFolderHasNoSamples) {
@@ -191,16 +191,16 @@ TEST(CsvManifestTest, QuotingAttributesAndRelativePaths) {
   const Drained d = ReadAll(manifest);
   ASSERT_TRUE(d.status.ok()) << d.status.ToString();
   ASSERT_EQ(d.samples.size(), 3u);
-  EXPECT_EQ(d.samples[0].key(), "img/a.jpg");
-  EXPECT_EQ(d.samples[0].label(), "cat");
+  EXPECT_EQ(d.samples[0].key, "img/a.jpg");
+  EXPECT_EQ(d.samples[0].label, "cat");
   EXPECT_THAT(Fields(d.samples[0]), ElementsAre(Pair("jpg", "aaa")));
-  EXPECT_THAT(d.samples[0].attributes(),
+  EXPECT_THAT(d.samples[0].attributes,
               UnorderedElementsAre(Pair("caption", "a cat, \"sitting\"\non two lines"),
                                    Pair("split", "train"), Pair("source", "train.csv")));
   EXPECT_THAT(Fields(d.samples[1]), ElementsAre(Pair("png", "bb")));
-  EXPECT_EQ(d.samples[1].attributes().at("split"), "");
-  EXPECT_EQ(d.samples[2].key(), tmp.Join("abs.txt"));
-  EXPECT_EQ(d.samples[2].label(), "");
+  EXPECT_EQ(d.samples[1].attributes.at("split"), "");
+  EXPECT_EQ(d.samples[2].key, tmp.Join("abs.txt"));
+  EXPECT_EQ(d.samples[2].label, "");
   EXPECT_EQ(d.total_bytes, 3u + 2 + 8);
   EXPECT_EQ(d.bytes_read, d.total_bytes);
   EXPECT_EQ(d.description, "manifest " + manifest);
@@ -213,7 +213,7 @@ TEST(CsvManifestTest, SourceColumnOverridesTheDefault) {
   const Drained d = ReadAll(tmp.Join("m.csv"));
   ASSERT_TRUE(d.status.ok()) << d.status.ToString();
   ASSERT_EQ(d.samples.size(), 1u);
-  EXPECT_EQ(d.samples[0].attributes().at("source"), "camera-3");
+  EXPECT_EQ(d.samples[0].attributes.at("source"), "camera-3");
 }
 
 TEST(CsvManifestTest, HeaderOnlyHasNoSamples) {
@@ -294,16 +294,16 @@ TEST(JsonlManifestTest, ValueTypes) {
   const Drained d = ReadAll(tmp.Join("d/m.jsonl"));
   ASSERT_TRUE(d.status.ok()) << d.status.ToString();
   ASSERT_EQ(d.samples.size(), 2u);
-  EXPECT_EQ(d.samples[0].key(), "x.wav");
-  EXPECT_EQ(d.samples[0].label(), "speech");
+  EXPECT_EQ(d.samples[0].key, "x.wav");
+  EXPECT_EQ(d.samples[0].label, "speech");
   EXPECT_THAT(Fields(d.samples[0]), ElementsAre(Pair("wav", "wave")));
-  EXPECT_THAT(d.samples[0].attributes(),
+  EXPECT_THAT(d.samples[0].attributes,
               UnorderedElementsAre(Pair("n", "3"), Pair("ok", "true"), Pair("who", "ann"),
                                    Pair("tags", "[1,\"a\"]"), Pair("none", "null"),
                                    Pair("source", "m.jsonl")));
-  EXPECT_EQ(d.samples[1].label(), "7");
+  EXPECT_EQ(d.samples[1].label, "7");
   EXPECT_THAT(Fields(d.samples[1]), ElementsAre(Pair("bin", "yy")));
-  EXPECT_EQ(d.samples[1].attributes().at("source"), "mic");
+  EXPECT_EQ(d.samples[1].attributes.at("source"), "mic");
   EXPECT_EQ(d.total_bytes, 6u);
 }
 
@@ -388,18 +388,18 @@ void ExpectShard(const Drained& d, const std::string& source_name) {
   ASSERT_TRUE(d.status.ok()) << d.status.ToString();
   EXPECT_THAT(Keys(d), ElementsAre("000001", "sub/000002", "000004"));
   ASSERT_EQ(d.samples.size(), 3u);
-  const v1::Sample& first = d.samples[0];
-  EXPECT_EQ(first.label(), "3");
+  const Sample& first = d.samples[0];
+  EXPECT_EQ(first.label, "3");
   EXPECT_THAT(Fields(first), ElementsAre(Pair("jpg", "jpeg-1"), Pair("cls", " 3\n"),
                                          Pair("json", _), Pair("seg.png", "seg-1")));
-  EXPECT_THAT(first.attributes(),
+  EXPECT_THAT(first.attributes,
               UnorderedElementsAre(Pair("w", "640"), Pair("ok", "true"), Pair("who", "ann"),
                                    Pair("source", source_name)));
-  EXPECT_EQ(d.samples[1].label(), "");
+  EXPECT_EQ(d.samples[1].label, "");
   EXPECT_THAT(Fields(d.samples[1]),
               ElementsAre(Pair("jpg", std::string(700, 'x')), Pair("json", "{not json")));
-  EXPECT_EQ(d.samples[2].label(), "dog");
-  EXPECT_EQ(d.samples[2].attributes().at("source"), "cam");
+  EXPECT_EQ(d.samples[2].label, "dog");
+  EXPECT_EQ(d.samples[2].attributes.at("source"), "cam");
   EXPECT_EQ(d.bytes_read, d.total_bytes);
 }
 

@@ -96,8 +96,8 @@ TEST_F(BadInputTest, ServerRefusesWhatTheClientDidNotCheck) {
 
 TEST_F(BadInputTest, DatasetNamesThatCouldEscapeTheDataDirectory) {
   for (const char* name : {"a/b", "../x", "..", ".hidden"}) {
-    v1::IngestOptions o;
-    o.set_dataset(name);
+    IngestOptions o;
+    o.dataset = name;
     auto w = node_->client().StartIngest(o);
     ASSERT_FALSE(w.ok()) << name;
     EXPECT_EQ(w.status().code(), Code::kInvalidArgument) << name;
@@ -109,23 +109,21 @@ TEST_F(BadInputTest, DatasetNamesThatCouldEscapeTheDataDirectory) {
 }
 
 TEST_F(BadInputTest, SecondIngestIntoASealedVersion) {
-  v1::IngestOptions o;
-  o.set_dataset("good@1");
+  IngestOptions o;
+  o.dataset = "good@1";
   auto w = node_->client().StartIngest(o);
   ASSERT_TRUE(w.ok());
-  v1::Sample s;
-  s.set_key("x");
-  v1::Field* f = s.add_fields();
-  f->set_name("bin");
-  f->set_data("x");
+  Sample s;
+  s.key = "x";
+  s.fields.push_back({"bin", "x"});
   Status st = w.value()->Write(s);
-  auto reply = st.ok() ? w.value()->Commit() : Result<v1::IngestReply>(st);
+  auto reply = st.ok() ? w.value()->Commit() : Result<IngestSummary>(st);
   ASSERT_FALSE(reply.ok());
   EXPECT_EQ(reply.status().code(), Code::kFailedPrecondition) << reply.status().ToString();
   EXPECT_NE(reply.status().message().find("sealed"), std::string::npos) << reply.status().message();
   auto info = node_->client().Describe("good@1");
   ASSERT_TRUE(info.ok());
-  EXPECT_EQ(info->dataset().samples(), 100u) << "the sealed version is untouched";
+  EXPECT_EQ(info->dataset.samples, 100u) << "the sealed version is untouched";
 }
 
 TEST_F(BadInputTest, TruncatedTar) {
@@ -141,8 +139,8 @@ TEST_F(BadInputTest, TruncatedTar) {
   auto listed = node_->client().ListDatasets(/*include_unsealed=*/true);
   ASSERT_TRUE(listed.ok());
   for (const auto& d : listed.value()) {
-    if (d.name() == "cut") {
-      EXPECT_NE(d.state(), v1::VERSION_SEALED) << "a damaged source never seals a version";
+    if (d.name == "cut") {
+      EXPECT_NE(d.state, VersionState::kSealed) << "a damaged source never seals a version";
     }
   }
 }
@@ -167,8 +165,8 @@ TEST_F(BadInputTest, EmptySource) {
   EXPECT_NE(r.err.find("no samples"), std::string::npos) << r.err;
   EXPECT_EQ(node_->client().Describe("nothing").status().code(), Code::kNotFound) << "no version was created";
   // Straight to the server: an ingest committed with zero samples is refused.
-  v1::IngestOptions o;
-  o.set_dataset("nothing");
+  IngestOptions o;
+  o.dataset = "nothing";
   auto w = node_->client().StartIngest(o);
   ASSERT_TRUE(w.ok());
   auto reply = w.value()->Commit();
@@ -176,14 +174,14 @@ TEST_F(BadInputTest, EmptySource) {
 }
 
 TEST_F(BadInputTest, SampleWithoutFieldsOrBadFieldName) {
-  v1::IngestOptions o;
-  o.set_dataset("fields");
+  IngestOptions o;
+  o.dataset = "fields";
   auto w = node_->client().StartIngest(o);
   ASSERT_TRUE(w.ok());
-  v1::Sample s;
-  s.set_key("empty-sample");
+  Sample s;
+  s.key = "empty-sample";
   Status st = w.value()->Write(s);
-  auto reply = st.ok() ? w.value()->Commit() : Result<v1::IngestReply>(st);
+  auto reply = st.ok() ? w.value()->Commit() : Result<IngestSummary>(st);
   ASSERT_FALSE(reply.ok());
   EXPECT_EQ(reply.status().code(), Code::kInvalidArgument);
   EXPECT_NE(reply.status().message().find("empty-sample"), std::string::npos) << reply.status().message();

@@ -60,7 +60,7 @@ class CliTest : public ::testing::Test {
     auto d = node_->client().Describe(dataset);
     EXPECT_TRUE(d.ok()) << d.status().ToString();
     std::map<std::string, uint64_t> out;
-    for (const auto& c : d->dataset().label_counts()) out[c.key()] = c.count();
+    for (const auto& c : d->dataset.label_counts) out[c.key] = c.count;
     return out;
   }
 

@@ -23,27 +23,25 @@ inline std::string SyntheticPayload(uint64_t i) {
 inline std::string SyntheticLabel(uint64_t i, uint32_t labels) { return "label" + std::to_string(i % labels); }
 
 // Ingests n synthetic samples as `dataset`; fails the test on error.
-inline v1::IngestReply IngestSynthetic(Client& client, const std::string& dataset, uint64_t n, uint32_t labels,
-                                       const std::function<std::string(uint64_t)>& payload = SyntheticPayload) {
-  v1::IngestOptions o;
-  o.set_dataset(dataset);
+inline IngestSummary IngestSynthetic(Client& client, const std::string& dataset, uint64_t n, uint32_t labels,
+                                     const std::function<std::string(uint64_t)>& payload = SyntheticPayload) {
+  IngestOptions o;
+  o.dataset = dataset;
   auto writer = client.StartIngest(o);
   EXPECT_TRUE(writer.ok()) << writer.status().ToString();
   if (!writer.ok()) return {};
   for (uint64_t i = 0; i < n; ++i) {
-    v1::Sample s;
-    s.set_key("k" + std::to_string(i));
-    s.set_label(SyntheticLabel(i, labels));
-    v1::Field* f = s.add_fields();
-    f->set_name("bin");
-    f->set_data(payload(i));
+    Sample s;
+    s.key = "k" + std::to_string(i);
+    s.label = SyntheticLabel(i, labels);
+    s.fields.push_back({"bin", payload(i)});
     Status st = writer.value()->Write(s);
     EXPECT_TRUE(st.ok()) << st.ToString();
     if (!st.ok()) return {};
   }
   auto reply = writer.value()->Commit();
   EXPECT_TRUE(reply.ok()) << reply.status().ToString();
-  return reply.ok() ? reply.value() : v1::IngestReply();
+  return reply.ok() ? reply.value() : IngestSummary();
 }
 
 // Every batch of one rank's stream, or the error that ended it.

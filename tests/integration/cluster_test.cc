@@ -24,25 +24,23 @@ namespace {
 using namespace std::chrono_literals;
 using Steps = std::vector<std::vector<uint64_t>>;  // per step, the rank's ids in order
 
-v1::IngestReply IngestReplicated(Client& client, const std::string& dataset, uint64_t n, uint32_t replication,
-                                 v1::WritePolicy policy = v1::WRITE_SYNC, Status* error = nullptr) {
-  v1::IngestOptions o;
-  o.set_dataset(dataset);
-  o.set_replication(replication);
-  o.set_write_policy(policy);
-  o.set_shard_target_bytes(16 << 10);  // many shards, spread over the nodes
+IngestSummary IngestReplicated(Client& client, const std::string& dataset, uint64_t n, uint32_t replication,
+                               WritePolicy policy = WritePolicy::kSync, Status* error = nullptr) {
+  IngestOptions o;
+  o.dataset = dataset;
+  o.replication = replication;
+  o.write_policy = policy;
+  o.shard_target_bytes = 16 << 10;  // many shards, spread over the nodes
   auto writer = client.StartIngest(o);
   if (!writer.ok()) {
     if (error) *error = writer.status();
     return {};
   }
   for (uint64_t i = 0; i < n; ++i) {
-    v1::Sample s;
-    s.set_key("k" + std::to_string(i));
-    s.set_label(SyntheticLabel(i, 5));
-    v1::Field* f = s.add_fields();
-    f->set_name("bin");
-    f->set_data(SyntheticPayload(i));
+    Sample s;
+    s.key = "k" + std::to_string(i);
+    s.label = SyntheticLabel(i, 5);
+    s.fields.push_back({"bin", SyntheticPayload(i)});
     Status st = writer.value()->Write(s);
     if (!st.ok()) {
       if (error) *error = st;
@@ -61,7 +59,7 @@ v1::IngestReply IngestReplicated(Client& client, const std::string& dataset, uin
 // each batch. Checks payloads and labels on the way.
 std::vector<Steps> RunRanks(LocalCluster& cluster, int seed_node, const std::string& dataset, uint32_t world,
                             uint32_t batch, const std::function<void(uint32_t, uint64_t)>& at_step = {},
-                            v1::SamplerSpec::Kind sampler = v1::SamplerSpec::SHUFFLE) {
+                            SamplerSpec::Kind sampler = SamplerSpec::Kind::kShuffle) {
   std::vector<Steps> out(world);
   std::vector<std::jthread> threads;
   for (uint32_t r = 0; r < world; ++r) {
@@ -74,7 +72,7 @@ std::vector<Steps> RunRanks(LocalCluster& cluster, int seed_node, const std::str
       o.world = world;
       o.batch_size = batch;
       o.seed = 3;
-      o.sampler.set_kind(sampler);
+      o.sampler.kind = sampler;
       auto stream = client->OpenStream(o);
       ASSERT_TRUE(stream.ok()) << stream.status().ToString();
       for (;;) {
@@ -168,7 +166,7 @@ TEST(ClusterTest, KillNineDuringStreamingThreeNodes) {
   LocalCluster cluster(Nodes(3));
   auto client = cluster.Connect(0);
   Status error;
-  ASSERT_EQ(IngestReplicated(*client, "kill3", 3000, 2, v1::WRITE_SYNC, &error).dataset().samples(), 3000u)
+  ASSERT_EQ(IngestReplicated(*client, "kill3", 3000, 2, WritePolicy::kSync, &error).dataset.samples, 3000u)
       << error.ToString();
   const auto want = RunRanks(cluster, 0, "kill3", 2, 16);
   std::atomic<bool> killed{false};
@@ -182,7 +180,7 @@ TEST(ClusterTest, KillNineDuringStreamingThreeNodes) {
 TEST(ClusterTest, KillNineTwoNodesOfFive) {
   LocalCluster cluster(Nodes(5));
   auto client = cluster.Connect(0);
-  ASSERT_EQ(IngestReplicated(*client, "kill5", 4000, 3).dataset().samples(), 4000u);
+  ASSERT_EQ(IngestReplicated(*client, "kill5", 4000, 3).dataset.samples, 4000u);
   const auto want = RunRanks(cluster, 0, "kill5", 4, 8);
   std::atomic<int> kills{0};
   const auto got = RunRanks(cluster, 0, "kill5", 4, 8, [&](uint32_t rank, uint64_t step) {
@@ -203,7 +201,7 @@ TEST(ClusterTest, KillNineTwoNodesOfFive) {
 TEST(ClusterTest, SigstopFailsOverAndSigcontServesNothingTwice) {
   LocalCluster cluster(Nodes(3));
   auto client = cluster.Connect(0);
-  ASSERT_EQ(IngestReplicated(*client, "pause", 3000, 2).dataset().samples(), 3000u);
+  ASSERT_EQ(IngestReplicated(*client, "pause", 3000, 2).dataset.samples, 3000u);
   const auto want = RunRanks(cluster, 0, "pause", 2, 16);
   std::atomic<int> phase{0};
   const auto got = RunRanks(cluster, 0, "pause", 2, 16, [&](uint32_t rank, uint64_t step) {
@@ -226,14 +224,14 @@ TEST(ClusterTest, KillNineDuringIngestLosesNothingAcknowledged) {
   const int victim = (home + 1) % 3;
   auto client = cluster.Connect(home);
   Status error;
-  v1::IngestReply reply;
-  std::jthread ingest([&] { reply = IngestReplicated(*client, "during", 20000, 2, v1::WRITE_SYNC, &error); });
+  IngestSummary reply;
+  std::jthread ingest([&] { reply = IngestReplicated(*client, "during", 20000, 2, WritePolicy::kSync, &error); });
   ASSERT_TRUE(Eventually([&] { return !ShardCopies(cluster, "during").empty(); }, 30s));
   cluster.Kill(victim);  // a holder dies mid-ingest
   ingest.join();
   if (error.ok()) {
     // Acknowledged: every sample is there with two durable copies, even with the victim gone.
-    ASSERT_EQ(reply.dataset().samples(), 20000u);
+    ASSERT_EQ(reply.dataset.samples, 20000u);
     for (const auto& [seq, n] : ShardCopies(cluster, "during")) EXPECT_GE(n, 2) << "shard " << seq;
     RankRun run = StreamAll(*cluster.Connect(home), EpochOf("during", 100));
     EXPECT_EQ(run.end.code(), Code::kOutOfRange) << run.end.ToString();
@@ -243,7 +241,7 @@ TEST(ClusterTest, KillNineDuringIngestLosesNothingAcknowledged) {
   } else {
     // Not acknowledged: the version is absent, not half there.
     auto d = cluster.Connect(home)->Describe("during@1");
-    EXPECT_FALSE(d.ok() && d->dataset().state() == v1::VERSION_SEALED) << error.ToString();
+    EXPECT_FALSE(d.ok() && d->dataset.state == VersionState::kSealed) << error.ToString();
   }
   // The killed node restarts cleanly and rejoins.
   cluster.Start(victim);
@@ -255,7 +253,7 @@ TEST(ClusterTest, KillNineOfTheCoordinatorLeavesNoHalfVersion) {
   const int home = IndexOf(cluster, HomeOf(cluster, "cut"));
   auto client = cluster.Connect(home);
   Status error;
-  std::jthread ingest([&] { IngestReplicated(*client, "cut", 50000, 2, v1::WRITE_SYNC, &error); });
+  std::jthread ingest([&] { IngestReplicated(*client, "cut", 50000, 2, WritePolicy::kSync, &error); });
   ASSERT_TRUE(Eventually([&] { return !ShardCopies(cluster, "cut").empty(); }, 30s));
   cluster.Kill(home);
   ingest.join();
@@ -264,7 +262,7 @@ TEST(ClusterTest, KillNineOfTheCoordinatorLeavesNoHalfVersion) {
   for (int i = 0; i < 3; ++i) {
     auto listed = cluster.Connect(i)->ListDatasets(/*include_unsealed=*/true);
     ASSERT_TRUE(listed.ok());
-    for (const auto& d : listed.value()) EXPECT_NE(d.state(), v1::VERSION_SEALED) << d.name() << " on node " << i;
+    for (const auto& d : listed.value()) EXPECT_NE(d.state, VersionState::kSealed) << d.name << " on node " << i;
   }
   // The partial copies the other nodes received are released.
   EXPECT_TRUE(Eventually([&] { return ShardCopies(cluster, "cut").empty(); }, 30s));
@@ -276,9 +274,9 @@ TEST(ClusterTest, JoiningNodeReceivesItsShareAndReadsGoOn) {
   LocalCluster::Options o = Nodes(4, /*start=*/3);
   o.grace_period_s = 1;
   LocalCluster cluster(o);
-  ASSERT_TRUE(Eventually([&] { return cluster.Map(0).nodes_size() == 3; }, 20s)) << "node-4 leaves the map";
+  ASSERT_TRUE(Eventually([&] { return cluster.Map(0).nodes.size() == 3; }, 20s)) << "node-4 leaves the map";
   auto client = cluster.Connect(0);
-  ASSERT_EQ(IngestReplicated(*client, "grow", 4000, 2).dataset().samples(), 4000u);
+  ASSERT_EQ(IngestReplicated(*client, "grow", 4000, 2).dataset.samples, 4000u);
   // A coordinator that is not a holder keeps its own copy until the holders have theirs.
   ASSERT_TRUE(Eventually([&] {
     const auto copies = ShardCopies(cluster, "grow");
@@ -307,7 +305,7 @@ TEST(ClusterTest, JoiningNodeReceivesItsShareAndReadsGoOn) {
 TEST(ClusterTest, FlippedBitIsNeverServedAndIsRepaired) {
   LocalCluster cluster(Nodes(3));
   auto client = cluster.Connect(0);
-  ASSERT_EQ(IngestReplicated(*client, "flip", 3000, 2).dataset().samples(), 3000u);
+  ASSERT_EQ(IngestReplicated(*client, "flip", 3000, 2).dataset.samples, 3000u);
   // Flip a bit in the middle of one shard on node-1.
   const std::string victim = DamageOneShard(cluster.DataDir(0) + "/shards/flip/v1", 0.5);
   ASSERT_FALSE(victim.empty());
@@ -317,7 +315,7 @@ TEST(ClusterTest, FlippedBitIsNeverServedAndIsRepaired) {
   // The bad copy is found (by a read or the scrubber), quarantined and replaced by a good one.
   ASSERT_TRUE(Eventually([&] {
     auto s = client->GetNodeStatus(cluster.Address(0));
-    if (!s.ok() || s->repair().corruptions_found() < 1 || s->repair().files_copied() < 1) return false;
+    if (!s.ok() || s->repair.corruptions_found < 1 || s->repair.files_copied < 1) return false;
     auto reader = ShardReader::Open(victim);
     return reader.ok() && reader.value()->VerifyFile().ok();
   }, 60s));
@@ -329,13 +327,13 @@ TEST(ClusterTest, FlippedBitIsNeverServedAndIsRepaired) {
 TEST(ClusterTest, ScrubberFindsDamageNobodyReads) {
   LocalCluster cluster(Nodes(3));
   auto client = cluster.Connect(0);
-  ASSERT_EQ(IngestReplicated(*client, "scrub", 3000, 2).dataset().samples(), 3000u);
+  ASSERT_EQ(IngestReplicated(*client, "scrub", 3000, 2).dataset.samples, 3000u);
   const std::string victim = DamageOneShard(cluster.DataDir(2) + "/shards/scrub/v1", 1.0 / 3);
   ASSERT_FALSE(victim.empty());
   ASSERT_FALSE(ShardReader::Open(victim).value()->VerifyFile().ok());
   ASSERT_TRUE(Eventually([&] {
     auto s = client->GetNodeStatus(cluster.Address(2));
-    if (!s.ok() || s->repair().corruptions_found() < 1) return false;
+    if (!s.ok() || s->repair.corruptions_found < 1) return false;
     auto reader = ShardReader::Open(victim);
     return reader.ok() && reader.value()->VerifyFile().ok();
   }, 90s)) << "the scrubber quarantines the copy and a good one is fetched";
@@ -349,20 +347,20 @@ TEST(ClusterTest, ScrubberFindsDamageNobodyReads) {
 TEST(ClusterTest, DamagedStratumIndexFailsOverAndIsRepaired) {
   LocalCluster cluster(Nodes(3));
   auto client = cluster.Connect(0);
-  ASSERT_EQ(IngestReplicated(*client, "sidx", 3000, 2).dataset().samples(), 3000u);
+  ASSERT_EQ(IngestReplicated(*client, "sidx", 3000, 2).dataset.samples, 3000u);
   const std::string victim = cluster.DataDir(1) + "/shards/sidx/v1/" + kStratumIndexFileName;
   // The index goes to every node, and the seal does not wait for it.
   ASSERT_TRUE(Eventually([&] { return StratumIndexFile::Open(victim).ok(); }, 20s));
   // One byte of the ids (5 strata: 6 offsets), in the middle of the index.
   FlipByte(victim, kStratumIndexHeaderSize + 6 * 8 + 1500 * 8 + 2, 0x08);
   ASSERT_FALSE(StratumIndexFile::Open(victim).ok());
-  const auto failed_over = RunRanks(cluster, 0, "sidx", 1, 50, {}, v1::SamplerSpec::STRATIFIED);
+  const auto failed_over = RunRanks(cluster, 0, "sidx", 1, 50, {}, SamplerSpec::Kind::kStratified);
   ASSERT_TRUE(Eventually([&] {
     auto s = client->GetNodeStatus(cluster.Address(1));
-    return s.ok() && s->repair().corruptions_found() >= 1 && StratumIndexFile::Open(victim).ok();
+    return s.ok() && s->repair.corruptions_found >= 1 && StratumIndexFile::Open(victim).ok();
   }, 60s)) << "the damaged index is quarantined and fetched again";
   EXPECT_FALSE(std::filesystem::is_empty(cluster.DataDir(1) + "/quarantine"));
-  const auto repaired = RunRanks(cluster, 0, "sidx", 1, 50, {}, v1::SamplerSpec::STRATIFIED);
+  const auto repaired = RunRanks(cluster, 0, "sidx", 1, 50, {}, SamplerSpec::Kind::kStratified);
   ExpectSameAndExactlyOnce(failed_over, repaired, 3000);
 }
 
@@ -375,15 +373,15 @@ TEST(ClusterTest, EtcdLeaseExpiryRemovesANodeAndARestartBringsItBack) {
   o.grace_period_s = 3;
   LocalCluster cluster(o);
   ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
-  const uint64_t epoch = cluster.Map(0).epoch();
+  const uint64_t epoch = cluster.Map(0).epoch;
   cluster.Kill(2);  // no revoke: only the lease's expiry tells
   ASSERT_TRUE(Eventually([&] {
     const auto map = cluster.Map(0);
     const auto* n = FindNodeForTest(map, "node-3");
-    return n != nullptr && n->state() == v1::NODE_DOWN;
+    return n != nullptr && n->state == NodeState::kDown;
   }, 20s)) << "down once the lease expires";
-  ASSERT_TRUE(Eventually([&] { return cluster.Map(0).nodes_size() == 2; }, 20s)) << "removed after the grace period";
-  EXPECT_GT(cluster.Map(0).epoch(), epoch);
+  ASSERT_TRUE(Eventually([&] { return cluster.Map(0).nodes.size() == 2; }, 20s)) << "removed after the grace period";
+  EXPECT_GT(cluster.Map(0).epoch, epoch);
   cluster.Start(2);
   ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3 && cluster.UpIn(1) == 3; }, 20s)) << "back after restart";
 }
@@ -401,7 +399,7 @@ TEST(ClusterRepairTest, ANodeGonePastItsGracePeriodIsReReplicatedAndStatusShowsI
   LocalCluster cluster(o);
   auto client = cluster.Connect(0);
   Status error;
-  ASSERT_EQ(IngestReplicated(*client, "heal", 3000, 2, v1::WRITE_SYNC, &error).dataset().samples(), 3000u)
+  ASSERT_EQ(IngestReplicated(*client, "heal", 3000, 2, WritePolicy::kSync, &error).dataset.samples, 3000u)
       << error.ToString();
   cluster.Kill(2);
   // node-3 leaves the map after its grace period; its shards get a second copy on the others.

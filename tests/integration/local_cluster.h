@@ -20,9 +20,9 @@
 
 namespace strata::testing {
 
-inline const v1::NodeInfo* FindNodeForTest(const v1::ClusterMap& map, const std::string& id) {
-  for (const auto& n : map.nodes()) {
-    if (n.id() == id) return &n;
+inline const NodeInfo* FindNodeForTest(const ClusterMap& map, const std::string& id) {
+  for (const auto& n : map.nodes) {
+    if (n.id == id) return &n;
   }
   return nullptr;
 }
@@ -110,18 +110,18 @@ class LocalCluster {
   }
 
   // Node i's view of the cluster.
-  v1::ClusterMap Map(int i) {
+  ClusterMap Map(int i) {
     auto c = Client::Connect(Address(i));
     if (!c.ok()) return {};
     auto m = c.value()->GetClusterMap();
-    return m.ok() ? m.value() : v1::ClusterMap();
+    return m.ok() ? m.value() : ClusterMap();
   }
 
   // How many nodes are up in node i's map.
   int UpIn(int i) {
     int up = 0;
-    const v1::ClusterMap map = Map(i);
-    for (const auto& n : map.nodes()) up += n.state() == v1::NODE_UP;
+    const ClusterMap map = Map(i);
+    for (const auto& n : map.nodes) up += n.state == NodeState::kUp;
     return up;
   }
 

@@ -56,8 +56,8 @@ TEST(MemoryBudgetTest, StratadStaysWithinItsBudgetWhileStreaming) {
   ASSERT_NE(server, nullptr);
   auto client = Client::Connect(server->address());
   ASSERT_TRUE(client.ok()) << client.status().ToString();
-  const v1::IngestReply ingested = IngestSynthetic(*client.value(), "wide", kSamples, 4, Payload);
-  ASSERT_EQ(ingested.dataset().samples(), kSamples);
+  const IngestSummary ingested = IngestSynthetic(*client.value(), "wide", kSamples, 4, Payload);
+  ASSERT_EQ(ingested.dataset.samples, kSamples);
 
   // Four ranks at once, the server's resident memory sampled meanwhile.
   constexpr uint32_t kWorld = 4;

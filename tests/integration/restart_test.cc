@@ -31,7 +31,7 @@ TEST(RestartTest, RestartOnTheSameDataDirectoryServesTheSameBatches) {
   auto listed = node.client().ListDatasets();
   ASSERT_TRUE(listed.ok());
   ASSERT_EQ(listed->size(), 1u);
-  EXPECT_EQ(listed->at(0).samples(), 1500u);
+  EXPECT_EQ(listed->at(0).samples, 1500u);
   RankRun after = StreamAll(node.client(), Options(1, 2, 32));
   ASSERT_EQ(after.end.code(), Code::kOutOfRange);
   ASSERT_EQ(after.batches.size(), before.batches.size());

@@ -50,7 +50,7 @@ class StratifiedTest : public ::testing::Test {
     auto d = node_->client().Describe("balanced");
     EXPECT_TRUE(d.ok()) << d.status().ToString();
     std::map<std::string, uint64_t> out;
-    for (const auto& c : d->dataset().stratum_counts()) out[c.key()] = c.count();
+    for (const auto& c : d->dataset.stratum_counts) out[c.key] = c.count;
     return out;
   }
 

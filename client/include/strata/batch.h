@@ -15,8 +15,8 @@
 
 namespace strata {
 
-namespace v1 {
-class Batch;
+namespace client_internal {
+class BatchAssembler;
 }
 
 class Batch {
@@ -54,20 +54,9 @@ class Batch {
   // Total payload bytes.
   uint64_t payload_bytes() const { return payload_.size(); }
 
-  // Assembly (used by the stream implementation): starts a batch of `size`
-  // samples and adds parts as they arrive, in any order. AddPart takes the
-  // part's buffers (it may swap them out). Complete() when every slot is filled.
-  void Reset(uint64_t epoch, uint64_t step, uint32_t rank, uint64_t dataset_version, uint64_t steps_in_epoch,
-             size_t size);
-  // Returns false (and changes nothing) if a slot is out of range or already filled,
-  // or the part is inconsistent (array lengths, sizes vs payload).
-  bool AddPart(v1::Batch* part);
-  bool Complete() const { return filled_ == ids_.size(); }
-  // Whether `slot` has been filled. REQUIRES: slot < size().
-  bool filled(size_t slot) const { return slot_filled_[slot]; }
-
  private:
-  void Finalize();
+  // Streams fill batches from the parts servers send (client/batch_assembler.h).
+  friend class client_internal::BatchAssembler;
 
   uint64_t epoch_ = 0;
   uint64_t step_ = 0;

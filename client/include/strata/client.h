@@ -10,6 +10,9 @@
 // Thread-safety: a Client is safe for concurrent use; open one Stream per
 // consumer thread. A Stream, a Batch and an IngestWriter are used by one thread
 // at a time.
+//
+// The public API is the headers under strata/; they need only each other and
+// the standard library.
 #pragma once
 
 #include <cstdint>
@@ -18,12 +21,12 @@
 #include <string_view>
 #include <vector>
 
-#include "common/status.h"
 #include "strata/batch.h"
+#include "strata/cluster.h"
+#include "strata/dataset.h"
 #include "strata/resume_token.h"
-#include "strata/v1/admin.pb.h"
-#include "strata/v1/cluster.pb.h"
-#include "strata/v1/data.pb.h"
+#include "strata/sampler.h"
+#include "strata/status.h"
 
 namespace strata {
 
@@ -55,8 +58,8 @@ struct StreamOptions {
   uint64_t epoch = 0;
   uint64_t start_step = 0;    // resume here
   uint64_t max_steps = 0;     // 0: to the end of the epoch
-  v1::SamplerSpec sampler;    // default: SHUFFLE
-  v1::Remainder remainder = v1::REMAINDER_SHORT;
+  SamplerSpec sampler;        // default: kShuffle
+  Remainder remainder = Remainder::kShort;
 };
 
 // What a stream has been through: failovers and nodes taken back.
@@ -98,10 +101,10 @@ class IngestWriter {
   virtual ~IngestWriter() = default;
   // Queues one sample; samples are sent in messages of about 1 MiB. An error
   // means the server refused the ingest (the status says why).
-  virtual Status Write(const v1::Sample& sample) = 0;
+  virtual Status Write(const Sample& sample) = 0;
   // Sends the rest and the commit, waits until the version is sealed
   // (durable), and returns the server's summary.
-  virtual Result<v1::IngestReply> Commit() = 0;
+  virtual Result<IngestSummary> Commit() = 0;
   // Abandons the ingest; the server removes what it wrote.
   virtual void Abort() = 0;
   // Samples and payload bytes written so far.
@@ -123,15 +126,15 @@ class Client {
 
   virtual const std::string& address() const = 0;
 
-  virtual Result<std::vector<v1::DatasetInfo>> ListDatasets(bool include_unsealed = false) = 0;
-  virtual Result<v1::DescribeDatasetReply> Describe(const std::string& dataset) = 0;
-  virtual Result<v1::StatusReply> GetStatus() = 0;
+  virtual Result<std::vector<DatasetInfo>> ListDatasets(bool include_unsealed = false) = 0;
+  virtual Result<DatasetDescription> Describe(const std::string& dataset) = 0;
+  virtual Result<NodeStatus> GetStatus() = 0;
   // The cluster map as the connected node sees it.
-  virtual Result<v1::ClusterMap> GetClusterMap() = 0;
+  virtual Result<ClusterMap> GetClusterMap() = 0;
   // GetStatus of another node (by its address from the map).
-  virtual Result<v1::StatusReply> GetNodeStatus(const std::string& address) = 0;
+  virtual Result<NodeStatus> GetNodeStatus(const std::string& address) = 0;
   // The files (shards, stratum indexes) a node holds, by its address.
-  virtual Result<std::vector<v1::FileRef>> ListNodeFiles(const std::string& address) = 0;
+  virtual Result<std::vector<FileRef>> ListNodeFiles(const std::string& address) = 0;
 
   // Opens a stream. Errors in the options that the client can see (batch size
   // 0, rank >= world) are InvalidArgument at once; others come from the server
@@ -142,7 +145,7 @@ class Client {
   // from `options`; the server refuses a token whose plan does not match.
   virtual Result<std::unique_ptr<Stream>> ResumeStream(const ResumeToken& token, StreamOptions options) = 0;
 
-  virtual Result<std::unique_ptr<IngestWriter>> StartIngest(const v1::IngestOptions& options) = 0;
+  virtual Result<std::unique_ptr<IngestWriter>> StartIngest(const IngestOptions& options) = 0;
 };
 
 }  // namespace strata

@@ -8,14 +8,14 @@
 #include <string>
 #include <string_view>
 
-#include "common/status.h"
+#include "strata/status.h"
 
 namespace strata {
 
 struct ResumeToken {
   std::string dataset;  // name, without version
   uint64_t version = 0;
-  uint64_t plan_hash = 0;  // strata::PlanHash of the stream's plan
+  uint64_t plan_hash = 0;  // the hash of the stream's plan, as its server computed it
   uint64_t seed = 0;
   uint64_t epoch = 0;
   uint64_t step = 0;  // the next step to deliver

@@ -29,10 +29,10 @@
 #include <memory>
 #include <string>
 
-#include "common/status.h"
 #include "strata/batch.h"
 #include "strata/client.h"
 #include "strata/resume_token.h"
+#include "strata/status.h"
 
 namespace strata {
 

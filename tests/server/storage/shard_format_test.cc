@@ -132,9 +132,9 @@ TEST(ShardFormatTest, BareFileNameWritesIntoWorkingDirectory) {
   EXPECT_EQ(DirEntries(dir.path()), std::vector<std::string>{"shard"});
 }
 
-TEST(ShardFormatTest, CreateInMissingDirectoryIsIOError) {
+TEST(ShardFormatTest, CreateInMissingDirectoryIsNotFound) {
   TempDir dir;
-  EXPECT_EQ(ShardWriter::Create(dir.Join("no/such/shard"), Identity(0)).status().code(), Code::kIOError);
+  EXPECT_EQ(ShardWriter::Create(dir.Join("no/such/shard"), Identity(0)).status().code(), Code::kNotFound);
 }
 
 TEST(ShardFormatTest, AppendPreconditionsAreInvalidArgument) {

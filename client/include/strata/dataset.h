@@ -1,0 +1,123 @@
+// Datasets as a client sees them: the samples it ingests, the options of an
+// ingest, and what a server reports about a dataset version.
+//
+// Thread-safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace strata {
+
+// One named field of a sample, as in a WebDataset sample ("jpg", "cls", "json").
+struct Field {
+  std::string name;  // UTF-8
+  std::string data;  // any bytes
+};
+
+// A sample as a client sends it at ingest. The server assigns its dense id.
+struct Sample {
+  // Where the sample came from (relative path, tar key): shown in errors and
+  // duplicate reports. Not required to be unique. UTF-8.
+  std::string key;
+  std::string label;  // UTF-8
+  // Extra columns (manifest fields, "source", timestamps); UTF-8. Stratum keys
+  // are derived from the label and these at ingest.
+  std::map<std::string, std::string> attributes;
+  std::vector<Field> fields;
+};
+
+// When an ingest is acknowledged.
+enum class WritePolicy : int {
+  kSync = 0,    // after every replica of every shard is durable
+  kAsync = 1,   // after one durable copy; the others follow in the background
+  kQuorum = 2,  // after write_quorum durable copies
+};
+
+struct IngestOptions {
+  // "name" creates the next version; "name@N" names version N, which must not be sealed.
+  std::string dataset;
+  // Target shard file size; 0 (default) takes the server's default.
+  uint64_t shard_target_bytes = 0;
+  // Keys that form a sample's stratum: "label", "source", any attribute name.
+  // Empty (default) means {"label"}.
+  std::vector<std::string> stratify_by;
+  // Time bucket over a timestamp attribute (unix seconds or ISO-8601), added
+  // to the stratum key. Empty (default): none.
+  std::string time_bucket_field;
+  uint64_t time_bucket_seconds = 0;
+  // Copies of every shard; 0 (default) takes min(3, nodes in the cluster).
+  uint32_t replication = 0;
+  WritePolicy write_policy = WritePolicy::kSync;
+  // kQuorum: copies to wait for (1 <= W <= replication).
+  uint32_t write_quorum = 0;
+};
+
+// Lifecycle of a dataset version.
+enum class VersionState : int {
+  kUnspecified = 0,
+  kIngesting = 1,  // open for samples
+  kSealed = 2,     // immutable, servable
+  kAborted = 3,    // ingest failed; files removed, number reusable
+};
+
+struct StratumCount {
+  std::string key;
+  uint64_t count = 0;
+};
+
+// One version of a dataset, as its server describes it.
+struct DatasetInfo {
+  std::string name;
+  uint64_t version = 0;
+  VersionState state = VersionState::kUnspecified;
+  uint64_t samples = 0;
+  uint64_t bytes = 0;       // payload bytes
+  uint64_t file_bytes = 0;  // shard bytes on disk (one replica)
+  uint32_t shards = 0;
+  std::vector<StratumCount> label_counts;
+  std::vector<StratumCount> stratum_counts;
+  std::vector<std::string> stratify_by;
+  int64_t created_unix_ms = 0;
+  int64_t sealed_unix_ms = 0;  // 0 until sealed
+  uint64_t duplicate_samples = 0;
+  std::string time_bucket_field;
+  uint64_t time_bucket_seconds = 0;
+  uint32_t replication = 0;
+  WritePolicy write_policy = WritePolicy::kSync;
+  uint32_t write_quorum = 0;
+  std::string coordinator;  // the node that ingested it
+};
+
+// One shard file of a version.
+struct ShardInfo {
+  uint32_t seq = 0;        // position within the version
+  uint64_t first_id = 0;   // dense id of its first sample
+  uint64_t samples = 0;
+  uint64_t bytes = 0;
+  uint64_t checksum = 0;   // XXH3-64 of the file body, as in its trailer
+};
+
+// Client::Describe: a version and its shards.
+struct DatasetDescription {
+  DatasetInfo dataset;
+  std::vector<ShardInfo> shards;
+};
+
+// Exact duplicate samples found at ingest: a few of their keys and how many.
+struct DuplicateGroup {
+  uint64_t hash_hi = 0;
+  uint64_t hash_lo = 0;
+  std::vector<std::string> keys;  // up to a few examples
+  uint64_t count = 0;
+};
+
+// IngestWriter::Commit: the sealed version and examples of duplicates.
+struct IngestSummary {
+  DatasetInfo dataset;
+  std::vector<DuplicateGroup> duplicate_examples;
+};
+
+}  // namespace strata
