@@ -38,6 +38,14 @@ struct ClientOptions {
   int64_t stall_timeout_ms = 5000;
   // Parts buffered per server ahead of the trainer. Default 8.
   size_t max_buffered_parts = 8;
+  // TLS: the CA that signs the servers' certificates (PEM file). Empty:
+  // plaintext. With it, tls_cert_file and tls_key_file (both or neither) are
+  // the client certificate for a server that requires one (mutual TLS).
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // Bearer token sent with every call (needs TLS). Empty: none.
+  std::string token;
 };
 
 // What to stream: one rank's view of one epoch.
