@@ -11,6 +11,8 @@
 #include "server/cluster/peer_service.h"
 #include "server/config.h"
 #include "server/node.h"
+#include "server/rpc/auth.h"
+#include "server/security_config.h"
 #include "server/services.h"
 
 namespace strata {
@@ -18,8 +20,9 @@ namespace strata {
 class Server {
  public:
   // Opens the node and starts serving. Unavailable if an address cannot be
-  // bound; the node's errors otherwise.
-  static Result<std::unique_ptr<Server>> Start(const NodeConfig& config);
+  // bound; FailedPrecondition for a non-loopback address without TLS and
+  // tokens (unless security.insecure); the node's errors otherwise.
+  static Result<std::unique_ptr<Server>> Start(const NodeConfig& config, const SecurityConfig& security = {});
   ~Server();
 
   // The bound gRPC address ("127.0.0.1:43121" when the config said port 0).
@@ -27,6 +30,10 @@ class Server {
   // The bound metrics address, or "" when metrics are off.
   const std::string& metrics_address() const { return metrics_address_; }
   Node& node() { return *node_; }
+
+  // SIGHUP: re-reads the token file (certificates are watched on their own).
+  // On an error the old tokens stay in force.
+  Status Reload();
 
   // Drains and stops; blocks until storage is closed. Idempotent.
   Status Stop();
@@ -38,6 +45,7 @@ class Server {
   std::unique_ptr<DataServiceImpl> data_;
   std::unique_ptr<AdminServiceImpl> admin_;
   std::unique_ptr<PeerServiceImpl> peer_;
+  std::shared_ptr<AuthProcessor> auth_;
   std::unique_ptr<grpc::Server> grpc_;
   std::string address_;
   std::string metrics_address_;
