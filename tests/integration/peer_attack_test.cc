@@ -196,7 +196,9 @@ TEST_F(PeerAttackTest, ARunningIngestIsNotAborted) {
   for (uint64_t i = 0; i < 50; ++i) {
     v1::Sample sample;
     sample.set_key(std::to_string(i));
-    sample.add_fields()->set_data(SyntheticPayload(i));
+    v1::Field* field = sample.add_fields();
+    field->set_name("bin");
+    field->set_data(SyntheticPayload(i));
     ASSERT_TRUE(writer.value()->Write(sample).ok());
   }
   // Wait until the server has created the version (the client sends the open
