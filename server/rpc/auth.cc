@@ -125,8 +125,8 @@ grpc::Status AuthProcessor::Process(const InputMetadata& auth_metadata, grpc::Au
   }
   const MethodRule rule = RuleFor(method);
   const bool node = IsNodePeer(*context);
-  if (rule.peer) {
-    if (!options_.require_node_cert || node) return grpc::Status::OK;
+  if (rule.peer && options_.require_node_cert) {
+    if (node) return grpc::Status::OK;
     return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                         "the peer service is for cluster nodes: it needs a client certificate whose CN or subject "
                         "alternative name is a member's node id");
@@ -136,6 +136,8 @@ grpc::Status AuthProcessor::Process(const InputMetadata& auth_metadata, grpc::Au
     std::lock_guard lock(mu_);
     tokens = tokens_;
   }
+  // Without mTLS, nothing identifies a node: with tokens, the peer service
+  // then needs an admin token (so a cluster with tokens needs --tls-client-ca).
   if (!tokens || node) return grpc::Status::OK;
   if (!authorization) {
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,

@@ -9,7 +9,10 @@
 // The peer service (replication, repair, version metadata) is for cluster
 // nodes only: with --tls-client-ca it needs a client certificate whose CN, or
 // one of whose subject alternative names, is the node id of a cluster member.
-// A node's certificate also counts as an admin token on the other services.
+// Without --tls-client-ca nothing identifies a node: with a token file the
+// peer service then needs an admin token (a cluster with tokens therefore
+// needs mTLS). A node's certificate also counts as an admin token on the
+// other services.
 //
 // No or an unknown token: UNAUTHENTICATED; a token whose role is too low, or a
 // peer call without a node certificate: PERMISSION_DENIED. The token is

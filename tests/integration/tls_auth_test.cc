@@ -193,6 +193,32 @@ TEST_F(TlsAuthTest, TokensAndRoles) {
   EXPECT_EQ(seen.size(), 500u);
 }
 
+// TLS and tokens without mTLS: nothing identifies a node, so the peer service
+// (which can read whole shard files) needs an admin token.
+TEST_F(TlsAuthTest, WithoutMutualTlsThePeerServiceNeedsAnAdminToken) {
+  StratadProcess::Options o;
+  o.data_dir = dir_->Join("data-no-mtls");
+  o.extra_args = {"--tls-cert", ca_->Pem("node-1"), "--tls-key", ca_->Key("node-1"), "--auth-tokens",
+                  dir_->Join("tokens"), "--log-level", "info"};
+  auto server = StratadProcess::Start(o);
+  ASSERT_NE(server, nullptr);
+  auto ping = [&](const std::string& token) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = ReadFile(ca_->ca());
+    std::shared_ptr<grpc::ChannelCredentials> creds = grpc::SslCredentials(ssl);
+    if (!token.empty()) creds = grpc::CompositeChannelCredentials(creds, grpc::AccessTokenCredentials(token));
+    auto stub = v1::PeerService::NewStub(grpc::CreateChannel(server->address(), creds));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::PingRequest request;
+    v1::PingReply reply;
+    return stub->Ping(&context, request, &reply);
+  };
+  EXPECT_EQ(ping("").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(ping(kWriterToken).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(server->Terminate(), 0);
+}
+
 // A 3-node cluster over mutual TLS (replication, repair and version metadata
 // between nodes with node certificates) loses a node to kill -9 mid-epoch:
 // the others take over its share and every sample still arrives once. (The
