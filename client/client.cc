@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "client/channel_credentials.h"
 #include "client/client_internal.h"
 #include "client/proto_convert.h"
 #include "common/dataset_ref.h"
@@ -93,9 +94,11 @@ grpc::ChannelArguments ChannelArgs(const ClientOptions& options) {
 
 class GrpcClient final : public Client {
  public:
-  GrpcClient(std::string address, std::shared_ptr<grpc::Channel> channel, const ClientOptions& options)
+  GrpcClient(std::string address, std::shared_ptr<grpc::Channel> channel,
+             std::shared_ptr<grpc::ChannelCredentials> credentials, const ClientOptions& options)
       : address_(std::move(address)),
         channel_(std::move(channel)),
+        credentials_(std::move(credentials)),
         admin_(v1::AdminService::NewStub(channel_)),
         options_(options) {
     channels_[address_] = channel_;
@@ -242,7 +245,7 @@ class GrpcClient final : public Client {
   std::shared_ptr<grpc::Channel> Channel(const std::string& address) {
     std::lock_guard<std::mutex> lock(channels_mu_);
     auto& c = channels_[address];
-    if (!c) c = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), ChannelArgs(options_));
+    if (!c) c = grpc::CreateCustomChannel(address, credentials_, ChannelArgs(options_));
     return c;
   }
 
@@ -282,6 +285,7 @@ class GrpcClient final : public Client {
 
   const std::string address_;
   const std::shared_ptr<grpc::Channel> channel_;
+  const std::shared_ptr<grpc::ChannelCredentials> credentials_;  // for the channels to other nodes
   const std::unique_ptr<v1::AdminService::Stub> admin_;
   const ClientOptions options_;
   std::mutex channels_mu_;
@@ -293,22 +297,28 @@ class GrpcClient final : public Client {
 
 Result<std::unique_ptr<Client>> Client::Connect(const std::string& address, const ClientOptions& options) {
   if (address.empty()) return Status::InvalidArgument("no server address given");
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), ChannelArgs(options));
+  auto credentials = client_internal::MakeChannelCredentials(options);
+  if (!credentials.ok()) return credentials.status();
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(address, credentials.value(), ChannelArgs(options));
   const auto deadline = std::chrono::system_clock::now() + std::chrono::milliseconds(options.connect_timeout_ms);
   // A refused or unreachable address fails at once; a slow one gets the timeout.
   for (grpc_connectivity_state state = channel->GetState(true); state != GRPC_CHANNEL_READY;
        state = channel->GetState(true)) {
     if (state == GRPC_CHANNEL_TRANSIENT_FAILURE || state == GRPC_CHANNEL_SHUTDOWN) {
       return Status::Unavailable("cannot connect to stratad at " + address +
-                                 " (connection refused or host unreachable; is stratad running?)");
+                                 (options.tls_ca_file.empty()
+                                      ? " (connection refused or host unreachable; is stratad running? does it "
+                                        "serve TLS, so that --tls-ca is needed?)"
+                                      : " (connection refused, host unreachable, or the TLS handshake failed: "
+                                        "check --tls-ca and the client certificate)"));
     }
     if (!channel->WaitForStateChange(state, deadline)) {
       return Status::Unavailable("cannot reach stratad at " + address + " within " +
                                  std::to_string(options.connect_timeout_ms) + " ms");
     }
   }
-  return std::unique_ptr<Client>(std::make_unique<GrpcClient>(address, std::move(channel), options));
+  return std::unique_ptr<Client>(
+      std::make_unique<GrpcClient>(address, std::move(channel), std::move(credentials).value(), options));
 }
 
 Result<std::unique_ptr<Client>> Client::Connect(const std::vector<std::string>& seeds, const ClientOptions& options) {

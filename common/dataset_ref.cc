@@ -2,10 +2,12 @@
 
 #include <charconv>
 
+#include "common/input_limits.h"
+
 namespace strata {
 
 namespace {
-constexpr size_t kMaxNameLength = 128;
+constexpr size_t kMaxNameLength = InputLimits::kMaxDatasetNameBytes;
 
 bool IsNameChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
@@ -20,10 +22,12 @@ std::string DatasetRef::ToString() const {
 
 Status ValidateDatasetName(std::string_view name) {
   auto bad = [&](std::string_view why) {
-    return Status::InvalidArgument("invalid dataset name '" + std::string(name) + "': " + std::string(why));
+    return Status::InvalidArgument("invalid dataset name " + QuotePrefix(name) + ": " + std::string(why));
   };
   if (name.empty()) return bad("it is empty");
-  if (name.size() > kMaxNameLength) return bad("it is longer than 128 characters");
+  if (name.size() > kMaxNameLength) {
+    return bad("it is longer than the limit of " + std::to_string(kMaxNameLength) + " characters");
+  }
   for (char c : name) {
     if (c == '/' || c == '\\') return bad("it contains a path separator");
     if (!IsNameChar(c)) return bad("use only letters, digits, '.', '_' and '-'");
@@ -34,6 +38,7 @@ Status ValidateDatasetName(std::string_view name) {
 }
 
 Result<DatasetRef> ParseDatasetRef(std::string_view text) {
+  STRATA_RETURN_IF_ERROR(CheckLength("a dataset reference", text, InputLimits::kMaxDatasetRefBytes));
   DatasetRef ref;
   const size_t at = text.rfind('@');
   std::string_view name = text.substr(0, at);
@@ -44,8 +49,8 @@ Result<DatasetRef> ParseDatasetRef(std::string_view text) {
     uint64_t version = 0;
     auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), version);
     if (v.empty() || ec != std::errc() || ptr != v.data() + v.size() || version == 0) {
-      return Status::InvalidArgument("invalid dataset version in '" + std::string(text) +
-                                     "': expected name@N with N >= 1");
+      return Status::InvalidArgument("invalid dataset version in " + QuotePrefix(text) +
+                                     ": expected name@N with N >= 1");
     }
     ref.version = version;
   }

@@ -2,13 +2,54 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "common/dataset_ref.h"
 
 namespace strata::cli {
 
+namespace {
+
+// TLS and token flags, shared by every subcommand (only one runs).
+struct SecurityFlags {
+  std::string tls_ca, tls_cert, tls_key, token_file;
+};
+SecurityFlags& Security() {
+  static SecurityFlags flags;
+  return flags;
+}
+
+// The token: --token-file, else $STRATA_TOKEN, else none. Never printed.
+Result<std::string> LoadToken() {
+  std::string token;
+  if (!Security().token_file.empty()) {
+    std::ifstream in(Security().token_file);
+    if (!in) return Status::IOError("cannot read the token file " + Security().token_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    token = text.str();
+  } else if (const char* env = std::getenv("STRATA_TOKEN")) {
+    token = env;
+  }
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+  return token;
+}
+
+}  // namespace
+
 void AddServerOption(CLI::App* command, std::vector<std::string>* servers) {
+  command->add_option("--tls-ca", Security().tls_ca, "connect with TLS, trusting servers signed by this CA (PEM)")
+      ->check(CLI::ExistingFile);
+  command->add_option("--tls-cert", Security().tls_cert, "client certificate (PEM) for servers that require one")
+      ->check(CLI::ExistingFile);
+  command->add_option("--tls-key", Security().tls_key, "the private key of --tls-cert")->check(CLI::ExistingFile);
+  command->add_option("--token-file", Security().token_file,
+                      "file holding the bearer token to send (default: $STRATA_TOKEN; needs --tls-ca)")
+      ->check(CLI::ExistingFile);
   command
       ->add_option("--server", *servers,
                    std::string("stratad address HOST:PORT: any node of the cluster; several, comma-separated or "
@@ -34,9 +75,16 @@ CLI::Validator DatasetRefValidator() {
 }
 
 Result<std::unique_ptr<Client>> ConnectToServer(const std::vector<std::string>& servers) {
+  ClientOptions options;
+  options.tls_ca_file = Security().tls_ca;
+  options.tls_cert_file = Security().tls_cert;
+  options.tls_key_file = Security().tls_key;
+  auto token = LoadToken();
+  if (!token.ok()) return token.status();
+  options.token = std::move(token).value();
   // Any node of a cluster will do: the first that answers.
-  if (servers.empty()) return Client::Connect(std::string(kDefaultServer));
-  return Client::Connect(servers);
+  if (servers.empty()) return Client::Connect(std::string(kDefaultServer), options);
+  return Client::Connect(servers, options);
 }
 
 int PrintError(const Status& status) {

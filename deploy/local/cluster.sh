@@ -4,7 +4,7 @@
 # line.
 #
 #   deploy/local/cluster.sh start --nodes N --base-port P --dir DIR [--metrics-base-port M]
-#                                 [--etcd HOST:PORT[,...]] [-- STRATAD_ARGS...]
+#                                 [--etcd HOST:PORT[,...]] [--tls] [-- STRATAD_ARGS...]
 #   deploy/local/cluster.sh stop --dir DIR
 #   deploy/local/cluster.sh restart --node I --dir DIR   (starts node I again, as it was started)
 #   deploy/local/cluster.sh status --dir DIR
@@ -12,8 +12,11 @@
 # Node i (1..N) is "node-i": gRPC on 127.0.0.1:P+i-1, metrics on
 # 127.0.0.1:M+i-1 (M defaults to P+100), data in DIR/node-i, log in
 # DIR/node-i.log, pid in DIR/node-i.pid. With --etcd the nodes find each other
-# through etcd instead of the static list. STRATAD (default: build/server/stratad
-# next to this script's repository) picks the binary.
+# through etcd instead of the static list. With --tls, DIR/tls gets a CA, a
+# certificate per node (CN and SAN name the node id; SAN also IP:127.0.0.1),
+# a client certificate and a token file (writer.token, reader.token,
+# admin.token); the nodes serve mutual TLS and require tokens. STRATAD
+# (default: build/server/stratad next to this script's repository) picks the binary.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 stratad="${STRATAD:-$root/build/server/stratad}"
@@ -24,10 +27,10 @@ alive() {
   [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != "Z" ]
 }
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 [ $# -ge 1 ] || usage
 cmd="$1"; shift
-nodes=3; base=7400; mbase=""; dir=""; etcd=""; extra=(); node=""
+nodes=3; base=7400; mbase=""; dir=""; etcd=""; extra=(); node=""; tls=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
@@ -36,6 +39,7 @@ while [ $# -gt 0 ]; do
     --dir) dir="$2"; shift 2 ;;
     --etcd) etcd="$2"; shift 2 ;;
     --node) node="$2"; shift 2 ;;
+    --tls) tls=1; shift ;;
     --) shift; extra=("$@"); break ;;
     -h|--help) usage ;;
     *) echo "cluster.sh: unknown option $1" >&2; usage ;;
@@ -44,10 +48,37 @@ done
 [ -n "$dir" ] || { echo "cluster.sh: --dir is required" >&2; exit 2; }
 mbase="${mbase:-$((base + 100))}"
 
+# A CA, node-i and client certificates and tokens under DIR/tls (kept if present).
+make_tls() {
+  local t="$dir/tls" i ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+  mkdir -p "$t"; chmod 700 "$t"
+  [ -f "$t/ca.pem" ] || openssl req -x509 "${ec[@]}" -keyout "$t/ca.key" -out "$t/ca.pem" -days 365 \
+    -subj "/CN=strata-local-ca" 2>/dev/null
+  issue() {  # name cn
+    [ -f "$t/$1.pem" ] && return
+    printf 'subjectAltName=DNS:%s,IP:127.0.0.1\n' "$2" >"$t/$1.ext"
+    openssl req "${ec[@]}" -keyout "$t/$1.key" -out "$t/$1.csr" -subj "/CN=$2" 2>/dev/null
+    openssl x509 -req -in "$t/$1.csr" -CA "$t/ca.pem" -CAkey "$t/ca.key" -CAcreateserial -out "$t/$1.pem" \
+      -days 365 -extfile "$t/$1.ext" 2>/dev/null
+  }
+  for i in $(seq 1 "$nodes"); do issue "node-$i" "node-$i"; done
+  issue client client
+  if [ ! -f "$t/tokens" ]; then
+    local role
+    for role in reader writer admin; do head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$t/$role.token"; done
+    { echo "# role token"; for role in reader writer admin; do echo "$role $(cat "$t/$role.token")"; done; } >"$t/tokens"
+    chmod 600 "$t"/*.token "$t/tokens" "$t"/*.key
+  fi
+}
+
 start() {
   [[ "$nodes" =~ ^[0-9]+$ ]] && [ "$nodes" -ge 1 ] || { echo "cluster.sh: --nodes must be a positive number" >&2; exit 2; }
   [ -x "$stratad" ] || { echo "cluster.sh: no stratad at $stratad (build first: deploy/local/build.sh)" >&2; exit 1; }
   mkdir -p "$dir"
+  local security=()
+  if [ -n "$tls" ]; then
+    make_tls
+  fi
   local peers="" i
   for i in $(seq 1 "$nodes"); do
     peers+="${peers:+,}node-$i=127.0.0.1:$((base + i - 1))"
@@ -57,15 +88,21 @@ start() {
       echo "cluster.sh: node-$i is already running (pid $(cat "$dir/node-$i.pid"))" >&2; exit 1
     fi
     local membership=(--peers "$peers")
+    [ -n "$tls" ] && security=(--tls-cert "$dir/tls/node-$i.pem" --tls-key "$dir/tls/node-$i.key"
+      --tls-client-ca "$dir/tls/ca.pem" --auth-tokens "$dir/tls/tokens")
     [ -n "$etcd" ] && membership=(--etcd "$etcd")
     local cmd=("$stratad" --node-id "node-$i" --listen "127.0.0.1:$((base + i - 1))"
       --metrics-listen "127.0.0.1:$((mbase + i - 1))" --data-dir "$dir/node-$i"
-      "${membership[@]}" ${extra[@]+"${extra[@]}"})
+      "${membership[@]}" ${security[@]+"${security[@]}"} ${extra[@]+"${extra[@]}"})
     printf '%q ' "${cmd[@]}" >"$dir/node-$i.cmd"
     "${cmd[@]}" >"$dir/node-$i.log" 2>&1 &
     echo $! >"$dir/node-$i.pid"
   done
   wait_ready $(seq 1 "$nodes")
+  if [ -n "$tls" ]; then
+    echo "clients: strata --tls-ca $dir/tls/ca.pem --tls-cert $dir/tls/client.pem --tls-key $dir/tls/client.key" \
+      "--token-file $dir/tls/writer.token (or reader.token, admin.token)"
+  fi
 }
 
 wait_ready() {

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "common/grpc_status.h"
+#include "common/input_limits.h"
 #include "common/unique_fd.h"
 #include "plan/stratum_index.h"
 #include "server/storage/local_files.h"
@@ -46,21 +47,31 @@ Status VerifyLocalFile(v1::FileRef::Kind kind, const std::string& path,
 }
 
 Result<std::unique_ptr<FileReceiver>> FileReceiver::Begin(const DataDir& dir, const v1::FileRef& file) {
-  const std::string final_path = dir.Absolute(dir.FileRelativePath(file));
-  const std::filesystem::path parent = std::filesystem::path(final_path).parent_path();
+  // The reference comes from the network: checked, and its path resolved
+  // inside the data directory, before anything is created. The copy is
+  // written in a staging folder; the version's folder is made only when a
+  // verified copy is committed.
+  auto final_path = dir.CheckedFilePath(file);
+  if (!final_path.ok()) return final_path.status();
+  const std::string staging = dir.Absolute(kIncomingDir);
   std::error_code ec;
-  std::filesystem::create_directories(parent, ec);
-  if (ec) return Status::IOError("cannot create " + parent.string() + ": " + ec.message());
+  std::filesystem::create_directories(staging, ec);
+  if (ec) return Status::IOError("cannot create " + staging + ": " + ec.message());
   std::random_device rd;
-  const std::string tmp = parent.string() + "/.tmp." + std::filesystem::path(final_path).filename().string() + "." +
+  const std::string tmp = staging + "/.tmp." + std::filesystem::path(final_path.value()).filename().string() + "." +
                           std::to_string(rd());
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoStatus("create " + tmp, errno);
-  return std::unique_ptr<FileReceiver>(new FileReceiver(final_path, tmp, fd, file.kind()));
+  return std::unique_ptr<FileReceiver>(new FileReceiver(std::move(final_path).value(), tmp, fd, file));
 }
 
-FileReceiver::FileReceiver(std::string final_path, std::string tmp_path, int fd, v1::FileRef::Kind kind)
-    : final_path_(std::move(final_path)), tmp_path_(std::move(tmp_path)), fd_(fd), kind_(kind), out_(fd_, tmp_path_) {}
+FileReceiver::FileReceiver(std::string final_path, std::string tmp_path, int fd, const v1::FileRef& file)
+    : final_path_(std::move(final_path)),
+      tmp_path_(std::move(tmp_path)),
+      fd_(fd),
+      kind_(file.kind()),
+      file_(file),
+      out_(fd_, tmp_path_) {}
 
 FileReceiver::~FileReceiver() {
   if (fd_ >= 0) close(fd_);
@@ -75,6 +86,11 @@ Result<bool> FileReceiver::Commit() {
   close(fd_);
   fd_ = -1;
   STRATA_RETURN_IF_ERROR(VerifyLocalFile(kind_, tmp_path_).WithContext("received copy"));
+  STRATA_RETURN_IF_ERROR(CheckIdentity());
+  const std::filesystem::path parent = std::filesystem::path(final_path_).parent_path();
+  std::error_code ec;
+  std::filesystem::create_directories(parent, ec);
+  if (ec) return Status::IOError("cannot create " + parent.string() + ": " + ec.message());
   // link() fails with EEXIST instead of replacing: the first complete copy wins.
   if (link(tmp_path_.c_str(), final_path_.c_str()) != 0) {
     if (errno == EEXIST) return true;
@@ -84,6 +100,19 @@ Result<bool> FileReceiver::Commit() {
   committed_ = true;
   STRATA_RETURN_IF_ERROR(FsyncDir(std::filesystem::path(final_path_).parent_path().string()));
   return false;
+}
+
+Status FileReceiver::CheckIdentity() const {
+  if (kind_ != v1::FileRef::SHARD) return Status::OK();
+  auto reader = ShardReader::Open(tmp_path_);
+  if (!reader.ok()) return reader.status();
+  const v1::ShardFooter& footer = reader.value()->footer();
+  if (footer.dataset() != file_.dataset() || footer.version() != file_.version() || footer.seq() != file_.seq()) {
+    return Status::InvalidArgument("received copy of " + FileName(file_) + " is a shard of " +
+                                   QuotePrefix(footer.dataset()) + " version " + std::to_string(footer.version()) +
+                                   " seq " + std::to_string(footer.seq()));
+  }
+  return Status::OK();
 }
 
 Status ReadFileChunks(const std::string& path, const v1::FileRef& file, RateLimiter* limiter,

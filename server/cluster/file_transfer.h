@@ -23,6 +23,9 @@
 namespace strata {
 
 inline constexpr size_t kFileChunkBytes = size_t{1} << 20;
+// Incoming copies are written here (relative to the data directory) until
+// they are verified; dataset names cannot start with '.', so it names none.
+inline constexpr const char* kIncomingDir = "shards/.incoming";
 
 // Checks a complete file of `kind` at `path`. Corruption if it is damaged.
 // `before_piece` (may be empty) is called with the size of each piece before
@@ -34,22 +37,28 @@ Status VerifyLocalFile(v1::FileRef::Kind kind, const std::string& path,
 // One incoming file. Not thread-safe.
 class FileReceiver {
  public:
-  // Opens a temporary file in the final file's directory (creating it).
+  // Checks `file` (it comes from a peer) and opens a temporary file in the
+  // staging folder. InvalidArgument if the reference is malformed or its path
+  // would leave the data directory; nothing is created then.
   static Result<std::unique_ptr<FileReceiver>> Begin(const DataDir& dir, const v1::FileRef& file);
   ~FileReceiver();  // removes the temporary file unless committed
 
   Status Append(std::string_view data);
-  // Verifies, fsyncs and renames into place. Returns true if the file was
-  // already there (the new copy is dropped). Corruption if verification fails.
+  // Verifies (a shard must also name the dataset, version and seq it is sent
+  // as), fsyncs, creates the version's folder and links the copy into place.
+  // Returns true if the file was already there (the new copy is dropped).
+  // Corruption if verification fails.
   Result<bool> Commit();
 
  private:
-  FileReceiver(std::string final_path, std::string tmp_path, int fd, v1::FileRef::Kind kind);
+  FileReceiver(std::string final_path, std::string tmp_path, int fd, const v1::FileRef& file);
+  Status CheckIdentity() const;
 
   const std::string final_path_;
   const std::string tmp_path_;
   int fd_;
   const v1::FileRef::Kind kind_;
+  const v1::FileRef file_;
   bool committed_ = false;
   AlignedFileWriter out_;  // so the copy is held in 2 MiB folios, like the original
 };

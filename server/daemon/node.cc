@@ -10,6 +10,7 @@
 #include "server/cluster/replicator.h"
 #include "server/cluster/repairer.h"
 #include "server/cluster/scrubber.h"
+#include "server/rpc/request_validation.h"
 
 namespace strata {
 
@@ -245,13 +246,8 @@ Status Node::ReleaseFile(const v1::FileRef& file) {
 
 Status Node::ImportVersion(const v1::VersionMeta& meta) {
   v1::VersionRecord record;
-  if (!record.ParseFromString(meta.version_record())) return Status::InvalidArgument("unparsable version record");
-  std::vector<v1::ShardRecord> shards(static_cast<size_t>(meta.shard_records_size()));
-  for (int i = 0; i < meta.shard_records_size(); ++i) {
-    if (!shards[static_cast<size_t>(i)].ParseFromString(meta.shard_records(i))) {
-      return Status::InvalidArgument("unparsable shard record");
-    }
-  }
+  std::vector<v1::ShardRecord> shards;
+  STRATA_RETURN_IF_ERROR(ValidateVersionMeta(meta, dir_, &record, &shards));
   auto changed = catalog_->ImportVersion(record, shards);
   if (!changed.ok()) return changed.status();
   if (changed.value() && record.info().state() == v1::VERSION_ABORTED) {

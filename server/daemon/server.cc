@@ -8,7 +8,19 @@
 
 namespace strata {
 
-Result<std::unique_ptr<Server>> Server::Start(const NodeConfig& config) {
+Result<std::unique_ptr<Server>> Server::Start(const NodeConfig& config, const SecurityConfig& security) {
+  STRATA_RETURN_IF_ERROR(CheckTlsFiles(security.tls));
+  if (!security.auth_tokens.empty() && !security.tls.enabled()) {
+    return Status::InvalidArgument("--auth-tokens needs --tls-cert and --tls-key: a token sent in plaintext can be "
+                                   "read by anyone on the network");
+  }
+  if (!IsLoopbackListen(config.listen) && !security.insecure &&
+      (!security.tls.enabled() || security.auth_tokens.empty())) {
+    return Status::FailedPrecondition(
+        "refusing to serve " + config.listen + " without TLS and tokens: give --tls-cert, --tls-key and "
+        "--auth-tokens (and --tls-client-ca for a cluster), or --insecure to let anyone who reaches the port read, "
+        "write and delete data");
+  }
   std::unique_ptr<Server> server(new Server());
   auto node = Node::Open(config);
   if (!node.ok()) return node.status();
@@ -26,9 +38,26 @@ Result<std::unique_ptr<Server>> Server::Start(const NodeConfig& config) {
   server->admin_ = std::make_unique<AdminServiceImpl>(server->node_.get());
   server->peer_ = std::make_unique<PeerServiceImpl>(server->node_.get());
   grpc::EnableDefaultHealthCheckService(true);
+  if (security.tls.enabled()) {
+    Node* core = server->node_.get();
+    auto auth = AuthProcessor::Create({security.auth_tokens, !security.tls.client_ca.empty(),
+                                       [core](std::string_view id) {
+                                         const v1::ClusterMap map = core->cluster_map();
+                                         for (const auto& n : map.nodes()) {
+                                           if (n.id() == id) return true;
+                                         }
+                                         return false;
+                                       }});
+    if (!auth.ok()) {
+      server->node_->Close().IgnoreError();
+      return auth.status();
+    }
+    server->auth_ = std::move(auth).value();
+    SetPeerChannelCredentials(MakePeerChannelCredentials(security.tls));
+  }
   grpc::ServerBuilder builder;
   int bound_port = 0;
-  builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &bound_port);
+  builder.AddListeningPort(config.listen, MakeServerCredentials(security.tls, server->auth_), &bound_port);
   builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_message_bytes));
   builder.SetMaxSendMessageSize(-1);  // batches are bounded by max_part_bytes instead
   // Keepalive, set deliberately (README, "Keepalives and timeouts"): the
@@ -68,6 +97,8 @@ Result<std::unique_ptr<Server>> Server::Start(const NodeConfig& config) {
 }
 
 Server::~Server() { Stop().IgnoreError(); }
+
+Status Server::Reload() { return auth_ ? auth_->Reload() : Status::OK(); }
 
 Status Server::Stop() {
   if (stopped_) return Status::OK();

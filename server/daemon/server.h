@@ -9,9 +9,11 @@
 #include <memory>
 #include <string>
 
-#include "server/rpc/peer_service.h"
 #include "server/base/config.h"
+#include "server/base/security_config.h"
 #include "server/daemon/node.h"
+#include "server/rpc/auth.h"
+#include "server/rpc/peer_service.h"
 #include "server/rpc/services.h"
 
 namespace strata {
@@ -19,8 +21,9 @@ namespace strata {
 class Server {
  public:
   // Opens the node and starts serving. Unavailable if an address cannot be
-  // bound; the node's errors otherwise.
-  static Result<std::unique_ptr<Server>> Start(const NodeConfig& config);
+  // bound; FailedPrecondition for a non-loopback address without TLS and
+  // tokens (unless security.insecure); the node's errors otherwise.
+  static Result<std::unique_ptr<Server>> Start(const NodeConfig& config, const SecurityConfig& security = {});
   ~Server();
 
   // The bound gRPC address ("127.0.0.1:43121" when the config said port 0).
@@ -28,6 +31,10 @@ class Server {
   // The bound metrics address, or "" when metrics are off.
   const std::string& metrics_address() const { return metrics_address_; }
   Node& node() { return *node_; }
+
+  // SIGHUP: re-reads the token file (certificates are watched on their own).
+  // On an error the old tokens stay in force.
+  Status Reload();
 
   // Drains and stops; blocks until storage is closed. Idempotent.
   Status Stop();
@@ -45,6 +52,7 @@ class Server {
   std::unique_ptr<DataServiceImpl> data_;
   std::unique_ptr<AdminServiceImpl> admin_;
   std::unique_ptr<PeerServiceImpl> peer_;
+  std::shared_ptr<AuthProcessor> auth_;
   std::unique_ptr<grpc::Server> grpc_;
   std::string address_;
   std::string metrics_address_;

@@ -6,6 +6,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
+#include <functional>
 #include <iostream>
 
 #include "server/daemon/server.h"
@@ -51,6 +52,20 @@ int RunStratad(int argc, char** argv) {
                  "static membership: every node of the cluster, this one included, as ID=HOST:PORT,ID=HOST:PORT");
   app.add_option("--etcd", flags.etcd_endpoints, "etcd membership: etcd endpoints HOST:PORT[,HOST:PORT]");
   app.add_option("--cluster", flags.cluster_name, "cluster name (etcd key prefix /strata/NAME/; default strata)");
+  SecurityConfig security;
+  app.add_option("--tls-cert", security.tls.cert, "serve TLS with this PEM certificate chain (also this node's "
+                 "client certificate to other nodes)")->check(CLI::ExistingFile);
+  app.add_option("--tls-key", security.tls.key, "the PEM private key of --tls-cert")->check(CLI::ExistingFile);
+  app.add_option("--tls-client-ca", security.tls.client_ca,
+                 "require client certificates signed by this CA (mutual TLS); the peer service then accepts only "
+                 "certificates whose CN or a subject alternative name is a cluster node's id")
+      ->check(CLI::ExistingFile);
+  app.add_option("--auth-tokens", security.auth_tokens,
+                 "bearer tokens with roles, one '<reader|writer|admin> <token>' a line; re-read on SIGHUP")
+      ->check(CLI::ExistingFile);
+  app.add_flag("--insecure", security.insecure,
+               "serve a non-loopback address without TLS and tokens (anyone who reaches the port can read, write "
+               "and delete data)");
   app.set_version_flag("--version", std::string("stratad ") + STRATA_VERSION);
   try {
     app.parse(argc, argv);
@@ -69,8 +84,9 @@ int RunStratad(int argc, char** argv) {
   // (via asio's own handling) ever sees them.
   boost::asio::io_context io;
   boost::asio::signal_set signals(io, SIGTERM, SIGINT);
+  boost::asio::signal_set hangups(io, SIGHUP);
 
-  auto server = Server::Start(config.value());
+  auto server = Server::Start(config.value(), security);
   if (!server.ok()) {
     spdlog::error("cannot start: {}", server.status().ToString());
     return 1;
@@ -86,10 +102,25 @@ int RunStratad(int argc, char** argv) {
   });
 
   int exit_code = 0;
+  std::function<void()> on_hangup = [&] {
+    hangups.async_wait([&](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      Status reloaded = server.value()->Reload();
+      if (reloaded.ok()) {
+        spdlog::info("SIGHUP: token file re-read (certificates are re-read within {} s of a change)",
+                     kCertRefreshSeconds);
+      } else {
+        spdlog::error("SIGHUP: keeping the old tokens: {}", reloaded.ToString());
+      }
+      on_hangup();
+    });
+  };
+  on_hangup();
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) return;
     spdlog::info("received {}; shutting down", signo == SIGTERM ? "SIGTERM" : "SIGINT");
     systemd.Stopping("draining open streams");
+    hangups.cancel();
     Status stopped = server.value()->Stop();
     if (!stopped.ok()) exit_code = 1;
   });

@@ -6,6 +6,7 @@
 
 #include "common/allocator.h"
 #include "common/grpc_status.h"
+#include "server/rpc/request_validation.h"
 
 namespace strata {
 
@@ -56,6 +57,7 @@ Status IngestReactor::Handle(const v1::IngestRequest& request) {
     case v1::IngestRequest::kOpen: {
       if (session_) return Status::InvalidArgument("the ingest was already opened");
       if (draining_->load()) return Status::Unavailable("stratad is shutting down; retry on another node or later");
+      STRATA_RETURN_IF_ERROR(ValidateIngestOptions(request.open()));
       auto session = node_->StartIngest(request.open());
       if (!session.ok()) return session.status();
       session_ = std::move(session).value();

@@ -8,7 +8,10 @@
 
 #include "common/grpc_status.h"
 #include "server/cluster/file_transfer.h"
+#include "server/cluster/version_confirm.h"
 #include "server/daemon/node.h"
+#include "server/rpc/request_validation.h"
+#include "server/storage/path_guard.h"
 
 namespace strata {
 
@@ -39,6 +42,10 @@ class PutFileReactor final : public grpc::ServerReadReactor<v1::FileChunk> {
     Status s;
     if (!receiver_) {
       file_ = chunk_.file();
+      if (Status valid = ValidateFileRef(file_); !valid.ok()) {
+        Finish(ToGrpcStatus(valid));
+        return;
+      }
       if (node_->local_files().Has(file_)) {
         reply_->set_already_present(true);
         Finish(grpc::Status::OK);
@@ -86,8 +93,12 @@ class PutFileReactor final : public grpc::ServerReadReactor<v1::FileChunk> {
 class GetFileReactor final : public grpc::ServerWriteReactor<v1::FileChunk> {
  public:
   GetFileReactor(Node* node, const v1::FileRef& file) : node_(node), file_(file) {
-    const std::string path = node_->data_dir().Absolute(node_->data_dir().FileRelativePath(file_));
-    fd_ = node_->local_files().Has(file_) ? open(path.c_str(), O_RDONLY | O_CLOEXEC) : -1;
+    auto path = node_->data_dir().CheckedFilePath(file_);
+    if (!path.ok()) {
+      Finish(ToGrpcStatus(path.status()));
+      return;
+    }
+    fd_ = node_->local_files().Has(file_) ? open(path->c_str(), O_RDONLY | O_CLOEXEC) : -1;
     if (fd_ < 0) {
       Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, FileName(file_) + " is not held by " + node_->config().node_id));
       return;
@@ -140,8 +151,9 @@ class GetFileReactor final : public grpc::ServerWriteReactor<v1::FileChunk> {
 
 }  // namespace
 
-grpc::ServerUnaryReactor* PeerServiceImpl::Ping(grpc::CallbackServerContext* context, const v1::PingRequest*,
+grpc::ServerUnaryReactor* PeerServiceImpl::Ping(grpc::CallbackServerContext* context, const v1::PingRequest* request,
                                                 v1::PingReply* reply) {
+  if (Status valid = ValidatePing(*request); !valid.ok()) return Done(context, valid);
   reply->set_node_id(node_->config().node_id);
   reply->set_map_epoch(node_->cluster_map().epoch());
   return Done(context, Status::OK());
@@ -160,7 +172,8 @@ grpc::ServerWriteReactor<v1::FileChunk>* PeerServiceImpl::GetFile(grpc::Callback
 grpc::ServerUnaryReactor* PeerServiceImpl::ReadRecords(grpc::CallbackServerContext* context,
                                                        const v1::ReadRecordsRequest* request,
                                                        v1::ReadRecordsReply* reply) {
-  Status s;
+  Status s = ValidateReadRecords(*request);
+  if (!s.ok()) return Done(context, s);
   for (uint64_t index : request->indexes()) {
     s = node_->ReadLocalRecord(request->file(), index, reply->add_records());
     if (!s.ok()) break;
@@ -171,18 +184,35 @@ grpc::ServerUnaryReactor* PeerServiceImpl::ReadRecords(grpc::CallbackServerConte
 
 grpc::ServerUnaryReactor* PeerServiceImpl::PutVersion(grpc::CallbackServerContext* context,
                                                       const v1::PutVersionRequest* request, v1::PutVersionReply*) {
-  return Done(context, node_->ImportVersion(request->meta()));
+  // The claim is checked, then confirmed with the version's coordinator (an
+  // RPC, so on the pool, not a gRPC thread); its copy is what is imported.
+  v1::VersionRecord claimed;
+  std::vector<v1::ShardRecord> shards;
+  if (Status valid = ValidateVersionMeta(request->meta(), node_->data_dir(), &claimed, &shards); !valid.ok()) {
+    return Done(context, valid);
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  boost::asio::post(node_->pool(), [node = node_, reactor, claimed = std::move(claimed)] {
+    auto confirmed = ConfirmWithCoordinator(claimed, node->cluster_map(), node->config().node_id, node->peers(),
+                                            std::chrono::seconds(5));
+    Status s = confirmed.ok() ? node->ImportVersion(confirmed.value()) : confirmed.status();
+    if (!s.ok()) spdlog::warn("PutVersion refused: {}", s.ToString());
+    reactor->Finish(ToGrpcStatus(s));
+  });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* PeerServiceImpl::ListVersions(grpc::CallbackServerContext* context,
                                                         const v1::ListVersionsRequest* request,
                                                         v1::ListVersionsReply* reply) {
+  if (Status valid = ValidateListVersions(*request); !valid.ok()) return Done(context, valid);
   return Done(context, node_->ExportVersions(*request, reply));
 }
 
 grpc::ServerUnaryReactor* PeerServiceImpl::ListLocalFiles(grpc::CallbackServerContext* context,
                                                           const v1::ListLocalFilesRequest* request,
                                                           v1::ListLocalFilesReply* reply) {
+  if (Status valid = ValidateListLocalFiles(*request); !valid.ok()) return Done(context, valid);
   for (auto& f : node_->local_files().List(request->dataset(), request->version())) {
     *reply->add_files()->mutable_file() = std::move(f);
   }

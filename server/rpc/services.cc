@@ -5,7 +5,9 @@
 #include <spdlog/spdlog.h>
 
 #include "common/grpc_status.h"
+#include "common/input_limits.h"
 #include "server/rpc/ingest_reactor.h"
+#include "server/rpc/request_validation.h"
 #include "server/rpc/stream_reactor.h"
 
 namespace strata {
@@ -45,6 +47,10 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* DataServiceImpl::StreamBatches(grpc:
     }
   }
   const v1::StreamRequest* request = &parsed;
+  if (Status valid = ValidateStreamRequest(parsed); !valid.ok()) {
+    node_->metrics().requests_rejected.Increment();
+    return new RefusedStreamReactor(ToGrpcStatus(valid));
+  }
   if (draining_) {
     node_->metrics().CountRejected(Metrics::Reject::kDraining);
     return new RefusedStreamReactor(
@@ -61,11 +67,25 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* DataServiceImpl::StreamBatches(grpc:
     node_->metrics().CountRejected(stream.status().code() == Code::kInvalidArgument
                                        ? Metrics::Reject::kInvalidRequest
                                        : Metrics::Reject::kStreamRefused);
-    spdlog::warn("stream {} from {} refused: {}", request->dataset(), context->peer(), stream.status().ToString());
+    spdlog::warn("stream {} from {} refused: {}", QuotePrefix(request->dataset()), context->peer(),
+                 stream.status().ToString());
     return new RefusedStreamReactor(ToGrpcStatus(stream.status()));
   }
-  return new StreamReactor(node_, &draining_, std::move(stream).value(), *request, context->peer());
+  const v1::DatasetInfo& info = stream.value()->version().record().info();
+  const uint64_t reserve = EstimateStepBytes(info.bytes(), info.samples(), request->batch_size());
+  if (!stream_memory_.TryAcquire(reserve)) {
+    node_->metrics().requests_rejected.Increment();
+    return new RefusedStreamReactor(grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        "this node's streams hold " + std::to_string(stream_memory_.used() >> 20) + " MiB of their limit of " +
+            std::to_string(stream_memory_.budget() >> 20) + " MiB (half of memory_budget); a batch of this stream " +
+            "needs about " + std::to_string(reserve >> 10) + " KiB more: retry later or on another node"));
+  }
+  return new StreamReactor(node_, &draining_, std::move(stream).value(), *request, context->peer(), &stream_memory_,
+                           reserve);
 }
+
+uint64_t StreamBufferBudget(const NodeConfig& config) { return config.memory_budget / 2; }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::ListDatasets(grpc::CallbackServerContext* context,
                                                          const v1::ListDatasetsRequest* request,
@@ -76,6 +96,9 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListDatasets(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* AdminServiceImpl::DescribeDataset(grpc::CallbackServerContext* context,
                                                             const v1::DescribeDatasetRequest* request,
                                                             v1::DescribeDatasetReply* reply) {
+  if (Status valid = ValidateDescribeRequest(*request); !valid.ok()) {
+    return FinishUnary(context, Result<v1::DescribeDatasetReply>(valid), reply);
+  }
   return FinishUnary(context, node_->DescribeDataset(*request), reply);
 }
 

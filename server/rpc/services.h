@@ -5,17 +5,25 @@
 #include <atomic>
 
 #include "server/daemon/node.h"
+#include "server/serve/stream_memory.h"
 #include "strata/v1/admin.grpc.pb.h"
 #include "strata/v1/data.grpc.pb.h"
 
 namespace strata {
 
 // StreamBatches is a raw method: it answers with byte buffers that reference
+// The bytes all streams together may hold built and not yet sent: half of
+// memory_budget when one is set (the block cache adapts to the rest), else
+// unbounded (each stream is still bounded by prefetch_batches).
+uint64_t StreamBufferBudget(const NodeConfig& config);
+
+// StreamBatches is a raw method: it answers with byte buffers that reference
 // the shard files (server/serve/wire_part.h); clients see ordinary Batch messages.
 class DataServiceImpl final
     : public v1::DataService::WithRawCallbackMethod_StreamBatches<v1::DataService::CallbackService> {
  public:
-  explicit DataServiceImpl(Node* node) : node_(node) {}
+  // Streams share StreamBufferBudget(node->config()) bytes of built batches.
+  explicit DataServiceImpl(Node* node) : node_(node), stream_memory_(StreamBufferBudget(node->config())) {}
 
   // New calls are refused and open streams end after their current batch.
   void BeginDrain() { draining_ = true; }
@@ -28,6 +36,7 @@ class DataServiceImpl final
  private:
   Node* const node_;
   std::atomic<bool> draining_{false};
+  StreamMemory stream_memory_;
 };
 
 class AdminServiceImpl final : public v1::AdminService::CallbackService {

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/post.hpp>
+#include <algorithm>
 #include <chrono>
 
 #include "common/grpc_status.h"
@@ -10,7 +11,8 @@
 namespace strata {
 
 StreamReactor::StreamReactor(Node* node, const std::atomic<bool>* draining, std::unique_ptr<BatchStream> stream,
-                             v1::StreamRequest request, std::string peer)
+                             v1::StreamRequest request, std::string peer, StreamMemory* memory,
+                             uint64_t reserved)
     : node_(node),
       draining_(draining),
       stream_(std::move(stream)),
@@ -18,7 +20,11 @@ StreamReactor::StreamReactor(Node* node, const std::atomic<bool>* draining, std:
       peer_(std::move(peer)),
       prefetch_(node->config().prefetch_batches),
       next_queued_step_(stream_->next_step()),
-      completed_steps_(stream_->next_step()) {
+      completed_steps_(stream_->next_step()),
+      memory_(memory),
+      reserved_(reserved),
+      granted_(reserved),
+      step_estimate_(reserved) {
   ++node_->active_streams();
   node_->metrics().active_streams.Increment();
   node_->metrics().streams_opened.Increment();
@@ -34,8 +40,24 @@ StreamReactor::StreamReactor(Node* node, const std::atomic<bool>* draining, std:
   }
 }
 
-bool StreamReactor::CanClaim() const {
-  return !final_status_ && !claimed_all_ && ready_.size() + in_build_ < prefetch_;
+bool StreamReactor::CanClaim() {
+  if (final_status_ || claimed_all_ || ready_.size() + in_build_ >= prefetch_) return false;
+  // The reservation always covers one step; building further ahead takes
+  // more of the shared budget, or waits until a write gives some back.
+  if (buffered_ == 0 && in_build_ == 0) return true;
+  const uint64_t need = buffered_ + (uint64_t{in_build_} + 1) * step_estimate_;
+  if (need <= granted_) return true;
+  if (!memory_->TryAcquire(need - granted_)) return false;
+  granted_ = need;
+  return true;
+}
+
+void StreamReactor::ShrinkGrant() {
+  const uint64_t keep = std::max(reserved_, buffered_ + uint64_t{in_build_} * step_estimate_);
+  if (granted_ > keep) {
+    memory_->Release(granted_ - keep);
+    granted_ = keep;
+  }
 }
 
 void StreamReactor::MaybeScheduleBuild() {
@@ -78,10 +100,15 @@ void StreamReactor::BuildTask() {
       if (!final_status_) final_status_ = ToGrpcStatus(s);
     } else {
       std::vector<Outgoing>& out = built_[step];
+      uint64_t step_bytes = 0;
       for (size_t i = 0; i < parts.size(); ++i) {
-        out.push_back(Outgoing{std::move(wire[i]), parts[i].payload_bytes(),
+        const uint64_t bytes = wire[i].Length();
+        step_bytes += bytes;
+        out.push_back(Outgoing{std::move(wire[i]), parts[i].payload_bytes(), bytes,
                                static_cast<uint64_t>(parts[i].message().ids_size()), step, i + 1 == parts.size()});
       }
+      buffered_ += step_bytes;
+      step_estimate_ = std::max(step_estimate_, step_bytes);
       // Steps built out of order wait for the ones before them.
       while (!built_.empty() && built_.begin()->first == next_queued_step_) {
         for (Outgoing& o : built_.begin()->second) ready_.push_back(std::move(o));
@@ -150,7 +177,9 @@ void StreamReactor::OnWriteDone(bool ok) {
       m.batches_served.Increment();
       if (in_flight_.last_of_step) completed_steps_ = in_flight_.step + 1;
     }
+    buffered_ -= in_flight_.wire_bytes;
     in_flight_ = Outgoing();
+    ShrinkGrant();
   }
   Pump();
 }
@@ -180,6 +209,7 @@ void StreamReactor::RecordCursor(uint64_t next_step) {
 }
 
 void StreamReactor::OnDone() {
+  memory_->Release(granted_);  // every write has completed: nothing is buffered
   --node_->active_streams();
   node_->metrics().active_streams.Decrement();
   spdlog::info("stream {} rank {}/{} ended at step {}", request_.dataset(), request_.rank(), request_.world(),

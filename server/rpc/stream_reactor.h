@@ -25,8 +25,9 @@
 #include <optional>
 #include <string>
 
-#include "server/serve/batch_stream.h"
 #include "server/daemon/node.h"
+#include "server/serve/batch_stream.h"
+#include "server/serve/stream_memory.h"
 #include "strata/v1/data.pb.h"
 
 namespace strata {
@@ -36,8 +37,10 @@ namespace strata {
 class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   // Starts building at once. `draining` is read before each write.
+  // `reserved` bytes were taken from `memory` for the stream (its first
+  // step's estimate); the reactor gives them back when it is done.
   StreamReactor(Node* node, const std::atomic<bool>* draining, std::unique_ptr<BatchStream> stream,
-                v1::StreamRequest request, std::string peer);
+                v1::StreamRequest request, std::string peer, StreamMemory* memory, uint64_t reserved);
 
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
@@ -47,6 +50,7 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   struct Outgoing {
     grpc::ByteBuffer wire;
     uint64_t payload_bytes = 0;
+    uint64_t wire_bytes = 0;  // counted in buffered_ until its write completes
     uint64_t samples = 0;
     uint64_t step = 0;
     bool last_of_step = false;
@@ -55,7 +59,8 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   // Build tasks one stream runs at once (each builds a different step).
   static constexpr uint32_t kBuildersPerStream = 2;
 
-  bool CanClaim() const;      // REQUIRES: mu_ held
+  bool CanClaim();            // REQUIRES: mu_ held (may take more of memory_)
+  void ShrinkGrant();         // REQUIRES: mu_ held
   void MaybeScheduleBuild();  // REQUIRES: mu_ held
   void BuildTask();
   // Starts the next write, or finishes the call, if it is time. `kick`: called
@@ -83,6 +88,11 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   bool finishing_ = false;                     // GUARDED_BY(mu_)
   std::optional<grpc::Status> final_status_;   // GUARDED_BY(mu_)
   uint64_t completed_steps_;                   // GUARDED_BY(mu_): next step not yet fully written
+  StreamMemory* const memory_;
+  const uint64_t reserved_;                    // granted_ never drops below it
+  uint64_t granted_;                           // GUARDED_BY(mu_): bytes taken from memory_
+  uint64_t buffered_ = 0;                      // GUARDED_BY(mu_): wire bytes built and not yet sent
+  uint64_t step_estimate_;                     // GUARDED_BY(mu_): the largest step built so far, or the estimate
 };
 
 // Finishes a call at once with an error (a refused stream).

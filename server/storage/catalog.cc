@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <functional>
 
+#include "common/dataset_ref.h"
+
 namespace strata {
 namespace {
 
@@ -176,14 +178,16 @@ Status Catalog::SealVersion(const v1::VersionRecord& sealed) {
 Result<bool> Catalog::ImportVersion(const v1::VersionRecord& record, const std::vector<v1::ShardRecord>& shards) {
   const std::string& name = record.info().name();
   const uint64_t version = record.info().version();
-  STRATA_RETURN_IF_ERROR(CheckName("dataset name", name));
+  STRATA_RETURN_IF_ERROR(ValidateDatasetName(name));
   const v1::VersionState incoming = record.info().state();
   if (incoming != v1::VERSION_SEALED && incoming != v1::VERSION_ABORTED) return false;
   std::lock_guard lock(create_mu_);
   Result<v1::VersionRecord> stored = GetVersion(name, version);
   if (!stored.ok() && !stored.status().IsNotFound()) return stored.status();
   const v1::VersionState local = stored.ok() ? stored->info().state() : v1::VERSION_STATE_UNSPECIFIED;
-  if (local == v1::VERSION_SEALED || local == incoming) return false;
+  // Sealed is final, and an ingest running here is this node's own: a record
+  // from elsewhere never aborts it.
+  if (local == v1::VERSION_SEALED || local == v1::VERSION_INGESTING || local == incoming) return false;
   KvWriteBatch batch;
   STRATA_RETURN_IF_ERROR(DeleteShards(*kv_, name, version, &batch));
   batch.Put(KvSpace::kDatasets, VersionKey(name, version), record.SerializeAsString());

@@ -54,7 +54,8 @@ class Catalog {
   // an incoming sealed record replaces anything that is not sealed here, and
   // anything incoming is ignored when this catalog already has it sealed. An
   // incoming aborted record marks a local non-sealed version aborted (its shard
-  // records go). Ingesting records are ignored (only a coordinator writes
+  // records go), never one that is ingesting here (a running ingest is this
+  // node's own). Ingesting records are ignored (only a coordinator writes
   // those). Returns true if the catalog changed.
   Result<bool> ImportVersion(const v1::VersionRecord& record, const std::vector<v1::ShardRecord>& shards);
 

@@ -9,6 +9,9 @@
 #include <filesystem>
 #include <vector>
 
+#include "common/dataset_ref.h"
+#include "server/storage/path_guard.h"
+
 namespace strata {
 
 namespace fs = std::filesystem;
@@ -51,15 +54,19 @@ std::string DataDir::VersionDir(const std::string& name, uint64_t version) const
 
 Status DataDir::PrepareVersionDir(const std::string& name, uint64_t version) const {
   STRATA_RETURN_IF_ERROR(RemoveVersion(name, version));
+  auto dir = CheckedVersionDir(name, version);
+  if (!dir.ok()) return dir.status();
   std::error_code ec;
-  fs::create_directories(VersionDir(name, version), ec);
+  fs::create_directories(dir.value(), ec);
   if (ec) return FsError("cannot create " + VersionDir(name, version), ec);
   return Status::OK();
 }
 
 Status DataDir::RemoveVersion(const std::string& name, uint64_t version) const {
+  auto dir = CheckedVersionDir(name, version);
+  if (!dir.ok()) return dir.status();
   std::error_code ec;
-  fs::remove_all(VersionDir(name, version), ec);
+  fs::remove_all(dir.value(), ec);
   if (ec) return FsError("cannot remove " + VersionDir(name, version), ec);
   return Status::OK();
 }
@@ -96,6 +103,17 @@ std::string DataDir::FileRelativePath(const v1::FileRef& file) const {
   return ShardRelativePath(file.dataset(), file.version(), file.seq());
 }
 
+Result<std::string> DataDir::CheckedFilePath(const v1::FileRef& file) const {
+  STRATA_RETURN_IF_ERROR(ValidateFileRef(file));
+  return ResolveInside(root_, FileRelativePath(file));
+}
+
+Result<std::string> DataDir::CheckedVersionDir(const std::string& name, uint64_t version) const {
+  STRATA_RETURN_IF_ERROR(ValidateDatasetName(name));
+  if (version == 0) return Status::InvalidArgument("dataset versions are numbered from 1");
+  return ResolveInside(root_, "shards/" + name + "/v" + std::to_string(version));
+}
+
 Result<std::vector<v1::FileRef>> DataDir::ScanFiles() const {
   std::vector<v1::FileRef> out;
   std::error_code ec;
@@ -128,6 +146,8 @@ Result<std::vector<v1::FileRef>> DataDir::ScanFiles() const {
 }
 
 Status DataDir::Quarantine(const v1::FileRef& file) const {
+  auto from = CheckedFilePath(file);
+  if (!from.ok()) return from.status();
   std::error_code ec;
   fs::create_directories(root_ + "/quarantine", ec);
   if (ec) return FsError("cannot create " + root_ + "/quarantine", ec);
@@ -136,14 +156,16 @@ Status DataDir::Quarantine(const v1::FileRef& file) const {
     if (c == '/') c = '_';
   }
   const std::string to = root_ + "/quarantine/" + std::to_string(std::time(nullptr)) + "-" + flat;
-  fs::rename(Absolute(FileRelativePath(file)), to, ec);
+  fs::rename(from.value(), to, ec);
   if (ec) return FsError("cannot quarantine " + FileRelativePath(file), ec);
   return Status::OK();
 }
 
 Status DataDir::RemoveFile(const v1::FileRef& file) const {
+  auto path = CheckedFilePath(file);
+  if (!path.ok()) return path.status();
   std::error_code ec;
-  fs::remove(Absolute(FileRelativePath(file)), ec);
+  fs::remove(path.value(), ec);
   if (ec) return FsError("cannot remove " + FileRelativePath(file), ec);
   return Status::OK();
 }

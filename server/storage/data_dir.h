@@ -47,6 +47,12 @@ class DataDir {
 
   // Relative path of a version's file (a shard or its stratum index).
   std::string FileRelativePath(const v1::FileRef& file) const;
+  // The absolute path of `file` for a reference that came from the network:
+  // InvalidArgument unless it is well formed and resolves inside root()
+  // (server/storage/path_guard.h). Use it before creating, reading or removing anything.
+  Result<std::string> CheckedFilePath(const v1::FileRef& file) const;
+  // The version's directory, checked the same way.
+  Result<std::string> CheckedVersionDir(const std::string& name, uint64_t version) const;
   // Every shard and index file present (not temporary files).
   Result<std::vector<v1::FileRef>> ScanFiles() const;
   // Moves a corrupt file out of the way into quarantine/ (kept for inspection).

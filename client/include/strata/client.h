@@ -46,6 +46,14 @@ struct ClientOptions {
   // Bytes gRPC may buffer per call beyond those parts (the HTTP/2 stream
   // window); 0: gRPC's default, which grows with the measured bandwidth.
   int receive_window_bytes = 0;
+  // TLS: the CA that signs the servers' certificates (PEM file). Empty:
+  // plaintext. With it, tls_cert_file and tls_key_file (both or neither) are
+  // the client certificate for a server that requires one (mutual TLS).
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // Bearer token sent with every call (needs TLS). Empty: none.
+  std::string token;
 };
 
 // What to stream: one rank's view of one epoch.

@@ -160,6 +160,26 @@ TEST_P(CatalogTest, AbortedVersionNumberIsNotReusedImplicitly) {
   EXPECT_EQ(Create("cats"), 3u);
 }
 
+TEST_P(CatalogTest, ImportNeverAbortsARunningIngestNorChangesASealedVersion) {
+  EXPECT_EQ(Create("cats"), 1u);  // ingesting here
+  v1::VersionRecord aborted;
+  aborted.mutable_info()->set_name("cats");
+  aborted.mutable_info()->set_version(1);
+  aborted.mutable_info()->set_state(v1::VERSION_ABORTED);
+  Result<bool> changed = catalog_->ImportVersion(aborted, {});
+  ASSERT_TRUE(changed.ok()) << changed.status().ToString();
+  EXPECT_FALSE(changed.value());
+  EXPECT_EQ(catalog_->GetVersion("cats", 1)->info().state(), v1::VERSION_INGESTING);
+  Seal("cats", 1);
+  changed = catalog_->ImportVersion(aborted, {});
+  ASSERT_TRUE(changed.ok());
+  EXPECT_FALSE(changed.value());
+  EXPECT_EQ(catalog_->GetVersion("cats", 1)->info().state(), v1::VERSION_SEALED);
+  // A name that could leave the data directory is refused outright.
+  aborted.mutable_info()->set_name("../../victim");
+  EXPECT_EQ(catalog_->ImportVersion(aborted, {}).status().code(), Code::kInvalidArgument);
+}
+
 TEST_P(CatalogTest, ExplicitCreateReplacesAnAbortedVersion) {
   Create("cats");
   ASSERT_TRUE(catalog_->PutShard("cats", 1, Shard(0)).ok());

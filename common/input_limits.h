@@ -1,0 +1,47 @@
+// Limits on what a request may carry, and how errors quote what they refuse.
+//
+// Every string and repeated field that arrives over the network is checked
+// against one of these limits before any work is done with it, and the error
+// names the limit. An error never echoes a whole bad value: it quotes at most
+// kQuotedPrefixBytes of it and says how long it was, so a 100 MB name costs a
+// 100-byte log line, not a 200 MB one.
+//
+// Thread-safety: constants and pure functions.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace strata {
+
+struct InputLimits {
+  static constexpr size_t kMaxDatasetNameBytes = 128;  // also "name@N" minus the version
+  static constexpr size_t kMaxDatasetRefBytes = 160;   // "name@18446744073709551615"
+  static constexpr size_t kMaxJobIdBytes = 256;
+  static constexpr size_t kMaxNodeIdBytes = 128;
+  static constexpr size_t kMaxMembers = 4096;           // StreamRequest.members, .excluded
+  static constexpr size_t kMaxStratumKeyBytes = 1024;   // weights and min_per_batch keys
+  static constexpr size_t kMaxWeights = 65536;          // SamplerSpec.weights, .min_per_batch entries
+  static constexpr size_t kMaxStratifyBy = 16;          // IngestOptions.stratify_by
+  static constexpr size_t kMaxFieldNameBytes = 256;     // stratify_by entries, time_bucket_field
+  static constexpr size_t kMaxShardsPerVersion = 1u << 20;   // VersionMeta.shard_records
+  static constexpr size_t kMaxRecordsPerRead = 65536;   // ReadRecordsRequest.indexes
+  static constexpr size_t kMaxShardPathBytes = 512;
+  static constexpr size_t kQuotedPrefixBytes = 40;
+};
+
+// 'abc' for a short value; 'abcdefgh…' (104857600 bytes) for a long one.
+// Bytes outside printable ASCII are written as \xNN.
+std::string QuotePrefix(std::string_view value);
+
+// InvalidArgument "<what> is N bytes, over the limit of L: '<prefix>…'" unless
+// value.size() <= limit.
+Status CheckLength(std::string_view what, std::string_view value, size_t limit);
+
+// InvalidArgument "<what> has N entries, over the limit of L" unless count <= limit.
+Status CheckCount(std::string_view what, size_t count, size_t limit);
+
+}  // namespace strata

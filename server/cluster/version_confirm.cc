@@ -1,0 +1,45 @@
+#include "server/cluster/version_confirm.h"
+
+#include "common/grpc_status.h"
+#include "common/input_limits.h"
+
+namespace strata {
+
+Result<v1::VersionMeta> ConfirmWithCoordinator(const v1::VersionRecord& claimed, const v1::ClusterMap& map,
+                                               const std::string& self, PeerClients& peers,
+                                               std::chrono::milliseconds timeout) {
+  const v1::DatasetInfo& info = claimed.info();
+  const std::string what = "dataset " + QuotePrefix(info.name()) + " version " + std::to_string(info.version());
+  if (info.coordinator() == self) {
+    return Status(Code::kPermissionDenied, what + " is coordinated by this node; only its own catalog changes it");
+  }
+  const v1::NodeInfo* coordinator = nullptr;
+  for (const auto& n : map.nodes()) {
+    if (n.id() == info.coordinator()) coordinator = &n;
+  }
+  if (coordinator == nullptr) {
+    return Status(Code::kPermissionDenied, what + " names coordinator " + QuotePrefix(info.coordinator()) +
+                                    ", which is not a member of this cluster");
+  }
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + timeout);
+  v1::ListVersionsRequest request;
+  request.set_include_shards(true);
+  request.set_dataset(info.name());
+  request.set_version(info.version());
+  v1::ListVersionsReply reply;
+  Status s = FromGrpcStatus(peers.Peer(coordinator->address())->ListVersions(&context, request, &reply));
+  if (!s.ok()) return Status::Unavailable("cannot confirm " + what + " with " + coordinator->id() + ": " + s.ToString());
+  for (const auto& meta : reply.versions()) {
+    v1::VersionRecord theirs;
+    if (!theirs.ParseFromString(meta.version_record())) continue;
+    if (theirs.info().name() == info.name() && theirs.info().version() == info.version() &&
+        theirs.info().coordinator() == coordinator->id() && theirs.info().state() == info.state()) {
+      return meta;
+    }
+  }
+  return Status(Code::kPermissionDenied, what + " is not " + (info.state() == v1::VERSION_SEALED ? "sealed" : "aborted") +
+                                  " on its coordinator " + coordinator->id());
+}
+
+}  // namespace strata

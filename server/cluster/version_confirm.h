@@ -1,0 +1,32 @@
+// PutVersion tells a node that a version was sealed or aborted. The message is
+// a claim, not a fact: anyone who can reach the peer port can send one. Before
+// the catalog changes, the node asks the version's coordinator (the node the
+// record says ingested it, found in this node's own cluster map, at the
+// address the map gives) for its copy, and imports that copy, never the
+// message. So only the node that created a version can make it visible or
+// abort it, and a forged "name@99" naming a real node as its coordinator is
+// refused because that node has no such version.
+//
+// Thread-safety: a pure function over its arguments (it makes one RPC).
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "common/status.h"
+#include "server/cluster/peer_clients.h"
+#include "strata/v1/cluster.pb.h"
+#include "strata/v1/storage.pb.h"
+
+namespace strata {
+
+// The coordinator's own metadata (with shard records) of the version `claimed`
+// names. PermissionDenied if the coordinator is this node (`self`: its catalog
+// is the truth) or not a member of `map`, or if the coordinator does not hold
+// that version in the claimed state; Unavailable if it cannot be asked now
+// (anti-entropy catches up later).
+Result<v1::VersionMeta> ConfirmWithCoordinator(const v1::VersionRecord& claimed, const v1::ClusterMap& map,
+                                               const std::string& self, PeerClients& peers,
+                                               std::chrono::milliseconds timeout);
+
+}  // namespace strata

@@ -1,0 +1,111 @@
+#include "server/rpc/request_validation.h"
+
+#include <set>
+
+#include "common/dataset_ref.h"
+#include "common/input_limits.h"
+#include "server/storage/path_guard.h"
+
+namespace strata {
+
+namespace {
+
+using L = InputLimits;
+
+template <typename Strings>
+Status CheckStrings(std::string_view what, const Strings& values, size_t max_count, size_t max_bytes) {
+  STRATA_RETURN_IF_ERROR(CheckCount(what, static_cast<size_t>(values.size()), max_count));
+  for (const auto& v : values) {
+    STRATA_RETURN_IF_ERROR(CheckLength(std::string("an entry of ") + std::string(what), v, max_bytes));
+  }
+  return Status::OK();
+}
+
+template <typename Map>
+Status CheckKeys(std::string_view what, const Map& map, size_t max_count, size_t max_bytes) {
+  STRATA_RETURN_IF_ERROR(CheckCount(what, static_cast<size_t>(map.size()), max_count));
+  for (const auto& entry : map) {
+    STRATA_RETURN_IF_ERROR(CheckLength(std::string("a key of ") + std::string(what), entry.first, max_bytes));
+  }
+  return Status::OK();
+}
+
+Status CheckDatasetRef(std::string_view what, const std::string& ref) {
+  STRATA_RETURN_IF_ERROR(CheckLength(what, ref, L::kMaxDatasetRefBytes));
+  return ParseDatasetRef(ref).status();
+}
+
+Status CheckOptionalName(const std::string& name) {
+  if (name.empty()) return Status::OK();
+  return ValidateDatasetName(name);
+}
+
+}  // namespace
+
+Status ValidateStreamRequest(const v1::StreamRequest& r) {
+  STRATA_RETURN_IF_ERROR(CheckDatasetRef("the dataset", r.dataset()));
+  STRATA_RETURN_IF_ERROR(CheckLength("the job id", r.job_id(), L::kMaxJobIdBytes));
+  STRATA_RETURN_IF_ERROR(CheckStrings("members", r.members(), L::kMaxMembers, L::kMaxNodeIdBytes));
+  STRATA_RETURN_IF_ERROR(CheckStrings("excluded", r.excluded(), L::kMaxMembers, L::kMaxNodeIdBytes));
+  STRATA_RETURN_IF_ERROR(CheckKeys("sampler weights", r.sampler().weights(), L::kMaxWeights, L::kMaxStratumKeyBytes));
+  STRATA_RETURN_IF_ERROR(
+      CheckKeys("sampler min_per_batch", r.sampler().min_per_batch(), L::kMaxWeights, L::kMaxStratumKeyBytes));
+  return Status::OK();
+}
+
+Status ValidateIngestOptions(const v1::IngestOptions& o) {
+  STRATA_RETURN_IF_ERROR(CheckDatasetRef("the dataset", o.dataset()));
+  STRATA_RETURN_IF_ERROR(CheckStrings("stratify_by", o.stratify_by(), L::kMaxStratifyBy, L::kMaxFieldNameBytes));
+  STRATA_RETURN_IF_ERROR(CheckLength("the time bucket field", o.time_bucket_field(), L::kMaxFieldNameBytes));
+  return Status::OK();
+}
+
+Status ValidateDescribeRequest(const v1::DescribeDatasetRequest& r) {
+  return CheckDatasetRef("the dataset", r.dataset());
+}
+
+Status ValidatePing(const v1::PingRequest& r) {
+  return CheckLength("the sender's node id", r.from(), L::kMaxNodeIdBytes);
+}
+
+Status ValidateReadRecords(const v1::ReadRecordsRequest& r) {
+  STRATA_RETURN_IF_ERROR(ValidateFileRef(r.file()));
+  if (r.file().kind() != v1::FileRef::SHARD) return Status::InvalidArgument("records are read from shards only");
+  return CheckCount("indexes", static_cast<size_t>(r.indexes_size()), L::kMaxRecordsPerRead);
+}
+
+Status ValidateListVersions(const v1::ListVersionsRequest& r) { return CheckOptionalName(r.dataset()); }
+
+Status ValidateListLocalFiles(const v1::ListLocalFilesRequest& r) { return CheckOptionalName(r.dataset()); }
+
+Status ValidateVersionMeta(const v1::VersionMeta& meta, const DataDir& dir, v1::VersionRecord* record,
+                           std::vector<v1::ShardRecord>* shards) {
+  STRATA_RETURN_IF_ERROR(
+      CheckCount("shard_records", static_cast<size_t>(meta.shard_records_size()), L::kMaxShardsPerVersion));
+  if (!record->ParseFromString(meta.version_record())) return Status::InvalidArgument("unparsable version record");
+  const v1::DatasetInfo& info = record->info();
+  STRATA_RETURN_IF_ERROR(ValidateDatasetName(info.name()));
+  if (info.version() == 0) return Status::InvalidArgument("dataset versions are numbered from 1");
+  if (info.state() != v1::VERSION_SEALED && info.state() != v1::VERSION_ABORTED) {
+    return Status::InvalidArgument("only sealed or aborted versions are shared between nodes");
+  }
+  STRATA_RETURN_IF_ERROR(CheckLength("the coordinator's node id", info.coordinator(), L::kMaxNodeIdBytes));
+  STRATA_RETURN_IF_ERROR(CheckStrings("stratify_by", info.stratify_by(), L::kMaxStratifyBy, L::kMaxFieldNameBytes));
+  shards->assign(static_cast<size_t>(meta.shard_records_size()), v1::ShardRecord());
+  std::set<uint32_t> seqs;
+  for (int i = 0; i < meta.shard_records_size(); ++i) {
+    v1::ShardRecord& shard = (*shards)[static_cast<size_t>(i)];
+    if (!shard.ParseFromString(meta.shard_records(i))) return Status::InvalidArgument("unparsable shard record");
+    const uint32_t seq = shard.info().seq();
+    if (seq > kMaxShardSeq || !seqs.insert(seq).second) {
+      return Status::InvalidArgument("shard seq " + std::to_string(seq) + " is repeated or over the limit");
+    }
+    if (shard.path() != dir.ShardRelativePath(info.name(), info.version(), seq)) {
+      return Status::InvalidArgument("shard " + std::to_string(seq) + " has path " + QuotePrefix(shard.path()) +
+                                     ", not the one its dataset, version and seq give");
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace strata

@@ -1,0 +1,45 @@
+// Request validation for every RPC, at the edge, before any work.
+//
+// Each function checks the lengths of a request's strings and the sizes of
+// its repeated fields against common/input_limits.h, and the names in it with
+// the one dataset-name validator (common/dataset_ref.h), and returns
+// InvalidArgument naming the field and its limit, quoting at most a short
+// prefix of a bad value. They do not look anything up: what exists is the
+// core's business. They are pure, so a fuzzer drives them directly.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <vector>
+
+#include "common/status.h"
+#include "server/storage/data_dir.h"
+#include "strata/v1/admin.pb.h"
+#include "strata/v1/cluster.pb.h"
+#include "strata/v1/data.pb.h"
+#include "strata/v1/storage.pb.h"
+
+namespace strata {
+
+// Data service.
+Status ValidateStreamRequest(const v1::StreamRequest& request);
+Status ValidateIngestOptions(const v1::IngestOptions& options);
+
+// Admin service.
+Status ValidateDescribeRequest(const v1::DescribeDatasetRequest& request);
+
+// Peer service.
+Status ValidatePing(const v1::PingRequest& request);
+Status ValidateReadRecords(const v1::ReadRecordsRequest& request);
+Status ValidateListVersions(const v1::ListVersionsRequest& request);
+Status ValidateListLocalFiles(const v1::ListLocalFilesRequest& request);
+
+// A version's metadata from another node (PutVersion, anti-entropy): parses
+// the records into *record and *shards and checks them: a valid name, a
+// version >= 1, state sealed or aborted, a bounded coordinator node id, at most
+// kMaxShardsPerVersion shards with distinct seqs, each at the path `dir`
+// gives it (a peer never chooses a path).
+Status ValidateVersionMeta(const v1::VersionMeta& meta, const DataDir& dir, v1::VersionRecord* record,
+                           std::vector<v1::ShardRecord>* shards);
+
+}  // namespace strata

@@ -1,0 +1,288 @@
+// TLS, mutual TLS and tokens on a real stratad, with certificates made by
+// openssl in the test: what is refused, with which status, and that a writer
+// ingests and a reader streams an epoch exactly once over TLS.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "strata/v1/cluster.grpc.pb.h"
+#include "tests/integration/cluster_fixture.h"
+#include "tests/integration/local_cluster.h"
+
+namespace strata::testing {
+namespace {
+
+constexpr const char* kWriterToken = "writer-token-0123456789abcdef";
+constexpr const char* kReaderToken = "reader-token-0123456789abcdef";
+
+// Runs openssl; fails the test (and returns false) if it does not exit 0.
+bool OpenSsl(std::vector<std::string> args) {
+  args.insert(args.begin(), "/usr/bin/openssl");
+  CommandResult r = RunCommand(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.exit_code == 0;
+}
+
+// A CA in `dir`/<name>.{pem,key} and certificates it signs.
+class TestCa {
+ public:
+  TestCa(const TempDir& dir, std::string name) : dir_(dir), name_(std::move(name)) {
+    OpenSsl({"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+             Key(name_), "-out", Pem(name_), "-days", "2", "-subj", "/CN=" + name_});
+  }
+  // <cn>.pem and <cn>.key, with subjectAltName DNS:<cn>,IP:127.0.0.1 (and DNS:<also>), valid for `days`
+  // (negative: expired).
+  void Issue(const std::string& file, const std::string& cn, int days = 2, const std::string& also = "") {
+    const std::string ext = dir_.Join(file + ".ext");
+    WriteFile(ext, "subjectAltName=DNS:" + cn + ",IP:127.0.0.1" + also + "\n");
+    OpenSsl({"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", Key(file),
+             "-out", dir_.Join(file + ".csr"), "-subj", "/CN=" + cn});
+    OpenSsl({"x509", "-req", "-in", dir_.Join(file + ".csr"), "-CA", Pem(name_), "-CAkey", Key(name_),
+             "-CAcreateserial", "-out", Pem(file), "-days", std::to_string(days), "-extfile", ext});
+  }
+  std::string Pem(const std::string& file) const { return dir_.Join(file + ".pem"); }
+  std::string Key(const std::string& file) const { return dir_.Join(file + ".key"); }
+  std::string ca() const { return Pem(name_); }
+
+ private:
+  const TempDir& dir_;
+  const std::string name_;
+};
+
+class TlsAuthTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    ca_ = new TestCa(*dir_, "cluster-ca");
+    ca_->Issue("node-1", "node-1");
+    ca_->Issue("trainer", "trainer");
+    ca_->Issue("expired", "trainer", -1);
+    other_ = new TestCa(*dir_, "other-ca");
+    other_->Issue("stranger", "node-1");  // names a node, but signed by another CA
+    WriteFile(dir_->Join("tokens"), std::string("# role token\nwriter ") + kWriterToken + " ci\nreader " +
+                                        kReaderToken + " trainers\n");
+    StratadProcess::Options o;
+    o.data_dir = dir_->Join("data");
+    o.extra_args = {"--tls-cert", ca_->Pem("node-1"), "--tls-key", ca_->Key("node-1"), "--tls-client-ca",
+                    ca_->ca(), "--auth-tokens", dir_->Join("tokens"), "--log-level", "info"};
+    server_ = StratadProcess::Start(o).release();
+    ASSERT_NE(server_, nullptr);
+  }
+  static void TearDownTestSuite() {
+    if (server_ != nullptr) {
+      EXPECT_EQ(server_->Terminate(), 0);
+      // Tokens never reach the log.
+      const std::string log = server_->Log();
+      EXPECT_EQ(log.find(kWriterToken), std::string::npos);
+      EXPECT_EQ(log.find(kReaderToken), std::string::npos);
+    }
+    delete server_;
+    delete other_;
+    delete ca_;
+    delete dir_;
+  }
+
+  static ClientOptions Options(const std::string& cert, const std::string& token) {
+    ClientOptions o;
+    o.tls_ca_file = ca_->ca();
+    o.tls_cert_file = ca_->Pem(cert);
+    o.tls_key_file = ca_->Key(cert);
+    o.token = token;
+    o.connect_timeout_ms = 5000;
+    return o;
+  }
+
+  // The status of GetStatus through a client made with `options` (Connect's own error if it fails).
+  static Status Probe(const ClientOptions& options) {
+    auto client = Client::Connect(server_->address(), options);
+    if (!client.ok()) return client.status();
+    return client.value()->GetStatus().status();
+  }
+
+  // Ping on the peer service with `cert` of `ca` as the client certificate.
+  static grpc::Status PeerPing(const TestCa& ca, const std::string& cert) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = ReadFile(ca_->ca());
+    ssl.pem_cert_chain = ReadFile(ca.Pem(cert));
+    ssl.pem_private_key = ReadFile(ca.Key(cert));
+    auto stub = v1::PeerService::NewStub(grpc::CreateChannel(server_->address(), grpc::SslCredentials(ssl)));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::PingRequest request;
+    v1::PingReply reply;
+    return stub->Ping(&context, request, &reply);
+  }
+
+  static TempDir* dir_;
+  static TestCa* ca_;
+  static TestCa* other_;
+  static StratadProcess* server_;
+};
+TempDir* TlsAuthTest::dir_ = nullptr;
+TestCa* TlsAuthTest::ca_ = nullptr;
+TestCa* TlsAuthTest::other_ = nullptr;
+StratadProcess* TlsAuthTest::server_ = nullptr;
+
+TEST_F(TlsAuthTest, PlaintextClientIsRefused) {
+  ClientOptions plain;
+  plain.connect_timeout_ms = 3000;
+  Status s = Probe(plain);
+  EXPECT_EQ(s.code(), Code::kUnavailable) << s.ToString();
+}
+
+TEST_F(TlsAuthTest, ClientCertificatesFromAnotherCaOrExpiredAreRefused) {
+  ClientOptions stranger = Options("trainer", kReaderToken);
+  stranger.tls_cert_file = other_->Pem("stranger");
+  stranger.tls_key_file = other_->Key("stranger");
+  Status s = Probe(stranger);
+  EXPECT_EQ(s.code(), Code::kUnavailable) << s.ToString();
+  s = Probe(Options("expired", kReaderToken));
+  EXPECT_EQ(s.code(), Code::kUnavailable) << s.ToString();
+  // Without a client certificate at all (mTLS is required).
+  ClientOptions none = Options("trainer", kReaderToken);
+  none.tls_cert_file.clear();
+  none.tls_key_file.clear();
+  s = Probe(none);
+  EXPECT_EQ(s.code(), Code::kUnavailable) << s.ToString();
+  // The right one works.
+  s = Probe(Options("trainer", kReaderToken));
+  EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+TEST_F(TlsAuthTest, PeerServiceAcceptsOnlyANodeCertificate) {
+  grpc::Status s = PeerPing(*ca_, "trainer");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  s = PeerPing(*ca_, "node-1");  // CN and SAN name node-1, a member
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  s = PeerPing(*other_, "stranger");  // names node-1, wrong CA: the handshake fails
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+}
+
+TEST_F(TlsAuthTest, TokensAndRoles) {
+  EXPECT_EQ(Probe(Options("trainer", "")).code(), Code::kUnauthenticated);
+  EXPECT_EQ(Probe(Options("trainer", "not-a-known-token-at-all")).code(), Code::kUnauthenticated);
+
+  // A reader cannot ingest.
+  {
+    auto reader = Client::Connect(server_->address(), Options("trainer", kReaderToken));
+    ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+    v1::IngestOptions o;
+    o.set_dataset("refused");
+    auto writer = reader.value()->StartIngest(o);
+    Status s = writer.ok() ? writer.value()->Commit().status() : writer.status();
+    EXPECT_EQ(s.code(), Code::kPermissionDenied) << s.ToString();
+  }
+  // A writer ingests; a reader streams the epoch, every sample once.
+  {
+    auto writer = Client::Connect(server_->address(), Options("trainer", kWriterToken));
+    ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+    EXPECT_EQ(IngestSynthetic(*writer.value(), "secure", 500, 5).dataset().samples(), 500u);
+  }
+  auto reader = Client::Connect(server_->address(), Options("trainer", kReaderToken));
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  StreamOptions so;
+  so.dataset = "secure";
+  so.batch_size = 32;
+  RankRun run = StreamAll(*reader.value(), so);
+  EXPECT_EQ(run.end.code(), Code::kOutOfRange) << run.end.ToString();
+  std::set<uint64_t> seen;
+  for (const Batch& b : run.batches) {
+    for (size_t i = 0; i < b.size(); ++i) EXPECT_TRUE(seen.insert(b.ids()[i]).second) << b.ids()[i];
+  }
+  EXPECT_EQ(seen.size(), 500u);
+}
+
+// TLS and tokens without mTLS: nothing identifies a node, so the peer service
+// (which can read whole shard files) needs an admin token.
+TEST_F(TlsAuthTest, WithoutMutualTlsThePeerServiceNeedsAnAdminToken) {
+  StratadProcess::Options o;
+  o.data_dir = dir_->Join("data-no-mtls");
+  o.extra_args = {"--tls-cert", ca_->Pem("node-1"), "--tls-key", ca_->Key("node-1"), "--auth-tokens",
+                  dir_->Join("tokens"), "--log-level", "info"};
+  auto server = StratadProcess::Start(o);
+  ASSERT_NE(server, nullptr);
+  auto ping = [&](const std::string& token) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = ReadFile(ca_->ca());
+    std::shared_ptr<grpc::ChannelCredentials> creds = grpc::SslCredentials(ssl);
+    if (!token.empty()) creds = grpc::CompositeChannelCredentials(creds, grpc::AccessTokenCredentials(token));
+    auto stub = v1::PeerService::NewStub(grpc::CreateChannel(server->address(), creds));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::PingRequest request;
+    v1::PingReply reply;
+    return stub->Ping(&context, request, &reply);
+  };
+  EXPECT_EQ(ping("").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(ping(kWriterToken).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(server->Terminate(), 0);
+}
+
+// A 3-node cluster over mutual TLS (replication, repair and version metadata
+// between nodes with node certificates) loses a node to kill -9 mid-epoch:
+// the others take over its share and every sample still arrives once. (The
+// nodes share one certificate naming all three ids: LocalCluster gives every
+// node the same flags.)
+TEST(TlsClusterTest, KillNineMidEpochOverMutualTls) {
+  TempDir dir;
+  TestCa ca(dir, "cluster-ca");
+  ca.Issue("nodes", "node-1", 2, ",DNS:node-2,DNS:node-3");
+  ca.Issue("trainer", "trainer");
+  WriteFile(dir.Join("tokens"), std::string("writer ") + kWriterToken + "\n");
+  LocalCluster::Options o;
+  o.nodes = 3;
+  o.extra_args = {"--tls-cert", ca.Pem("nodes"), "--tls-key", ca.Key("nodes"), "--tls-client-ca", ca.ca(),
+                  "--auth-tokens", dir.Join("tokens")};
+  LocalCluster cluster(o);
+  ClientOptions co;
+  co.tls_ca_file = ca.ca();
+  co.tls_cert_file = ca.Pem("trainer");
+  co.tls_key_file = ca.Key("trainer");
+  co.token = kWriterToken;
+  co.stall_timeout_ms = 1000;
+  auto client = Client::Connect(cluster.Address(0), co);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  // The nodes find each other over mTLS (heartbeats on the peer service):
+  // wait until every node sees all three up.
+  int up = 0;
+  for (int tries = 0; tries < 400 && up < 9; ++tries) {
+    up = 0;
+    for (int i = 0; i < 3; ++i) {
+      auto c = Client::Connect(cluster.Address(i), co);
+      auto map = c.ok() ? c.value()->GetClusterMap() : Result<v1::ClusterMap>(c.status());
+      if (!map.ok()) continue;
+      for (const auto& n : map->nodes()) up += n.state() == v1::NODE_UP;
+    }
+    if (up < 9) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(up, 9) << "the nodes never all saw each other over mutual TLS";
+  constexpr uint64_t kN = 2000;
+  ASSERT_EQ(IngestSynthetic(*client.value(), "mtls", kN, 4).dataset().samples(), kN);
+
+  StreamOptions so;
+  so.dataset = "mtls";
+  so.batch_size = 16;
+  auto stream = client.value()->OpenStream(so);
+  ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+  std::set<uint64_t> seen;
+  uint64_t steps = 0;
+  for (;;) {
+    Batch b;
+    Status s = stream.value()->Next(&b);
+    if (!s.ok()) {
+      EXPECT_EQ(s.code(), Code::kOutOfRange) << s.ToString();
+      break;
+    }
+    for (size_t i = 0; i < b.size(); ++i) {
+      EXPECT_EQ(b.sample(i), SyntheticPayload(b.ids()[i]));
+      EXPECT_TRUE(seen.insert(b.ids()[i]).second) << "sample " << b.ids()[i] << " twice";
+    }
+    if (++steps == 20) cluster.Kill(1);
+  }
+  EXPECT_GE(steps, 20u);
+  EXPECT_EQ(seen.size(), kN);
+}
+
+}  // namespace
+}  // namespace strata::testing

@@ -1,0 +1,137 @@
+// Hundreds of streams opened and never read, against a real stratad with
+// --memory-budget: the server's resident memory stays within the budget,
+// because streams share a bounded number of built-but-unsent bytes, and a
+// stream that would exceed it is refused with RESOURCE_EXHAUSTED instead of
+// being served from unbounded memory. The streams it admitted then deliver
+// their whole epoch, every sample once.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "strata/v1/data.grpc.pb.h"
+#include "tests/integration/cluster_fixture.h"
+
+namespace strata::testing {
+namespace {
+
+// 64 KiB records are sparse in the cache's 2 MiB blocks, so batches copy
+// them (server/serve/batch_stream.cc): what a stream holds unsent is its own memory.
+constexpr uint64_t kSamples = 800;
+constexpr size_t kPayloadBytes = 64 << 10;  // 50 MiB in all; a batch of 32 is 2 MiB
+constexpr uint64_t kBudget = 256ull << 20;
+constexpr int kStreams = 200;
+
+std::string Payload(uint64_t i) {
+  std::string p(kPayloadBytes, static_cast<char>('a' + i % 26));
+  const std::string id = std::to_string(i);
+  p.replace(0, id.size(), id);
+  return p;
+}
+
+uint64_t ResidentBytes(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) << 10;
+  }
+  return 0;
+}
+
+// The value of a metric on /metrics (with the node label), or -1.
+double Metric(const std::string& metrics_address, const std::string& name) {
+  CommandResult scrape = RunCommand({"/usr/bin/curl", "-sf", "http://" + metrics_address + "/metrics"});
+  const std::string prefix = name + "{node=\"node-1\"} ";
+  const size_t at = scrape.out.find("\n" + prefix);
+  if (scrape.exit_code != 0 || at == std::string::npos) return -1;
+  return std::stod(scrape.out.substr(at + 1 + prefix.size()));
+}
+
+TEST(UnreadStreamsTest, TwoHundredUnreadStreamsStayWithinTheMemoryBudget) {
+  TempDir dir;
+  StratadProcess::Options o;
+  o.data_dir = dir.Join("data");
+  o.extra_args = {"--memory-budget", "256MiB", "--log-level", "info"};
+  auto server = StratadProcess::Start(o);
+  ASSERT_NE(server, nullptr);
+  {
+    auto client = Client::Connect(server->address());
+    ASSERT_TRUE(client.ok()) << client.status().ToString();
+    ASSERT_EQ(IngestSynthetic(*client.value(), "big", kSamples, 4, Payload).dataset().samples(), kSamples);
+  }
+
+  // Like a trainer that stopped reading: the client takes no more than the
+  // initial HTTP/2 window of each stream (no BDP probing to widen it), so
+  // what the server builds stays in the server.
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  args.SetMaxReceiveMessageSize(-1);
+  auto channel = grpc::CreateCustomChannel(server->address(), grpc::InsecureChannelCredentials(), args);
+  auto stub = v1::DataService::NewStub(channel);
+  struct Open {
+    std::unique_ptr<grpc::ClientContext> context = std::make_unique<grpc::ClientContext>();
+    std::unique_ptr<grpc::ClientReader<v1::Batch>> reader;
+  };
+  std::vector<Open> streams(kStreams);
+  v1::StreamRequest request;
+  request.set_dataset("big");
+  request.set_world(1);
+  request.set_batch_size(32);
+  for (size_t i = 0; i < streams.size(); ++i) {
+    request.set_seed(i);  // each its own order: no two streams read the same records at once
+    streams[i].reader = stub->StreamBatches(streams[i].context.get(), request);
+  }
+
+  // Every stream has been admitted or refused by the server...
+  double admitted = -1, refused = -1;
+  for (int tries = 0; tries < 3000; ++tries) {
+    admitted = Metric(server->metrics_address(), "strata_active_streams");
+    refused = Metric(server->metrics_address(), "strata_requests_rejected_total");
+    if (admitted >= 0 && refused >= 0 && admitted + refused >= kStreams) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(admitted + refused, kStreams) << "admitted " << admitted << ", refused " << refused;
+  // ...and for a while the admitted ones build what they may while nobody reads.
+  uint64_t peak = 0;
+  for (int i = 0; i < 300; ++i) {
+    peak = std::max(peak, ResidentBytes(server->pid()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(peak, 0u) << "the server's memory could not be read";
+  std::printf("200 unread streams: %.0f admitted, %.0f refused; server VmRSS peak %llu MiB, budget %llu MiB\n",
+              admitted, refused, static_cast<unsigned long long>(peak >> 20),
+              static_cast<unsigned long long>(kBudget >> 20));
+  EXPECT_LE(peak, kBudget) << "VmRSS peaked at " << (peak >> 20) << " MiB";
+  EXPECT_GT(refused, 0) << "200 streams of 2 MiB batches cannot all fit in half of a 256 MiB budget";
+  EXPECT_GT(admitted, 0);
+
+  // Refused streams say why; admitted ones deliver the whole epoch once.
+  int saw_refused = 0, saw_complete = 0;
+  for (Open& s : streams) {
+    v1::Batch batch;
+    std::set<uint64_t> ids;
+    while (s.reader->Read(&batch)) {
+      for (int i = 0; i < batch.ids_size(); ++i) EXPECT_TRUE(ids.insert(batch.ids(i)).second) << batch.ids(i);
+    }
+    grpc::Status end = s.reader->Finish();
+    if (end.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+      ++saw_refused;
+      EXPECT_TRUE(ids.empty());
+      EXPECT_NE(end.error_message().find("limit of 128 MiB"), std::string::npos) << end.error_message();
+    } else {
+      EXPECT_TRUE(end.ok()) << end.error_message();
+      EXPECT_EQ(ids.size(), kSamples);
+      ++saw_complete;
+    }
+  }
+  EXPECT_EQ(saw_refused, static_cast<int>(refused));
+  EXPECT_EQ(saw_complete, static_cast<int>(admitted));
+  streams.clear();
+  EXPECT_EQ(server->Terminate(), 0);
+}
+
+}  // namespace
+}  // namespace strata::testing
