@@ -30,17 +30,35 @@
 #include <set>
 #include <thread>
 
+#include "server/base/metrics.h"
+#include "server/cluster/cluster_view.h"
+#include "server/cluster/peer_clients.h"
+#include "server/cluster/rate_limiter.h"
+#include "server/cluster/version_sync.h"
+#include "server/storage/catalog.h"
+#include "server/storage/data_dir.h"
+#include "server/storage/dataset_cache.h"
 #include "server/storage/local_files.h"
 #include "strata/v1/admin.pb.h"
 #include "strata/v1/cluster.pb.h"
 
 namespace strata {
 
-class Node;
-
 class Repairer {
  public:
-  explicit Repairer(Node* node);
+  // What a repair round reads and changes. Every pointer must outlive the Repairer.
+  struct Deps {
+    const ClusterView* view = nullptr;
+    PeerClients* peers = nullptr;
+    Catalog* catalog = nullptr;
+    DataDir* dir = nullptr;
+    LocalFiles* files = nullptr;
+    DatasetCache* cache = nullptr;  // a released shard's open reader is dropped
+    VersionSync* versions = nullptr;
+    Metrics* metrics = nullptr;
+  };
+  // `interval` between rounds; copies are throttled to `bytes_per_sec` (0: unlimited).
+  Repairer(Deps deps, std::chrono::milliseconds interval, uint64_t bytes_per_sec);
   ~Repairer();
 
   void Start();
@@ -57,8 +75,11 @@ class Repairer {
   void PullMissing(const v1::ClusterMap& map);
   void ReleaseExtras(const v1::ClusterMap& map);
   bool Stopping() const;
+  Status ReleaseFile(const v1::FileRef& file);
 
-  Node* const node_;
+  const Deps d_;
+  const std::chrono::milliseconds interval_;
+  RateLimiter limiter_;
   mutable std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;  // GUARDED_BY(mu_)

@@ -9,9 +9,9 @@
 
 namespace strata {
 
-IngestReactor::IngestReactor(Node* node, const std::atomic<bool>* draining, v1::IngestReply* reply, std::string peer)
-    : node_(node), draining_(draining), reply_(reply), peer_(std::move(peer)) {
-  ++node_->active_ingests();
+IngestReactor::IngestReactor(const IngestCalls* calls, v1::IngestReply* reply, std::string peer)
+    : calls_(calls), reply_(reply), peer_(std::move(peer)) {
+  calls_->active->Begin();
   StartRead(&request_);
 }
 
@@ -23,13 +23,13 @@ void IngestReactor::OnReadDone(bool ok) {
     Finish(grpc::Status(grpc::StatusCode::ABORTED, "the ingest stream ended without a commit; nothing was stored"));
     return;
   }
-  boost::asio::post(node_->pool(), [this] { Process(); });
+  boost::asio::post(calls_->executor, [this] { Process(); });
 }
 
 void IngestReactor::Process() {
   Status s = Handle(request_);
   if (!s.ok()) {
-    node_->metrics().requests_rejected.Increment();
+    calls_->metrics->requests_rejected.Increment();
     spdlog::warn("ingest from {} refused: {}", peer_, s.ToString());
     session_.reset();  // aborts: files removed, version marked aborted
     Finish(ToGrpcStatus(s));
@@ -52,8 +52,8 @@ Status IngestReactor::Handle(const v1::IngestRequest& request) {
   switch (request.body_case()) {
     case v1::IngestRequest::kOpen: {
       if (session_) return Status::InvalidArgument("the ingest was already opened");
-      if (draining_->load()) return Status::Unavailable("stratad is shutting down; retry on another node or later");
-      auto session = node_->StartIngest(request.open());
+      if (calls_->draining->load()) return Status::Unavailable("stratad is shutting down; retry on another node or later");
+      auto session = calls_->coordinator->Start(request.open());
       if (!session.ok()) return session.status();
       session_ = std::move(session).value();
       return Status::OK();
@@ -80,8 +80,10 @@ Status IngestReactor::Handle(const v1::IngestRequest& request) {
 void IngestReactor::OnDone() {
   session_.reset();  // aborts if it was not committed
   // A committed ingest gave its heap back before replying; an aborted one does now.
-  if (--node_->active_ingests() == 0 && !committed_) ReleaseFreeHeap();
+  const IngestCalls* calls = calls_;
+  const bool committed = committed_;
   delete this;
+  if (calls->active->End() && !committed) ReleaseFreeHeap();
 }
 
 }  // namespace strata

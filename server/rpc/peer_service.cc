@@ -8,7 +8,6 @@
 
 #include "common/grpc_status.h"
 #include "server/cluster/file_transfer.h"
-#include "server/daemon/node.h"
 
 namespace strata {
 
@@ -23,14 +22,14 @@ grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const Statu
 // Receives one file; chunks are written on the node's I/O pool, one at a time.
 class PutFileReactor final : public grpc::ServerReadReactor<v1::FileChunk> {
  public:
-  PutFileReactor(Node* node, v1::PutFileReply* reply) : node_(node), reply_(reply) { StartRead(&chunk_); }
+  PutFileReactor(const PeerServiceImpl::Deps* d, v1::PutFileReply* reply) : d_(d), reply_(reply) { StartRead(&chunk_); }
 
   void OnReadDone(bool ok) override {
     if (!ok) {  // the sender is done (or gone)
-      boost::asio::post(node_->pool(), [this] { Complete(); });
+      boost::asio::post(d_->executor, [this] { Complete(); });
       return;
     }
-    boost::asio::post(node_->pool(), [this] { Process(); });
+    boost::asio::post(d_->executor, [this] { Process(); });
   }
   void OnDone() override { delete this; }
 
@@ -39,12 +38,12 @@ class PutFileReactor final : public grpc::ServerReadReactor<v1::FileChunk> {
     Status s;
     if (!receiver_) {
       file_ = chunk_.file();
-      if (node_->local_files().Has(file_)) {
+      if (d_->files->Has(file_)) {
         reply_->set_already_present(true);
         Finish(grpc::Status::OK);
         return;
       }
-      auto r = FileReceiver::Begin(node_->data_dir(), file_);
+      auto r = FileReceiver::Begin(*d_->dir, file_);
       if (!r.ok()) {
         Finish(ToGrpcStatus(r.status()));
         return;
@@ -70,12 +69,12 @@ class PutFileReactor final : public grpc::ServerReadReactor<v1::FileChunk> {
       Finish(ToGrpcStatus(committed.status()));
       return;
     }
-    node_->local_files().Add(file_);
+    d_->files->Add(file_);
     reply_->set_already_present(committed.value());
     Finish(grpc::Status::OK);
   }
 
-  Node* const node_;
+  const PeerServiceImpl::Deps* const d_;
   v1::PutFileReply* const reply_;
   v1::FileChunk chunk_;
   v1::FileRef file_;
@@ -85,15 +84,15 @@ class PutFileReactor final : public grpc::ServerReadReactor<v1::FileChunk> {
 // Sends one local file in chunks; each chunk is read on the I/O pool.
 class GetFileReactor final : public grpc::ServerWriteReactor<v1::FileChunk> {
  public:
-  GetFileReactor(Node* node, const v1::FileRef& file) : node_(node), file_(file) {
-    const std::string path = node_->data_dir().Absolute(node_->data_dir().FileRelativePath(file_));
-    fd_ = node_->local_files().Has(file_) ? open(path.c_str(), O_RDONLY | O_CLOEXEC) : -1;
+  GetFileReactor(const PeerServiceImpl::Deps* d, const v1::FileRef& file) : d_(d), file_(file) {
+    const std::string path = d_->dir->Absolute(d_->dir->FileRelativePath(file_));
+    fd_ = d_->files->Has(file_) ? open(path.c_str(), O_RDONLY | O_CLOEXEC) : -1;
     if (fd_ < 0) {
-      Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, FileName(file_) + " is not held by " + node_->config().node_id));
+      Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, FileName(file_) + " is not held by " + d_->view->self_id()));
       return;
     }
     size_ = static_cast<uint64_t>(lseek(fd_, 0, SEEK_END));
-    boost::asio::post(node_->pool(), [this] { Next(); });
+    boost::asio::post(d_->executor, [this] { Next(); });
   }
   ~GetFileReactor() override {
     if (fd_ >= 0) close(fd_);
@@ -108,7 +107,7 @@ class GetFileReactor final : public grpc::ServerWriteReactor<v1::FileChunk> {
       Finish(grpc::Status::OK);
       return;
     }
-    boost::asio::post(node_->pool(), [this] { Next(); });
+    boost::asio::post(d_->executor, [this] { Next(); });
   }
   void OnDone() override { delete this; }
 
@@ -130,7 +129,7 @@ class GetFileReactor final : public grpc::ServerWriteReactor<v1::FileChunk> {
     StartWrite(&chunk_);
   }
 
-  Node* const node_;
+  const PeerServiceImpl::Deps* const d_;
   const v1::FileRef file_;
   int fd_ = -1;
   uint64_t size_ = 0;
@@ -142,19 +141,19 @@ class GetFileReactor final : public grpc::ServerWriteReactor<v1::FileChunk> {
 
 grpc::ServerUnaryReactor* PeerServiceImpl::Ping(grpc::CallbackServerContext* context, const v1::PingRequest*,
                                                 v1::PingReply* reply) {
-  reply->set_node_id(node_->config().node_id);
-  reply->set_map_epoch(node_->cluster_map().epoch());
+  reply->set_node_id(d_.view->self_id());
+  reply->set_map_epoch(d_.view->Current().epoch());
   return Done(context, Status::OK());
 }
 
 grpc::ServerReadReactor<v1::FileChunk>* PeerServiceImpl::PutFile(grpc::CallbackServerContext*,
                                                                  v1::PutFileReply* reply) {
-  return new PutFileReactor(node_, reply);
+  return new PutFileReactor(&d_, reply);
 }
 
 grpc::ServerWriteReactor<v1::FileChunk>* PeerServiceImpl::GetFile(grpc::CallbackServerContext*,
                                                                   const v1::GetFileRequest* request) {
-  return new GetFileReactor(node_, request->file());
+  return new GetFileReactor(&d_, request->file());
 }
 
 grpc::ServerUnaryReactor* PeerServiceImpl::ReadRecords(grpc::CallbackServerContext* context,
@@ -162,7 +161,7 @@ grpc::ServerUnaryReactor* PeerServiceImpl::ReadRecords(grpc::CallbackServerConte
                                                        v1::ReadRecordsReply* reply) {
   Status s;
   for (uint64_t index : request->indexes()) {
-    s = node_->ReadLocalRecord(request->file(), index, reply->add_records());
+    s = d_.records->ReadLocal(request->file(), index, reply->add_records());
     if (!s.ok()) break;
   }
   if (!s.ok()) reply->Clear();
@@ -171,19 +170,21 @@ grpc::ServerUnaryReactor* PeerServiceImpl::ReadRecords(grpc::CallbackServerConte
 
 grpc::ServerUnaryReactor* PeerServiceImpl::PutVersion(grpc::CallbackServerContext* context,
                                                       const v1::PutVersionRequest* request, v1::PutVersionReply*) {
-  return Done(context, node_->ImportVersion(request->meta()));
+  auto changed = d_.versions->Import(request->meta());
+  if (changed.ok() && changed.value()) d_.repairer->Kick();
+  return Done(context, changed.status());
 }
 
 grpc::ServerUnaryReactor* PeerServiceImpl::ListVersions(grpc::CallbackServerContext* context,
                                                         const v1::ListVersionsRequest* request,
                                                         v1::ListVersionsReply* reply) {
-  return Done(context, node_->ExportVersions(*request, reply));
+  return Done(context, d_.versions->Export(*request, reply));
 }
 
 grpc::ServerUnaryReactor* PeerServiceImpl::ListLocalFiles(grpc::CallbackServerContext* context,
                                                           const v1::ListLocalFilesRequest* request,
                                                           v1::ListLocalFilesReply* reply) {
-  for (auto& f : node_->local_files().List(request->dataset(), request->version())) {
+  for (auto& f : d_.files->List(request->dataset(), request->version())) {
     *reply->add_files()->mutable_file() = std::move(f);
   }
   return Done(context, Status::OK());
