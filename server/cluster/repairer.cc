@@ -34,34 +34,22 @@ std::vector<const v1::NodeInfo*> UpPeers(const v1::ClusterMap& map, const std::s
 
 }  // namespace
 
-Repairer::Repairer(Deps deps, std::chrono::milliseconds interval, uint64_t bytes_per_sec)
-    : d_(deps), interval_(interval), limiter_(bytes_per_sec) {}
+Repairer::Repairer(Deps deps, boost::asio::any_io_executor background, std::chrono::milliseconds interval,
+                   uint64_t bytes_per_sec)
+    : d_(deps), interval_(interval), limiter_(bytes_per_sec), task_(std::move(background), [this] {
+        Round();
+        return interval_;
+      }) {}
 
 Repairer::~Repairer() { Stop(); }
 
-void Repairer::Start() { thread_ = std::thread([this] { Run(); }); }
+void Repairer::Start() { task_.Start(); }
 
-void Repairer::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
+void Repairer::Stop() { task_.Stop(); }
 
-void Repairer::Kick() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    kicked_ = true;
-  }
-  wake_.notify_all();
-}
+void Repairer::Kick() { task_.Kick(); }
 
-bool Repairer::Stopping() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return stopping_;
-}
+bool Repairer::Stopping() const { return task_.stopping(); }
 
 v1::RepairProgress Repairer::Progress() const {
   v1::RepairProgress p;
@@ -70,17 +58,6 @@ v1::RepairProgress Repairer::Progress() const {
   p.set_bytes_copied(bytes_copied_.load());
   p.set_files_released(files_released_.load());
   return p;
-}
-
-void Repairer::Run() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!stopping_) {
-    kicked_ = false;
-    lock.unlock();
-    Round();
-    lock.lock();
-    wake_.wait_for(lock, interval_, [this] { return stopping_ || kicked_; });
-  }
 }
 
 void Repairer::Round() {

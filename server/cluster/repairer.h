@@ -23,14 +23,13 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio/any_io_executor.hpp>
 #include <chrono>
-#include <condition_variable>
 #include <map>
-#include <mutex>
 #include <set>
-#include <thread>
 
 #include "server/base/metrics.h"
+#include "server/base/periodic_task.h"
 #include "server/cluster/cluster_view.h"
 #include "server/cluster/peer_clients.h"
 #include "server/cluster/rate_limiter.h"
@@ -57,11 +56,15 @@ class Repairer {
     VersionSync* versions = nullptr;
     Metrics* metrics = nullptr;
   };
-  // `interval` between rounds; copies are throttled to `bytes_per_sec` (0: unlimited).
-  Repairer(Deps deps, std::chrono::milliseconds interval, uint64_t bytes_per_sec);
+  // Rounds run on `background` (a round blocks on peer calls and copies),
+  // `interval` apart; copies are throttled to `bytes_per_sec` (0: unlimited).
+  Repairer(Deps deps, boost::asio::any_io_executor background, std::chrono::milliseconds interval,
+           uint64_t bytes_per_sec);
   ~Repairer();
 
+  // The first round starts at once.
   void Start();
+  // Ends the round in progress early and waits for it; no round starts after.
   void Stop();
   // Runs a round soon (the map changed, a copy was quarantined).
   void Kick();
@@ -69,7 +72,6 @@ class Repairer {
   v1::RepairProgress Progress() const;
 
  private:
-  void Run();
   void Round();
   void SyncCatalog(const v1::ClusterMap& map);
   void PullMissing(const v1::ClusterMap& map);
@@ -80,12 +82,6 @@ class Repairer {
   const Deps d_;
   const std::chrono::milliseconds interval_;
   RateLimiter limiter_;
-  mutable std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;  // GUARDED_BY(mu_)
-  bool kicked_ = false;    // GUARDED_BY(mu_)
-  std::thread thread_;
-
   // Progress figures (atomics: read by GetStatus while a round runs).
   std::atomic<uint64_t> files_missing_{0};
   std::atomic<uint64_t> files_copied_{0};
@@ -94,6 +90,8 @@ class Repairer {
   // When the map's member set last changed (release waits for it to settle).
   uint64_t last_epoch_ = 0;
   std::chrono::steady_clock::time_point map_changed_at_{};
+  // Last: stopped (and so idle) before the members its rounds use go.
+  PeriodicTask task_;
 };
 
 }  // namespace strata

@@ -43,6 +43,8 @@ Status Server::Build() {
       BlockCacheOptions{config_.cache_bytes, config_.cache_block_bytes, config_.memory_budget}, pool_.get(),
       metrics_.get());
 
+  background_ = std::make_unique<boost::asio::thread_pool>(2);
+
   // Cluster: a one-node view until Serve() joins.
   peers_ = std::make_unique<PeerClients>();
   view_ = std::make_unique<ClusterView>(config_.node_id, metrics_.get());
@@ -51,7 +53,8 @@ Status Server::Build() {
   repairer_ = std::make_unique<Repairer>(
       Repairer::Deps{view_.get(), peers_.get(), catalog_.get(), dir_.get(), files_.get(), cache_.get(),
                      versions_.get(), metrics_.get()},
-      std::chrono::milliseconds(config_.cluster.repair_interval_ms), config_.cluster.repair_bytes_per_sec);
+      background_->get_executor(), std::chrono::milliseconds(config_.cluster.repair_interval_ms),
+      config_.cluster.repair_bytes_per_sec);
   view_->Subscribe([r = repairer_.get()] { r->Kick(); });
   records_ = std::make_unique<PeerRecords>(view_.get(), peers_.get(), cache_.get(), dir_.get(), files_.get(),
                                            repairer_.get(), metrics_.get());
@@ -176,6 +179,7 @@ Status Server::Stop() {
   if (repairer_) repairer_->Stop();
   if (replicator_) replicator_->Stop();
   if (membership_) membership_->Stop();
+  if (background_) background_->join();
   if (pool_) pool_->join();
   Status closed = kv_->Close();
   spdlog::info("stopped: storage closed{}", closed.ok() ? "" : " with an error: " + closed.ToString());

@@ -90,6 +90,9 @@ class Server {
   // ingest messages, file chunks from peers, block read-ahead.
   std::unique_ptr<boost::asio::thread_pool> pool_;
   std::unique_ptr<BlockCache> blocks_;
+  // The background pool (2 threads): the repair loop, whose rounds block on
+  // peer calls and copies, paced by its timer.
+  std::unique_ptr<boost::asio::thread_pool> background_;
   std::unique_ptr<PeerClients> peers_;
   std::unique_ptr<ClusterView> view_;
   std::unique_ptr<VersionSync> versions_;
