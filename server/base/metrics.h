@@ -18,7 +18,7 @@
 #include <string>
 
 #include "common/status.h"
-#include "server/serve/stratum_metrics.h"
+#include "server/base/stratum_metrics.h"
 
 namespace strata {
 
@@ -113,7 +113,7 @@ class Metrics {
 
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 
-  // Per-stratum served samples and batch composition (server/serve/stratum_metrics.h).
+  // Per-stratum served samples and batch composition (server/base/stratum_metrics.h).
   StratumMetrics& strata() const { return *strata_; }
 
  private:

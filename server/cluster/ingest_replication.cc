@@ -3,7 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/placement.h"
-#include "server/daemon/node.h"
+#include "server/cluster/membership.h"
 
 namespace strata {
 
@@ -14,12 +14,12 @@ constexpr std::chrono::minutes kSealTimeout{10};
 
 }  // namespace
 
-IngestReplication::IngestReplication(Node* node, v1::ClusterMap map, uint32_t replication, v1::WritePolicy policy,
-                                     uint32_t quorum)
-    : node_(node), map_(std::move(map)), replication_(replication), policy_(policy), quorum_(quorum) {}
+IngestReplication::IngestReplication(LocalFiles* files, Replicator* replicator, const VersionSync* versions,
+                                     v1::ClusterMap map, uint32_t replication, v1::WritePolicy policy, uint32_t quorum)
+    : files_(files), replicator_(replicator), versions_(versions), map_(std::move(map)), replication_(replication), policy_(policy), quorum_(quorum) {}
 
 void IngestReplication::FileWritten(const v1::FileRef& file, uint64_t bytes) {
-  node_->local_files().Add(file);
+  files_->Add(file);
   written_.push_back(file);
   if (map_.nodes_size() <= 1) return;  // a single node keeps its one copy
   const bool index = file.kind() == v1::FileRef::STRATA_INDEX;
@@ -33,7 +33,7 @@ void IngestReplication::FileWritten(const v1::FileRef& file, uint64_t bytes) {
     if (n != nullptr && n->state() == v1::NODE_UP) candidates.push_back(*n);
   }
   const uint32_t want = index ? static_cast<uint32_t>(candidates.size()) : replication_;
-  auto copies = node_->replicator()->Replicate(file, bytes, std::move(candidates), want);
+  auto copies = replicator_->Replicate(file, bytes, std::move(candidates), want);
   if (!index) shards_.push_back(std::move(copies));
 }
 
@@ -46,11 +46,11 @@ Status IngestReplication::BeforeSeal() {
 }
 
 void IngestReplication::AfterSeal(const v1::VersionRecord& sealed) {
-  if (map_.nodes_size() > 1) node_->BroadcastVersion(sealed.info().name(), sealed.info().version());
+  if (map_.nodes_size() > 1) versions_->Broadcast(sealed.info().name(), sealed.info().version());
 }
 
 void IngestReplication::AfterAbort() {
-  for (const auto& f : written_) node_->local_files().Remove(f);
+  for (const auto& f : written_) files_->Remove(f);
 }
 
 }  // namespace strata

@@ -14,16 +14,17 @@
 #include <vector>
 
 #include "server/cluster/replicator.h"
+#include "server/cluster/version_sync.h"
 #include "server/ingest/ingest_session.h"
+#include "server/storage/local_files.h"
 
 namespace strata {
 
-class Node;
-
 class IngestReplication final : public IngestObserver {
  public:
-  // `map` is the cluster as the ingest started.
-  IngestReplication(Node* node, v1::ClusterMap map, uint32_t replication, v1::WritePolicy policy, uint32_t quorum);
+  // `map` is the cluster as the ingest started. The pointers must outlive the ingest.
+  IngestReplication(LocalFiles* files, Replicator* replicator, const VersionSync* versions, v1::ClusterMap map,
+                    uint32_t replication, v1::WritePolicy policy, uint32_t quorum);
 
   void FileWritten(const v1::FileRef& file, uint64_t bytes) override;
   Status BeforeSeal() override;
@@ -31,7 +32,9 @@ class IngestReplication final : public IngestObserver {
   void AfterAbort() override;
 
  private:
-  Node* const node_;
+  LocalFiles* const files_;
+  Replicator* const replicator_;
+  const VersionSync* const versions_;
   const v1::ClusterMap map_;
   const uint32_t replication_;
   const v1::WritePolicy policy_;

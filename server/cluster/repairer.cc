@@ -4,11 +4,13 @@
 
 #include <algorithm>
 
+#include "common/dataset_ref.h"
 #include "common/grpc_status.h"
 #include "common/placement.h"
 #include "server/cluster/file_transfer.h"
+#include "server/cluster/file_placement.h"
+#include "server/cluster/membership.h"
 #include "server/cluster/shard_health.h"
-#include "server/daemon/node.h"
 
 namespace strata {
 
@@ -33,33 +35,22 @@ std::vector<const v1::NodeInfo*> UpPeers(const v1::ClusterMap& map, const std::s
 
 }  // namespace
 
-Repairer::Repairer(Node* node) : node_(node) {}
+Repairer::Repairer(Deps deps, boost::asio::any_io_executor background, std::chrono::milliseconds interval,
+                   uint64_t bytes_per_sec)
+    : d_(deps), interval_(interval), limiter_(bytes_per_sec), task_(std::move(background), [this] {
+        Round();
+        return interval_;
+      }) {}
 
 Repairer::~Repairer() { Stop(); }
 
-void Repairer::Start() { thread_ = std::thread([this] { Run(); }); }
+void Repairer::Start() { task_.Start(); }
 
-void Repairer::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
+void Repairer::Stop() { task_.Stop(); }
 
-void Repairer::Kick() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    kicked_ = true;
-  }
-  wake_.notify_all();
-}
+void Repairer::Kick() { task_.Kick(); }
 
-bool Repairer::Stopping() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return stopping_;
-}
+bool Repairer::Stopping() const { return task_.stopping(); }
 
 v1::RepairProgress Repairer::Progress() const {
   v1::RepairProgress p;
@@ -70,20 +61,8 @@ v1::RepairProgress Repairer::Progress() const {
   return p;
 }
 
-void Repairer::Run() {
-  const auto period = std::chrono::milliseconds(node_->config().cluster.repair_interval_ms);
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!stopping_) {
-    kicked_ = false;
-    lock.unlock();
-    Round();
-    lock.lock();
-    wake_.wait_for(lock, period, [this] { return stopping_ || kicked_; });
-  }
-}
-
 void Repairer::Round() {
-  const v1::ClusterMap map = node_->cluster_map();
+  const v1::ClusterMap map = d_.view->Current();
   if (map.epoch() != last_epoch_) {
     last_epoch_ = map.epoch();
     map_changed_at_ = std::chrono::steady_clock::now();
@@ -93,14 +72,14 @@ void Repairer::Round() {
   PullMissing(map);
   if (Stopping()) return;
   ReleaseExtras(map);
-  const ShardHealth health = CountShardHealth(*node_, map);
-  node_->metrics().shards_under_replicated.Set(static_cast<double>(health.under_replicated));
-  node_->metrics().shards_missing.Set(static_cast<double>(health.missing));
+  const ShardHealth health = CountShardHealth(*d_.catalog, *d_.files, d_.view->self_id(), map);
+  d_.metrics->shards_under_replicated.Set(static_cast<double>(health.under_replicated));
+  d_.metrics->shards_missing.Set(static_cast<double>(health.missing));
 }
 
 void Repairer::SyncCatalog(const v1::ClusterMap& map) {
-  for (const v1::NodeInfo* peer : UpPeers(map, node_->config().node_id)) {
-    auto stub = node_->peers().Peer(peer->address());
+  for (const v1::NodeInfo* peer : UpPeers(map, d_.view->self_id())) {
+    auto stub = d_.peers->Peer(peer->address());
     auto context = Context(kRpcTimeout);
     v1::ListVersionsRequest request;
     v1::ListVersionsReply reply;
@@ -109,7 +88,7 @@ void Repairer::SyncCatalog(const v1::ClusterMap& map) {
       v1::VersionRecord incoming;
       if (!incoming.ParseFromString(meta.version_record())) continue;
       const auto& info = incoming.info();
-      auto local = node_->catalog().GetVersion(info.name(), info.version());
+      auto local = d_.catalog->GetVersion(info.name(), info.version());
       if (local.ok() && (local->info().state() == v1::VERSION_SEALED || local->info().state() == info.state())) {
         continue;
       }
@@ -121,8 +100,10 @@ void Repairer::SyncCatalog(const v1::ClusterMap& map) {
       one.set_version(info.version());
       v1::ListVersionsReply full;
       if (!stub->ListVersions(full_context.get(), one, &full).ok() || full.versions_size() != 1) continue;
-      Status s = node_->ImportVersion(full.versions(0));
+      auto imported = d_.versions->Import(full.versions(0));
+      const Status s = imported.status();
       if (s.ok()) {
+        if (imported.value()) Kick();  // another round soon: the version may give this node files
         spdlog::info("anti-entropy: learned {}@{} ({}) from {}", info.name(), info.version(),
                      v1::VersionState_Name(info.state()), peer->id());
       } else {
@@ -134,14 +115,14 @@ void Repairer::SyncCatalog(const v1::ClusterMap& map) {
 }
 
 void Repairer::PullMissing(const v1::ClusterMap& map) {
-  const std::string& self = node_->config().node_id;
+  const std::string& self = d_.view->self_id();
   const std::vector<std::string> members = MapMembers(map);
   std::vector<v1::FileRef> missing;
-  for (const v1::FileRef& file : node_->DesiredFiles(map)) {
-    if (!node_->local_files().Has(file)) missing.push_back(file);
+  for (const v1::FileRef& file : DesiredFiles(*d_.catalog, self, map)) {
+    if (!d_.files->Has(file)) missing.push_back(file);
   }
   files_missing_ = missing.size();
-  node_->metrics().repair_files_pending.Set(static_cast<double>(missing.size()));
+  d_.metrics->repair_files_pending.Set(static_cast<double>(missing.size()));
   for (const v1::FileRef& file : missing) {
     if (Stopping()) return;
     const std::string key = file.kind() == v1::FileRef::SHARD ? ShardFileKey(file.dataset(), file.version(), file.seq())
@@ -150,18 +131,18 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
     for (const std::string& source : RankMembers(key, members)) {
       const v1::NodeInfo* info = FindNode(map, source);
       if (source == self || info == nullptr || info->state() != v1::NODE_UP) continue;
-      auto pulled = PullFile(node_->peers().Peer(info->address()).get(), node_->data_dir(), file,
-                             node_->repair_limiter(), kCopyTimeout);
+      auto pulled = PullFile(d_.peers->Peer(info->address()).get(), *d_.dir, file,
+                             &limiter_, kCopyTimeout);
       if (pulled.ok()) {
-        node_->local_files().Add(file);
+        d_.files->Add(file);
         if (pulled.value() == 0) {  // it was here all along: the inventory had missed it
           copied = true;
           break;
         }
         ++files_copied_;
         bytes_copied_ += pulled.value();
-        node_->metrics().repair_files_copied.Increment();
-        node_->metrics().repair_bytes_copied.Increment(static_cast<double>(pulled.value()));
+        d_.metrics->repair_files_copied.Increment();
+        d_.metrics->repair_bytes_copied.Increment(static_cast<double>(pulled.value()));
         spdlog::info("repair: copied {} from {} ({} bytes)", FileName(file), source, pulled.value());
         copied = true;
         break;
@@ -172,7 +153,7 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
     }
     if (copied && files_missing_ > 0) {
       --files_missing_;
-      node_->metrics().repair_files_pending.Set(static_cast<double>(files_missing_.load()));
+      d_.metrics->repair_files_pending.Set(static_cast<double>(files_missing_.load()));
     }
   }
 }
@@ -180,7 +161,7 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
 void Repairer::ReleaseExtras(const v1::ClusterMap& map) {
   const bool all_up = std::all_of(map.nodes().begin(), map.nodes().end(),
                                   [](const auto& n) { return n.state() == v1::NODE_UP; });
-  const auto settle = std::chrono::milliseconds(4 * node_->config().cluster.repair_interval_ms);
+  const auto settle = 4 * interval_;
   if (!all_up || std::chrono::steady_clock::now() - map_changed_at_ < settle) return;
   // What each holder holds, per version, asked at most once per round.
   std::map<std::pair<std::string, std::string>, std::set<LocalFiles::Key>> held;  // (node, dataset@version)
@@ -194,28 +175,37 @@ void Repairer::ReleaseExtras(const v1::ClusterMap& map) {
       request.set_dataset(file.dataset());
       request.set_version(file.version());
       v1::ListLocalFilesReply reply;
-      if (node_->peers().Peer(node.address())->ListLocalFiles(context.get(), request, &reply).ok()) {
+      if (d_.peers->Peer(node.address())->ListLocalFiles(context.get(), request, &reply).ok()) {
         for (const auto& f : reply.files()) files.insert(LocalFiles::KeyOf(f.file()));
       }
       it = held.emplace(key, std::move(files)).first;
     }
     return it->second.count(LocalFiles::KeyOf(file)) > 0;
   };
-  for (const v1::FileRef& file : node_->ExtraFiles(map)) {
+  for (const v1::FileRef& file : ExtraFiles(*d_.catalog, *d_.files, d_.view->self_id(), map)) {
     if (Stopping()) return;
     const auto holders = Holders(ShardFileKey(file.dataset(), file.version(), file.seq()), MapMembers(map),
-                                 node_->ReplicationOf(file.dataset(), file.version(), map));
+                                 ReplicationOf(*d_.catalog, file.dataset(), file.version(), map));
     const bool safe = std::all_of(holders.begin(), holders.end(), [&](const std::string& id) {
       const v1::NodeInfo* n = FindNode(map, id);
       return n != nullptr && holds(*n, file);
     });
     if (!safe) continue;
-    if (node_->ReleaseFile(file).ok()) {
+    if (ReleaseFile(file).ok()) {
       ++files_released_;
-      node_->metrics().files_released.Increment();
+      d_.metrics->files_released.Increment();
       spdlog::info("rebalance: released {} (its {} holders have it)", FileName(file), holders.size());
     }
   }
+}
+
+Status Repairer::ReleaseFile(const v1::FileRef& file) {
+  d_.files->Remove(file);
+  auto version = d_.cache->Open(DatasetRef{file.dataset(), file.version()});
+  if (version.ok() && file.kind() == v1::FileRef::SHARD && file.seq() < version.value()->num_shards()) {
+    version.value()->Invalidate(file.seq());
+  }
+  return d_.dir->RemoveFile(file);
 }
 
 }  // namespace strata

@@ -23,27 +23,48 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio/any_io_executor.hpp>
 #include <chrono>
-#include <condition_variable>
 #include <map>
-#include <mutex>
 #include <set>
-#include <thread>
 
+#include "server/base/metrics.h"
+#include "server/base/periodic_task.h"
+#include "server/cluster/cluster_view.h"
+#include "server/cluster/peer_clients.h"
+#include "server/cluster/rate_limiter.h"
+#include "server/cluster/version_sync.h"
+#include "server/storage/catalog.h"
+#include "server/storage/data_dir.h"
+#include "server/storage/dataset_cache.h"
 #include "server/storage/local_files.h"
 #include "strata/v1/admin.pb.h"
 #include "strata/v1/cluster.pb.h"
 
 namespace strata {
 
-class Node;
-
 class Repairer {
  public:
-  explicit Repairer(Node* node);
+  // What a repair round reads and changes. Every pointer must outlive the Repairer.
+  struct Deps {
+    const ClusterView* view = nullptr;
+    PeerClients* peers = nullptr;
+    Catalog* catalog = nullptr;
+    DataDir* dir = nullptr;
+    LocalFiles* files = nullptr;
+    DatasetCache* cache = nullptr;  // a released shard's open reader is dropped
+    VersionSync* versions = nullptr;
+    Metrics* metrics = nullptr;
+  };
+  // Rounds run on `background` (a round blocks on peer calls and copies),
+  // `interval` apart; copies are throttled to `bytes_per_sec` (0: unlimited).
+  Repairer(Deps deps, boost::asio::any_io_executor background, std::chrono::milliseconds interval,
+           uint64_t bytes_per_sec);
   ~Repairer();
 
+  // The first round starts at once.
   void Start();
+  // Ends the round in progress early and waits for it; no round starts after.
   void Stop();
   // Runs a round soon (the map changed, a copy was quarantined).
   void Kick();
@@ -51,20 +72,16 @@ class Repairer {
   v1::RepairProgress Progress() const;
 
  private:
-  void Run();
   void Round();
   void SyncCatalog(const v1::ClusterMap& map);
   void PullMissing(const v1::ClusterMap& map);
   void ReleaseExtras(const v1::ClusterMap& map);
   bool Stopping() const;
+  Status ReleaseFile(const v1::FileRef& file);
 
-  Node* const node_;
-  mutable std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;  // GUARDED_BY(mu_)
-  bool kicked_ = false;    // GUARDED_BY(mu_)
-  std::thread thread_;
-
+  const Deps d_;
+  const std::chrono::milliseconds interval_;
+  RateLimiter limiter_;
   // Progress figures (atomics: read by GetStatus while a round runs).
   std::atomic<uint64_t> files_missing_{0};
   std::atomic<uint64_t> files_copied_{0};
@@ -73,6 +90,8 @@ class Repairer {
   // When the map's member set last changed (release waits for it to settle).
   uint64_t last_epoch_ = 0;
   std::chrono::steady_clock::time_point map_changed_at_{};
+  // Last: stopped (and so idle) before the members its rounds use go.
+  PeriodicTask task_;
 };
 
 }  // namespace strata

@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include "server/cluster/file_transfer.h"
-#include "server/daemon/node.h"
 
 namespace strata {
 
@@ -14,8 +13,14 @@ constexpr std::chrono::seconds kPassPause{10};
 
 }  // namespace
 
-Scrubber::Scrubber(Node* node, uint64_t bytes_per_sec)
-    : node_(node), bytes_per_sec_(bytes_per_sec), limiter_(bytes_per_sec) {}
+Scrubber::Scrubber(const LocalFiles* files, const DataDir* dir, Metrics* metrics,
+                   std::function<void(const v1::FileRef&)> quarantine, uint64_t bytes_per_sec)
+    : files_(files),
+      dir_(dir),
+      metrics_(metrics),
+      quarantine_(std::move(quarantine)),
+      bytes_per_sec_(bytes_per_sec),
+      limiter_(bytes_per_sec) {}
 
 Scrubber::~Scrubber() { Stop(); }
 
@@ -40,9 +45,9 @@ bool Scrubber::WaitOrStop(std::chrono::milliseconds d) {
 
 void Scrubber::Run() {
   for (;;) {
-    for (const v1::FileRef& file : node_->local_files().List("", 0)) {
+    for (const v1::FileRef& file : files_->List("", 0)) {
       if (WaitOrStop(std::chrono::milliseconds(0))) return;
-      const std::string path = node_->data_dir().Absolute(node_->data_dir().FileRelativePath(file));
+      const std::string path = dir_->Absolute(dir_->FileRelativePath(file));
       // Paced piece by piece: the reads are spread at the configured rate,
       // never a whole shard at full speed after a long sleep (a burst that
       // took a core from the streams just when a new dataset was first read).
@@ -53,11 +58,11 @@ void Scrubber::Run() {
         return !WaitOrStop(std::chrono::milliseconds(0));
       };
       Status s = VerifyLocalFile(file.kind(), path, pace);
-      node_->metrics().scrubbed_bytes.Increment(static_cast<double>(verified));
+      metrics_->scrubbed_bytes.Increment(static_cast<double>(verified));
       if (s.code() == Code::kCancelled) return;  // stopping
       if (s.IsCorruption()) {
         spdlog::error("scrub: {} is corrupt: {}", FileName(file), s.message());
-        node_->Quarantine(file);
+        quarantine_(file);
       } else if (!s.ok() && !s.IsNotFound()) {
         spdlog::warn("scrub: {}: {}", FileName(file), s.ToString());
       }

@@ -8,19 +8,23 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <thread>
 
+#include "server/base/metrics.h"
 #include "server/cluster/rate_limiter.h"
+#include "server/storage/data_dir.h"
+#include "server/storage/local_files.h"
 
 namespace strata {
-
-class Node;
 
 class Scrubber {
  public:
   // `bytes_per_sec` 0 disables scrubbing (Start does nothing).
-  Scrubber(Node* node, uint64_t bytes_per_sec);
+  // `quarantine` sets a corrupt copy aside. The pointers must outlive the Scrubber.
+  Scrubber(const LocalFiles* files, const DataDir* dir, Metrics* metrics,
+           std::function<void(const v1::FileRef&)> quarantine, uint64_t bytes_per_sec);
   ~Scrubber();
 
   void Start();
@@ -30,7 +34,10 @@ class Scrubber {
   void Run();
   bool WaitOrStop(std::chrono::milliseconds d);
 
-  Node* const node_;
+  const LocalFiles* const files_;
+  const DataDir* const dir_;
+  Metrics* const metrics_;
+  const std::function<void(const v1::FileRef&)> quarantine_;
   const uint64_t bytes_per_sec_;
   RateLimiter limiter_;
   std::mutex mu_;

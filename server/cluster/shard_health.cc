@@ -2,19 +2,19 @@
 
 #include "common/placement.h"
 #include "server/cluster/membership.h"
-#include "server/daemon/node.h"
+#include "server/cluster/file_placement.h"
 
 namespace strata {
 
-ShardHealth CountShardHealth(Node& node, const v1::ClusterMap& map) {
+ShardHealth CountShardHealth(const Catalog& catalog, const LocalFiles& files, const std::string& self,
+                             const v1::ClusterMap& map) {
   ShardHealth out;
-  const std::string& self = node.config().node_id;
   const std::vector<std::string> members = MapMembers(map);
-  const auto versions = node.catalog().ListVersions(/*include_unsealed=*/false).value_or({});
+  const auto versions = catalog.ListVersions(/*include_unsealed=*/false).value_or({});
   for (const auto& v : versions) {
     const auto& info = v.info();
-    const uint32_t r = node.ReplicationOf(info.name(), info.version(), map);
-    const auto shards = node.catalog().ListShards(info.name(), info.version()).value_or({});
+    const uint32_t r = ReplicationOf(catalog, info.name(), info.version(), map);
+    const auto shards = catalog.ListShards(info.name(), info.version()).value_or({});
     for (const auto& s : shards) {
       const uint32_t seq = s.info().seq();
       size_t readable = 0;
@@ -22,7 +22,7 @@ ShardHealth CountShardHealth(Node& node, const v1::ClusterMap& map) {
       for (const std::string& holder : Holders(ShardFileKey(info.name(), info.version(), seq), members, r)) {
         const v1::NodeInfo* n = FindNode(map, holder);
         bool serves = n != nullptr && n->state() == v1::NODE_UP;
-        if (serves && holder == self) serves = node.local_files().Has(ShardRef(info.name(), info.version(), seq));
+        if (serves && holder == self) serves = files.Has(ShardRef(info.name(), info.version(), seq));
         readable += serves;
         short_of_copies |= !serves;
       }

@@ -7,12 +7,13 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
+#include "server/storage/catalog.h"
+#include "server/storage/local_files.h"
 #include "strata/v1/cluster.pb.h"
 
 namespace strata {
-
-class Node;
 
 struct ShardHealth {
   // Shards with a holder (by placement over the map's members) that is not
@@ -23,6 +24,8 @@ struct ShardHealth {
   uint64_t missing = 0;
 };
 
-ShardHealth CountShardHealth(Node& node, const v1::ClusterMap& map);
+// `self` is this node's id; `files` its inventory.
+ShardHealth CountShardHealth(const Catalog& catalog, const LocalFiles& files, const std::string& self,
+                             const v1::ClusterMap& map);
 
 }  // namespace strata

@@ -4,9 +4,15 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <thread>
 
 namespace strata {
+
+Result<std::unique_ptr<Server>> Server::Open(const NodeConfig& config, const SecurityConfig& security) {
+  std::unique_ptr<Server> server(new Server(config, security));
+  STRATA_RETURN_IF_ERROR(server->Build());
+  STRATA_RETURN_IF_ERROR(server->Recover());
+  return server;
+}
 
 Result<std::unique_ptr<Server>> Server::Start(const NodeConfig& config, const SecurityConfig& security) {
   STRATA_RETURN_IF_ERROR(CheckTlsFiles(security.tls));
@@ -21,44 +27,137 @@ Result<std::unique_ptr<Server>> Server::Start(const NodeConfig& config, const Se
         "--auth-tokens (and --tls-client-ca for a cluster), or --insecure to let anyone who reaches the port read, "
         "write and delete data");
   }
-  std::unique_ptr<Server> server(new Server());
-  auto node = Node::Open(config);
-  if (!node.ok()) return node.status();
-  server->node_ = std::move(node).value();
+  auto server = Open(config, security);
+  if (!server.ok()) return server.status();
+  STRATA_RETURN_IF_ERROR(server.value()->Serve());
+  return server;
+}
 
+Server::Server(NodeConfig config, SecurityConfig security)
+    : config_(std::move(config)), security_(std::move(security)) {}
+
+// The bytes all streams together may hold built and not yet sent: half of
+// memory_budget when one is set (the block cache adapts to the rest), else
+// unbounded (each stream is still bounded by prefetch_batches).
+namespace {
+uint64_t StreamBufferBudget(const NodeConfig& config) { return config.memory_budget / 2; }
+}  // namespace
+
+Status Server::Build() {
+  // Storage.
+  dir_ = std::make_unique<DataDir>(config_.data_dir);
+  STRATA_RETURN_IF_ERROR(dir_->Init());
+  metrics_ = std::make_unique<Metrics>(config_.node_id);
+  metrics_->WatchDisk(config_.data_dir);
+  auto kv = KvStore::OpenRocksDb(dir_->MetaDir(), KvOptions{});
+  if (!kv.ok()) return kv.status();
+  kv_ = std::move(kv).value();
+  metrics_->AddScrapeGauges("rocksdb", [kv = kv_.get()] {
+    std::map<std::string, double> out;
+    for (const auto& [k, v] : kv->Stats()) out[k] = static_cast<double>(v);
+    return out;
+  });
+  catalog_ = std::make_unique<Catalog>(kv_.get());
+  cache_ = std::make_unique<DatasetCache>(catalog_.get(), dir_.get());
+  files_ = std::make_unique<LocalFiles>(dir_.get());
+  pool_ = std::make_unique<boost::asio::thread_pool>(config_.io_threads);
+  blocks_ = std::make_unique<BlockCache>(
+      BlockCacheOptions{config_.cache_bytes, config_.cache_block_bytes, config_.memory_budget}, pool_.get(),
+      metrics_.get());
+
+  background_ = std::make_unique<boost::asio::thread_pool>(2);
+
+  // Cluster: a one-node view until Serve() joins.
+  peers_ = std::make_unique<PeerClients>();
+  view_ = std::make_unique<ClusterView>(config_.node_id, metrics_.get());
+  versions_ = std::make_unique<VersionSync>(catalog_.get(), dir_.get(), files_.get(), peers_.get(), view_.get());
+  replicator_ = std::make_unique<Replicator>(config_.node_id, dir_.get(), peers_.get(), metrics_.get());
+  repairer_ = std::make_unique<Repairer>(
+      Repairer::Deps{view_.get(), peers_.get(), catalog_.get(), dir_.get(), files_.get(), cache_.get(),
+                     versions_.get(), metrics_.get()},
+      background_->get_executor(), std::chrono::milliseconds(config_.cluster.repair_interval_ms),
+      config_.cluster.repair_bytes_per_sec);
+  view_->Subscribe([r = repairer_.get()] { r->Kick(); });
+  records_ = std::make_unique<PeerRecords>(view_.get(), peers_.get(), cache_.get(), dir_.get(), files_.get(),
+                                           repairer_.get(), metrics_.get());
+  scrubber_ = std::make_unique<Scrubber>(
+      files_.get(), dir_.get(), metrics_.get(), [r = records_.get()](const v1::FileRef& f) { r->Quarantine(f); },
+      config_.cluster.scrub_bytes_per_sec);
+
+  // Ingest and serving.
+  active_streams_ = std::make_unique<ActiveWork>();
+  active_ingests_ = std::make_unique<ActiveWork>();
+  status_ = std::make_unique<NodeStatus>(
+      config_, NodeStatus::Deps{catalog_.get(), dir_.get(), view_.get(), repairer_.get(), active_streams_.get(),
+                                active_ingests_.get(), metrics_.get()});
+  IngestLimits ingest_limits;
+  ingest_limits.default_shard_target_bytes = config_.shard_target_bytes;
+  ingest_ = std::make_unique<IngestCoordinator>(
+      IngestCoordinator::Deps{view_.get(), catalog_.get(), dir_.get(), files_.get(), replicator_.get(),
+                              versions_.get(), metrics_.get()},
+      ingest_limits);
+  StreamLimits stream_limits;
+  stream_limits.max_part_bytes = config_.max_part_bytes;
+  stream_limits.read_ahead_steps = config_.read_ahead_steps;
+  streams_ = std::make_unique<StreamOpener>(
+      cache_.get(), catalog_.get(), metrics_.get(), stream_limits,
+      StreamServer{config_.node_id, records_.get(), config_.cache_bytes > 0 ? blocks_.get() : nullptr});
+
+  // The services.
+  data_ = std::make_unique<DataServiceImpl>(DataServiceImpl::Deps{
+      pool_->get_executor(), streams_.get(), ingest_.get(), catalog_.get(), metrics_.get(), active_streams_.get(),
+      active_ingests_.get(), config_.max_streams, config_.prefetch_batches, StreamBufferBudget(config_)});
+  admin_ = std::make_unique<AdminServiceImpl>(catalog_.get(), status_.get(), view_.get());
+  peer_ = std::make_unique<PeerServiceImpl>(PeerServiceImpl::Deps{pool_->get_executor(), view_.get(), dir_.get(),
+                                                                  files_.get(), records_.get(), versions_.get(),
+                                                                  repairer_.get(), peers_.get()});
+  return Status::OK();
+}
+
+Status Server::Recover() {
+  auto temps = dir_->RemoveTempFiles();
+  if (!temps.ok()) return temps.status();
+  if (temps.value() > 0) spdlog::warn("recovery: removed {} temporary files left by a crash", temps.value());
+  auto versions = catalog_->ListVersions(/*include_unsealed=*/true);
+  if (!versions.ok()) return versions.status();
+  for (const auto& v : versions.value()) {
+    if (v.info().state() != v1::VERSION_INGESTING) continue;
+    // Never acknowledged: the client saw no seal, so the version goes.
+    spdlog::warn("recovery: {}@{} was ingesting when the node stopped; removing it", v.info().name(),
+                 v.info().version());
+    STRATA_RETURN_IF_ERROR(dir_->RemoveVersion(v.info().name(), v.info().version()));
+    STRATA_RETURN_IF_ERROR(catalog_->AbortVersion(v.info().name(), v.info().version()));
+  }
+  return files_->Load();
+}
+
+Status Server::Serve() {
   std::string host;
   int port = 0;
-  if (!config.metrics_listen.empty()) {
-    STRATA_RETURN_IF_ERROR(server->node_->metrics().StartExposer(config.metrics_listen));
-    STRATA_RETURN_IF_ERROR(ParseHostPort(config.metrics_listen, &host, &port));
-    server->metrics_address_ = host + ":" + std::to_string(server->node_->metrics().exposer_port());
+  if (!config_.metrics_listen.empty()) {
+    STRATA_RETURN_IF_ERROR(metrics_->StartExposer(config_.metrics_listen));
+    STRATA_RETURN_IF_ERROR(ParseHostPort(config_.metrics_listen, &host, &port));
+    metrics_address_ = host + ":" + std::to_string(metrics_->exposer_port());
   }
 
-  server->data_ = std::make_unique<DataServiceImpl>(server->node_.get());
-  server->admin_ = std::make_unique<AdminServiceImpl>(server->node_.get());
-  server->peer_ = std::make_unique<PeerServiceImpl>(server->node_.get());
   grpc::EnableDefaultHealthCheckService(true);
-  if (security.tls.enabled()) {
-    Node* core = server->node_.get();
-    auto auth = AuthProcessor::Create({security.auth_tokens, !security.tls.client_ca.empty(),
-                                       [core](std::string_view id) {
-                                         const v1::ClusterMap map = core->cluster_map();
+  if (security_.tls.enabled()) {
+    auto auth = AuthProcessor::Create({security_.auth_tokens, !security_.tls.client_ca.empty(),
+                                       [view = view_.get()](std::string_view id) {
+                                         const v1::ClusterMap map = view->Current();
                                          for (const auto& n : map.nodes()) {
                                            if (n.id() == id) return true;
                                          }
                                          return false;
                                        }});
-    if (!auth.ok()) {
-      server->node_->Close().IgnoreError();
-      return auth.status();
-    }
-    server->auth_ = std::move(auth).value();
-    SetPeerChannelCredentials(MakePeerChannelCredentials(security.tls));
+    if (!auth.ok()) return auth.status();
+    auth_ = std::move(auth).value();
+    SetPeerChannelCredentials(MakePeerChannelCredentials(security_.tls));
   }
   grpc::ServerBuilder builder;
   int bound_port = 0;
-  builder.AddListeningPort(config.listen, MakeServerCredentials(security.tls, server->auth_), &bound_port);
-  builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_message_bytes));
+  builder.AddListeningPort(config_.listen, MakeServerCredentials(security_.tls, auth_), &bound_port);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
   builder.SetMaxSendMessageSize(-1);  // batches are bounded by max_part_bytes instead
   // Keepalive, set deliberately (README, "Keepalives and timeouts"): the
   // server pings a silent client every 60 s and drops the connection after
@@ -71,29 +170,36 @@ Result<std::unique_ptr<Server>> Server::Start(const NodeConfig& config, const Se
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10 * 1000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
-  builder.RegisterService(server->data_.get());
-  builder.RegisterService(server->admin_.get());
-  builder.RegisterService(server->peer_.get());
-  server->grpc_ = builder.BuildAndStart();
-  if (!server->grpc_ || bound_port == 0) {
-    server->node_->Close().IgnoreError();  // the bind failure is the error to report
-    return Status::Unavailable("cannot listen on " + config.listen + " (is another process using it?)");
+  builder.RegisterService(data_.get());
+  builder.RegisterService(admin_.get());
+  builder.RegisterService(peer_.get());
+  grpc_ = builder.BuildAndStart();
+  if (!grpc_ || bound_port == 0) {
+    grpc_.reset();
+    return Status::Unavailable("cannot listen on " + config_.listen + " (is another process using it?)");
   }
-  STRATA_RETURN_IF_ERROR(ParseHostPort(config.listen, &host, &port));
-  server->address_ = host + ":" + std::to_string(bound_port);
+  STRATA_RETURN_IF_ERROR(ParseHostPort(config_.listen, &host, &port));
+  address_ = host + ":" + std::to_string(bound_port);
 
   // Join the cluster under the address others can use.
   v1::NodeInfo self;
-  self.set_id(config.node_id);
-  self.set_address(config.cluster.advertise.empty() ? server->address_ : config.cluster.advertise);
-  self.set_metrics_address(server->metrics_address_);
+  self.set_id(config_.node_id);
+  self.set_address(config_.cluster.advertise.empty() ? address_ : config_.cluster.advertise);
+  self.set_metrics_address(metrics_address_);
   self.set_state(v1::NODE_UP);
-  STRATA_RETURN_IF_ERROR(server->node_->StartCluster(self));
-  if (!config.metrics_listen.empty()) {
-    server->node_->metrics().SetReadiness([s = server.get()] { return s->NotReadyReason(); });
-  }
-  server->grpc_->GetHealthCheckService()->SetServingStatus(true);
-  return server;
+  auto membership = Membership::Create(config_, self, peers_.get());
+  if (!membership.ok()) return membership.status();
+  membership_ = std::move(membership).value();
+  membership_->Subscribe([view = view_.get()](const v1::ClusterMap& map) { view->Update(map); });
+  STRATA_RETURN_IF_ERROR(membership_->Start());
+  view_->Update(membership_->Current());
+  repairer_->Start();
+  scrubber_->Start();
+  // Tell the others about versions this node aborted while it was down.
+  versions_->BroadcastOwnAborted();
+  if (!config_.metrics_listen.empty()) metrics_->SetReadiness([this] { return NotReadyReason(); });
+  grpc_->GetHealthCheckService()->SetServingStatus(true);
+  return Status::OK();
 }
 
 Server::~Server() { Stop().IgnoreError(); }
@@ -104,37 +210,42 @@ Status Server::Stop() {
   if (stopped_) return Status::OK();
   stopped_ = true;
   if (grpc_) {
-    const auto timeout = std::chrono::milliseconds(node_->config().drain_timeout_ms);
-  spdlog::info("draining: {} streams and {} ingests open; waiting up to {} ms", node_->active_streams().load(),
-                 node_->active_ingests().load(), timeout.count());
+    const auto timeout = std::chrono::milliseconds(config_.drain_timeout_ms);
+    spdlog::info("draining: {} streams and {} ingests open; waiting up to {} ms", active_streams_->count(),
+                 active_ingests_->count(), timeout.count());
     draining_ = true;
     // From here /readyz no longer calls into this Server, which may be
-    // destroyed before the exposer (owned by the node) stops.
-    node_->metrics().SetReadiness([] { return std::string("draining: shutting down"); });
+    // destroyed before the exposer stops.
+    metrics_->SetReadiness([] { return std::string("draining: shutting down"); });
     grpc_->GetHealthCheckService()->SetServingStatus(false);
     data_->BeginDrain();
     // Streams end after their current batch and new ones are refused; ingests
     // get the drain time to commit. gRPC's own Shutdown would also wait out its
     // deadline for connections that are merely open (an idle trainer's channel),
-    // so wait for our calls here and then shut gRPC down at once.
+    // so wait for our calls here (woken by the last one to end) and then shut
+    // gRPC down at once.
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while ((node_->active_streams().load() > 0 || node_->active_ingests().load() > 0) &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    if (active_streams_->WaitIdle(deadline)) active_ingests_->WaitIdle(deadline);
     grpc_->Shutdown(std::chrono::system_clock::now());  // cancels whatever is left
     grpc_->Wait();
   }
-  if (!node_) return Status::OK();  // Start failed before the node opened
-  Status closed = node_->Close();
+  if (!kv_) return Status::OK();  // Open failed before storage opened
+  // The background work, then the pool, then storage.
+  if (scrubber_) scrubber_->Stop();
+  if (repairer_) repairer_->Stop();
+  if (replicator_) replicator_->Stop();
+  if (membership_) membership_->Stop();
+  if (background_) background_->join();
+  if (pool_) pool_->join();
+  Status closed = kv_->Close();
   spdlog::info("stopped: storage closed{}", closed.ok() ? "" : " with an error: " + closed.ToString());
   return closed;
 }
 
 std::string Server::NotReadyReason() const {
   if (draining_) return "draining: shutting down";
-  const v1::ClusterMap map = node_->cluster_map();
-  const v1::NodeInfo* self = FindNode(map, node_->config().node_id);
+  const v1::ClusterMap map = view_->Current();
+  const v1::NodeInfo* self = FindNode(map, config_.node_id);
   if (self == nullptr) return "not in the cluster map yet (membership not joined)";
   if (self->state() != v1::NODE_UP) return "the cluster map does not have this node up";
   return "";

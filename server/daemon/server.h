@@ -1,36 +1,79 @@
-// stratad composed: a Node (storage and core), its gRPC services, and the
-// Prometheus exposer. Shutdown is designed in: stop accepting, drain streams,
-// cancel what is left after the drain timeout, then close storage.
+// stratad composed: the composition root. Open() builds every component of
+// a node from its config, in dependency order, and wires each to exactly what
+// it uses; nothing is served until all of them exist. Serve() then starts
+// the metrics exposer and gRPC, joins the cluster under the bound address and
+// starts the background loops (repair, scrub). Stop() undoes it in reverse:
+// stop accepting, drain streams and ingests, cancel what is left after the
+// drain timeout, stop the loops, then close storage.
+//
+// Thread-safety: Open, Serve and Stop from one thread. The components it
+// hands out for tests are safe for concurrent use.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <boost/asio/thread_pool.hpp>
 #include <memory>
 #include <string>
 
+#include "server/base/active_work.h"
 #include "server/base/config.h"
+#include "server/base/metrics.h"
 #include "server/base/security_config.h"
-#include "server/daemon/node.h"
+#include "server/cluster/cluster_view.h"
+#include "server/cluster/ingest_coordinator.h"
+#include "server/cluster/membership.h"
+#include "server/cluster/node_status.h"
+#include "server/cluster/peer_clients.h"
+#include "server/cluster/peer_records.h"
+#include "server/cluster/repairer.h"
+#include "server/cluster/replicator.h"
+#include "server/cluster/scrubber.h"
+#include "server/cluster/version_sync.h"
+#include "server/rpc/admin_service.h"
 #include "server/rpc/auth.h"
+#include "server/rpc/data_service.h"
 #include "server/rpc/peer_service.h"
-#include "server/rpc/services.h"
+#include "server/serve/stream_opener.h"
+#include "server/storage/block_cache.h"
+#include "server/storage/catalog.h"
+#include "server/storage/data_dir.h"
+#include "server/storage/dataset_cache.h"
+#include "server/storage/kv_store.h"
+#include "server/storage/local_files.h"
 
 namespace strata {
 
 class Server {
  public:
-  // Opens the node and starts serving. Unavailable if an address cannot be
-  // bound; FailedPrecondition for a non-loopback address without TLS and
-  // tokens (unless security.insecure); the node's errors otherwise.
+  // Creates the data directory, opens RocksDB, recovers from a crash
+  // (versions left ingesting are aborted and their files removed, temporary
+  // files deleted) and builds every component. Serves nothing. IOError if the
+  // directory is unusable or held by another stratad.
+  static Result<std::unique_ptr<Server>> Open(const NodeConfig& config, const SecurityConfig& security = {});
+  // Checks the security settings, then Open, then Serve. FailedPrecondition
+  // for a non-loopback address without TLS and tokens (unless
+  // security.insecure); InvalidArgument for tokens without TLS.
   static Result<std::unique_ptr<Server>> Start(const NodeConfig& config, const SecurityConfig& security = {});
   ~Server();
+
+  // Binds metrics and gRPC, joins the cluster, starts the background loops.
+  // Unavailable if an address cannot be bound. REQUIRES: called once.
+  Status Serve();
 
   // The bound gRPC address ("127.0.0.1:43121" when the config said port 0).
   const std::string& address() const { return address_; }
   // The bound metrics address, or "" when metrics are off.
   const std::string& metrics_address() const { return metrics_address_; }
-  Node& node() { return *node_; }
+
+  // The core, for tests that drive it without a network.
+  IngestCoordinator& ingests() { return *ingest_; }
+  const StreamOpener& streams() const { return *streams_; }
+  Catalog& catalog() { return *catalog_; }
+  const DataDir& data_dir() const { return *dir_; }
+  Metrics& metrics() { return *metrics_; }
+  BlockCache& blocks() { return *blocks_; }
 
   // SIGHUP: re-reads the token file (certificates are watched on their own).
   // On an error the old tokens stay in force.
@@ -46,13 +89,44 @@ class Server {
   std::string NotReadyReason() const;
 
  private:
-  Server() = default;
+  Server(NodeConfig config, SecurityConfig security);
+  Status Build();
+  Status Recover();
 
-  std::unique_ptr<Node> node_;
+  const NodeConfig config_;
+  const SecurityConfig security_;
+  // In the order they are built; each uses only those above it.
+  std::unique_ptr<DataDir> dir_;
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<KvStore> kv_;
+  std::unique_ptr<Catalog> catalog_;
+  std::unique_ptr<DatasetCache> cache_;
+  std::unique_ptr<LocalFiles> files_;
+  // The node's I/O pool (io_threads): shard reads and writes, stream builds,
+  // ingest messages, file chunks from peers, block read-ahead.
+  std::unique_ptr<boost::asio::thread_pool> pool_;
+  std::unique_ptr<BlockCache> blocks_;
+  // The background pool (2 threads): the repair loop, whose rounds block on
+  // peer calls and copies, paced by its timer.
+  std::unique_ptr<boost::asio::thread_pool> background_;
+  std::unique_ptr<PeerClients> peers_;
+  std::unique_ptr<ClusterView> view_;
+  std::unique_ptr<VersionSync> versions_;
+  std::unique_ptr<Replicator> replicator_;
+  std::unique_ptr<Repairer> repairer_;
+  std::unique_ptr<PeerRecords> records_;
+  std::unique_ptr<Scrubber> scrubber_;
+  std::unique_ptr<ActiveWork> active_streams_;
+  std::unique_ptr<ActiveWork> active_ingests_;
+  std::unique_ptr<NodeStatus> status_;
+  std::unique_ptr<IngestCoordinator> ingest_;
+  std::unique_ptr<StreamOpener> streams_;
   std::unique_ptr<DataServiceImpl> data_;
   std::unique_ptr<AdminServiceImpl> admin_;
   std::unique_ptr<PeerServiceImpl> peer_;
   std::shared_ptr<AuthProcessor> auth_;
+  // Built in Serve(): membership needs the address gRPC bound.
+  std::unique_ptr<Membership> membership_;
   std::unique_ptr<grpc::Server> grpc_;
   std::string address_;
   std::string metrics_address_;

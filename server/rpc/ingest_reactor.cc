@@ -6,14 +6,14 @@
 
 #include "common/allocator.h"
 #include "common/grpc_status.h"
-#include "server/rpc/request_validation.h"
+#include "server/cluster/request_validation.h"
 
 namespace strata {
 
-IngestReactor::IngestReactor(Node* node, const std::atomic<bool>* draining, v1::IngestReply* reply, std::string peer,
+IngestReactor::IngestReactor(const IngestCalls* calls, v1::IngestReply* reply, std::string peer,
                              grpc::CallbackServerContext* context)
-    : node_(node), draining_(draining), reply_(reply), peer_(std::move(peer)), context_(context) {
-  ++node_->active_ingests();
+    : calls_(calls), reply_(reply), peer_(std::move(peer)), context_(context) {
+  calls_->active->Begin();
   StartRead(&request_);
 }
 
@@ -25,14 +25,14 @@ void IngestReactor::OnReadDone(bool ok) {
     Finish(grpc::Status(grpc::StatusCode::ABORTED, "the ingest stream ended without a commit; nothing was stored"));
     return;
   }
-  boost::asio::post(node_->pool(), [this] { Process(); });
+  boost::asio::post(calls_->executor, [this] { Process(); });
 }
 
 void IngestReactor::Process() {
   Status s = Handle(request_);
   if (!s.ok()) {
-    node_->metrics().CountRejected(s.code() == Code::kInvalidArgument ? Metrics::Reject::kInvalidRequest
-                                   : draining_->load()                 ? Metrics::Reject::kDraining
+    calls_->metrics->CountRejected(s.code() == Code::kInvalidArgument ? Metrics::Reject::kInvalidRequest
+                                   : calls_->draining->load()          ? Metrics::Reject::kDraining
                                                                        : Metrics::Reject::kIngestRefused);
     spdlog::warn("ingest from {} refused: {}", peer_, s.ToString());
     session_.reset();  // aborts: files removed, version marked aborted
@@ -56,9 +56,9 @@ Status IngestReactor::Handle(const v1::IngestRequest& request) {
   switch (request.body_case()) {
     case v1::IngestRequest::kOpen: {
       if (session_) return Status::InvalidArgument("the ingest was already opened");
-      if (draining_->load()) return Status::Unavailable("stratad is shutting down; retry on another node or later");
+      if (calls_->draining->load()) return Status::Unavailable("stratad is shutting down; retry on another node or later");
       STRATA_RETURN_IF_ERROR(ValidateIngestOptions(request.open()));
-      auto session = node_->StartIngest(request.open());
+      auto session = calls_->coordinator->Start(request.open());
       if (!session.ok()) return session.status();
       session_ = std::move(session).value();
       context_->AddInitialMetadata(kIngestAcceptedKey, "1");
@@ -87,8 +87,10 @@ Status IngestReactor::Handle(const v1::IngestRequest& request) {
 void IngestReactor::OnDone() {
   session_.reset();  // aborts if it was not committed
   // A committed ingest gave its heap back before replying; an aborted one does now.
-  if (--node_->active_ingests() == 0 && !committed_) ReleaseFreeHeap();
+  const IngestCalls* calls = calls_;
+  const bool committed = committed_;
   delete this;
+  if (calls->active->End() && !committed) ReleaseFreeHeap();
 }
 
 }  // namespace strata

@@ -13,18 +13,32 @@
 #include <memory>
 #include <string>
 
+#include <boost/asio/thread_pool.hpp>
+
+#include "server/base/active_work.h"
+#include "server/base/metrics.h"
+#include "server/cluster/ingest_coordinator.h"
 #include "server/ingest/ingest_session.h"
-#include "server/daemon/node.h"
 #include "strata/v1/data.pb.h"
 
 namespace strata {
+
+// What every ingest call of a node shares. Owned by the data service;
+// outlives its reactors.
+struct IngestCalls {
+  boost::asio::thread_pool::executor_type executor;  // the node's I/O pool: messages are handled there
+  ActiveWork* active = nullptr;                       // open ingests (drain waits for them)
+  Metrics* metrics = nullptr;
+  IngestCoordinator* coordinator = nullptr;
+  const std::atomic<bool>* draining = nullptr;        // new ingests are refused once set
+};
 
 class IngestReactor final : public grpc::ServerReadReactor<v1::IngestRequest> {
  public:
   // `context` is the call's: once the ingest is opened the reactor sends
   // initial metadata with kIngestAcceptedKey, so that the client knows at
   // once that this node took it (and tries the next node otherwise).
-  IngestReactor(Node* node, const std::atomic<bool>* draining, v1::IngestReply* reply, std::string peer,
+  IngestReactor(const IngestCalls* calls, v1::IngestReply* reply, std::string peer,
                 grpc::CallbackServerContext* context);
   static constexpr const char* kIngestAcceptedKey = "strata-ingest-accepted";
 
@@ -35,8 +49,7 @@ class IngestReactor final : public grpc::ServerReadReactor<v1::IngestRequest> {
   void Process();
   Status Handle(const v1::IngestRequest& request);
 
-  Node* const node_;
-  const std::atomic<bool>* const draining_;
+  const IngestCalls* const calls_;
   v1::IngestReply* const reply_;
   const std::string peer_;
   grpc::CallbackServerContext* const context_;

@@ -8,9 +8,8 @@
 
 #include "common/grpc_status.h"
 #include "server/cluster/file_transfer.h"
+#include "server/cluster/request_validation.h"
 #include "server/cluster/version_confirm.h"
-#include "server/daemon/node.h"
-#include "server/rpc/request_validation.h"
 #include "server/storage/path_guard.h"
 
 namespace strata {
@@ -26,14 +25,14 @@ grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const Statu
 // Receives one file; chunks are written on the node's I/O pool, one at a time.
 class PutFileReactor final : public grpc::ServerReadReactor<v1::FileChunk> {
  public:
-  PutFileReactor(Node* node, v1::PutFileReply* reply) : node_(node), reply_(reply) { StartRead(&chunk_); }
+  PutFileReactor(const PeerServiceImpl::Deps* d, v1::PutFileReply* reply) : d_(d), reply_(reply) { StartRead(&chunk_); }
 
   void OnReadDone(bool ok) override {
     if (!ok) {  // the sender is done (or gone)
-      boost::asio::post(node_->pool(), [this] { Complete(); });
+      boost::asio::post(d_->executor, [this] { Complete(); });
       return;
     }
-    boost::asio::post(node_->pool(), [this] { Process(); });
+    boost::asio::post(d_->executor, [this] { Process(); });
   }
   void OnDone() override { delete this; }
 
@@ -46,12 +45,12 @@ class PutFileReactor final : public grpc::ServerReadReactor<v1::FileChunk> {
         Finish(ToGrpcStatus(valid));
         return;
       }
-      if (node_->local_files().Has(file_)) {
+      if (d_->files->Has(file_)) {
         reply_->set_already_present(true);
         Finish(grpc::Status::OK);
         return;
       }
-      auto r = FileReceiver::Begin(node_->data_dir(), file_);
+      auto r = FileReceiver::Begin(*d_->dir, file_);
       if (!r.ok()) {
         Finish(ToGrpcStatus(r.status()));
         return;
@@ -77,12 +76,12 @@ class PutFileReactor final : public grpc::ServerReadReactor<v1::FileChunk> {
       Finish(ToGrpcStatus(committed.status()));
       return;
     }
-    node_->local_files().Add(file_);
+    d_->files->Add(file_);
     reply_->set_already_present(committed.value());
     Finish(grpc::Status::OK);
   }
 
-  Node* const node_;
+  const PeerServiceImpl::Deps* const d_;
   v1::PutFileReply* const reply_;
   v1::FileChunk chunk_;
   v1::FileRef file_;
@@ -92,19 +91,19 @@ class PutFileReactor final : public grpc::ServerReadReactor<v1::FileChunk> {
 // Sends one local file in chunks; each chunk is read on the I/O pool.
 class GetFileReactor final : public grpc::ServerWriteReactor<v1::FileChunk> {
  public:
-  GetFileReactor(Node* node, const v1::FileRef& file) : node_(node), file_(file) {
-    auto path = node_->data_dir().CheckedFilePath(file_);
+  GetFileReactor(const PeerServiceImpl::Deps* d, const v1::FileRef& file) : d_(d), file_(file) {
+    auto path = d_->dir->CheckedFilePath(file_);
     if (!path.ok()) {
       Finish(ToGrpcStatus(path.status()));
       return;
     }
-    fd_ = node_->local_files().Has(file_) ? open(path->c_str(), O_RDONLY | O_CLOEXEC) : -1;
+    fd_ = d_->files->Has(file_) ? open(path->c_str(), O_RDONLY | O_CLOEXEC) : -1;
     if (fd_ < 0) {
-      Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, FileName(file_) + " is not held by " + node_->config().node_id));
+      Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, FileName(file_) + " is not held by " + d_->view->self_id()));
       return;
     }
     size_ = static_cast<uint64_t>(lseek(fd_, 0, SEEK_END));
-    boost::asio::post(node_->pool(), [this] { Next(); });
+    boost::asio::post(d_->executor, [this] { Next(); });
   }
   ~GetFileReactor() override {
     if (fd_ >= 0) close(fd_);
@@ -119,7 +118,7 @@ class GetFileReactor final : public grpc::ServerWriteReactor<v1::FileChunk> {
       Finish(grpc::Status::OK);
       return;
     }
-    boost::asio::post(node_->pool(), [this] { Next(); });
+    boost::asio::post(d_->executor, [this] { Next(); });
   }
   void OnDone() override { delete this; }
 
@@ -141,7 +140,7 @@ class GetFileReactor final : public grpc::ServerWriteReactor<v1::FileChunk> {
     StartWrite(&chunk_);
   }
 
-  Node* const node_;
+  const PeerServiceImpl::Deps* const d_;
   const v1::FileRef file_;
   int fd_ = -1;
   uint64_t size_ = 0;
@@ -154,19 +153,19 @@ class GetFileReactor final : public grpc::ServerWriteReactor<v1::FileChunk> {
 grpc::ServerUnaryReactor* PeerServiceImpl::Ping(grpc::CallbackServerContext* context, const v1::PingRequest* request,
                                                 v1::PingReply* reply) {
   if (Status valid = ValidatePing(*request); !valid.ok()) return Done(context, valid);
-  reply->set_node_id(node_->config().node_id);
-  reply->set_map_epoch(node_->cluster_map().epoch());
+  reply->set_node_id(d_.view->self_id());
+  reply->set_map_epoch(d_.view->Current().epoch());
   return Done(context, Status::OK());
 }
 
 grpc::ServerReadReactor<v1::FileChunk>* PeerServiceImpl::PutFile(grpc::CallbackServerContext*,
                                                                  v1::PutFileReply* reply) {
-  return new PutFileReactor(node_, reply);
+  return new PutFileReactor(&d_, reply);
 }
 
 grpc::ServerWriteReactor<v1::FileChunk>* PeerServiceImpl::GetFile(grpc::CallbackServerContext*,
                                                                   const v1::GetFileRequest* request) {
-  return new GetFileReactor(node_, request->file());
+  return new GetFileReactor(&d_, request->file());
 }
 
 grpc::ServerUnaryReactor* PeerServiceImpl::ReadRecords(grpc::CallbackServerContext* context,
@@ -175,7 +174,7 @@ grpc::ServerUnaryReactor* PeerServiceImpl::ReadRecords(grpc::CallbackServerConte
   Status s = ValidateReadRecords(*request);
   if (!s.ok()) return Done(context, s);
   for (uint64_t index : request->indexes()) {
-    s = node_->ReadLocalRecord(request->file(), index, reply->add_records());
+    s = d_.records->ReadLocal(request->file(), index, reply->add_records());
     if (!s.ok()) break;
   }
   if (!s.ok()) reply->Clear();
@@ -188,14 +187,19 @@ grpc::ServerUnaryReactor* PeerServiceImpl::PutVersion(grpc::CallbackServerContex
   // RPC, so on the pool, not a gRPC thread); its copy is what is imported.
   v1::VersionRecord claimed;
   std::vector<v1::ShardRecord> shards;
-  if (Status valid = ValidateVersionMeta(request->meta(), node_->data_dir(), &claimed, &shards); !valid.ok()) {
+  if (Status valid = ValidateVersionMeta(request->meta(), *d_.dir, &claimed, &shards); !valid.ok()) {
     return Done(context, valid);
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  boost::asio::post(node_->pool(), [node = node_, reactor, claimed = std::move(claimed)] {
-    auto confirmed = ConfirmWithCoordinator(claimed, node->cluster_map(), node->config().node_id, node->peers(),
+  boost::asio::post(d_.executor, [d = &d_, reactor, claimed = std::move(claimed)] {
+    auto confirmed = ConfirmWithCoordinator(claimed, d->view->Current(), d->view->self_id(), *d->peers,
                                             std::chrono::seconds(5));
-    Status s = confirmed.ok() ? node->ImportVersion(confirmed.value()) : confirmed.status();
+    Status s = confirmed.status();
+    if (confirmed.ok()) {
+      auto changed = d->versions->Import(confirmed.value());
+      if (changed.ok() && changed.value()) d->repairer->Kick();
+      s = changed.status();
+    }
     if (!s.ok()) spdlog::warn("PutVersion refused: {}", s.ToString());
     reactor->Finish(ToGrpcStatus(s));
   });
@@ -206,14 +210,14 @@ grpc::ServerUnaryReactor* PeerServiceImpl::ListVersions(grpc::CallbackServerCont
                                                         const v1::ListVersionsRequest* request,
                                                         v1::ListVersionsReply* reply) {
   if (Status valid = ValidateListVersions(*request); !valid.ok()) return Done(context, valid);
-  return Done(context, node_->ExportVersions(*request, reply));
+  return Done(context, d_.versions->Export(*request, reply));
 }
 
 grpc::ServerUnaryReactor* PeerServiceImpl::ListLocalFiles(grpc::CallbackServerContext* context,
                                                           const v1::ListLocalFilesRequest* request,
                                                           v1::ListLocalFilesReply* reply) {
   if (Status valid = ValidateListLocalFiles(*request); !valid.ok()) return Done(context, valid);
-  for (auto& f : node_->local_files().List(request->dataset(), request->version())) {
+  for (auto& f : d_.files->List(request->dataset(), request->version())) {
     *reply->add_files()->mutable_file() = std::move(f);
   }
   return Done(context, Status::OK());

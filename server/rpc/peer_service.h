@@ -1,17 +1,34 @@
-// PeerService: what nodes ask of each other. Thin over the node's core:
+// PeerService: what nodes ask of each other. Thin over the cluster components:
 // heartbeats, whole-file push and pull (replication, repair), verified record
 // reads for a peer that lacks a copy, and version metadata exchange.
 #pragma once
 
+#include <boost/asio/thread_pool.hpp>
+
+#include "server/cluster/cluster_view.h"
+#include "server/cluster/peer_records.h"
+#include "server/cluster/repairer.h"
+#include "server/cluster/version_sync.h"
+#include "server/storage/data_dir.h"
+#include "server/storage/local_files.h"
 #include "strata/v1/cluster.grpc.pb.h"
 
 namespace strata {
 
-class Node;
-
 class PeerServiceImpl final : public v1::PeerService::CallbackService {
  public:
-  explicit PeerServiceImpl(Node* node) : node_(node) {}
+  // What the service reads and changes. Every pointer must outlive the service.
+  struct Deps {
+    boost::asio::thread_pool::executor_type executor;  // the node's I/O pool: file chunks are read and written there
+    const ClusterView* view = nullptr;
+    const DataDir* dir = nullptr;
+    LocalFiles* files = nullptr;
+    PeerRecords* records = nullptr;
+    VersionSync* versions = nullptr;
+    Repairer* repairer = nullptr;  // kicked when an imported version changes the catalog
+    PeerClients* peers = nullptr;  // a PutVersion is confirmed with the version's coordinator
+  };
+  explicit PeerServiceImpl(Deps deps) : d_(std::move(deps)) {}
 
   grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* context, const v1::PingRequest* request,
                                  v1::PingReply* reply) override;
@@ -31,7 +48,7 @@ class PeerServiceImpl final : public v1::PeerService::CallbackService {
                                            v1::ListLocalFilesReply* reply) override;
 
  private:
-  Node* const node_;
+  const Deps d_;
 };
 
 }  // namespace strata

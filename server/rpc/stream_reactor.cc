@@ -10,31 +10,29 @@
 
 namespace strata {
 
-StreamReactor::StreamReactor(Node* node, const std::atomic<bool>* draining, std::unique_ptr<BatchStream> stream,
-                             v1::StreamRequest request, std::string peer, StreamMemory* memory,
-                             uint64_t reserved)
-    : node_(node),
-      draining_(draining),
+StreamReactor::StreamReactor(const StreamCalls* calls, std::unique_ptr<BatchStream> stream,
+                             v1::StreamRequest request, std::string peer, uint64_t reserved)
+    : calls_(calls),
       stream_(std::move(stream)),
       request_(std::move(request)),
       peer_(std::move(peer)),
-      prefetch_(node->config().prefetch_batches),
+      prefetch_(calls->prefetch_batches),
       next_queued_step_(stream_->next_step()),
       completed_steps_(stream_->next_step()),
-      memory_(memory),
+      memory_(calls->memory),
       reserved_(reserved),
       granted_(reserved),
       step_estimate_(reserved) {
-  ++node_->active_streams();
-  node_->metrics().active_streams.Increment();
-  node_->metrics().streams_opened.Increment();
+  calls_->active->Begin();
+  calls_->metrics->active_streams.Increment();
+  calls_->metrics->streams_opened.Increment();
   spdlog::info("stream {} rank {}/{} batch {} epoch {} steps [{}, {}) for {}", request_.dataset(), request_.rank(),
                request_.world(), request_.batch_size(), request_.epoch(), stream_->next_step(), stream_->end_step(),
                peer_);
   std::lock_guard<std::mutex> lock(mu_);
   if (stream_->done()) {
     claimed_all_ = true;  // an empty range: the first Pump finishes the call
-    boost::asio::post(node_->pool(), [this] { Pump(); });
+    boost::asio::post(calls_->executor, [this] { Pump(); });
   } else {
     MaybeScheduleBuild();
   }
@@ -64,7 +62,7 @@ void StreamReactor::MaybeScheduleBuild() {
   // A builder not yet at its claim counts as a step being built.
   while (builders_ < kBuildersPerStream && !final_status_ && !claimed_all_ && ready_.size() + builders_ < prefetch_) {
     ++builders_;
-    boost::asio::post(node_->pool(), [this] { BuildTask(); });
+    boost::asio::post(calls_->executor, [this] { BuildTask(); });
   }
 }
 
@@ -121,7 +119,7 @@ void StreamReactor::BuildTask() {
       // one goes on building while the batch is sent (on two cores the send,
       // the kernel's loopback included, is as long as the build).
       kicking_ = true;
-      boost::asio::post(node_->pool(), [this] { Pump(/*kick=*/true); });
+      boost::asio::post(calls_->executor, [this] { Pump(/*kick=*/true); });
     }
   }
   Pump();  // may finish the call: no member is touched after
@@ -135,7 +133,7 @@ void StreamReactor::Pump(bool kick) {
     std::lock_guard<std::mutex> lock(mu_);
     if (kick) kicking_ = false;
     if (writing_ || finishing_) return;
-    if (!final_status_ && draining_->load()) {
+    if (!final_status_ && calls_->draining->load()) {
       final_status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE,
                                    "stratad is shutting down; resume this stream at step " +
                                        std::to_string(completed_steps_));
@@ -171,7 +169,7 @@ void StreamReactor::OnWriteDone(bool ok) {
     if (!ok) {
       if (!final_status_) final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
     } else {
-      Metrics& m = node_->metrics();
+      Metrics& m = *calls_->metrics;
       m.bytes_served.Increment(static_cast<double>(in_flight_.payload_bytes));
       m.samples_served.Increment(static_cast<double>(in_flight_.samples));
       m.batches_served.Increment();
@@ -204,17 +202,18 @@ void StreamReactor::RecordCursor(uint64_t next_step) {
   c.set_updated_unix_ms(
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count());
-  Status s = node_->catalog().PutCursor(request_.job_id(), request_.rank(), c);
+  Status s = calls_->catalog->PutCursor(request_.job_id(), request_.rank(), c);
   if (!s.ok()) spdlog::warn("job {} rank {}: cannot record cursor: {}", request_.job_id(), request_.rank(), s.ToString());
 }
 
 void StreamReactor::OnDone() {
   memory_->Release(granted_);  // every write has completed: nothing is buffered
-  --node_->active_streams();
-  node_->metrics().active_streams.Decrement();
+  calls_->metrics->active_streams.Decrement();
   spdlog::info("stream {} rank {}/{} ended at step {}", request_.dataset(), request_.rank(), request_.world(),
                completed_steps_);
+  const StreamCalls* calls = calls_;
   delete this;
+  calls->active->End();  // last: the drain may go on as soon as this returns
 }
 
 }  // namespace strata

@@ -25,22 +25,38 @@
 #include <optional>
 #include <string>
 
-#include "server/daemon/node.h"
+#include <boost/asio/thread_pool.hpp>
+
+#include "server/base/active_work.h"
+#include "server/base/metrics.h"
 #include "server/serve/batch_stream.h"
 #include "server/serve/stream_memory.h"
+#include "server/storage/catalog.h"
 #include "strata/v1/data.pb.h"
 
 namespace strata {
+
+// What every stream of a node shares. Owned by the data service; outlives
+// its reactors.
+struct StreamCalls {
+  boost::asio::thread_pool::executor_type executor;  // the node's I/O pool: builds and writes run there
+  ActiveWork* active = nullptr;                       // open streams (drain waits for them)
+  Metrics* metrics = nullptr;
+  Catalog* catalog = nullptr;                         // resume cursors
+  const std::atomic<bool>* draining = nullptr;        // read before each write
+  uint32_t prefetch_batches = 4;
+  StreamMemory* memory = nullptr;                     // built, unsent batches of every stream (issue 18)
+};
 
 // Parts go out as raw byte buffers (server/serve/wire_part.h), serialised on the
 // pool by the build task, so that payloads reach gRPC without a copy.
 class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  // Starts building at once. `draining` is read before each write.
-  // `reserved` bytes were taken from `memory` for the stream (its first
-  // step's estimate); the reactor gives them back when it is done.
-  StreamReactor(Node* node, const std::atomic<bool>* draining, std::unique_ptr<BatchStream> stream,
-                v1::StreamRequest request, std::string peer, StreamMemory* memory, uint64_t reserved);
+  // Starts building at once. `reserved` bytes were taken from
+  // calls->memory for the stream (its first step's estimate); the reactor
+  // gives them back when it is done.
+  StreamReactor(const StreamCalls* calls, std::unique_ptr<BatchStream> stream, v1::StreamRequest request,
+                std::string peer, uint64_t reserved);
 
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
@@ -68,8 +84,7 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   void Pump(bool kick = false);
   void RecordCursor(uint64_t next_step);
 
-  Node* const node_;
-  const std::atomic<bool>* const draining_;
+  const StreamCalls* const calls_;
   std::unique_ptr<BatchStream> stream_;  // Claim under mu_; Build by the build tasks
   const v1::StreamRequest request_;
   const std::string peer_;

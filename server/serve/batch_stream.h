@@ -53,7 +53,7 @@
 #include "server/storage/catalog.h"
 #include "server/storage/dataset_cache.h"
 #include "server/base/metrics.h"
-#include "server/serve/stratum_metrics.h"
+#include "server/serve/composition_recorder.h"
 #include "server/serve/wire_part.h"
 #include "strata/v1/data.pb.h"
 

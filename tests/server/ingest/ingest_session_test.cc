@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "server/daemon/node.h"
-#include "tests/server/node_test_util.h"
+#include "server/daemon/server.h"
+#include "tests/server/server_test_util.h"
 
 namespace strata {
 namespace {
@@ -23,13 +23,13 @@ v1::IngestOptions Options(const std::string& dataset) {
 class IngestSessionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto node = Node::Open(TestNodeConfig(dir_.path()));
+    auto node = Server::Open(TestNodeConfig(dir_.path()));
     ASSERT_TRUE(node.ok()) << node.status().ToString();
     node_ = std::move(node).value();
   }
 
   Result<v1::IngestReply> Ingest(const std::string& dataset, int n, int labels = 3) {
-    auto session = node_->StartIngest(Options(dataset));
+    auto session = node_->ingests().Start(Options(dataset));
     if (!session.ok()) return session.status();
     for (int i = 0; i < n; ++i) {
       STRATA_RETURN_IF_ERROR(session.value()->Add(
@@ -40,7 +40,7 @@ class IngestSessionTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  std::unique_ptr<Node> node_;
+  std::unique_ptr<Server> node_;
 };
 
 TEST_F(IngestSessionTest, SealsAVersionWithCountsAndShards) {
@@ -69,7 +69,7 @@ TEST_F(IngestSessionTest, SealsAVersionWithCountsAndShards) {
 }
 
 TEST_F(IngestSessionTest, FindsExactDuplicatesByContent) {
-  auto session = node_->StartIngest(Options("dups"));
+  auto session = node_->ingests().Start(Options("dups"));
   ASSERT_TRUE(session.ok());
   ASSERT_TRUE(session.value()->Add(MakeSample("a", "x", "same")).ok());
   ASSERT_TRUE(session.value()->Add(MakeSample("b", "y", "same")).ok());  // other key and label, same content
@@ -89,7 +89,7 @@ TEST_F(IngestSessionTest, FindsExactDuplicatesByContent) {
 
 TEST_F(IngestSessionTest, SealedVersionsAreImmutable) {
   ASSERT_TRUE(Ingest("cats", 5).ok());
-  auto again = node_->StartIngest(Options("cats@1"));
+  auto again = node_->ingests().Start(Options("cats@1"));
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.status().code(), Code::kFailedPrecondition);
   EXPECT_NE(again.status().message().find("sealed"), std::string::npos) << again.status().message();
@@ -97,7 +97,7 @@ TEST_F(IngestSessionTest, SealedVersionsAreImmutable) {
 
 TEST_F(IngestSessionTest, AbortRemovesEverything) {
   {
-    auto session = node_->StartIngest(Options("gone"));
+    auto session = node_->ingests().Start(Options("gone"));
     ASSERT_TRUE(session.ok());
     for (int i = 0; i < 50; ++i) ASSERT_TRUE(session.value()->Add(MakeSample("k", "l", std::string(300, 'x'))).ok());
     // Destroyed without a commit.
@@ -112,22 +112,22 @@ TEST_F(IngestSessionTest, AbortRemovesEverything) {
 }
 
 TEST_F(IngestSessionTest, RefusesBadInputWithClearStatus) {
-  EXPECT_EQ(node_->StartIngest(Options("../etc")).status().code(), Code::kInvalidArgument);
-  EXPECT_EQ(node_->StartIngest(Options("a/b")).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(node_->ingests().Start(Options("../etc")).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(node_->ingests().Start(Options("a/b")).status().code(), Code::kInvalidArgument);
   {
-    auto s = node_->StartIngest(Options("empty"));
+    auto s = node_->ingests().Start(Options("empty"));
     ASSERT_TRUE(s.ok());
     auto reply = s.value()->Commit(0);
     EXPECT_EQ(reply.status().code(), Code::kFailedPrecondition);
   }
   {
-    auto s = node_->StartIngest(Options("count"));
+    auto s = node_->ingests().Start(Options("count"));
     ASSERT_TRUE(s.ok());
     ASSERT_TRUE(s.value()->Add(MakeSample("a", "x", "1")).ok());
     EXPECT_EQ(s.value()->Commit(2).status().code(), Code::kInvalidArgument);
   }
   {
-    auto s = node_->StartIngest(Options("fields"));
+    auto s = node_->ingests().Start(Options("fields"));
     ASSERT_TRUE(s.ok());
     v1::Sample no_fields;
     no_fields.set_key("nf");
@@ -137,23 +137,23 @@ TEST_F(IngestSessionTest, RefusesBadInputWithClearStatus) {
     EXPECT_EQ(s.value()->Add(MakeSample("a", "x", "1")).code(), Code::kFailedPrecondition) << "aborted after an error";
   }
   {
-    auto s = node_->StartIngest(Options("names"));
+    auto s = node_->ingests().Start(Options("names"));
     ASSERT_TRUE(s.ok());
     EXPECT_EQ(s.value()->Add(MakeSample("a", "x", "1", "bad/name")).code(), Code::kInvalidArgument);
   }
 }
 
 TEST_F(IngestSessionTest, InterruptedIngestIsRemovedAtRestart) {
-  auto session = node_->StartIngest(Options("crash"));
+  auto session = node_->ingests().Start(Options("crash"));
   ASSERT_TRUE(session.ok());
   for (int i = 0; i < 40; ++i) ASSERT_TRUE(session.value()->Add(MakeSample("k", "l", std::string(300, 'y'))).ok());
   // Simulate a crash: the node goes away while the session is open, without
   // the session's own abort (release it, then close the node underneath).
   IngestSession* leaked = session.value().release();
   (void)leaked;  // intentionally leaked: a crashed process runs no destructors
-  ASSERT_TRUE(node_->Close().ok());
+  ASSERT_TRUE(node_->Stop().ok());
   node_.reset();
-  auto reopened = Node::Open(TestNodeConfig(dir_.path()));
+  auto reopened = Server::Open(TestNodeConfig(dir_.path()));
   ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
   auto v = reopened.value()->catalog().GetVersion("crash", 1);
   ASSERT_TRUE(v.ok());

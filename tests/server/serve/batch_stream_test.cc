@@ -6,8 +6,8 @@
 #include <map>
 #include <set>
 
-#include "server/daemon/node.h"
-#include "tests/server/node_test_util.h"
+#include "server/daemon/server.h"
+#include "tests/server/server_test_util.h"
 
 namespace strata {
 namespace {
@@ -19,12 +19,12 @@ using testing::TestNodeConfig;
 class BatchStreamTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto node = Node::Open(TestNodeConfig(dir_.path()));
+    auto node = Server::Open(TestNodeConfig(dir_.path()));
     ASSERT_TRUE(node.ok()) << node.status().ToString();
     node_ = std::move(node).value();
     v1::IngestOptions o;
     o.set_dataset("ds");
-    auto session = node_->StartIngest(o);
+    auto session = node_->ingests().Start(o);
     ASSERT_TRUE(session.ok());
     for (int i = 0; i < kSamples; ++i) {
       v1::Sample s = MakeSample("k" + std::to_string(i), "L" + std::to_string(i % 4), Payload(i), "jpg");
@@ -50,13 +50,13 @@ class BatchStreamTest : public ::testing::Test {
 
   static constexpr int kSamples = 103;
   TempDir dir_;
-  std::unique_ptr<Node> node_;
+  std::unique_ptr<Server> node_;
 };
 
 TEST_F(BatchStreamTest, EveryRankTogetherGetsEverySampleOnceWithItsBytes) {
   std::map<uint64_t, int> seen;
   for (uint32_t rank = 0; rank < 3; ++rank) {
-    auto stream = node_->OpenStream(Request(rank, 3, 8));
+    auto stream = node_->streams().Open(Request(rank, 3, 8));
     ASSERT_TRUE(stream.ok()) << stream.status().ToString();
     std::vector<WirePart> parts;
     while (!stream.value()->done()) {
@@ -102,18 +102,18 @@ TEST_F(BatchStreamTest, LargeBatchesAreSplitIntoParts) {
 }
 
 TEST_F(BatchStreamTest, RefusesBadRequests) {
-  EXPECT_EQ(node_->OpenStream(Request(0, 1, 0)).status().code(), Code::kInvalidArgument);
-  EXPECT_EQ(node_->OpenStream(Request(3, 3, 4)).status().code(), Code::kInvalidArgument);
-  EXPECT_EQ(node_->OpenStream(Request(0, 0, 4)).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(node_->streams().Open(Request(0, 1, 0)).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(node_->streams().Open(Request(3, 3, 4)).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(node_->streams().Open(Request(0, 0, 4)).status().code(), Code::kInvalidArgument);
   v1::StreamRequest unknown = Request(0, 1, 4);
   unknown.set_dataset("nope");
-  EXPECT_EQ(node_->OpenStream(unknown).status().code(), Code::kNotFound);
+  EXPECT_EQ(node_->streams().Open(unknown).status().code(), Code::kNotFound);
   v1::StreamRequest past = Request(0, 1, 4);
   past.set_start_step(1000);
-  EXPECT_EQ(node_->OpenStream(past).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(node_->streams().Open(past).status().code(), Code::kInvalidArgument);
   v1::StreamRequest token = Request(0, 1, 4);
   token.set_expect_plan_hash(42);
-  EXPECT_EQ(node_->OpenStream(token).status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(node_->streams().Open(token).status().code(), Code::kFailedPrecondition);
 }
 
 TEST_F(BatchStreamTest, DamagedRecordIsCorruptionAndNeverSent) {
@@ -131,7 +131,7 @@ TEST_F(BatchStreamTest, DamagedRecordIsCorruptionAndNeverSent) {
     f.write(&c, 1);
   }
   const double failures_before = node_->metrics().checksum_failures.Value();
-  auto stream = node_->OpenStream(Request(0, 1, kSamples));  // one batch reads every sample
+  auto stream = node_->streams().Open(Request(0, 1, kSamples));  // one batch reads every sample
   ASSERT_TRUE(stream.ok());
   std::vector<WirePart> parts;
   Status s = stream.value()->BuildNext(&parts);
@@ -151,7 +151,7 @@ TEST_F(BatchStreamTest, DamagedStratumIndexFailsTheStreamUntilRepaired) {
   testing::WriteFile(path, bytes);
   v1::StreamRequest r = Request(0, 1, 8);
   r.mutable_sampler()->set_kind(v1::SamplerSpec::STRATIFIED);
-  auto stream = node_->OpenStream(r);
+  auto stream = node_->streams().Open(r);
   ASSERT_TRUE(stream.ok()) << "header, offsets and block sums are sound: " << stream.status().ToString();
   std::vector<WirePart> parts;
   const double failures_before = node_->metrics().checksum_failures.Value();
@@ -160,10 +160,10 @@ TEST_F(BatchStreamTest, DamagedStratumIndexFailsTheStreamUntilRepaired) {
   EXPECT_EQ(node_->metrics().checksum_failures.Value(), failures_before + 1);
   EXPECT_NE(s.message().find("stratum index"), std::string::npos) << s.ToString();
   EXPECT_TRUE(parts.empty());
-  EXPECT_EQ(node_->OpenStream(r).value()->BuildNext(&parts).code(), Code::kDataLoss) << "still damaged";
+  EXPECT_EQ(node_->streams().Open(r).value()->BuildNext(&parts).code(), Code::kDataLoss) << "still damaged";
 
   testing::WriteFile(path, good);  // as a repair would
-  auto repaired = node_->OpenStream(r);
+  auto repaired = node_->streams().Open(r);
   ASSERT_TRUE(repaired.ok()) << repaired.status().ToString();
   std::set<uint64_t> seen;
   while (!repaired.value()->done()) {
@@ -177,7 +177,7 @@ TEST_F(BatchStreamTest, DamagedStratumIndexFailsTheStreamUntilRepaired) {
 }
 
 TEST_F(BatchStreamTest, JobCursorResumesWhereTheJobLeftOff) {
-  auto first = node_->OpenStream(Request(0, 1, 10));
+  auto first = node_->streams().Open(Request(0, 1, 10));
   ASSERT_TRUE(first.ok());
   v1::CursorRecord c;
   c.set_dataset("ds");
@@ -190,11 +190,11 @@ TEST_F(BatchStreamTest, JobCursorResumesWhereTheJobLeftOff) {
   v1::StreamRequest r = Request(0, 1, 10);
   r.set_job_id("job-a");
   r.set_resume(true);
-  auto resumed = node_->OpenStream(r);
+  auto resumed = node_->streams().Open(r);
   ASSERT_TRUE(resumed.ok());
   EXPECT_EQ(resumed.value()->next_step(), 4u);
   r.set_seed(12);  // another plan: the cursor does not apply
-  auto other = node_->OpenStream(r);
+  auto other = node_->streams().Open(r);
   ASSERT_TRUE(other.ok());
   EXPECT_EQ(other.value()->next_step(), 0u);
 }
@@ -209,14 +209,14 @@ TEST(BatchStreamCacheTest, ASmallCacheServesEverySampleOnceAndStaysWithinBudget)
   config.cache_block_bytes = 1 << 20;
   config.cache_bytes = 2 << 20;  // 2 of the ~12 blocks
   config.read_ahead_steps = 3;
-  auto node = Node::Open(config);
+  auto node = Server::Open(config);
   ASSERT_TRUE(node.ok()) << node.status().ToString();
   constexpr int kSamples = 1500;
   auto payload = [](int i) { return std::string(8000 + i % 100, static_cast<char>('A' + i % 26)); };
   {
     v1::IngestOptions o;
     o.set_dataset("big");
-    auto session = node.value()->StartIngest(o);
+    auto session = node.value()->ingests().Start(o);
     ASSERT_TRUE(session.ok());
     for (int i = 0; i < kSamples; ++i) {
       ASSERT_TRUE(session.value()->Add(MakeSample("k" + std::to_string(i), "L", payload(i), "bin")).ok());
@@ -228,7 +228,7 @@ TEST(BatchStreamCacheTest, ASmallCacheServesEverySampleOnceAndStaysWithinBudget)
   r.set_world(1);
   r.set_batch_size(64);
   r.set_seed(5);
-  auto stream = node.value()->OpenStream(r);
+  auto stream = node.value()->streams().Open(r);
   ASSERT_TRUE(stream.ok()) << stream.status().ToString();
   std::map<uint64_t, int> seen;
   std::vector<WirePart> parts;
@@ -267,12 +267,12 @@ TEST(BatchStreamCacheTest, OnlyDenseUsesAreSentFromTheMapping) {
   NodeConfig config = TestNodeConfig(dir.path());
   config.shard_target_bytes = 64 << 20;
   config.cache_bytes = 256 << 20;  // everything fits: what is held is what a use holds
-  auto node = Node::Open(config);
+  auto node = Server::Open(config);
   ASSERT_TRUE(node.ok()) << node.status().ToString();
   auto ingest = [&](const std::string& name, int samples, size_t bytes) {
     v1::IngestOptions o;
     o.set_dataset(name);
-    auto session = node.value()->StartIngest(o);
+    auto session = node.value()->ingests().Start(o);
     ASSERT_TRUE(session.ok());
     for (int i = 0; i < samples; ++i) {
       ASSERT_TRUE(session.value()->Add(MakeSample("k" + std::to_string(i), "L", std::string(bytes, 'x'), "bin")).ok());
@@ -288,7 +288,7 @@ TEST(BatchStreamCacheTest, OnlyDenseUsesAreSentFromTheMapping) {
     r.set_world(1);
     r.set_batch_size(1);  // one record per step
     r.set_seed(3);
-    auto stream = node.value()->OpenStream(r);
+    auto stream = node.value()->streams().Open(r);
     ASSERT_TRUE(stream.ok()) << stream.status().ToString();
     std::vector<WirePart> parts;
     ASSERT_TRUE(stream.value()->BuildNext(&parts).ok());

@@ -1,10 +1,10 @@
-// Builds samples and opens a Node on a temporary directory for core tests.
+// Builds samples and a NodeConfig for tests that open a Server (the core, unserved) on a temporary directory.
 #pragma once
 
 #include <memory>
 #include <string>
 
-#include "server/daemon/node.h"
+#include "server/daemon/server.h"
 #include "tests/support/temp_dir.h"
 
 namespace strata::testing {

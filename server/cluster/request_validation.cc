@@ -1,4 +1,4 @@
-#include "server/rpc/request_validation.h"
+#include "server/cluster/request_validation.h"
 
 #include <set>
 

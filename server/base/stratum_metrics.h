@@ -15,8 +15,8 @@
 //   strata_batch_composition_deviation_recent{node}  (gauge, samples)
 //       The largest of those deviations over the last 256 such batches.
 //
-// Thread-safety: StratumMetrics is safe for concurrent use; a
-// CompositionRecorder belongs to one stream.
+// Thread-safety: safe for concurrent use. What one stream's batches hold is
+// counted by its CompositionRecorder (server/serve/composition_recorder.h).
 #pragma once
 
 #include <prometheus/counter.h>
@@ -34,9 +34,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "plan/epoch_plan.h"
-#include "server/serve/wire_part.h"
-#include "strata/v1/data.pb.h"
 
 namespace strata {
 
@@ -60,23 +57,6 @@ class StratumMetrics {
   prometheus::Counter* other_ = nullptr;               // GUARDED_BY(mu_)
   std::array<double, kRecent> window_{};               // GUARDED_BY(mu_)
   size_t next_ = 0;                                    // GUARDED_BY(mu_)
-};
-
-// The composition side of one stream: counts the strata of each step's batch
-// and records them.
-class CompositionRecorder {
- public:
-  // `shares` as from Sampler::TargetShares() for `shape`.
-  CompositionRecorder(const DatasetShape& shape, const std::vector<double>& shares, StratumMetrics* metrics);
-
-  // The parts one server built for a step of `batch_size` samples.
-  void Record(const std::vector<WirePart>& parts, uint32_t batch_size);
-
- private:
-  StratumMetrics* metrics_;
-  std::map<std::string, double, std::less<>> share_;      // by stratum key
-  std::vector<std::pair<double, std::string>> by_share_;  // descending
-  std::unordered_map<std::string_view, uint64_t> counts_; // scratch: views of the parts' strata
 };
 
 }  // namespace strata

@@ -1,4 +1,4 @@
-#include "server/serve/stratum_metrics.h"
+#include "server/serve/composition_recorder.h"
 
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>

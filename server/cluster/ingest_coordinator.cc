@@ -1,0 +1,52 @@
+#include "server/cluster/ingest_coordinator.h"
+
+#include "common/dataset_ref.h"
+#include "common/placement.h"
+#include "server/cluster/ingest_replication.h"
+#include "server/cluster/membership.h"
+
+namespace strata {
+
+IngestCoordinator::IngestCoordinator(Deps deps, IngestLimits limits) : d_(deps), limits_(limits) {}
+
+Result<std::unique_ptr<IngestSession>> IngestCoordinator::Start(const v1::IngestOptions& options) {
+  auto ref = ParseDatasetRef(options.dataset());
+  if (!ref.ok()) return ref.status();
+  const std::string& self = d_.view->self_id();
+  const v1::ClusterMap map = d_.view->Current();
+  const std::vector<std::string> members = MapMembers(map);
+  // One node numbers a dataset's versions: its home, the first member up.
+  for (const std::string& id : RankMembers(DatasetHomeKey(ref->name), members)) {
+    const v1::NodeInfo* n = FindNode(map, id);
+    if (n == nullptr || n->state() != v1::NODE_UP) continue;
+    if (id != self) {
+      return Status::FailedPrecondition("ingests of dataset '" + ref->name + "' are coordinated by " + id + " at " +
+                                        n->address() + "; send the ingest there");
+    }
+    break;
+  }
+  uint32_t up = 0;
+  for (const auto& n : map.nodes()) up += n.state() == v1::NODE_UP;
+  v1::IngestOptions o = options;
+  if (o.replication() == 0) o.set_replication(DefaultReplication(members.size()));
+  if (o.replication() > members.size()) {
+    return Status::InvalidArgument("replication " + std::to_string(o.replication()) + " needs at least that many nodes; "
+                                   "the cluster has " + std::to_string(members.size()));
+  }
+  if (o.write_policy() == v1::WRITE_QUORUM && (o.write_quorum() < 1 || o.write_quorum() > o.replication())) {
+    return Status::InvalidArgument("write quorum must be between 1 and the replication factor (" +
+                                   std::to_string(o.replication()) + ")");
+  }
+  const uint32_t need = o.write_policy() == v1::WRITE_SYNC     ? o.replication()
+                        : o.write_policy() == v1::WRITE_QUORUM ? o.write_quorum()
+                                                               : 1;
+  if (need > up) {
+    return Status::Unavailable("the write policy needs " + std::to_string(need) + " durable copies but only " +
+                               std::to_string(up) + " nodes are up");
+  }
+  auto observer = std::make_unique<IngestReplication>(d_.files, d_.replicator, d_.versions, map, o.replication(),
+                                                      o.write_policy(), o.write_quorum());
+  return IngestSession::Open(o, d_.catalog, d_.dir, d_.metrics, limits_, std::move(observer), self);
+}
+
+}  // namespace strata

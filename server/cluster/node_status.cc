@@ -1,0 +1,53 @@
+#include "server/cluster/node_status.h"
+
+#include <chrono>
+
+namespace strata {
+
+namespace {
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+NodeStatus::NodeStatus(const NodeConfig& config, Deps deps)
+    : node_id_(config.node_id),
+      listen_(config.listen),
+      metrics_listen_(config.metrics_listen),
+      data_dir_(config.data_dir),
+      started_unix_ms_(NowMs()),
+      d_(deps) {}
+
+v1::StatusReply NodeStatus::Get() const {
+  const Metrics& m = *d_.metrics;
+  v1::StatusReply r;
+  r.set_node_id(node_id_);
+  r.set_build_version(STRATA_VERSION);
+  r.set_listen(listen_);
+  r.set_metrics_listen(metrics_listen_);
+  r.set_data_dir(data_dir_);
+  r.set_started_unix_ms(started_unix_ms_);
+  auto versions = d_.catalog->ListVersions(false);
+  r.set_datasets(versions.ok() ? static_cast<uint32_t>(versions->size()) : 0);
+  r.set_active_streams(d_.streams->count());
+  r.set_active_ingests(d_.ingests->count());
+  r.set_bytes_served(static_cast<uint64_t>(m.bytes_served.Value()));
+  r.set_samples_served(static_cast<uint64_t>(m.samples_served.Value()));
+  r.set_batches_served(static_cast<uint64_t>(m.batches_served.Value()));
+  r.set_samples_ingested(static_cast<uint64_t>(m.samples_ingested.Value()));
+  r.set_checksum_failures(static_cast<uint64_t>(m.checksum_failures.Value()));
+  r.set_disk_bytes(d_.dir->ShardBytes());
+  r.set_map_epoch(d_.view->Current().epoch());
+  v1::RepairProgress* p = r.mutable_repair();
+  *p = d_.repairer->Progress();
+  p->set_replication_backlog_bytes(static_cast<uint64_t>(m.replication_backlog_bytes.Value()));
+  p->set_bytes_scrubbed(static_cast<uint64_t>(m.scrubbed_bytes.Value()));
+  p->set_corruptions_found(static_cast<uint64_t>(m.corruptions_found.Value()));
+  p->set_files_quarantined(static_cast<uint64_t>(m.corruptions_found.Value()));
+  return r;
+}
+
+}  // namespace strata

@@ -1,0 +1,50 @@
+// PeerRecords: single records between nodes, and what happens to a damaged
+// local copy. It is the serving layer's RecordFetcher: a stream whose shard
+// has no intact copy here reads the records from another holder; a copy that
+// fails its checksum is quarantined so that repair fetches a good one. On the
+// other side, ReadLocal answers a peer's ReadRecords.
+//
+// Thread-safety: safe for concurrent use.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "server/base/metrics.h"
+#include "server/cluster/cluster_view.h"
+#include "server/cluster/peer_clients.h"
+#include "server/cluster/repairer.h"
+#include "server/serve/batch_stream.h"
+#include "server/storage/data_dir.h"
+#include "server/storage/dataset_cache.h"
+#include "server/storage/local_files.h"
+
+namespace strata {
+
+class PeerRecords final : public RecordFetcher {
+ public:
+  // Every pointer must outlive the PeerRecords.
+  PeerRecords(const ClusterView* view, PeerClients* peers, DatasetCache* cache, DataDir* dir, LocalFiles* files,
+              Repairer* repairer, Metrics* metrics);
+
+  // RecordFetcher. Fetch blocks on peer calls (10 s deadline each).
+  Status Fetch(const v1::FileRef& shard, std::span<const uint64_t> indexes, std::vector<std::string>* raw) override;
+  void Quarantine(const v1::FileRef& file) override;
+
+  // Reads record `index` of a local shard, verified, as raw bytes (for a
+  // peer). NotFound if this node does not hold the shard; Corruption (and the
+  // copy is quarantined) if it is damaged.
+  Status ReadLocal(const v1::FileRef& shard, uint64_t index, std::string* raw);
+
+ private:
+  const ClusterView* const view_;
+  PeerClients* const peers_;
+  DatasetCache* const cache_;
+  DataDir* const dir_;
+  LocalFiles* const files_;
+  Repairer* const repairer_;
+  Metrics* const metrics_;
+};
+
+}  // namespace strata

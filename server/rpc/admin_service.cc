@@ -1,0 +1,52 @@
+#include "server/rpc/admin_service.h"
+
+#include "common/grpc_status.h"
+#include "server/cluster/request_validation.h"
+#include "server/storage/dataset_queries.h"
+
+namespace strata {
+
+namespace {
+
+// Finishes a unary call with `result`'s status, moving its value into *reply.
+template <typename T>
+grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* context, Result<T> result, T* reply) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (result.ok()) {
+    *reply = std::move(result).value();
+    reactor->Finish(grpc::Status::OK);
+  } else {
+    reactor->Finish(ToGrpcStatus(result.status()));
+  }
+  return reactor;
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* AdminServiceImpl::ListDatasets(grpc::CallbackServerContext* context,
+                                                         const v1::ListDatasetsRequest* request,
+                                                         v1::ListDatasetsReply* reply) {
+  return FinishUnary(context, strata::ListDatasets(*catalog_, *request), reply);
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::DescribeDataset(grpc::CallbackServerContext* context,
+                                                            const v1::DescribeDatasetRequest* request,
+                                                            v1::DescribeDatasetReply* reply) {
+  if (Status valid = ValidateDescribeRequest(*request); !valid.ok()) {
+    return FinishUnary(context, Result<v1::DescribeDatasetReply>(valid), reply);
+  }
+  return FinishUnary(context, strata::DescribeDataset(*catalog_, *request), reply);
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::GetStatus(grpc::CallbackServerContext* context,
+                                                      const v1::StatusRequest* /*request*/, v1::StatusReply* reply) {
+  return FinishUnary(context, Result<v1::StatusReply>(status_->Get()), reply);
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::GetClusterMap(grpc::CallbackServerContext* context,
+                                                          const v1::GetClusterMapRequest* /*request*/,
+                                                          v1::ClusterMap* reply) {
+  return FinishUnary(context, Result<v1::ClusterMap>(view_->Current()), reply);
+}
+
+}  // namespace strata

@@ -1,0 +1,75 @@
+#include "server/rpc/data_service.h"
+
+#include <grpcpp/support/proto_buffer_reader.h>
+#include <spdlog/spdlog.h>
+
+#include "common/grpc_status.h"
+#include "common/input_limits.h"
+#include "server/cluster/request_validation.h"
+
+namespace strata {
+
+DataServiceImpl::DataServiceImpl(const Deps& deps)
+    : streams_(deps.streams),
+      metrics_(deps.metrics),
+      max_streams_(deps.max_streams),
+      stream_memory_(deps.stream_buffer_bytes),
+      stream_calls_{deps.executor,         deps.active_streams, deps.metrics, deps.catalog,
+                    &draining_,            deps.prefetch_batches, &stream_memory_},
+      ingest_calls_{deps.executor, deps.active_ingests, deps.metrics, deps.ingests, &draining_} {}
+
+grpc::ServerReadReactor<v1::IngestRequest>* DataServiceImpl::Ingest(grpc::CallbackServerContext* context,
+                                                                    v1::IngestReply* reply) {
+  return new IngestReactor(&ingest_calls_, reply, context->peer(), context);
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* DataServiceImpl::StreamBatches(grpc::CallbackServerContext* context,
+                                                                           const grpc::ByteBuffer* raw) {
+  v1::StreamRequest parsed;
+  {
+    grpc::ByteBuffer copy(*raw);  // shares the slices
+    grpc::ProtoBufferReader reader(&copy);
+    if (!parsed.ParseFromZeroCopyStream(&reader)) {
+      metrics_->CountRejected(Metrics::Reject::kInvalidRequest);
+      return new RefusedStreamReactor(
+          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the stream request is not a valid StreamRequest"));
+    }
+  }
+  if (Status valid = ValidateStreamRequest(parsed); !valid.ok()) {
+    metrics_->CountRejected(Metrics::Reject::kInvalidRequest);
+    return new RefusedStreamReactor(ToGrpcStatus(valid));
+  }
+  const v1::StreamRequest* request = &parsed;
+  if (draining_) {
+    metrics_->CountRejected(Metrics::Reject::kDraining);
+    return new RefusedStreamReactor(
+        grpc::Status(grpc::StatusCode::UNAVAILABLE, "stratad is shutting down; retry on another node or later"));
+  }
+  if (stream_calls_.active->count() >= max_streams_) {
+    metrics_->CountRejected(Metrics::Reject::kTooManyStreams);
+    return new RefusedStreamReactor(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                                 "this node serves its maximum of " + std::to_string(max_streams_) +
+                                                     " streams"));
+  }
+  auto stream = streams_->Open(*request);
+  if (!stream.ok()) {
+    metrics_->CountRejected(stream.status().code() == Code::kInvalidArgument ? Metrics::Reject::kInvalidRequest
+                                                                             : Metrics::Reject::kStreamRefused);
+    spdlog::warn("stream {} from {} refused: {}", QuotePrefix(request->dataset()), context->peer(),
+                 stream.status().ToString());
+    return new RefusedStreamReactor(ToGrpcStatus(stream.status()));
+  }
+  const v1::DatasetInfo& info = stream.value()->version().record().info();
+  const uint64_t reserve = EstimateStepBytes(info.bytes(), info.samples(), request->batch_size());
+  if (!stream_memory_.TryAcquire(reserve)) {
+    metrics_->CountRejected(Metrics::Reject::kStreamRefused);
+    return new RefusedStreamReactor(grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        "this node's streams hold " + std::to_string(stream_memory_.used() >> 20) + " MiB of their limit of " +
+            std::to_string(stream_memory_.budget() >> 20) + " MiB (half of memory_budget); a batch of this stream " +
+            "needs about " + std::to_string(reserve >> 10) + " KiB more: retry later or on another node"));
+  }
+  return new StreamReactor(&stream_calls_, std::move(stream).value(), *request, context->peer(), reserve);
+}
+
+}  // namespace strata

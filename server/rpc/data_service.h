@@ -1,0 +1,57 @@
+// DataService: streams of batches and ingests. Thin: each method unpacks the
+// request, calls a component (StreamOpener, IngestCoordinator through the
+// reactors), and maps the status at the edge (common/grpc_status.h).
+#pragma once
+
+#include <atomic>
+
+#include "server/rpc/ingest_reactor.h"
+#include "server/rpc/stream_reactor.h"
+#include "server/serve/stream_memory.h"
+#include "server/serve/stream_opener.h"
+#include "strata/v1/data.grpc.pb.h"
+
+namespace strata {
+
+// StreamBatches is a raw method: it answers with byte buffers that reference
+// the shard files (server/serve/wire_part.h); clients see ordinary Batch messages.
+class DataServiceImpl final
+    : public v1::DataService::WithRawCallbackMethod_StreamBatches<v1::DataService::CallbackService> {
+ public:
+  // What the service uses. Every pointer must outlive the service.
+  struct Deps {
+    boost::asio::thread_pool::executor_type executor;  // the node's I/O pool
+    const StreamOpener* streams = nullptr;
+    IngestCoordinator* ingests = nullptr;
+    Catalog* catalog = nullptr;  // resume cursors
+    Metrics* metrics = nullptr;
+    ActiveWork* active_streams = nullptr;
+    ActiveWork* active_ingests = nullptr;
+    uint32_t max_streams = 0;
+    uint32_t prefetch_batches = 4;
+    // The bytes all streams together may hold built and not yet sent: half of
+    // memory_budget when one is set (the block cache adapts to the rest), else
+    // 0, unbounded (each stream is still bounded by prefetch_batches).
+    uint64_t stream_buffer_bytes = 0;
+  };
+  explicit DataServiceImpl(const Deps& deps);
+
+  // New calls are refused and open streams end after their current batch.
+  void BeginDrain() { draining_ = true; }
+
+  grpc::ServerReadReactor<v1::IngestRequest>* Ingest(grpc::CallbackServerContext* context,
+                                                     v1::IngestReply* reply) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* StreamBatches(grpc::CallbackServerContext* context,
+                                                            const grpc::ByteBuffer* request) override;
+
+ private:
+  std::atomic<bool> draining_{false};
+  const StreamOpener* const streams_;
+  Metrics* const metrics_;
+  const uint32_t max_streams_;
+  StreamMemory stream_memory_;
+  const StreamCalls stream_calls_;
+  const IngestCalls ingest_calls_;
+};
+
+}  // namespace strata
