@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
       o.epoch = epoch;
       if (r == 0) {
         auto d = client.value()->Describe(dataset);
-        if (d.ok()) expected = d->dataset().samples();
+        if (d.ok()) expected = d->dataset.samples;
       }
       auto stream = client.value()->OpenStream(o);
       strata::Batch b;

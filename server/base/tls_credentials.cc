@@ -11,7 +11,7 @@ namespace strata {
 namespace {
 
 Status Readable(const std::string& what, const std::string& path) {
-  if (access(path.c_str(), R_OK) != 0) return Status::FromErrno(what + " " + path + " cannot be read", errno);
+  if (access(path.c_str(), R_OK) != 0) return ErrnoStatus(what + " " + path + " cannot be read", errno);
   return Status::OK();
 }
 

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "common/placement.h"
+#include "common/status.h"
 #include "tests/integration/cluster_fixture.h"
 #include "tests/integration/local_cluster.h"
 
@@ -29,19 +30,17 @@ std::string BigPayload(uint64_t i) { return SyntheticPayload(i) + std::string(8 
 
 Status Ingest(Client& client, const std::string& dataset, uint64_t n, uint32_t replication,
               const std::function<std::string(uint64_t)>& payload = SyntheticPayload) {
-  v1::IngestOptions o;
-  o.set_dataset(dataset);
-  o.set_replication(replication);
-  o.set_shard_target_bytes(16 << 10);  // many shards, spread over the nodes
+  IngestOptions o;
+  o.dataset = dataset;
+  o.replication = replication;
+  o.shard_target_bytes = 16 << 10;  // many shards, spread over the nodes
   auto writer = client.StartIngest(o);
   if (!writer.ok()) return writer.status();
   for (uint64_t i = 0; i < n; ++i) {
-    v1::Sample s;
-    s.set_key("k" + std::to_string(i));
-    s.set_label(SyntheticLabel(i, 5));
-    v1::Field* f = s.add_fields();
-    f->set_name("bin");
-    f->set_data(payload(i));
+    Sample s;
+    s.key = "k" + std::to_string(i);
+    s.label = SyntheticLabel(i, 5);
+    s.fields.push_back(Field{"bin", payload(i)});
     STRATA_RETURN_IF_ERROR(writer.value()->Write(s));
   }
   return writer.value()->Commit().status();

@@ -93,15 +93,15 @@ TEST_F(HealthTest, ServingAndReadyUntilTheDrainStarts) {
   // An ingest left open holds the drain for drain_timeout_ms.
   auto client = Client::Connect(node_->address());
   ASSERT_TRUE(client.ok()) << client.status().ToString();
-  v1::IngestOptions options;
-  options.set_dataset("held-open");
+  IngestOptions options;
+  options.dataset = "held-open";
   auto writer = client.value()->StartIngest(options);
   ASSERT_TRUE(writer.ok()) << writer.status().ToString();
-  v1::Sample sample;
-  sample.set_key("k0");
-  sample.add_fields()->set_data("x");
+  Sample sample;
+  sample.key = "k0";
+  sample.fields.push_back(Field{"", "x"});
   ASSERT_TRUE(writer.value()->Write(sample).ok());
-  ASSERT_TRUE(Eventually([&] { return client.value()->GetStatus().value_or({}).active_ingests() == 1; },
+  ASSERT_TRUE(Eventually([&] { return client.value()->GetStatus().value_or(NodeStatus{}).active_ingests == 1; },
                          std::chrono::seconds(10)));
 
   node_->Signal(SIGTERM);

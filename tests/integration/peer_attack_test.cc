@@ -189,16 +189,14 @@ TEST_F(PeerAttackTest, AForgedVersionNeverBecomesVisible) {
 }
 
 TEST_F(PeerAttackTest, ARunningIngestIsNotAborted) {
-  v1::IngestOptions options;
-  options.set_dataset("running");
+  IngestOptions options;
+  options.dataset = "running";
   auto writer = node_->client().StartIngest(options);
   ASSERT_TRUE(writer.ok()) << writer.status().ToString();
   for (uint64_t i = 0; i < 50; ++i) {
-    v1::Sample sample;
-    sample.set_key(std::to_string(i));
-    v1::Field* field = sample.add_fields();
-    field->set_name("bin");
-    field->set_data(SyntheticPayload(i));
+    Sample sample;
+    sample.key = std::to_string(i);
+    sample.fields.push_back(Field{"bin", SyntheticPayload(i)});
     ASSERT_TRUE(writer.value()->Write(sample).ok());
   }
   // Wait until the server has created the version (the client sends the open
@@ -220,7 +218,7 @@ TEST_F(PeerAttackTest, ARunningIngestIsNotAborted) {
   }
   auto committed = writer.value()->Commit();
   ASSERT_TRUE(committed.ok()) << "the running ingest was aborted: " << committed.status().ToString();
-  EXPECT_EQ(committed->dataset().samples(), 50u);
+  EXPECT_EQ(committed->dataset.samples, 50u);
   EXPECT_EQ(LatestVersion("running"), 1u);
 }
 

@@ -167,8 +167,8 @@ TEST_F(TlsAuthTest, TokensAndRoles) {
   {
     auto reader = Client::Connect(server_->address(), Options("trainer", kReaderToken));
     ASSERT_TRUE(reader.ok()) << reader.status().ToString();
-    v1::IngestOptions o;
-    o.set_dataset("refused");
+    IngestOptions o;
+    o.dataset = "refused";
     auto writer = reader.value()->StartIngest(o);
     Status s = writer.ok() ? writer.value()->Commit().status() : writer.status();
     EXPECT_EQ(s.code(), Code::kPermissionDenied) << s.ToString();
@@ -177,7 +177,7 @@ TEST_F(TlsAuthTest, TokensAndRoles) {
   {
     auto writer = Client::Connect(server_->address(), Options("trainer", kWriterToken));
     ASSERT_TRUE(writer.ok()) << writer.status().ToString();
-    EXPECT_EQ(IngestSynthetic(*writer.value(), "secure", 500, 5).dataset().samples(), 500u);
+    EXPECT_EQ(IngestSynthetic(*writer.value(), "secure", 500, 5).dataset.samples, 500u);
   }
   auto reader = Client::Connect(server_->address(), Options("trainer", kReaderToken));
   ASSERT_TRUE(reader.ok()) << reader.status().ToString();
@@ -250,15 +250,15 @@ TEST(TlsClusterTest, KillNineMidEpochOverMutualTls) {
     up = 0;
     for (int i = 0; i < 3; ++i) {
       auto c = Client::Connect(cluster.Address(i), co);
-      auto map = c.ok() ? c.value()->GetClusterMap() : Result<v1::ClusterMap>(c.status());
+      auto map = c.ok() ? c.value()->GetClusterMap() : Result<ClusterMap>(c.status());
       if (!map.ok()) continue;
-      for (const auto& n : map->nodes()) up += n.state() == v1::NODE_UP;
+      for (const auto& n : map->nodes) up += n.state == NodeState::kUp;
     }
     if (up < 9) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ASSERT_EQ(up, 9) << "the nodes never all saw each other over mutual TLS";
   constexpr uint64_t kN = 2000;
-  ASSERT_EQ(IngestSynthetic(*client.value(), "mtls", kN, 4).dataset().samples(), kN);
+  ASSERT_EQ(IngestSynthetic(*client.value(), "mtls", kN, 4).dataset.samples, kN);
 
   StreamOptions so;
   so.dataset = "mtls";

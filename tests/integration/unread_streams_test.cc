@@ -60,7 +60,7 @@ TEST(UnreadStreamsTest, TwoHundredUnreadStreamsStayWithinTheMemoryBudget) {
   {
     auto client = Client::Connect(server->address());
     ASSERT_TRUE(client.ok()) << client.status().ToString();
-    ASSERT_EQ(IngestSynthetic(*client.value(), "big", kSamples, 4, Payload).dataset().samples(), kSamples);
+    ASSERT_EQ(IngestSynthetic(*client.value(), "big", kSamples, 4, Payload).dataset.samples, kSamples);
   }
 
   // Like a trainer that stopped reading: the client takes no more than the
