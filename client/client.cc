@@ -10,7 +10,6 @@
 #include <chrono>
 #include <iterator>
 #include <map>
-#include <mutex>
 #include <memory>
 #include <string>
 #include <utility>
@@ -18,6 +17,7 @@
 
 #include "client/client_internal.h"
 #include "common/dataset_ref.h"
+#include "common/mutex.h"
 #include "common/placement.h"
 #include "common/grpc_status.h"
 #include "strata/v1/admin.grpc.pb.h"
@@ -193,7 +193,7 @@ class GrpcClient final : public Client {
 
  private:
   std::shared_ptr<grpc::Channel> Channel(const std::string& address) {
-    std::lock_guard<std::mutex> lock(channels_mu_);
+    MutexLock lock(&channels_mu_);
     auto& c = channels_[address];
     if (!c) c = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), ChannelArgs(options_));
     return c;
@@ -211,8 +211,8 @@ class GrpcClient final : public Client {
   const std::shared_ptr<grpc::Channel> channel_;
   const std::unique_ptr<v1::AdminService::Stub> admin_;
   const ClientOptions options_;
-  std::mutex channels_mu_;
-  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;  // GUARDED_BY(channels_mu_)
+  Mutex channels_mu_;
+  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_ GUARDED_BY(channels_mu_);
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "common/grpc_status.h"
+#include "common/mutex.h"
 
 namespace strata {
 
@@ -25,7 +26,7 @@ StreamReactor::StreamReactor(Node* node, const std::atomic<bool>* draining, std:
   spdlog::info("stream {} rank {}/{} batch {} epoch {} steps [{}, {}) for {}", request_.dataset(), request_.rank(),
                request_.world(), request_.batch_size(), request_.epoch(), stream_->next_step(), stream_->end_step(),
                peer_);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (stream_->done()) {
     claimed_all_ = true;  // an empty range: the first Pump finishes the call
     boost::asio::post(node_->pool(), [this] { Pump(); });
@@ -55,7 +56,7 @@ void StreamReactor::BuildTask() {
     BatchStream::StepClaim claim;
     Status s;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (!CanClaim()) {
         --builders_;
         break;
@@ -71,7 +72,7 @@ void StreamReactor::BuildTask() {
     if (s.ok()) {
       for (const WirePart& p : parts) wire.push_back(p.Serialize());
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     --in_build_;
     if (!s.ok()) {
       spdlog::error("stream {} rank {}: {}", request_.dataset(), request_.rank(), s.ToString());
@@ -105,7 +106,7 @@ void StreamReactor::Pump(bool kick) {
   grpc::Status finish_status;
   uint64_t cursor = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (kick) kicking_ = false;
     if (writing_ || finishing_) return;
     if (!final_status_ && draining_->load()) {
@@ -139,7 +140,7 @@ void StreamReactor::Pump(bool kick) {
 
 void StreamReactor::OnWriteDone(bool ok) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     writing_ = false;
     if (!ok) {
       if (!final_status_) final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
@@ -157,7 +158,7 @@ void StreamReactor::OnWriteDone(bool ok) {
 
 void StreamReactor::OnCancel() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!final_status_) final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the client cancelled the stream");
   }
   Pump();

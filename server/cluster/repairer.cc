@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/grpc_status.h"
+#include "common/mutex.h"
 #include "common/placement.h"
 #include "server/cluster/file_transfer.h"
 #include "server/node.h"
@@ -40,23 +41,23 @@ void Repairer::Start() { thread_ = std::thread([this] { Run(); }); }
 
 void Repairer::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
-  wake_.notify_all();
+  wake_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
 void Repairer::Kick() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     kicked_ = true;
   }
-  wake_.notify_all();
+  wake_.SignalAll();
 }
 
 bool Repairer::Stopping() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return stopping_;
 }
 
@@ -71,13 +72,13 @@ v1::RepairProgress Repairer::Progress() const {
 
 void Repairer::Run() {
   const auto period = std::chrono::milliseconds(node_->config().cluster.repair_interval_ms);
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   while (!stopping_) {
     kicked_ = false;
-    lock.unlock();
+    lock.Unlock();
     Round();
-    lock.lock();
-    wake_.wait_for(lock, period, [this] { return stopping_ || kicked_; });
+    lock.Lock();
+    wake_.WaitFor(&mu_, period, [this]() REQUIRES(mu_) { return stopping_ || kicked_; });
   }
 }
 

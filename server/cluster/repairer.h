@@ -24,12 +24,11 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <map>
-#include <mutex>
 #include <set>
 #include <thread>
 
+#include "common/mutex.h"
 #include "server/cluster/local_files.h"
 #include "strata/v1/admin.pb.h"
 #include "strata/v1/cluster.pb.h"
@@ -59,10 +58,10 @@ class Repairer {
   bool Stopping() const;
 
   Node* const node_;
-  mutable std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;  // GUARDED_BY(mu_)
-  bool kicked_ = false;    // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  CondVar wake_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  bool kicked_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 
   // Progress figures (atomics: read by GetStatus while a round runs).

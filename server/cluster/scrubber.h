@@ -7,10 +7,9 @@
 // Thread-safety: Start/Stop from one thread.
 #pragma once
 
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 
+#include "common/mutex.h"
 #include "server/cluster/rate_limiter.h"
 
 namespace strata {
@@ -33,9 +32,9 @@ class Scrubber {
   Node* const node_;
   const uint64_t bytes_per_sec_;
   RateLimiter limiter_;
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  CondVar wake_;
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 
