@@ -23,6 +23,10 @@ struct Sample {
   const char* key;
   const char* yaml;
   const char* flag;
+  // For the flag alone (no file): another value where `flag` is the default,
+  // and a flag the value needs. nullptr: `flag`, nothing.
+  const char* alone = nullptr;
+  const char* alone_needs = nullptr;
 };
 const Sample kSamples[] = {
     {"node_id", "node_id: store-7\n", "store-8"},
@@ -41,7 +45,8 @@ const Sample kSamples[] = {
     {"max_message_bytes", "max_message_bytes: 64MiB\n", "128MiB"},
     {"drain_timeout_ms", "drain_timeout_ms: 100\n", "200"},
     {"max_streams", "max_streams: 8\n", "16"},
-    {"cluster.membership", "cluster:\n  membership: etcd\n  etcd_endpoints: [127.0.0.1:2379]\n", "static"},
+    {"cluster.membership", "cluster:\n  membership: etcd\n  etcd_endpoints: [127.0.0.1:2379]\n", "static", "etcd",
+     "--cluster-etcd-endpoints=127.0.0.1:2379"},
     {"cluster.nodes", "cluster:\n  nodes: [{id: node-1, address: 127.0.0.1:1}]\n", "node-1=127.0.0.1:2,b=h:3"},
     {"cluster.etcd_endpoints", "cluster:\n  membership: etcd\n  etcd_endpoints: [127.0.0.1:1]\n",
      "127.0.0.1:2,127.0.0.1:3"},
@@ -122,11 +127,14 @@ TEST(ConfigFieldsTest, EveryFieldHasAFlagNamedAfterItsKey) {
   const NodeConfig defaults;
   for (const auto& s : kSamples) {
     const ConfigField& f = Field(s.key);
-    auto c = LoadFromArgs({FlagName(s.key), s.flag});
+    std::vector<std::string> args = {FlagName(s.key), s.alone ? s.alone : s.flag};
+    if (s.alone_needs) args.push_back(s.alone_needs);
+    auto c = LoadFromArgs(args);
     ASSERT_TRUE(c.ok()) << s.key << ": " << c.status().ToString();
     EXPECT_FALSE(SameValue(f, c.value(), defaults)) << FlagName(s.key) << " changed nothing";
     if (f.alias) {
-      auto by_alias = LoadFromArgs({f.alias, s.flag});
+      args[0] = f.alias;
+      auto by_alias = LoadFromArgs(args);
       ASSERT_TRUE(by_alias.ok()) << f.alias << ": " << by_alias.status().ToString();
       EXPECT_TRUE(SameValue(f, by_alias.value(), c.value())) << f.alias;
     }
