@@ -87,7 +87,7 @@ struct ConfigField {
   const char* default_text;   // the default as the reference states it; nullptr: the value in NodeConfig{}
   const char* help;           // one line, Markdown allowed; the flag's --help and the README's "meaning"
   Ref (*ref)(NodeConfig&);
-  // Checks the value, the rest of the config at hand. nullptr: any value parses
+  // Checks the value, the rest of the config at hand. nullptr: any value that parses
   // is fine. Its error names the key (ValidateNodeConfig adds it if not).
   Status (*validate)(const NodeConfig&);
   // Applied when a flag (not the file) sets the field, before any other flag.
@@ -106,7 +106,7 @@ std::string FlagName(const std::string& key);
 std::string ConfigReferenceMarkdown();
 
 // Adds a flag for every field (FlagName(key) and its alias) to `app`, each
-// storing its text in flags->values[key]. The flags outlive nothing: `flags`
+// storing its text in flags->values[key]. `flags`
 // must outlive app.parse().
 void AddConfigFlags(CLI::App& app, NodeFlags* flags);
 

@@ -183,8 +183,13 @@ void StreamReactor::RecordCursor(uint64_t next_step) {
 void StreamReactor::OnDone() {
   --node_->active_streams();
   node_->metrics().active_streams.Decrement();
+  uint64_t completed = 0;
+  {
+    MutexLock lock(&mu_);  // no other callback runs now; the lock states what guards the read
+    completed = completed_steps_;
+  }
   spdlog::info("stream {} rank {}/{} ended at step {}", request_.dataset(), request_.rank(), request_.world(),
-               completed_steps_);
+               completed);
   delete this;
 }
 
