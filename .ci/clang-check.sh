@@ -3,7 +3,7 @@
 # (-Wthread-safety, findings are errors; see common/thread_annotations.h), in
 # ./build-clang. Builds the libraries, stratad and the strata CLI; fails on a
 # finding or on anything else clang rejects. Incremental, like build.sh.
-# Usage: .ci/clang-check.sh [extra ninja targets]
+# Usage: .ci/clang-check.sh [more targets] [-- ninja options, e.g. -k 0]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v clang++-14 >/dev/null 2>&1; then bash deploy/setup-debian.sh; fi
