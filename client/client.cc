@@ -10,7 +10,6 @@
 #include <chrono>
 #include <iterator>
 #include <map>
-#include <mutex>
 #include <memory>
 #include <string>
 #include <thread>
@@ -21,6 +20,7 @@
 #include "client/client_internal.h"
 #include "client/proto_convert.h"
 #include "common/dataset_ref.h"
+#include "common/mutex.h"
 #include "common/placement.h"
 #include "common/grpc_status.h"
 #include "strata/v1/admin.grpc.pb.h"
@@ -243,7 +243,7 @@ class GrpcClient final : public Client {
 
  private:
   std::shared_ptr<grpc::Channel> Channel(const std::string& address) {
-    std::lock_guard<std::mutex> lock(channels_mu_);
+    MutexLock lock(&channels_mu_);
     auto& c = channels_[address];
     if (!c) c = grpc::CreateCustomChannel(address, credentials_, ChannelArgs(options_));
     return c;
@@ -254,13 +254,13 @@ class GrpcClient final : public Client {
   Result<v1::ClusterMap> AnyClusterMap() {
     auto map = FetchClusterMap();
     if (map.ok()) {
-      std::lock_guard<std::mutex> lock(channels_mu_);
+      MutexLock lock(&channels_mu_);
       last_map_ = map.value();
       return map;
     }
     v1::ClusterMap known;
     {
-      std::lock_guard<std::mutex> lock(channels_mu_);
+      MutexLock lock(&channels_mu_);
       known = last_map_;
     }
     for (const auto& n : known.nodes()) {
@@ -288,9 +288,9 @@ class GrpcClient final : public Client {
   const std::shared_ptr<grpc::ChannelCredentials> credentials_;  // for the channels to other nodes
   const std::unique_ptr<v1::AdminService::Stub> admin_;
   const ClientOptions options_;
-  std::mutex channels_mu_;
-  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;  // GUARDED_BY(channels_mu_)
-  v1::ClusterMap last_map_;                                         // GUARDED_BY(channels_mu_)
+  Mutex channels_mu_;
+  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_ GUARDED_BY(channels_mu_);
+  v1::ClusterMap last_map_ GUARDED_BY(channels_mu_);
 };
 
 }  // namespace

@@ -3,23 +3,24 @@
 #include <algorithm>
 
 #include "common/grpc_status.h"
+#include "common/mutex.h"
 
 namespace strata::client_internal {
 
 bool PartQueue::Push(PartEvent e, const std::atomic<bool>& cancelled) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!e.end) {
-    room_.wait(lock, [&] { return cancelled.load() || e.part.step() < next_step_ + lookahead_; });
+    room_.Wait(&mu_, [&]() REQUIRES(mu_) { return cancelled.load() || e.part.step() < next_step_ + lookahead_; });
     if (cancelled.load()) return false;
   }
   events_.push_back(std::move(e));
-  pushed_.notify_one();
+  pushed_.Signal();
   return true;
 }
 
 std::optional<PartEvent> PartQueue::Pop(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!pushed_.wait_for(lock, timeout, [&] { return !events_.empty(); })) return std::nullopt;
+  MutexLock lock(&mu_);
+  if (!pushed_.WaitFor(&mu_, timeout, [&]() REQUIRES(mu_) { return !events_.empty(); })) return std::nullopt;
   PartEvent e = std::move(events_.front());
   events_.pop_front();
   return e;
@@ -27,14 +28,14 @@ std::optional<PartEvent> PartQueue::Pop(std::chrono::milliseconds timeout) {
 
 void PartQueue::SetNextStep(uint64_t step) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     next_step_ = step;
   }
-  room_.notify_all();
+  room_.SignalAll();
 }
 
 v1::Batch PartQueue::TakeSpare() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (spares_.empty()) return v1::Batch();
   v1::Batch part = std::move(spares_.back());
   spares_.pop_back();
@@ -42,13 +43,13 @@ v1::Batch PartQueue::TakeSpare() {
 }
 
 void PartQueue::Recycle(v1::Batch part) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (spares_.size() < kSpares) spares_.push_back(std::move(part));
 }
 
 void PartQueue::WakeAll() {
-  std::lock_guard<std::mutex> lock(mu_);
-  room_.notify_all();
+  MutexLock lock(&mu_);
+  room_.SignalAll();
 }
 
 PartReader::PartReader(std::shared_ptr<grpc::Channel> channel, v1::StreamRequest request, std::string node,

@@ -15,14 +15,13 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "strata/v1/data.grpc.pb.h"
 
@@ -58,12 +57,12 @@ class PartQueue {
 
  private:
   const uint64_t lookahead_;
-  std::mutex mu_;
-  std::condition_variable pushed_;
-  std::condition_variable room_;
-  std::deque<PartEvent> events_;  // GUARDED_BY(mu_)
-  uint64_t next_step_ = 0;        // GUARDED_BY(mu_)
-  std::vector<v1::Batch> spares_;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  CondVar pushed_;
+  CondVar room_;
+  std::deque<PartEvent> events_ GUARDED_BY(mu_);
+  uint64_t next_step_ GUARDED_BY(mu_) = 0;
+  std::vector<v1::Batch> spares_ GUARDED_BY(mu_);
 };
 
 class PartReader {

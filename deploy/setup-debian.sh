@@ -7,6 +7,8 @@ set -euo pipefail
 PACKAGES=(
   # toolchain
   build-essential cmake ninja-build pkg-config git ccache
+  # the second compiler: thread-safety analysis, formatting and lint (.ci/clang-check.sh)
+  clang-14 clang-format-14 clang-tidy-14
   # wire contract and RPC
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   # storage, logging, metrics, config, CLI, checksums, archives, JSON

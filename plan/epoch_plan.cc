@@ -4,6 +4,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "common/checksum.h"
+#include "common/mutex.h"
 #include "plan/shuffle_sampler.h"
 #include "plan/stratified_sampler.h"
 
@@ -58,7 +59,7 @@ Result<std::shared_ptr<const Sampler>> SamplerCache::GetOrCreate(const DatasetSh
   const bool keep = spec.sampler.kind() != v1::SamplerSpec::SHUFFLE;
   const uint64_t hash = PlanHash(shape, spec);
   if (keep) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
       if (it->plan_hash == hash && it->seed == spec.seed && it->epoch == spec.epoch &&
           it->members == shape.members.get()) {
@@ -72,7 +73,7 @@ Result<std::shared_ptr<const Sampler>> SamplerCache::GetOrCreate(const DatasetSh
   if (!created.ok()) return created.status();
   std::shared_ptr<const Sampler> sampler(std::move(created).value());
   if (keep) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     entries_.push_front({hash, spec.seed, spec.epoch, shape.members.get(), sampler});
     if (entries_.size() > capacity_) entries_.pop_back();
   }

@@ -30,10 +30,10 @@
 #include <cstdint>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "strata/v1/types.pb.h"
 
@@ -119,8 +119,8 @@ class SamplerCache {
     std::shared_ptr<const Sampler> sampler;
   };
   const size_t capacity_;
-  std::mutex mu_;
-  std::list<Entry> entries_;  // GUARDED_BY(mu_); most recently used first
+  Mutex mu_;
+  std::list<Entry> entries_ GUARDED_BY(mu_);  // most recently used first
 };
 
 // Hash of everything that determines the global sequence except seed and

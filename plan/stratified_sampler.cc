@@ -5,6 +5,7 @@
 
 #include "common/checksum.h"
 #include "common/int128.h"
+#include "common/mutex.h"
 #include "plan/windowed_permutation.h"
 
 namespace strata {
@@ -104,7 +105,7 @@ void StratifiedSampler::AdvanceTo(uint64_t slot) const {
 }
 
 std::shared_ptr<const StratifiedSampler::Layout> StratifiedSampler::LayoutAt(uint64_t step) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::shared_ptr<const Layout>& cached = recent_[step % kRecent];
   if (cached && cached->step == step) return cached;
   const size_t n = quotas_.strata.size();

@@ -32,9 +32,9 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <vector>
 
+#include "common/mutex.h"
 #include "plan/epoch_plan.h"
 #include "plan/pfair_scheduler.h"
 #include "plan/sampler_quotas.h"
@@ -73,9 +73,9 @@ class StratifiedSampler final : public Sampler {
   // The layout of `step`, shared by every rank asking for the same step.
   std::shared_ptr<const Layout> LayoutAt(uint64_t step) const;
   // REQUIRES: mu_ held. Brings the schedule to slot `slot`.
-  void AdvanceTo(uint64_t slot) const;
+  void AdvanceTo(uint64_t slot) const REQUIRES(mu_);
   // REQUIRES: mu_ held. Saves a checkpoint if the schedule sits on a new one.
-  void MaybeCheckpoint() const;
+  void MaybeCheckpoint() const REQUIRES(mu_);
   // The short last batch of a WEIGHTED epoch, from the picks after the full batches.
   void ApportionLast(const std::vector<uint64_t>& picks, std::vector<uint64_t>* counts) const;
   // Where position j of plan stratum i's sequence lies in the index:
@@ -91,14 +91,14 @@ class StratifiedSampler final : public Sampler {
   uint64_t order_key_ = 0;
   uint64_t interval_ = 1024;  // slots between checkpoints
 
-  mutable std::mutex mu_;
-  mutable PfairScheduler schedule_;                        // GUARDED_BY(mu_)
-  mutable std::vector<std::vector<uint64_t>> checkpoints_;  // GUARDED_BY(mu_); [c] = picks at slot c*interval_
+  mutable Mutex mu_;
+  mutable PfairScheduler schedule_ GUARDED_BY(mu_);
+  mutable std::vector<std::vector<uint64_t>> checkpoints_ GUARDED_BY(mu_);  // [c] = picks at slot c*interval_
   // The layouts of recent steps, by step % kRecent: ranks (and streams sharing
   // this sampler) that ask for nearby steps do not replay the schedule.
   static constexpr size_t kRecent = 64;
-  mutable std::vector<std::shared_ptr<const Layout>> recent_;  // GUARDED_BY(mu_)
-  mutable std::vector<uint32_t> picked_;                   // GUARDED_BY(mu_); scratch
+  mutable std::vector<std::shared_ptr<const Layout>> recent_ GUARDED_BY(mu_);
+  mutable std::vector<uint32_t> picked_ GUARDED_BY(mu_);                   // scratch
 };
 
 }  // namespace strata

@@ -15,6 +15,7 @@
 #include "common/file_util.h"
 #include "common/int128.h"
 #include "common/little_endian.h"
+#include "common/mutex.h"
 #include "common/unique_fd.h"
 
 namespace strata {
@@ -226,7 +227,7 @@ bool StratumIndexFile::CheckOnUse(uint64_t b) const {
     state.store(kSound, std::memory_order_release);
     return true;
   }
-  std::lock_guard<std::mutex> lock(damage_mu_);
+  MutexLock lock(&damage_mu_);
   state.store(kDamaged, std::memory_order_release);
   if (!damaged_.load(std::memory_order_relaxed)) {
     damage_ = std::move(s);
@@ -237,7 +238,7 @@ bool StratumIndexFile::CheckOnUse(uint64_t b) const {
 
 Status StratumIndexFile::Damage() const {
   if (!damaged_.load(std::memory_order_acquire)) return Status::OK();
-  std::lock_guard<std::mutex> lock(damage_mu_);
+  MutexLock lock(&damage_mu_);
   return damage_;
 }
 

@@ -26,12 +26,12 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 
 namespace strata {
@@ -166,8 +166,8 @@ class StratumIndexFile final : public StratumMembers {
   std::unique_ptr<std::atomic<uint8_t>[]> blocks_;
   mutable std::atomic<uint64_t> blocks_checked_{0};
   mutable std::atomic<bool> damaged_{false};
-  mutable std::mutex damage_mu_;
-  mutable Status damage_;  // GUARDED_BY(damage_mu_); the first damage found
+  mutable Mutex damage_mu_;
+  mutable Status damage_ GUARDED_BY(damage_mu_);  // the first damage found
 };
 
 }  // namespace strata

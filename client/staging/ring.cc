@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "common/mutex.h"
+
 namespace strata::staging_internal {
 
 RingCore::RingCore(std::unique_ptr<Copier> copier, int prefetch_depth)
@@ -12,8 +14,8 @@ RingCore::~RingCore() {
 }
 
 Slot* RingCore::AcquireForFill() {
-  std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait(lock, [&] { return stopped_ || ready_.size() + filling_ < depth_; });
+  MutexLock lock(&mu_);
+  changed_.Wait(&mu_, [&]() REQUIRES(mu_) { return stopped_ || ready_.size() + filling_ < depth_; });
   if (stopped_) return nullptr;
   Slot* slot;
   if (free_.empty()) {
@@ -29,7 +31,7 @@ Slot* RingCore::AcquireForFill() {
 }
 
 void RingCore::Filled(Slot* slot, Status status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   --filling_;
   if (status.ok()) {
     slot->state = Slot::State::kReady;
@@ -42,29 +44,29 @@ void RingCore::Filled(Slot* slot, Status status) {
       end_ = std::move(status);
     }
   }
-  changed_.notify_all();
+  changed_.SignalAll();
 }
 
 void RingCore::Finish(Status status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!finished_) {
     finished_ = true;
     end_ = std::move(status);
   }
-  changed_.notify_all();
+  changed_.SignalAll();
 }
 
 Status RingCore::Take(StagedBatch* out, ResumeToken* position) {
   Slot* slot = nullptr;
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    changed_.wait(lock, [&] { return stopped_ || finished_ || !ready_.empty(); });
+    MutexLock lock(&mu_);
+    changed_.Wait(&mu_, [&]() REQUIRES(mu_) { return stopped_ || finished_ || !ready_.empty(); });
     if (stopped_) return Status::Cancelled("stream cancelled");
     if (ready_.empty()) return end_;
     slot = ready_.front();
     ready_.pop_front();
     slot->state = Slot::State::kHeld;
-    changed_.notify_all();  // the producer may fill another slot
+    changed_.SignalAll();  // the producer may fill another slot
   }
   *position = slot->position;
   *out = StagedBatch(shared_from_this(), slot);
@@ -73,20 +75,20 @@ Status RingCore::Take(StagedBatch* out, ResumeToken* position) {
 
 void RingCore::Release(Slot* slot) {
   copier_->Released(slot);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   slot->state = Slot::State::kFree;
   free_.push_back(slot);
-  changed_.notify_all();
+  changed_.SignalAll();
 }
 
 void RingCore::Stop() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   stopped_ = true;
-  changed_.notify_all();
+  changed_.SignalAll();
 }
 
 size_t RingCore::slots() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return slots_.size();
 }
 

@@ -10,14 +10,13 @@
 // Thread-safety: every method is safe to call from any thread.
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "client/staging/copier.h"
 #include "client/staging/slot.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "strata/staging.h"
 
@@ -55,17 +54,17 @@ class RingCore : public std::enable_shared_from_this<RingCore> {
  private:
   const std::unique_ptr<Copier> copier_;
   const size_t depth_;
-  mutable std::mutex mu_;
-  std::condition_variable changed_;
-  std::vector<std::unique_ptr<Slot>> slots_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  CondVar changed_;
+  std::vector<std::unique_ptr<Slot>> slots_ GUARDED_BY(mu_);
   // Refilled oldest-released first, so every slot takes its turn and a slot's
   // previous device copy has had the longest time to finish.
-  std::deque<Slot*> free_;                    // GUARDED_BY(mu_)
-  std::deque<Slot*> ready_;                   // GUARDED_BY(mu_), oldest first
-  size_t filling_ = 0;                        // GUARDED_BY(mu_)
-  bool stopped_ = false;                      // GUARDED_BY(mu_)
-  bool finished_ = false;                     // GUARDED_BY(mu_)
-  Status end_;                                // GUARDED_BY(mu_), once finished_
+  std::deque<Slot*> free_ GUARDED_BY(mu_);
+  std::deque<Slot*> ready_ GUARDED_BY(mu_);                   // oldest first
+  size_t filling_ GUARDED_BY(mu_) = 0;
+  bool stopped_ GUARDED_BY(mu_) = false;
+  bool finished_ GUARDED_BY(mu_) = false;
+  Status end_ GUARDED_BY(mu_);                                // once finished_
 };
 
 }  // namespace strata::staging_internal

@@ -4,11 +4,16 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
+#include <map>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "common/status.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace strata {
 
@@ -59,28 +64,59 @@ struct NodeConfig {
   ClusterConfig cluster;
 };
 
-// The flags of stratad; a set flag overrides the config file.
+// The flags of stratad: the config file and, per config key, the text of the
+// flag that set it. A set flag overrides the config file.
 struct NodeFlags {
   std::string config_file;
-  std::optional<std::string> listen;
-  std::optional<std::string> data_dir;
-  std::optional<std::string> metrics_listen;
-  std::optional<std::string> node_id;
-  std::optional<std::string> log_level;
-  std::optional<std::string> cache_bytes;     // "1GiB", "0" disables
-  std::optional<std::string> memory_budget;   // "512MiB", "0": none
-  std::optional<std::string> advertise;
-  std::optional<std::string> peers;           // static membership: "id=addr,id=addr"
-  std::optional<std::string> etcd_endpoints;  // etcd membership: "host:port,host:port"
-  std::optional<std::string> cluster_name;
+  std::map<std::string, std::string> values;  // "cluster.nodes" -> "a=h:1,b=h:2"
 };
+
+// One setting of stratad. The table of them (ConfigFields) is the one place a
+// setting is named: it drives the YAML keys, the flags, validation and the
+// reference in the README (ConfigReferenceMarkdown).
+struct ConfigField {
+  // Where the value lives in a NodeConfig; the alternative is the field's type:
+  // a string, a count (uint32, decimal), a byte size (uint64, "64MiB"), a list
+  // of strings (YAML sequence; a flag takes A,B,C) or the static node list
+  // (YAML sequence of {id, address}; a flag takes ID=HOST:PORT,...).
+  using Ref = std::variant<std::string*, uint32_t*, uint64_t*, std::vector<std::string>*,
+                           std::vector<ClusterConfig::Peer>*>;
+
+  const char* key;            // YAML key; "cluster.x" is x inside the cluster: mapping
+  const char* alias;          // an older, shorter flag that sets it too; nullptr: none
+  const char* default_text;   // the default as the reference states it; nullptr: the value in NodeConfig{}
+  const char* help;           // one line, Markdown allowed; the flag's --help and the README's "meaning"
+  Ref (*ref)(NodeConfig&);
+  // Checks the value, the rest of the config at hand. nullptr: any value that parses
+  // is fine. Its error names the key (ValidateNodeConfig adds it if not).
+  Status (*validate)(const NodeConfig&);
+  // Applied when a flag (not the file) sets the field, before any other flag.
+  void (*on_flag)(NodeConfig&);
+};
+
+// Every setting, in the order the reference lists them.
+const std::vector<ConfigField>& ConfigFields();
+
+// The flag of a key: "--" and the key with '.' and '_' as '-'
+// (cluster.repair_bytes_per_sec -> --cluster-repair-bytes-per-sec).
+std::string FlagName(const std::string& key);
+
+// The table in README.md's "`stratad` flags and config" section, one line per
+// field after a header line; `stratad --print-config-reference` prints it.
+std::string ConfigReferenceMarkdown();
+
+// Adds a flag for every field (FlagName(key) and its alias) to `app`, each
+// storing its text in flags->values[key]. `flags`
+// must outlive app.parse().
+void AddConfigFlags(CLI::App& app, NodeFlags* flags);
 
 // Loads flags.config_file (if set) over the defaults, applies the flags and
 // validates the result. Unknown keys in the file are errors, so a typo is not
 // silently ignored. InvalidArgument or NotFound with the file and key named.
 Result<NodeConfig> LoadNodeConfig(const NodeFlags& flags);
 
-// Checks every field (addresses parse, sizes in range, level known).
+// Checks every field (addresses parse, sizes in range, level known) with the
+// table's validators, in table order; the error names the key.
 Status ValidateNodeConfig(const NodeConfig& config);
 
 // Splits "host:port" ("[::1]:7400" too). InvalidArgument if malformed.

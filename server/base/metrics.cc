@@ -8,10 +8,11 @@
 #include <sys/statvfs.h>
 
 #include <cctype>
-#include <mutex>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace strata {
 
@@ -62,12 +63,12 @@ class Metrics::ScrapeCollectable : public prometheus::Collectable {
   explicit ScrapeCollectable(std::string node_id) : node_id_(std::move(node_id)) {}
 
   void Add(std::string prefix, std::function<std::map<std::string, double>()> fn) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     sources_.emplace_back(std::move(prefix), std::move(fn));
   }
 
   std::vector<prometheus::MetricFamily> Collect() const override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     std::vector<prometheus::MetricFamily> out;
     for (const auto& [prefix, fn] : sources_) {
       for (const auto& [suffix, value] : fn()) {
@@ -87,9 +88,8 @@ class Metrics::ScrapeCollectable : public prometheus::Collectable {
 
  private:
   const std::string node_id_;
-  mutable std::mutex mu_;
-  // GUARDED_BY(mu_)
-  std::vector<std::pair<std::string, std::function<std::map<std::string, double>()>>> sources_;
+  mutable Mutex mu_;
+  std::vector<std::pair<std::string, std::function<std::map<std::string, double>()>>> sources_ GUARDED_BY(mu_);
 };
 
 Metrics::Metrics(const std::string& node_id)

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/mutex.h"
+
 namespace strata {
 
 namespace {
@@ -33,7 +35,7 @@ StratumMetrics::StratumMetrics(prometheus::Registry& registry, const std::string
       node_id_(node_id) {}
 
 void StratumMetrics::AddServed(std::string_view stratum, uint64_t samples) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = served_.find(stratum);
   if (it == served_.end()) {
     if (served_.size() < kMaxStrata) {
@@ -51,7 +53,7 @@ void StratumMetrics::AddServed(std::string_view stratum, uint64_t samples) {
 
 void StratumMetrics::ObserveDeviation(double deviation) {
   deviation_.Observe(deviation);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   window_[next_++ % kRecent] = deviation;
   recent_.Set(*std::max_element(window_.begin(), window_.end()));
 }

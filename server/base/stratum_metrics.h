@@ -28,12 +28,12 @@
 #include <array>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "common/mutex.h"
 
 namespace strata {
 
@@ -52,11 +52,11 @@ class StratumMetrics {
   prometheus::Histogram& deviation_;
   prometheus::Gauge& recent_;
   const std::string node_id_;
-  std::mutex mu_;
-  std::map<std::string, prometheus::Counter*, std::less<>> served_;  // GUARDED_BY(mu_)
-  prometheus::Counter* other_ = nullptr;               // GUARDED_BY(mu_)
-  std::array<double, kRecent> window_{};               // GUARDED_BY(mu_)
-  size_t next_ = 0;                                    // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::map<std::string, prometheus::Counter*, std::less<>> served_ GUARDED_BY(mu_);
+  prometheus::Counter* other_ GUARDED_BY(mu_) = nullptr;
+  std::array<double, kRecent> window_ GUARDED_BY(mu_){};
+  size_t next_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace strata

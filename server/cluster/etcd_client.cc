@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/grpc_status.h"
+#include "common/mutex.h"
 
 namespace strata {
 
@@ -217,11 +218,11 @@ EtcdKeepAlive::~EtcdKeepAlive() { Stop(); }
 
 void EtcdKeepAlive::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
     if (context_ != nullptr) context_->TryCancel();
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -231,7 +232,7 @@ void EtcdKeepAlive::Run() {
   auto last_ok = Clock::now();  // the lease was just granted
   while (true) {
     Status status = RunStream(&last_ok);
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_) return;
     if (status.ok() && Clock::now() - last_ok >= ttl) {
       status = Status::DeadlineExceeded("no keep-alive answered for the lease's TTL (" +
@@ -239,11 +240,11 @@ void EtcdKeepAlive::Run() {
     }
     if (!status.ok()) {
       lost_ = true;
-      lock.unlock();
+      lock.Unlock();
       on_lost_(status);
       return;
     }
-    cv_.wait_until(lock, std::min(Clock::now() + retry, last_ok + ttl), [this] { return stopping_; });
+    cv_.WaitUntil(&mu_, std::min(Clock::now() + retry, last_ok + ttl), [this]() REQUIRES(mu_) { return stopping_; });
   }
 }
 
@@ -253,45 +254,45 @@ Status EtcdKeepAlive::RunStream(Clock::time_point* last_ok) {
   const size_t index = client_->CurrentIndex();
   grpc::ClientContext context;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_) return Status::OK();
     context_ = &context;
   }
   auto stream = client_->endpoints_[index].lease->LeaseKeepAlive(&context);
   const auto stream_start = Clock::now();
-  bool reader_done = false;  // GUARDED_BY(mu_)
-  bool gone = false;         // GUARDED_BY(mu_)
+  bool reader_done = false;  // under mu_ (a local: the analysis checks members only)
+  bool gone = false;         // under mu_
   std::thread reader([&] {
     etcdserverpb::LeaseKeepAliveResponse resp;
     while (stream->Read(&resp)) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (resp.ttl() <= 0) {
         gone = true;
         break;
       }
       *last_ok = Clock::now();
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     reader_done = true;
-    cv_.notify_all();
+    cv_.SignalAll();
   });
 
   etcdserverpb::LeaseKeepAliveRequest req;
   req.set_id(lease_.id);
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   bool healthy = true;
   while (!stopping_ && !reader_done && !gone) {
     const auto sent = Clock::now();
-    lock.unlock();
+    lock.Unlock();
     const bool wrote = stream->Write(req);
-    lock.lock();
+    lock.Lock();
     if (!wrote) {
       healthy = false;
       break;
     }
     // Wake for the next refresh, or when the lease runs out unrefreshed.
-    cv_.wait_until(lock, std::min(sent + interval, *last_ok + ttl),
-                   [&] { return stopping_ || reader_done || gone; });
+    cv_.WaitUntil(&mu_, std::min(sent + interval, *last_ok + ttl),
+                  [&]() REQUIRES(mu_) { return stopping_ || reader_done || gone; });
     const auto now = Clock::now();
     if (now - *last_ok >= ttl) break;  // Run() reports the loss
     // Two refreshes unanswered: the stream (or etcd) is stuck; try another.
@@ -303,7 +304,7 @@ Status EtcdKeepAlive::RunStream(Clock::time_point* last_ok) {
   if (reader_done && !gone) healthy = false;
   const bool lease_gone = gone;
   context_ = nullptr;
-  lock.unlock();
+  lock.Unlock();
   context.TryCancel();
   reader.join();
   const grpc::Status finished = stream->Finish();
@@ -332,11 +333,11 @@ EtcdWatch::~EtcdWatch() { Stop(); }
 
 void EtcdWatch::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
     if (context_ != nullptr) context_->TryCancel();
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -346,7 +347,7 @@ void EtcdWatch::Run() {
     const size_t index = client_->CurrentIndex();
     grpc::ClientContext context;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (stopping_) return;
       context_ = &context;
     }
@@ -391,17 +392,17 @@ void EtcdWatch::Run() {
       }
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       context_ = nullptr;
     }
     context.TryCancel();
     const grpc::Status finished = stream->Finish();
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_) return;
     spdlog::debug("etcd watch on {} at {} ended: {}", key_, client_->endpoints_[index].address,
                   finished.error_message());
     if (!created) client_->RotateEndpoint(index);
-    cv_.wait_for(lock, backoff, [this] { return stopping_; });
+    cv_.WaitFor(&mu_, backoff, [this]() REQUIRES(mu_) { return stopping_; });
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
 }

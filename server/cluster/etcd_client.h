@@ -17,16 +17,15 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "etcd/api/etcdserverpb/rpc.grpc.pb.h"
 
@@ -92,10 +91,10 @@ class EtcdKeepAlive {
   const std::function<void(const Status&)> on_lost_;
   std::atomic<bool> lost_{false};
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;                           // GUARDED_BY(mu_)
-  grpc::ClientContext* context_ = nullptr;          // GUARDED_BY(mu_); the open stream's
+  Mutex mu_;
+  CondVar cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  grpc::ClientContext* context_ GUARDED_BY(mu_) = nullptr;          // the open stream's
   std::thread thread_;
 };
 
@@ -125,10 +124,10 @@ class EtcdWatch {
   const Callback fn_;
   int64_t next_revision_;  // only the watch thread touches it
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;                   // GUARDED_BY(mu_)
-  grpc::ClientContext* context_ = nullptr;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  CondVar cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  grpc::ClientContext* context_ GUARDED_BY(mu_) = nullptr;
   std::thread thread_;
 };
 

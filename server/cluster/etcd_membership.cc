@@ -7,6 +7,7 @@
 #include <map>
 
 #include "server/cluster/etcd_membership_impl.h"
+#include "common/mutex.h"
 
 namespace strata {
 
@@ -95,18 +96,18 @@ EtcdMembership::EtcdMembership(const NodeConfig& config, const v1::NodeInfo& sel
 EtcdMembership::~EtcdMembership() { Stop(); }
 
 v1::ClusterMap EtcdMembership::Current() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return map_;
 }
 
 void EtcdMembership::Subscribe(std::function<void(const v1::ClusterMap&)> fn) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   subs_.push_back(std::move(fn));
 }
 
 Status EtcdMembership::Start() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (started_ || stopped_) return Status::FailedPrecondition("etcd membership: Start() called twice");
     started_ = true;
   }
@@ -128,16 +129,16 @@ Status EtcdMembership::Start() {
   spdlog::info("membership: registered {} in etcd at {} (lease {:x}, ttl {} s)", self_.id(), client_.EndpointList(),
                lease_.id, lease_.ttl_s);
   auto on_change = [this](const std::vector<EtcdEvent>&, int64_t) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     dirty_ = true;
-    cv_.notify_all();
+    cv_.SignalAll();
   };
   nodes_watch_ = client_.Watch(nodes_prefix_, /*prefix=*/true, *revision + 1, on_change);
   map_watch_ = client_.Watch(map_key_, /*prefix=*/false, *revision + 1, on_change);
   thread_ = std::thread([this] { Run(); });
   // Return with the map read (and brought up to date) once.
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return first_pass_ || stopping_; });
+  MutexLock lock(&mu_);
+  cv_.Wait(&mu_, [this]() REQUIRES(mu_) { return first_pass_ || stopping_; });
   return Status::OK();
 }
 
@@ -151,9 +152,9 @@ Result<int64_t> EtcdMembership::Register(int64_t previous_lease) {
   }
   keep_alive_ = client_.KeepAlive(*lease, [this](const Status& why) {
     spdlog::warn("membership: lost the etcd lease of {}: {}", self_.id(), why.ToString());
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     lease_lost_ = true;
-    cv_.notify_all();
+    cv_.SignalAll();
   });
   // The key has moved to the new lease; the old one (if etcd still has it)
   // holds nothing now.
@@ -164,12 +165,12 @@ Result<int64_t> EtcdMembership::Register(int64_t previous_lease) {
 }
 
 void EtcdMembership::Run() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   while (!stopping_) {
     dirty_ = false;
     const bool lost = lease_lost_;
     lease_lost_ = false;
-    lock.unlock();
+    lock.Unlock();
     if (lost || !registered_) {
       if (registered_) {
         keep_alive_.reset();  // its thread has ended, or is about to
@@ -187,14 +188,14 @@ void EtcdMembership::Run() {
       spdlog::warn("membership: the registration of {} vanished from etcd; registering again", self_.id());
       keep_alive_.reset();
       registered_ = false;
-      lock.lock();
+      lock.Lock();
       dirty_ = true;  // at once, not after a whole interval
-      lock.unlock();
+      lock.Unlock();
     }
-    lock.lock();
+    lock.Lock();
     first_pass_ = true;
-    cv_.notify_all();
-    cv_.wait_for(lock, options_.reconcile_interval, [this] { return stopping_ || dirty_ || lease_lost_; });
+    cv_.SignalAll();
+    cv_.WaitFor(&mu_, options_.reconcile_interval, [this]() REQUIRES(mu_) { return stopping_ || dirty_ || lease_lost_; });
   }
 }
 
@@ -277,7 +278,7 @@ bool EtcdMembership::Reconcile() {
 void EtcdMembership::Publish(const v1::ClusterMap& map) {
   std::vector<std::function<void(const v1::ClusterMap&)>> subs;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (map.epoch() <= map_.epoch()) return;  // already seen (or older)
     // The first map read replaces the placeholder of Start(): always news.
     const bool changed = map_.epoch() == 0 || !SameContent(map, map_);
@@ -294,12 +295,12 @@ void EtcdMembership::CrashForTesting() { Shutdown(/*revoke=*/false); }
 
 void EtcdMembership::Shutdown(bool revoke) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stopped_) return;
     stopped_ = true;
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
   nodes_watch_.reset();
   map_watch_.reset();

@@ -17,12 +17,11 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "server/cluster/etcd_client.h"
 #include "server/cluster/membership.h"
 
@@ -65,7 +64,7 @@ class EtcdMembership final : public Membership {
   bool Reconcile();
   // Makes `map` (epoch = its revision) the current one; notifies on a change
   // of content. REQUIRES: mu_ not held; called on the membership thread.
-  void Publish(const v1::ClusterMap& map);
+  void Publish(const v1::ClusterMap& map) EXCLUDES(mu_);
   void Shutdown(bool revoke);
 
   const ClusterConfig config_;
@@ -87,16 +86,16 @@ class EtcdMembership final : public Membership {
   std::unique_ptr<EtcdWatch> map_watch_;
   std::thread thread_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  v1::ClusterMap map_;                                             // GUARDED_BY(mu_)
-  std::vector<std::function<void(const v1::ClusterMap&)>> subs_;  // GUARDED_BY(mu_)
-  bool started_ = false;                                           // GUARDED_BY(mu_)
-  bool stopped_ = false;                                           // GUARDED_BY(mu_)
-  bool stopping_ = false;                                          // GUARDED_BY(mu_)
-  bool dirty_ = false;        // GUARDED_BY(mu_); a watch saw a change
-  bool lease_lost_ = false;   // GUARDED_BY(mu_); the keep-alive gave up
-  bool first_pass_ = false;   // GUARDED_BY(mu_); the thread has reconciled once
+  mutable Mutex mu_;
+  CondVar cv_;
+  v1::ClusterMap map_ GUARDED_BY(mu_);
+  std::vector<std::function<void(const v1::ClusterMap&)>> subs_ GUARDED_BY(mu_);
+  bool started_ GUARDED_BY(mu_) = false;
+  bool stopped_ GUARDED_BY(mu_) = false;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  bool dirty_ GUARDED_BY(mu_) = false;        // a watch saw a change
+  bool lease_lost_ GUARDED_BY(mu_) = false;   // the keep-alive gave up
+  bool first_pass_ GUARDED_BY(mu_) = false;   // the thread has reconciled once
 };
 
 }  // namespace strata

@@ -1,11 +1,12 @@
 #include "server/cluster/peer_clients.h"
+#include "common/mutex.h"
 
 #include "server/base/security_config.h"
 
 namespace strata {
 
 std::shared_ptr<v1::PeerService::Stub> PeerClients::Peer(const std::string& address) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = stubs_.find(address);
   if (it != stubs_.end()) return it->second;
   grpc::ChannelArguments args;

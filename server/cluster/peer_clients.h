@@ -9,9 +9,9 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "common/mutex.h"
 #include "strata/v1/cluster.grpc.pb.h"
 
 namespace strata {
@@ -25,8 +25,8 @@ class PeerClients {
   std::shared_ptr<v1::PeerService::Stub> Peer(const std::string& address);
 
  private:
-  std::mutex mu_;
-  std::map<std::string, std::shared_ptr<v1::PeerService::Stub>> stubs_;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::map<std::string, std::shared_ptr<v1::PeerService::Stub>> stubs_ GUARDED_BY(mu_);
 };
 
 }  // namespace strata

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <thread>
 
+#include "common/mutex.h"
+
 namespace strata {
 
 RateLimiter::RateLimiter(uint64_t bytes_per_sec)
@@ -15,7 +17,7 @@ void RateLimiter::Acquire(uint64_t bytes) {
   if (rate_ <= 0) return;
   std::chrono::duration<double> wait{0};
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     const auto now = std::chrono::steady_clock::now();
     tokens_ = std::min(burst_, tokens_ + std::chrono::duration<double>(now - last_).count() * rate_);
     last_ = now;

@@ -6,7 +6,8 @@
 
 #include <chrono>
 #include <cstdint>
-#include <mutex>
+
+#include "common/mutex.h"
 
 namespace strata {
 
@@ -21,9 +22,9 @@ class RateLimiter {
  private:
   const double rate_;
   const double burst_;
-  std::mutex mu_;
-  double tokens_;                                 // GUARDED_BY(mu_)
-  std::chrono::steady_clock::time_point last_;    // GUARDED_BY(mu_)
+  Mutex mu_;
+  double tokens_ GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point last_ GUARDED_BY(mu_);
 };
 
 }  // namespace strata

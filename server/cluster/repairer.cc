@@ -6,6 +6,7 @@
 
 #include "common/dataset_ref.h"
 #include "common/grpc_status.h"
+#include "common/mutex.h"
 #include "common/placement.h"
 #include "server/cluster/file_transfer.h"
 #include "server/cluster/file_placement.h"

@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 #include <thread>
 
+#include "common/mutex.h"
 #include "server/cluster/file_transfer.h"
 #include "server/storage/local_files.h"
 
@@ -23,8 +24,8 @@ constexpr std::chrono::milliseconds kRetryPause{300};
 }  // namespace
 
 Status Replicator::Copies::WaitFor(uint32_t n, std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
-  const bool done = cv_.wait_until(lock, deadline, [&] {
+  MutexLock lock(&mu_);
+  const bool done = cv_.WaitUntil(&mu_, deadline, [&]() REQUIRES(mu_) {
     return confirmed_.size() >= n || (in_flight_ == 0 && next_candidate_ >= candidates_.size());
   });
   if (confirmed_.size() >= n) return Status::OK();
@@ -37,12 +38,12 @@ Status Replicator::Copies::WaitFor(uint32_t n, std::chrono::steady_clock::time_p
 }
 
 uint32_t Replicator::Copies::confirmed() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return static_cast<uint32_t>(confirmed_.size());
 }
 
 std::vector<std::string> Replicator::Copies::holders() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return {confirmed_.begin(), confirmed_.end()};
 }
 
@@ -60,7 +61,7 @@ std::shared_ptr<Replicator::Copies> Replicator::Replicate(const v1::FileRef& fil
   copies->file_ = file;
   copies->bytes_ = bytes;
   copies->candidates_ = std::move(candidates);
-  std::lock_guard<std::mutex> lock(copies->mu_);
+  MutexLock lock(&copies->mu_);
   while (copies->next_candidate_ < copies->candidates_.size() &&
          copies->confirmed_.size() + static_cast<size_t>(copies->in_flight_) < want) {
     const v1::NodeInfo& target = copies->candidates_[copies->next_candidate_++];
@@ -87,7 +88,7 @@ void Replicator::Push(std::shared_ptr<Copies> copies, v1::NodeInfo target) {
     pushed = PushFile(peers_->Peer(target.address()).get(), *dir_, copies->file_, nullptr, kPushTimeout);
   }
   metrics_->replication_backlog_bytes.Decrement(static_cast<double>(copies->bytes_));
-  std::lock_guard<std::mutex> lock(copies->mu_);
+  MutexLock lock(&copies->mu_);
   --copies->in_flight_;
   if (pushed.ok()) {
     if (!pushed.value()) metrics_->replicated_bytes.Increment(static_cast<double>(copies->bytes_));
@@ -103,7 +104,7 @@ void Replicator::Push(std::shared_ptr<Copies> copies, v1::NodeInfo target) {
       break;
     }
   }
-  copies->cv_.notify_all();
+  copies->cv_.SignalAll();
 }
 
 }  // namespace strata

@@ -14,13 +14,12 @@
 
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "server/cluster/peer_clients.h"
 #include "server/storage/data_dir.h"
@@ -46,12 +45,12 @@ class Replicator {
     v1::FileRef file_;
     uint64_t bytes_ = 0;
     std::vector<v1::NodeInfo> candidates_;  // placement order
-    size_t next_candidate_ = 0;             // GUARDED_BY(mu_)
-    mutable std::mutex mu_;
-    std::condition_variable cv_;
-    std::set<std::string> confirmed_;       // GUARDED_BY(mu_)
-    int in_flight_ = 0;                     // GUARDED_BY(mu_)
-    std::string last_error_;                // GUARDED_BY(mu_)
+    size_t next_candidate_ GUARDED_BY(mu_) = 0;
+    mutable Mutex mu_;
+    CondVar cv_;
+    std::set<std::string> confirmed_ GUARDED_BY(mu_);
+    int in_flight_ GUARDED_BY(mu_) = 0;
+    std::string last_error_ GUARDED_BY(mu_);
   };
 
   Replicator(std::string self_id, const DataDir* dir, PeerClients* peers, Metrics* metrics, size_t threads = 2);
@@ -66,7 +65,7 @@ class Replicator {
   void Stop();
 
  private:
-  void Launch(const std::shared_ptr<Copies>& copies, const v1::NodeInfo& target);  // REQUIRES: copies->mu_ held
+  void Launch(const std::shared_ptr<Copies>& copies, const v1::NodeInfo& target) REQUIRES(copies->mu_);
   void Push(std::shared_ptr<Copies> copies, v1::NodeInfo target);
 
   const std::string self_id_;

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/mutex.h"
 #include "server/cluster/file_transfer.h"
 
 namespace strata {
@@ -31,16 +32,16 @@ void Scrubber::Start() {
 
 void Scrubber::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
-  wake_.notify_all();
+  wake_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
 bool Scrubber::WaitOrStop(std::chrono::milliseconds d) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return wake_.wait_for(lock, d, [this] { return stopping_; });
+  MutexLock lock(&mu_);
+  return wake_.WaitFor(&mu_, d, [this]() REQUIRES(mu_) { return stopping_; });
 }
 
 void Scrubber::Run() {

@@ -13,6 +13,8 @@
 #include <thread>
 
 #include "server/base/metrics.h"
+
+#include "common/mutex.h"
 #include "server/cluster/rate_limiter.h"
 #include "server/storage/data_dir.h"
 #include "server/storage/local_files.h"
@@ -40,9 +42,9 @@ class Scrubber {
   const std::function<void(const v1::FileRef&)> quarantine_;
   const uint64_t bytes_per_sec_;
   RateLimiter limiter_;
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  CondVar wake_;
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "common/mutex.h"
+
 namespace strata {
 
 namespace {
@@ -52,39 +54,39 @@ Status StaticMembership::Start() {
 
 void StaticMembership::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
-  wake_.notify_all();
+  wake_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
 v1::ClusterMap StaticMembership::Current() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return map_;
 }
 
 void StaticMembership::Subscribe(std::function<void(const v1::ClusterMap&)> fn) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   subs_.push_back(std::move(fn));
 }
 
 void StaticMembership::Run() {
   const auto period = std::chrono::milliseconds(config_.heartbeat_interval_ms);
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   while (!stopping_) {
-    lock.unlock();
+    lock.Unlock();
     PingAll();
     Recompute();
-    lock.lock();
-    wake_.wait_for(lock, period, [this] { return stopping_; });
+    lock.Lock();
+    wake_.WaitFor(&mu_, period, [this]() REQUIRES(mu_) { return stopping_; });
   }
 }
 
 void StaticMembership::PingAll() {
   std::vector<v1::NodeInfo> targets;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (const auto& [id, p] : others_) targets.push_back(p.info);
   }
   // Ping in parallel so one unreachable node does not delay the others.
@@ -95,8 +97,8 @@ void StaticMembership::PingAll() {
     bool done = false;
   };
   std::vector<std::unique_ptr<Call>> calls;
-  std::mutex done_mu;
-  std::condition_variable done_cv;
+  Mutex done_mu;
+  CondVar done_cv;
   v1::PingRequest request;
   request.set_from(self_.id());
   for (const auto& t : targets) {
@@ -105,21 +107,21 @@ void StaticMembership::PingAll() {
                                std::chrono::milliseconds(std::max<uint32_t>(config_.heartbeat_interval_ms, 200)));
     Call* c = call.get();
     peers_->Peer(t.address())->async()->Ping(&c->context, &request, &c->reply, [&, c](grpc::Status s) {
-      std::lock_guard<std::mutex> lock(done_mu);
+      MutexLock lock(&done_mu);
       c->status = std::move(s);
       c->done = true;
-      done_cv.notify_all();
+      done_cv.SignalAll();
     });
     calls.push_back(std::move(call));
   }
   {
-    std::unique_lock<std::mutex> lock(done_mu);
-    done_cv.wait(lock, [&] {
+    MutexLock lock(&done_mu);
+    done_cv.Wait(&done_mu, [&]() REQUIRES(done_mu) {
       return std::all_of(calls.begin(), calls.end(), [](const auto& c) { return c->done; });
     });
   }
   const auto now = std::chrono::steady_clock::now();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (size_t i = 0; i < targets.size(); ++i) {
     auto it = others_.find(targets[i].id());
     if (it == others_.end() || !calls[i]->status.ok()) continue;
@@ -140,7 +142,7 @@ void StaticMembership::Recompute() {
   v1::ClusterMap next;
   std::vector<std::function<void(const v1::ClusterMap&)>> subs;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     std::vector<v1::NodeInfo> nodes = {self_};
     nodes.back().set_state(v1::NODE_UP);
     for (auto& [id, p] : others_) {

@@ -3,12 +3,11 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <map>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "server/cluster/membership.h"
 
 namespace strata {
@@ -33,19 +32,19 @@ class StaticMembership final : public Membership {
   void Run();
   void PingAll();
   // Rebuilds the map from the peers' liveness; notifies on change.
-  void Recompute();  // REQUIRES: mu_ not held
+  void Recompute() EXCLUDES(mu_);
 
   const ClusterConfig config_;
   const v1::NodeInfo self_;
   PeerClients* const peers_;
   const std::chrono::steady_clock::time_point started_;
 
-  mutable std::mutex mu_;
-  std::map<std::string, Peer> others_;                          // GUARDED_BY(mu_)
-  v1::ClusterMap map_;                                          // GUARDED_BY(mu_)
-  std::vector<std::function<void(const v1::ClusterMap&)>> subs_;  // GUARDED_BY(mu_)
-  bool stopping_ = false;                                       // GUARDED_BY(mu_)
-  std::condition_variable wake_;
+  mutable Mutex mu_;
+  std::map<std::string, Peer> others_ GUARDED_BY(mu_);
+  v1::ClusterMap map_ GUARDED_BY(mu_);
+  std::vector<std::function<void(const v1::ClusterMap&)>> subs_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
+  CondVar wake_;
   std::thread thread_;
 };
 

@@ -34,24 +34,10 @@ int RunStratad(int argc, char** argv) {
   NodeFlags flags;
   app.add_option("--config", flags.config_file, "YAML config file (see config/single-node.yaml)")
       ->check(CLI::ExistingFile);
-  app.add_option("--listen", flags.listen, "gRPC address HOST:PORT (default 127.0.0.1:7400; port 0 picks one)");
-  app.add_option("--data-dir", flags.data_dir, "directory for shard files and metadata (default ./strata-data)");
-  app.add_option("--metrics-listen", flags.metrics_listen,
-                 "Prometheus /metrics address HOST:PORT (default 127.0.0.1:9400; empty disables)");
-  app.add_option("--node-id", flags.node_id, "this node's name in logs, metrics and the cluster (default node-1)");
-  app.add_option("--log-level", flags.log_level, "trace, debug, info, warn or error (default info)");
-  app.add_option("--cache-bytes", flags.cache_bytes,
-                 "memory for shard blocks streams read, e.g. 512MiB (default a quarter of RAM; 0 leaves it to the "
-                 "kernel)");
-  app.add_option("--memory-budget", flags.memory_budget,
-                 "the server's whole resident memory (RSS), e.g. 1GiB: the block cache holds only what the rest of "
-                 "the server leaves of it (default none)");
-  app.add_option("--advertise", flags.advertise,
-                 "address other nodes and clients use for this node (default: the bound --listen address)");
-  app.add_option("--peers", flags.peers,
-                 "static membership: every node of the cluster, this one included, as ID=HOST:PORT,ID=HOST:PORT");
-  app.add_option("--etcd", flags.etcd_endpoints, "etcd membership: etcd endpoints HOST:PORT[,HOST:PORT]");
-  app.add_option("--cluster", flags.cluster_name, "cluster name (etcd key prefix /strata/NAME/; default strata)");
+  AddConfigFlags(app, &flags);
+  bool print_reference = false;
+  app.add_flag("--print-config-reference", print_reference,
+               "print the table of settings (key, flag, default, meaning) in Markdown, as README.md has it, and exit");
   SecurityConfig security;
   app.add_option("--tls-cert", security.tls.cert, "serve TLS with this PEM certificate chain (also this node's "
                  "client certificate to other nodes)")->check(CLI::ExistingFile);
@@ -71,6 +57,10 @@ int RunStratad(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;  // usage errors exit 2
+  }
+  if (print_reference) {
+    std::cout << ConfigReferenceMarkdown();
+    return 0;
   }
 
   auto config = LoadNodeConfig(flags);

@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "common/grpc_status.h"
+#include "common/mutex.h"
 
 namespace strata {
 
@@ -29,7 +30,7 @@ StreamReactor::StreamReactor(const StreamCalls* calls, std::unique_ptr<BatchStre
   spdlog::info("stream {} rank {}/{} batch {} epoch {} steps [{}, {}) for {}", request_.dataset(), request_.rank(),
                request_.world(), request_.batch_size(), request_.epoch(), stream_->next_step(), stream_->end_step(),
                peer_);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (stream_->done()) {
     claimed_all_ = true;  // an empty range: the first Pump finishes the call
     boost::asio::post(calls_->executor, [this] { Pump(); });
@@ -75,7 +76,7 @@ void StreamReactor::BuildTask() {
     BatchStream::StepClaim claim;
     Status s;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (!CanClaim()) {
         --builders_;
         break;
@@ -91,7 +92,7 @@ void StreamReactor::BuildTask() {
     if (s.ok()) {
       for (const WirePart& p : parts) wire.push_back(p.Serialize());
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     --in_build_;
     if (!s.ok()) {
       spdlog::error("stream {} rank {}: {}", request_.dataset(), request_.rank(), s.ToString());
@@ -130,7 +131,7 @@ void StreamReactor::Pump(bool kick) {
   grpc::Status finish_status;
   uint64_t cursor = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (kick) kicking_ = false;
     if (writing_ || finishing_) return;
     if (!final_status_ && calls_->draining->load()) {
@@ -164,7 +165,7 @@ void StreamReactor::Pump(bool kick) {
 
 void StreamReactor::OnWriteDone(bool ok) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     writing_ = false;
     if (!ok) {
       if (!final_status_) final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
@@ -184,7 +185,7 @@ void StreamReactor::OnWriteDone(bool ok) {
 
 void StreamReactor::OnCancel() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!final_status_) final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the client cancelled the stream");
   }
   Pump();
@@ -207,10 +208,15 @@ void StreamReactor::RecordCursor(uint64_t next_step) {
 }
 
 void StreamReactor::OnDone() {
-  memory_->Release(granted_);  // every write has completed: nothing is buffered
   calls_->metrics->active_streams.Decrement();
+  uint64_t completed = 0;
+  {
+    MutexLock lock(&mu_);  // no other callback runs now; the lock states what guards the read
+    memory_->Release(granted_);  // every write has completed: nothing is buffered
+    completed = completed_steps_;
+  }
   spdlog::info("stream {} rank {}/{} ended at step {}", request_.dataset(), request_.rank(), request_.world(),
-               completed_steps_);
+               completed);
   const StreamCalls* calls = calls_;
   delete this;
   calls->active->End();  // last: the drain may go on as soon as this returns

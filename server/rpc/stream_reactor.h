@@ -21,12 +21,12 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
 #include <boost/asio/thread_pool.hpp>
 
+#include "common/mutex.h"
 #include "server/base/active_work.h"
 #include "server/base/metrics.h"
 #include "server/serve/batch_stream.h"
@@ -75,9 +75,9 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   // Build tasks one stream runs at once (each builds a different step).
   static constexpr uint32_t kBuildersPerStream = 2;
 
-  bool CanClaim();            // REQUIRES: mu_ held (may take more of memory_)
-  void ShrinkGrant();         // REQUIRES: mu_ held
-  void MaybeScheduleBuild();  // REQUIRES: mu_ held
+  bool CanClaim() REQUIRES(mu_);  // may take more of memory_
+  void ShrinkGrant() REQUIRES(mu_);
+  void MaybeScheduleBuild() REQUIRES(mu_);
   void BuildTask();
   // Starts the next write, or finishes the call, if it is time. `kick`: called
   // by the task BuildTask posted to start a write (clears kicking_).
@@ -90,24 +90,24 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   const std::string peer_;
   const uint32_t prefetch_;
 
-  std::mutex mu_;
-  std::deque<Outgoing> ready_;                 // GUARDED_BY(mu_): in step order
-  std::map<uint64_t, std::vector<Outgoing>> built_;  // GUARDED_BY(mu_): steps built before an earlier one
-  uint64_t next_queued_step_;                  // GUARDED_BY(mu_): the step ready_ takes next
+  Mutex mu_;
+  std::deque<Outgoing> ready_ GUARDED_BY(mu_);                 // in step order
+  std::map<uint64_t, std::vector<Outgoing>> built_ GUARDED_BY(mu_);  // steps built before an earlier one
+  uint64_t next_queued_step_ GUARDED_BY(mu_);                  // the step ready_ takes next
   Outgoing in_flight_;                         // owned by the outstanding write
-  uint32_t builders_ = 0;                      // GUARDED_BY(mu_): build tasks posted or running
-  uint32_t in_build_ = 0;                      // GUARDED_BY(mu_): steps claimed, not yet built
-  bool writing_ = false;                       // GUARDED_BY(mu_)
-  bool kicking_ = false;                       // GUARDED_BY(mu_): a posted Pump(kick) has not run yet
-  bool claimed_all_ = false;                   // GUARDED_BY(mu_): every step of the range is claimed
-  bool finishing_ = false;                     // GUARDED_BY(mu_)
-  std::optional<grpc::Status> final_status_;   // GUARDED_BY(mu_)
-  uint64_t completed_steps_;                   // GUARDED_BY(mu_): next step not yet fully written
+  uint32_t builders_ GUARDED_BY(mu_) = 0;                      // build tasks posted or running
+  uint32_t in_build_ GUARDED_BY(mu_) = 0;                      // steps claimed, not yet built
+  bool writing_ GUARDED_BY(mu_) = false;
+  bool kicking_ GUARDED_BY(mu_) = false;                       // a posted Pump(kick) has not run yet
+  bool claimed_all_ GUARDED_BY(mu_) = false;                   // every step of the range is claimed
+  bool finishing_ GUARDED_BY(mu_) = false;
+  std::optional<grpc::Status> final_status_ GUARDED_BY(mu_);
+  uint64_t completed_steps_ GUARDED_BY(mu_);                   // next step not yet fully written
   StreamMemory* const memory_;
-  const uint64_t reserved_;                    // granted_ never drops below it
-  uint64_t granted_;                           // GUARDED_BY(mu_): bytes taken from memory_
-  uint64_t buffered_ = 0;                      // GUARDED_BY(mu_): wire bytes built and not yet sent
-  uint64_t step_estimate_;                     // GUARDED_BY(mu_): the largest step built so far, or the estimate
+  const uint64_t reserved_;                                    // granted_ never drops below it
+  uint64_t granted_ GUARDED_BY(mu_);                           // bytes taken from memory_
+  uint64_t buffered_ GUARDED_BY(mu_) = 0;                      // wire bytes built and not yet sent
+  uint64_t step_estimate_ GUARDED_BY(mu_);                     // the largest step built so far, or the estimate
 };
 
 // Finishes a call at once with an error (a refused stream).

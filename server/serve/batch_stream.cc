@@ -5,6 +5,7 @@
 #include <map>
 
 #include "common/dataset_ref.h"
+#include "common/mutex.h"
 #include "common/placement.h"
 #include "common/serving_errors.h"
 #include "server/serve/part_builder.h"
@@ -140,7 +141,7 @@ bool BatchStream::InBlocks(const ShardReader& reader, uint64_t record,
 
 std::unique_ptr<BatchStream::Scratch> BatchStream::TakeScratch() {
   {
-    std::lock_guard<std::mutex> lock(scratch_mu_);
+    MutexLock lock(&scratch_mu_);
     if (!spare_scratch_.empty()) {
       auto scratch = std::move(spare_scratch_.back());
       spare_scratch_.pop_back();
@@ -152,7 +153,7 @@ std::unique_ptr<BatchStream::Scratch> BatchStream::TakeScratch() {
 
 void BatchStream::ReturnScratch(std::unique_ptr<Scratch> scratch) {
   scratch->Forget();  // the readers' mappings are not kept past the step
-  std::lock_guard<std::mutex> lock(scratch_mu_);
+  MutexLock lock(&scratch_mu_);
   spare_scratch_.push_back(std::move(scratch));
 }
 
@@ -203,7 +204,7 @@ bool BatchStream::ServesHere(size_t shard, uint64_t id) {
   if (members_.empty()) return true;  // a single node serves everything
   ShardPlacement& p = placement_[shard];
   if (!p.known.load(std::memory_order_acquire)) {
-    std::lock_guard<std::mutex> lock(placement_mu_);
+    MutexLock lock(&placement_mu_);
     if (!p.known.load(std::memory_order_relaxed)) {
       const std::string key = ShardFileKey(version_->shape().name, version_->shape().version,
                                            version_->shard(shard).info().seq());
@@ -437,7 +438,7 @@ Status BatchStream::BuildInto(const StepClaim& claim, Scratch& scratch, std::vec
   }
   builder.Finish();
   if (metrics_) {
-    std::lock_guard<std::mutex> lock(composition_mu_);
+    MutexLock lock(&composition_mu_);
     if (!composition_) {
       composition_ = std::make_unique<CompositionRecorder>(version_->shape(), plan_.sampler().TargetShares(),
                                                            &metrics_->strata());

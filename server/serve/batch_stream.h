@@ -41,13 +41,13 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
 #include "plan/epoch_plan.h"
 #include "server/storage/block_cache.h"
 #include "server/storage/catalog.h"
@@ -168,12 +168,12 @@ class BatchStream {
     std::vector<std::string> ranked;
   };
   std::vector<ShardPlacement> placement_;
-  std::mutex placement_mu_;
+  Mutex placement_mu_;
   std::vector<std::string> members_;
   std::vector<std::string> excluded_;
   std::unique_ptr<Scratch> claim_scratch_;  // PlanAhead's
-  std::mutex scratch_mu_;
-  std::vector<std::unique_ptr<Scratch>> spare_scratch_;  // GUARDED_BY(scratch_mu_)
+  Mutex scratch_mu_;
+  std::vector<std::unique_ptr<Scratch>> spare_scratch_ GUARDED_BY(scratch_mu_);
   // How many reads ahead BuildNext (and PlanAhead) prefetch offsets and records:
   // enough to keep several memory loads in flight, few enough that they stay cached.
   static constexpr size_t kOffsetsAhead = 16;
@@ -186,8 +186,8 @@ class BatchStream {
   std::deque<Planned> ahead_;
   uint64_t planned_end_;
   bool first_planned_ = false;  // PlanAhead has run once
-  std::mutex composition_mu_;
-  std::unique_ptr<CompositionRecorder> composition_;  // GUARDED_BY(composition_mu_): the strata of served batches
+  Mutex composition_mu_;
+  std::unique_ptr<CompositionRecorder> composition_ GUARDED_BY(composition_mu_);  // the strata of served batches
 };
 
 }  // namespace strata

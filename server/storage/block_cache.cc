@@ -8,9 +8,9 @@
 #include <chrono>
 #include <limits>
 #include <list>
-#include <mutex>
 #include <unordered_map>
 
+#include "common/mutex.h"
 #include "server/storage/process_memory.h"
 #include "common/units.h"
 
@@ -56,7 +56,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
  public:
   State(BlockCacheOptions options, boost::asio::thread_pool* pool, Metrics* metrics)
       : options_(options), pool_(pool), metrics_(metrics), budget_(options.budget_bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     Publish();
   }
 
@@ -71,7 +71,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
     std::vector<Load> loads;
     std::vector<Release> releases;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       for (const BlockRef& b : blocks) {
         Entry& e = Find(b);
         ++e.pins;
@@ -109,7 +109,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
     uint64_t hits = 0, misses = 0;
     mapped->assign(blocks.size(), false);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       for (size_t i = 0; i < blocks.size(); ++i) {
         auto it = entries_.find(Key{blocks[i].reader.get(), blocks[i].block});
         if (it == entries_.end()) continue;  // not pinned: a caller bug; read it without mapping
@@ -153,7 +153,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
   void Unpin(std::span<const BlockRef> blocks, const std::vector<bool>* mapped) {
     std::vector<Release> releases;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       for (size_t i = 0; i < blocks.size(); ++i) {
         const BlockRef& b = blocks[i];
         auto it = entries_.find(Key{b.reader.get(), b.block});
@@ -176,7 +176,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
   }
 
   Stats stats() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     Stats s;
     s.resident_bytes = resident_;
     for (const auto& [key, e] : entries_) {
@@ -193,7 +193,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
 
  private:
   // The entry of `b`, created absent. REQUIRES: mu_ held.
-  Entry& Find(const BlockRef& b) {
+  Entry& Find(const BlockRef& b) REQUIRES(mu_) {
     auto [it, added] = entries_.try_emplace(Key{b.reader.get(), b.block});
     if (added) {
       it->second.reader = b.reader;
@@ -206,7 +206,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
 
   // Evicts idle blocks, least recently used first, until `bytes` more fit in
   // the budget. False if they cannot fit. REQUIRES: mu_ held.
-  bool MakeRoom(uint64_t bytes, std::vector<Release>* releases) {
+  bool MakeRoom(uint64_t bytes, std::vector<Release>* releases) REQUIRES(mu_) {
     if (budget_ < bytes) return false;
     EvictIdle(budget_ - bytes, releases);
     return resident_ + bytes <= budget_;
@@ -214,7 +214,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
 
   // Evicts idle blocks, least recently used first, until at most `limit`
   // bytes are resident or none is idle. REQUIRES: mu_ held.
-  void EvictIdle(uint64_t limit, std::vector<Release>* releases) {
+  void EvictIdle(uint64_t limit, std::vector<Release>* releases) REQUIRES(mu_) {
     while (resident_ > limit && !idle_.empty()) {
       const Key victim = idle_.front();
       idle_.pop_front();
@@ -235,7 +235,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
   // mapping, the least pinned first. Such a block stays pinned, absent: its
   // coming uses read it with pread unless the budget has room again.
   // REQUIRES: mu_ held.
-  void Shed(std::vector<Release>* releases) {
+  void Shed(std::vector<Release>* releases) REQUIRES(mu_) {
     EvictIdle(budget_, releases);
     if (resident_ <= budget_) return;
     struct Unused {
@@ -274,7 +274,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
     std::vector<Release> releases;
     uint64_t rest = 0, budget = 0;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       const uint64_t loaded = resident_ - loading_;
       rest = rss.value() > loaded ? rss.value() - loaded : 0;
       // The rest swings with the batches in flight: plan for the most it held
@@ -313,7 +313,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
   void Loaded(const Key& key, uint64_t load) {
     bool orphaned = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       auto it = entries_.find(key);
       if (it != entries_.end() && it->second.residency == Residency::kLoading && it->second.load == load) {
         it->second.residency = Residency::kResident;
@@ -331,7 +331,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
     for (const Release& r : releases) r.reader->Release(r.offset, r.bytes);
   }
 
-  void Publish() {
+  void Publish() REQUIRES(mu_) {
     if (metrics_) {
       metrics_->cache_resident_bytes.Set(static_cast<double>(resident_));
       metrics_->cache_budget_bytes.Set(static_cast<double>(budget_));
@@ -341,17 +341,20 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
   const BlockCacheOptions options_;
   boost::asio::thread_pool* const pool_;
   Metrics* const metrics_;
-  std::mutex mu_;
-  std::unordered_map<Key, Entry, KeyHash> entries_;  // GUARDED_BY(mu_): pinned or resident blocks
-  std::list<Key> idle_;                              // GUARDED_BY(mu_): unpinned resident, LRU first
-  uint64_t resident_ = 0;                            // GUARDED_BY(mu_): resident or being read in
-  uint64_t loading_ = 0;                             // GUARDED_BY(mu_): of which being read in
-  uint64_t budget_;                                  // GUARDED_BY(mu_): what the cache may hold now
+  Mutex mu_;
+  std::unordered_map<Key, Entry, KeyHash> entries_ GUARDED_BY(mu_);  // pinned or resident blocks
+  std::list<Key> idle_ GUARDED_BY(mu_);                              // unpinned resident, LRU first
+  uint64_t resident_ GUARDED_BY(mu_) = 0;                            // resident or being read in
+  uint64_t loading_ GUARDED_BY(mu_) = 0;                             // of which being read in
+  uint64_t budget_ GUARDED_BY(mu_);                                  // what the cache may hold now
   // Govern's peaks of the rest of the process, per window of a second.
-  int64_t rest_window_ = 0;                          // GUARDED_BY(mu_)
-  uint64_t rest_now_ = 0, rest_before_ = 0;          // GUARDED_BY(mu_)
-  uint64_t loads_started_ = 0;                       // GUARDED_BY(mu_)
-  uint64_t hits_ = 0, misses_ = 0, evictions_ = 0;   // GUARDED_BY(mu_)
+  int64_t rest_window_ GUARDED_BY(mu_) = 0;
+  uint64_t rest_now_ GUARDED_BY(mu_) = 0;
+  uint64_t rest_before_ GUARDED_BY(mu_) = 0;
+  uint64_t loads_started_ GUARDED_BY(mu_) = 0;
+  uint64_t hits_ GUARDED_BY(mu_) = 0;
+  uint64_t misses_ GUARDED_BY(mu_) = 0;
+  uint64_t evictions_ GUARDED_BY(mu_) = 0;
   std::atomic<uint64_t> read_ahead_blocks_{0};
   std::atomic<int64_t> last_govern_{0};   // steady clock, ns
   std::atomic<int64_t> last_warning_{std::numeric_limits<int64_t>::min() / 2};

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "common/mutex.h"
 #include "common/dataset_ref.h"
 
 namespace strata {
@@ -110,7 +111,7 @@ Result<v1::VersionRecord> Catalog::CreateVersion(const std::string& name, std::o
                                                  const v1::VersionRecord& initial) {
   STRATA_RETURN_IF_ERROR(CheckName("a dataset name", name));
   if (version && *version == 0) return Status::InvalidArgument("dataset versions are numbered from 1");
-  std::lock_guard lock(create_mu_);
+  MutexLock lock(&create_mu_);
   // Every state counts toward "latest": an implicit create never reuses the
   // number of an aborted version, whose files a reader may still remember.
   std::vector<v1::VersionRecord> versions;
@@ -148,7 +149,7 @@ Result<v1::VersionRecord> Catalog::CreateVersion(const std::string& name, std::o
 }
 
 Status Catalog::PutShard(const std::string& name, uint64_t version, const v1::ShardRecord& shard) {
-  std::lock_guard lock(create_mu_);  // no abort or seal between the check and the write
+  MutexLock lock(&create_mu_);  // no abort or seal between the check and the write
   Result<v1::VersionRecord> stored = GetVersion(name, version);
   if (!stored.ok()) return stored.status();
   if (stored->info().state() != v1::VERSION_INGESTING) {
@@ -165,7 +166,7 @@ Status Catalog::SealVersion(const v1::VersionRecord& sealed) {
   if (sealed.info().state() != v1::VERSION_SEALED) {
     return Status::InvalidArgument("sealing " + Describe(name, version) + " needs a record in state VERSION_SEALED");
   }
-  std::lock_guard lock(create_mu_);
+  MutexLock lock(&create_mu_);
   Result<v1::VersionRecord> stored = GetVersion(name, version);
   if (!stored.ok()) return stored.status();
   if (stored->info().state() != v1::VERSION_INGESTING) {
@@ -181,7 +182,7 @@ Result<bool> Catalog::ImportVersion(const v1::VersionRecord& record, const std::
   STRATA_RETURN_IF_ERROR(ValidateDatasetName(name));
   const v1::VersionState incoming = record.info().state();
   if (incoming != v1::VERSION_SEALED && incoming != v1::VERSION_ABORTED) return false;
-  std::lock_guard lock(create_mu_);
+  MutexLock lock(&create_mu_);
   Result<v1::VersionRecord> stored = GetVersion(name, version);
   if (!stored.ok() && !stored.status().IsNotFound()) return stored.status();
   const v1::VersionState local = stored.ok() ? stored->info().state() : v1::VERSION_STATE_UNSPECIFIED;
@@ -201,7 +202,7 @@ Result<bool> Catalog::ImportVersion(const v1::VersionRecord& record, const std::
 }
 
 Status Catalog::AbortVersion(const std::string& name, uint64_t version) {
-  std::lock_guard lock(create_mu_);
+  MutexLock lock(&create_mu_);
   Result<v1::VersionRecord> stored = GetVersion(name, version);
   if (!stored.ok()) return stored.status();
   const v1::VersionState state = stored->info().state();
@@ -217,7 +218,7 @@ Status Catalog::AbortVersion(const std::string& name, uint64_t version) {
 }
 
 Status Catalog::DeleteVersion(const std::string& name, uint64_t version) {
-  std::lock_guard lock(create_mu_);
+  MutexLock lock(&create_mu_);
   Result<v1::VersionRecord> stored = GetVersion(name, version);
   if (!stored.ok()) return stored.status();
   KvWriteBatch batch;

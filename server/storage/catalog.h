@@ -13,11 +13,11 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "server/storage/kv_store.h"
 #include "strata/v1/storage.pb.h"
@@ -80,7 +80,7 @@ class Catalog {
   KvStore* kv_;
   // Serialises CreateVersion and every check-then-write of a version's state
   // (PutShard, SealVersion, AbortVersion, DeleteVersion).
-  std::mutex create_mu_;
+  Mutex create_mu_;
 };
 
 }  // namespace strata

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/mutex.h"
 #include "common/placement.h"
 
 namespace strata {
@@ -19,7 +20,7 @@ OpenVersion::OpenVersion(v1::VersionRecord record, std::vector<v1::ShardRecord> 
 
 Result<std::shared_ptr<const ShardReader>> OpenVersion::Reader(size_t shard) const {
   Slot& slot = slots_[shard];
-  std::lock_guard<std::mutex> lock(slot.mu);
+  MutexLock lock(&slot.mu);
   if (!slot.reader) {
     auto opened = ShardReader::Open(dir_->Absolute(shards_[shard].path()));
     if (!opened.ok()) return opened.status();
@@ -57,7 +58,7 @@ Status OpenVersion::ReadRaw(uint64_t id, std::string* raw) const {
 
 void OpenVersion::Invalidate(size_t shard) const {
   Slot& slot = slots_[shard];
-  std::lock_guard<std::mutex> lock(slot.mu);
+  MutexLock lock(&slot.mu);
   slot.reader.reset();  // streams holding it finish with the old mapping
 }
 
@@ -69,7 +70,7 @@ uint32_t OpenVersion::Replication(size_t members) const {
 Result<DatasetShape> OpenVersion::PlanShape(const v1::SamplerSpec& sampler) const {
   if (sampler.kind() == v1::SamplerSpec::SHUFFLE) return shape_;
   const std::string name = shape_.name + "@" + std::to_string(shape_.version);
-  std::lock_guard<std::mutex> lock(members_mu_);
+  MutexLock lock(&members_mu_);
   // An index found damaged is opened again: the file may have been repaired since.
   if (members_ && !members_->Damage().ok()) members_.reset();
   if (!members_) {
@@ -111,14 +112,14 @@ Result<std::shared_ptr<const OpenVersion>> DatasetCache::Open(const DatasetRef& 
   }
   const auto key = std::make_pair(info.name(), info.version());
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = open_.find(key);
     if (it != open_.end()) return it->second;
   }
   auto shards = catalog_->ListShards(info.name(), info.version());
   if (!shards.ok()) return shards.status();
   auto version = std::make_shared<const OpenVersion>(std::move(record).value(), std::move(shards).value(), dir_);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return open_.try_emplace(key, std::move(version)).first->second;
 }
 

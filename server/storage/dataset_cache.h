@@ -7,12 +7,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/dataset_ref.h"
+#include "common/mutex.h"
 #include "plan/epoch_plan.h"
 #include "server/storage/shard_format.h"
 #include "plan/stratum_index.h"
@@ -73,8 +73,8 @@ class OpenVersion {
   Result<std::pair<std::shared_ptr<const ShardReader>, uint64_t>> RecordOf(uint64_t id) const;
 
   struct Slot {
-    std::mutex mu;
-    std::shared_ptr<const ShardReader> reader;  // GUARDED_BY(mu)
+    Mutex mu;
+    std::shared_ptr<const ShardReader> reader GUARDED_BY(mu);
   };
 
   v1::VersionRecord record_;
@@ -83,8 +83,8 @@ class OpenVersion {
   DatasetShape shape_;
   const DataDir* dir_;
   mutable std::vector<Slot> slots_;
-  mutable std::mutex members_mu_;
-  mutable std::shared_ptr<const StratumMembers> members_;  // GUARDED_BY(members_mu_)
+  mutable Mutex members_mu_;
+  mutable std::shared_ptr<const StratumMembers> members_ GUARDED_BY(members_mu_);
   mutable SamplerCache samplers_;
 };
 
@@ -101,9 +101,9 @@ class DatasetCache {
  private:
   const Catalog* catalog_;
   const DataDir* dir_;
-  std::mutex mu_;
+  Mutex mu_;
   // Sealed versions are immutable, so cached entries never go stale.
-  std::map<std::pair<std::string, uint64_t>, std::shared_ptr<const OpenVersion>> open_;  // GUARDED_BY(mu_)
+  std::map<std::pair<std::string, uint64_t>, std::shared_ptr<const OpenVersion>> open_ GUARDED_BY(mu_);
 };
 
 }  // namespace strata

@@ -1,34 +1,36 @@
 #include "server/storage/local_files.h"
 
+#include "common/mutex.h"
+
 namespace strata {
 
 Status LocalFiles::Load() {
   auto files = dir_->ScanFiles();
   if (!files.ok()) return files.status();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   files_.clear();
   for (const auto& f : files.value()) files_.insert(KeyOf(f));
   return Status::OK();
 }
 
 bool LocalFiles::Has(const v1::FileRef& file) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return files_.count(KeyOf(file)) > 0;
 }
 
 void LocalFiles::Add(const v1::FileRef& file) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   files_.insert(KeyOf(file));
 }
 
 void LocalFiles::Remove(const v1::FileRef& file) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   files_.erase(KeyOf(file));
 }
 
 std::vector<v1::FileRef> LocalFiles::List(const std::string& dataset, uint64_t version) const {
   std::vector<v1::FileRef> out;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (const auto& [name, v, kind, seq] : files_) {
     if (!dataset.empty() && (name != dataset || (version != 0 && v != version))) continue;
     v1::FileRef f;
@@ -42,7 +44,7 @@ std::vector<v1::FileRef> LocalFiles::List(const std::string& dataset, uint64_t v
 }
 
 size_t LocalFiles::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return files_.size();
 }
 

@@ -6,12 +6,12 @@
 // Thread-safety: safe for concurrent use.
 #pragma once
 
-#include <mutex>
 #include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "server/storage/data_dir.h"
 #include "strata/v1/cluster.pb.h"
@@ -38,8 +38,8 @@ class LocalFiles {
 
  private:
   const DataDir* dir_;
-  mutable std::mutex mu_;
-  std::set<Key> files_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::set<Key> files_ GUARDED_BY(mu_);
 };
 
 v1::FileRef ShardRef(const std::string& dataset, uint64_t version, uint32_t seq);

@@ -1,8 +1,8 @@
 // KvStore in memory, for tests of the code above it: same semantics as the
 // RocksDB store, nothing durable.
 #include <array>
-#include <mutex>
 
+#include "common/mutex.h"
 #include "server/storage/kv_store.h"
 
 namespace strata {
@@ -11,7 +11,7 @@ namespace {
 class MemoryKvStore final : public KvStore {
  public:
   Status Get(KvSpace space, std::string_view key, std::string* value) const override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     STRATA_RETURN_IF_ERROR(CheckOpen(space));
     const Space& s = spaces_[Index(space)];
     auto it = s.find(key);
@@ -21,7 +21,7 @@ class MemoryKvStore final : public KvStore {
   }
 
   Status Write(const KvWriteBatch& batch) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (closed_) return Closed();
     // Validate everything first: after that nothing can fail, so the batch
     // applies whole or not at all.
@@ -39,7 +39,7 @@ class MemoryKvStore final : public KvStore {
 
   Status Scan(KvSpace space, std::string_view prefix,
               const std::function<bool(std::string_view, std::string_view)>& fn) const override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     STRATA_RETURN_IF_ERROR(CheckOpen(space));
     const Space& s = spaces_[Index(space)];
     for (auto it = s.lower_bound(prefix); it != s.end() && it->first.starts_with(prefix); ++it) {
@@ -49,14 +49,14 @@ class MemoryKvStore final : public KvStore {
   }
 
   Status Close() override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     closed_ = true;
     for (Space& s : spaces_) s.clear();
     return Status::OK();
   }
 
   std::map<std::string, uint64_t> Stats() const override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (closed_) return {};
     uint64_t keys = 0;
     uint64_t bytes = 0;
@@ -75,15 +75,15 @@ class MemoryKvStore final : public KvStore {
   static Status Closed() { return Status::FailedPrecondition("the metadata store is closed"); }
 
   // REQUIRES: mu_ is held.
-  Status CheckOpen(KvSpace space) const {
+  Status CheckOpen(KvSpace space) const REQUIRES(mu_) {
     if (closed_) return Closed();
     if (Index(space) >= kNumKvSpaces) return Status::InvalidArgument("no such key space");
     return Status::OK();
   }
 
-  mutable std::mutex mu_;
-  bool closed_ = false;                   // GUARDED_BY(mu_)
-  std::array<Space, kNumKvSpaces> spaces_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  bool closed_ GUARDED_BY(mu_) = false;
+  std::array<Space, kNumKvSpaces> spaces_ GUARDED_BY(mu_);
 };
 
 }  // namespace

@@ -8,9 +8,8 @@
 
 #include <algorithm>
 #include <array>
-#include <mutex>
-#include <shared_mutex>
 
+#include "common/mutex.h"
 #include "server/storage/kv_store.h"
 
 namespace strata {
@@ -73,14 +72,14 @@ class RocksDbKvStore final : public KvStore {
   }
 
   Status Get(KvSpace space, std::string_view key, std::string* value) const override {
-    std::shared_lock lock(mu_);
+    ReaderMutexLock lock(&mu_);
     STRATA_RETURN_IF_ERROR(CheckOpen(space));
     rocksdb::Slice k(key.data(), key.size());
     return FromRocks(db_->Get(rocksdb::ReadOptions(), Handle(space), k, value), SpaceOp("get", space));
   }
 
   Status Write(const KvWriteBatch& batch) override {
-    std::shared_lock lock(mu_);
+    ReaderMutexLock lock(&mu_);
     if (db_ == nullptr) return Closed();
     rocksdb::WriteBatch wb;
     for (const KvWriteBatch::Op& op : batch.ops()) {
@@ -95,7 +94,7 @@ class RocksDbKvStore final : public KvStore {
 
   Status Scan(KvSpace space, std::string_view prefix,
               const std::function<bool(std::string_view, std::string_view)>& fn) const override {
-    std::shared_lock lock(mu_);
+    ReaderMutexLock lock(&mu_);
     STRATA_RETURN_IF_ERROR(CheckOpen(space));
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), Handle(space)));
     for (it->Seek(rocksdb::Slice(prefix.data(), prefix.size())); it->Valid(); it->Next()) {
@@ -107,7 +106,7 @@ class RocksDbKvStore final : public KvStore {
   }
 
   Status Close() override {
-    std::unique_lock lock(mu_);
+    WriterMutexLock lock(&mu_);
     if (db_ == nullptr) return Status::OK();
     // With sync_writes the WAL is already synced; without, this is what makes
     // the last writes durable. The memtable flush saves a WAL replay at reopen.
@@ -125,7 +124,7 @@ class RocksDbKvStore final : public KvStore {
   }
 
   std::map<std::string, uint64_t> Stats() const override {
-    std::shared_lock lock(mu_);
+    ReaderMutexLock lock(&mu_);
     std::map<std::string, uint64_t> stats;
     if (db_ == nullptr) return stats;
     for (const char* property : kStatProperties) {
@@ -139,20 +138,20 @@ class RocksDbKvStore final : public KvStore {
   static Status Closed() { return Status::FailedPrecondition("the metadata store is closed"); }
 
   // REQUIRES: mu_ is held (shared or exclusive).
-  Status CheckOpen(KvSpace space) const {
+  Status CheckOpen(KvSpace space) const REQUIRES_SHARED(mu_) {
     if (db_ == nullptr) return Closed();
     if (!ValidSpace(space)) return Status::InvalidArgument("no such key space");
     return Status::OK();
   }
   // REQUIRES: mu_ is held and CheckOpen(space) is OK. handles_[0] is "default".
-  rocksdb::ColumnFamilyHandle* Handle(KvSpace space) const { return handles_[1 + static_cast<size_t>(space)]; }
+  rocksdb::ColumnFamilyHandle* Handle(KvSpace space) const REQUIRES_SHARED(mu_) { return handles_[1 + static_cast<size_t>(space)]; }
 
   // Shared by every operation, exclusive for Close: no call sees a half-closed DB.
-  mutable std::shared_mutex mu_;
-  std::unique_ptr<rocksdb::DB> db_;  // GUARDED_BY(mu_); null once closed
+  mutable SharedMutex mu_;
+  std::unique_ptr<rocksdb::DB> db_ GUARDED_BY(mu_);  // null once closed
   // Owned: released with DestroyColumnFamilyHandle at Close. Default first, then
   // each KvSpace in enum order, then families this build does not know.
-  std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // GUARDED_BY(mu_)
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_ GUARDED_BY(mu_);
   rocksdb::WriteOptions write_options_;
 };
 

@@ -23,8 +23,8 @@ TEST(ConfigTest, FileThenFlagsOverride) {
             "cache_bytes: 2GiB\ncache_block_bytes: 1MiB\nread_ahead_steps: 8\n");
   NodeFlags flags;
   flags.config_file = dir.Join("n.yaml");
-  flags.listen = "127.0.0.1:7600";
-  flags.cache_bytes = "512MiB";
+  flags.values["listen"] = "127.0.0.1:7600";
+  flags.values["cache_bytes"] = "512MiB";
   auto c = LoadNodeConfig(flags);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->node_id, "store-7");
@@ -45,12 +45,12 @@ TEST(ConfigTest, MemoryBudgetFromTheFileOrAFlag) {
   auto c = LoadNodeConfig(flags);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->memory_budget, 3ull << 30);
-  flags.memory_budget = "96MiB";
+  flags.values["memory_budget"] = "96MiB";
   c = LoadNodeConfig(flags);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->memory_budget, 96ull << 20) << "the flag wins";
   EXPECT_EQ(LoadNodeConfig(NodeFlags{}).value().memory_budget, 0u) << "none by default";
-  flags.memory_budget = "big";
+  flags.values["memory_budget"] = "big";
   EXPECT_NE(LoadNodeConfig(flags).status().message().find("--memory-budget"), std::string::npos);
 }
 
@@ -120,12 +120,12 @@ TEST(ClusterConfigTest, StaticNodesFromTheFileAndPeersFromAFlag) {
   EXPECT_EQ(c->cluster.nodes[1].address, "10.0.0.2:7400");
   EXPECT_EQ(c->cluster.grace_period_s, 60u);
   EXPECT_EQ(c->cluster.repair_bytes_per_sec, 64u << 20);
-  flags.peers = "node-1=127.0.0.1:1,node-2=127.0.0.1:2,node-3=127.0.0.1:3";
+  flags.values["cluster.nodes"] = "node-1=127.0.0.1:1,node-2=127.0.0.1:2,node-3=127.0.0.1:3";
   c = LoadNodeConfig(flags);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->cluster.nodes.size(), 3u) << "the flag replaces the file's list";
-  flags.peers.reset();
-  flags.etcd_endpoints = "127.0.0.1:2379,127.0.0.1:2380";
+  flags.values.erase("cluster.nodes");
+  flags.values["cluster.etcd_endpoints"] = "127.0.0.1:2379,127.0.0.1:2380";
   c = LoadNodeConfig(flags);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->cluster.membership, "etcd");
@@ -138,15 +138,15 @@ TEST(ClusterConfigTest, BadClusterConfigIsAClearError) {
     const char* expect;
   };
   std::vector<Case> cases(5);
-  cases[0].flags.peers = "node-2=127.0.0.1:1";
+  cases[0].flags.values["cluster.nodes"] = "node-2=127.0.0.1:1";
   cases[0].expect = "does not list this node";
-  cases[1].flags.peers = "node-1=127.0.0.1:1,node-1=127.0.0.1:2";
+  cases[1].flags.values["cluster.nodes"] = "node-1=127.0.0.1:1,node-1=127.0.0.1:2";
   cases[1].expect = "twice";
-  cases[2].flags.peers = "garbage";
+  cases[2].flags.values["cluster.nodes"] = "garbage";
   cases[2].expect = "ID=HOST:PORT";
-  cases[3].flags.etcd_endpoints = "nohostport";
+  cases[3].flags.values["cluster.etcd_endpoints"] = "nohostport";
   cases[3].expect = "etcd_endpoints";
-  cases[4].flags.advertise = "0.0.0.0";
+  cases[4].flags.values["cluster.advertise"] = "0.0.0.0";
   cases[4].expect = "advertise";
   for (const auto& tc : cases) {
     auto c = LoadNodeConfig(tc.flags);

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# CI: a second build with clang 14 and its thread-safety analysis on
+# (-Wthread-safety, findings are errors; see common/thread_annotations.h), in
+# ./build-clang. Builds the libraries, stratad and the strata CLI; fails on a
+# finding or on anything else clang rejects. Incremental, like build.sh.
+# Usage: .ci/clang-check.sh [more targets] [-- ninja options, e.g. -k 0]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! command -v clang++-14 >/dev/null 2>&1; then bash deploy/setup-debian.sh; fi
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+if [ ! -f build-clang/build.ninja ]; then
+  cmake -S . -B build-clang -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+    -DSTRATA_THREAD_SAFETY=ON -DSTRATA_WERROR=ON -DSTRATA_WITH_PYTHON=OFF "${launcher[@]}"
+fi
+start=$(date +%s)
+cmake --build build-clang --parallel "$(nproc)" --target strata_common strata_server strata_client strata_ingest \
+  strata_cli_lib stratad strata "$@"
+echo "clang-check: clang 14 build with -Wthread-safety clean in $(( $(date +%s) - start ))s"
