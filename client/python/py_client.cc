@@ -151,7 +151,7 @@ class PyClient {
     o.sampler = SamplerFrom(sampler);
     const std::optional<StagingOptions> staging = StagingFor(device, prefetch_depth, cuda_stream);
     auto stream = Call([&] { return client_->OpenStream(o); });
-    return MakePyStream(std::move(stream), staging ? &*staging : nullptr);
+    return MakePyStream(client_, std::move(stream), staging ? &*staging : nullptr);
   }
 
   py::object Resume(const std::string& token_text, uint32_t batch_size, uint32_t rank, uint32_t world,
@@ -168,7 +168,7 @@ class PyClient {
     o.sampler = SamplerFrom(sampler);
     const std::optional<StagingOptions> staging = StagingFor(device, prefetch_depth, cuda_stream);
     auto stream = Call([&] { return client_->ResumeStream(*token, o); });
-    return MakePyStream(std::move(stream), staging ? &*staging : nullptr);
+    return MakePyStream(client_, std::move(stream), staging ? &*staging : nullptr);
   }
 
   py::dict Ingest(const std::string& dataset, const py::iterable& samples, uint64_t shard_size,
@@ -209,7 +209,8 @@ class PyClient {
     return std::move(*r).value();
   }
 
-  std::unique_ptr<Client> client_;
+  // Shared with the streams opened from it: a stream outlives its PyClient.
+  std::shared_ptr<Client> client_;
 };
 
 }  // namespace
