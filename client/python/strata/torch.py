@@ -340,11 +340,14 @@ class StrataDataLoader(torch.utils.data.DataLoader):
 
     def __iter__(self):
         ds = self.dataset
-        ds._stamp = True
+        # Workers start in super().__iter__(), with the dataset as it is then: rank
+        # and world fixed here, since torch.distributed is not initialised in them.
+        given = ds._rank, ds._world
+        ds._stamp, ds._rank, ds._world = True, ds.rank, ds.world
         try:
-            inner = super().__iter__()  # workers start here, with the dataset as it is now
+            inner = super().__iter__()
         finally:
-            ds._stamp = False
+            ds._stamp, (ds._rank, ds._world) = False, given
         if self.num_workers > 0:  # the workers took the resume position; this process follows them
             ds._position, ds._resume_token = ds._resume_token, None
         return self._follow(inner)
