@@ -19,6 +19,7 @@
 #include "client/cli/stream_options.h"
 #include "client/cli/stream_report.h"
 #include "common/dataset_ref.h"
+#include "strata/v1/types.pb.h"
 
 namespace strata::cli {
 
