@@ -419,6 +419,12 @@ Status BatchStream::BuildInto(const StepClaim& claim, Scratch& scratch, std::vec
       // (never the local NotFound, which the client would take for a bad
       // request), with the local reason (a damaged or missing copy) said.
       auto it = local_error.find(shard);
+      if (it != local_error.end() && it->second.IsCorruption()) {
+        // A damaged copy and no good one anywhere: the data is lost, not
+        // merely out of reach (a Corruption, never served).
+        return Status(it->second.code(), it->second.message() + "; no other node could serve it: " + s.message())
+            .WithContext(where);
+      }
       const std::string local = it != local_error.end() ? "here: " + it->second.ToString() + "; " : std::string();
       return HoldersDown(FileName(ShardFile(shard)), local + "others: " + s.message()).WithContext(where);
     }
