@@ -19,6 +19,7 @@
 #include "client/channel_credentials.h"
 #include "client/client_internal.h"
 #include "client/proto_convert.h"
+#include "client/resume_plan.h"
 #include "common/dataset_ref.h"
 #include "common/mutex.h"
 #include "common/placement.h"
@@ -185,10 +186,12 @@ class GrpcClient final : public Client {
     position.seed = options.seed;
     position.epoch = options.epoch;
     position.step = options.start_step;
+    client_internal::RecordPlan(options, &position);
     return StreamFrom(MakeRequest(options), position);
   }
 
   Result<std::unique_ptr<Stream>> ResumeStream(const ResumeToken& token, StreamOptions options) override {
+    STRATA_RETURN_IF_ERROR(client_internal::ApplyPlan(token, &options));
     STRATA_RETURN_IF_ERROR(CheckStreamOptions(options));
     STRATA_RETURN_IF_ERROR(ValidateDatasetName(token.dataset));
     if (token.version == 0) return Status::InvalidArgument("resume token has no dataset version");
@@ -198,7 +201,9 @@ class GrpcClient final : public Client {
     options.start_step = token.step;
     v1::StreamRequest request = MakeRequest(options);
     request.set_expect_plan_hash(token.plan_hash);
-    return StreamFrom(request, token);
+    ResumeToken position = token;
+    client_internal::RecordPlan(options, &position);  // a format 1 token continues as a complete one
+    return StreamFrom(request, position);
   }
 
   Result<std::unique_ptr<IngestWriter>> StartIngest(const IngestOptions& options) override {

@@ -19,6 +19,7 @@
 #include "client/cli/stream_options.h"
 #include "client/cli/stream_report.h"
 #include "common/dataset_ref.h"
+#include "strata/v1/types.pb.h"
 
 namespace strata::cli {
 
@@ -50,10 +51,14 @@ Result<std::optional<ResumeToken>> CheckArgs(const StreamArgs& args) {
   }
   if (args.resume.empty()) {
     if (args.dataset.empty()) return Status::InvalidArgument("--dataset is required (or --resume TOKEN)");
+    if (args.batch_size == 0) return Status::InvalidArgument("--batch-size is required (or --resume TOKEN)");
     return std::optional<ResumeToken>();
   }
   auto token = ResumeToken::Decode(args.resume);
   if (!token.ok()) return token.status();
+  if (!token->complete() && args.batch_size == 0) {
+    return Status::InvalidArgument("this resume token (strata1) does not carry the batch size: give --batch-size");
+  }
   if (!args.dataset.empty()) {
     auto ref = ParseDatasetRef(args.dataset);
     if (!ref.ok()) return ref.status();
@@ -91,7 +96,10 @@ void PrintSummary(const Stream& stream, const StreamArgs& args, const Totals& to
 int RunStream(const StreamArgs& args) {
   auto spec = BuildSamplerSpec(args.sampler);
   if (!spec.ok()) return PrintError(spec.status());
-  if (args.report || !args.plot.empty()) return RunStreamReport(args, spec.value());
+  if (args.report || !args.plot.empty()) {
+    if (args.batch_size == 0) return PrintError(Status::InvalidArgument("--batch-size is required"));
+    return RunStreamReport(args, spec.value());
+  }
   auto token = CheckArgs(args);
   if (!token.ok()) return PrintError(token.status());
   StreamOptions options;
@@ -110,6 +118,11 @@ int RunStream(const StreamArgs& args) {
   if (!client.ok()) return PrintError(client.status());
   auto stream = token->has_value() ? (*client)->ResumeStream(**token, options) : (*client)->OpenStream(options);
   if (!stream.ok()) return PrintError(stream.status());
+  bool with_strata = options.sampler.kind != SamplerSpec::Kind::kShuffle;
+  if (token->has_value()) {  // the sampler is the token's
+    v1::SamplerSpec resumed;
+    with_strata = resumed.ParseFromString((*token)->sampler) && resumed.kind() != v1::SamplerSpec::SHUFFLE;
+  }
 
   std::ofstream out;
   if (!args.output.empty()) {
@@ -136,7 +149,7 @@ int RunStream(const StreamArgs& args) {
     Status status = (*stream)->Next(&batch);
     if (status.code() == Code::kOutOfRange) break;
     if (status.ok() && out.is_open()) {
-      status = WriteJsonLine(out, batch, options.sampler.kind != SamplerSpec::Kind::kShuffle);
+      status = WriteJsonLine(out, batch, with_strata);
     }
     if (!status.ok()) {
       progress.Abandon();
@@ -173,8 +186,9 @@ Command AddStreamCommand(CLI::App& parent) {
                   "Dataset as NAME (latest sealed version) or NAME@N; required unless --resume")
       ->type_name("NAME[@N]")
       ->check(DatasetRefValidator());
-  app->add_option("--batch-size,-b", args->batch_size, "Samples per batch for this rank (global batch = B * world)")
-      ->required()
+  app->add_option("--batch-size,-b", args->batch_size,
+                  "Samples per batch for this rank (global batch = B * world); required unless --resume, whose "
+                  "token gives the global batch")
       ->type_name("B")
       ->check(AtLeastOne());
   auto* rank = app->add_option("--rank", args->rank, "This rank, below --world")->type_name("R")->capture_default_str();
@@ -206,8 +220,9 @@ Command AddStreamCommand(CLI::App& parent) {
       ->type_name("FILE.png");
   report->excludes(rank);
   app->add_option("--resume", args->resume,
-                  "Continue from a resume token (strata1:...), as printed when a stream stops early; "
-                  "it sets dataset version, seed, epoch and start step")
+                  "Continue from a resume token (strata2:...), as printed when a stream stops early; "
+                  "it sets dataset version, seed, epoch, start step, sampler, remainder and global batch "
+                  "(options that disagree with it are refused)")
       ->type_name("TOKEN")
       ->excludes(seed)
       ->excludes(epoch)

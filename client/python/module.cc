@@ -5,6 +5,7 @@
 
 PYBIND11_MODULE(_strata, m) {
   m.doc() = "strata: batches from a strata cluster, zero-copy into numpy and PyTorch.";
+  strata::python::InitNumpy();
   strata::python::BindErrors(m);
   strata::python::BindBatch(m);
   strata::python::BindStream(m);
@@ -13,4 +14,5 @@ PYBIND11_MODULE(_strata, m) {
         "Keep freed memory for reuse instead of returning it to the kernel after every batch "
         "(glibc mallopt; process-wide). Call once at start-up; about 2x on 1 MiB samples. "
         "Returns False if the C library refused.");
+  m.attr("HAVE_NUMPY") = strata::python::HaveNumpy();
 }

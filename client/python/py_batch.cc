@@ -1,7 +1,8 @@
 // strata.Batch: one rank's batch for one step. Zero-copy views:
 // - the buffer protocol (memoryview(b), np.frombuffer(b, np.uint8)) and
 //   b.payload: the payload in host memory, read-only;
-// - b.ids, b.offsets, b.sizes: read-only numpy uint64 arrays over the batch;
+// - b.ids, b.offsets, b.sizes: read-only numpy uint64 arrays over the batch
+//   (read-only memoryviews of format 'Q' when numpy is not installed);
 // - __dlpack__/__dlpack_device__ (torch.from_dlpack(b), b.torch()): a 1-D
 //   uint8 tensor in the batch's memory, on the GPU for device-staged batches.
 // Every view holds the batch's memory alive, even after the Batch object and
@@ -21,13 +22,33 @@ namespace {
 
 using Handle = std::shared_ptr<BatchHandle>;
 
+// Set once by InitNumpy, under the GIL, before any Batch exists.
+bool have_numpy = false;
+
+// A typed read-only view of part of a batch, for memoryview() when there is
+// no numpy: it holds the batch's memory as long as the memoryview lives.
+struct ArrayView {
+  Handle handle;
+  const void* data;
+  py::ssize_t count;
+  py::ssize_t item_size;
+  std::string format;
+};
+
 // A capsule owning a reference to the handle: the base of numpy views.
 py::capsule KeepAlive(const Handle& h) {
   return py::capsule(new Handle(h), [](void* p) { delete static_cast<Handle*>(p); });
 }
 
 template <typename T>
-py::array ReadOnlyArray(const Handle& h, const T* data, size_t n) {
+py::object ReadOnlyArray(const Handle& h, const T* data, size_t n) {
+  if (!have_numpy) {
+    py::object view = py::cast(ArrayView{h, data, static_cast<py::ssize_t>(n), sizeof(T),
+                                         py::format_descriptor<T>::format()});
+    PyObject* memoryview = PyMemoryView_FromObject(view.ptr());
+    if (memoryview == nullptr) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(memoryview);
+  }
   py::array a(py::dtype::of<T>(), {static_cast<py::ssize_t>(n)}, {static_cast<py::ssize_t>(sizeof(T))}, data,
               KeepAlive(h));
   a.attr("setflags")(py::arg("write") = false);
@@ -112,12 +133,34 @@ py::list Strings(const std::vector<std::string>& v) {
 
 }  // namespace
 
+bool HaveNumpy() { return have_numpy; }
+
+void InitNumpy() {
+  try {
+    py::module_::import("numpy");
+  } catch (const py::error_already_set& e) {
+    if (!e.matches(PyExc_ImportError)) throw;
+    return;  // numpy is optional: arrays become memoryviews
+  }
+  // pybind11 sets its numpy C API up in a function-local static on first use;
+  // taken there from several threads, the first releases the GIL while it
+  // imports and the others wait for the static holding it: a deadlock. Here
+  // it runs once, before any other thread can reach it.
+  py::detail::npy_api::get();
+  have_numpy = true;
+}
+
 const std::byte* BatchHandle::host_payload() const {
   if (is_staged) return staged.host_data();
   return reinterpret_cast<const std::byte*>(plain.payload().data());
 }
 
 void BindBatch(py::module_& m) {
+  py::class_<ArrayView>(m, "_ArrayView", py::buffer_protocol(), "A read-only typed view (numpy absent).")
+      .def_buffer([](ArrayView& v) {
+        return py::buffer_info(const_cast<void*>(v.data == nullptr ? kEmpty : v.data), v.item_size, v.format, 1,
+                               {v.count}, {v.item_size}, /*readonly=*/true);
+      });
   py::class_<BatchHandle, Handle>(m, "Batch", py::buffer_protocol(), R"(One rank's batch for one step.
 
 Sample i's payload is payload[offsets[i] : offsets[i] + sizes[i]]; its fields
@@ -152,7 +195,7 @@ Arrays and tensors made from a batch share its memory and keep it alive.)")
             const std::byte* p = h->payload_bytes() == 0 ? kEmpty : h->host_payload();
             return ReadOnlyArray(h, reinterpret_cast<const uint8_t*>(p), h->payload_bytes());
           },
-          "The payload in host memory as a read-only numpy uint8 array (no copy).")
+          "The payload in host memory as a read-only numpy uint8 array (a memoryview without numpy; no copy).")
       .def_property_readonly("nbytes", &BatchHandle::payload_bytes)
       .def_property_readonly("device", [](const BatchHandle& h) {
         return h.on_device() ? "cuda:" + std::to_string(h.device()) : std::string("cpu");

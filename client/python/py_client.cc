@@ -72,6 +72,29 @@ std::string BytesOf(const py::handle& value) {
   return py::reinterpret_steal<py::bytes>(bytes);
 }
 
+// Keys, labels, attribute names and values, field names: str, or bytes that
+// are UTF-8 (decoded). Anything else, None included, is InvalidArgument:
+// str(None) would store the text "None" and str(b'cat') the text "b'cat'".
+std::string TextOf(const py::handle& value, const std::string& what) {
+  if (py::isinstance<py::str>(value)) return value.cast<std::string>();
+  if (py::isinstance<py::bytes>(value)) {
+    std::string bytes = py::reinterpret_borrow<py::bytes>(value);
+    PyObject* text = PyUnicode_DecodeUTF8(bytes.data(), static_cast<Py_ssize_t>(bytes.size()), "strict");
+    if (text == nullptr) {
+      PyErr_Clear();
+      Raise(Status::InvalidArgument(what + " is bytes that are not UTF-8 text"));
+    }
+    Py_DECREF(text);
+    return bytes;
+  }
+  if (value.is_none()) {
+    Raise(Status::InvalidArgument(what + " is None: leave it out instead (a sample without a label, or "
+                                  "without that attribute)"));
+  }
+  Raise(Status::InvalidArgument(what + " must be str (or UTF-8 bytes), not " +
+                                std::string(Py_TYPE(value.ptr())->tp_name)));
+}
+
 // A sample from a dict {"key", "label", "fields": {name: bytes}, "attributes": {k: v}}
 // or a tuple (key, label, fields).
 Sample SampleFrom(const py::handle& item) {
@@ -82,13 +105,17 @@ Sample SampleFrom(const py::handle& item) {
     for (const auto& [k, v] : d) {
       const std::string key = py::str(k);
       if (key == "key") {
-        s.key = py::str(v);
+        s.key = TextOf(v, "a sample's key");
       } else if (key == "label") {
-        s.label = py::str(v);
+        s.label = TextOf(v, "the label of a sample");
       } else if (key == "fields") {
         fields = py::reinterpret_borrow<py::object>(v);
       } else if (key == "attributes") {
-        for (const auto& [ak, av] : v.cast<py::dict>()) s.attributes[py::str(ak)] = py::str(av);
+        if (!py::isinstance<py::dict>(v)) Raise(Status::InvalidArgument("a sample's attributes must be a dict"));
+        for (const auto& [ak, av] : py::reinterpret_borrow<py::dict>(v)) {
+          const std::string name = TextOf(ak, "an attribute name");
+          s.attributes[name] = TextOf(av, "attribute '" + name + "'");
+        }
       } else {
         throw py::value_error("a sample dict has keys key, label, fields, attributes; not '" + key + "'");
       }
@@ -96,15 +123,15 @@ Sample SampleFrom(const py::handle& item) {
   } else {
     py::tuple t = py::reinterpret_borrow<py::object>(item).cast<py::tuple>();
     if (t.size() != 3) throw py::value_error("a sample tuple is (key, label, {field: bytes})");
-    s.key = py::str(t[0]);
-    s.label = py::str(t[1]);
+    s.key = TextOf(t[0], "a sample's key");
+    s.label = TextOf(t[1], "the label of sample '" + s.key + "'");
     fields = t[2];
   }
   if (fields.is_none() || !py::isinstance<py::dict>(fields)) {
     throw py::value_error("sample '" + s.key + "' needs fields: a dict of name -> bytes");
   }
   for (const auto& [name, data] : fields.cast<py::dict>()) {
-    s.fields.push_back({py::str(name), BytesOf(data)});
+    s.fields.push_back({TextOf(name, "a field name of sample '" + s.key + "'"), BytesOf(data)});
   }
   return s;
 }
@@ -158,24 +185,34 @@ class PyClient {
     o.sampler = SamplerFrom(sampler);
     const std::optional<StagingOptions> staging = StagingFor(device, prefetch_depth, cuda_stream);
     auto stream = Call([&] { return client_->OpenStream(o); });
-    return MakePyStream(std::move(stream), staging ? &*staging : nullptr);
+    return MakePyStream(client_, std::move(stream), staging ? &*staging : nullptr);
   }
 
-  py::object Resume(const std::string& token_text, uint32_t batch_size, uint32_t rank, uint32_t world,
-                    uint64_t max_steps, bool drop_last, const py::object& sampler, const py::object& device,
-                    int prefetch_depth, const py::object& cuda_stream) {
+  py::object Resume(const std::string& token_text, const py::object& batch_size, uint32_t rank, uint32_t world,
+                    uint64_t max_steps, const py::object& drop_last, const py::object& sampler,
+                    const py::object& device, int prefetch_depth, const py::object& cuda_stream,
+                    const py::object& step) {
     auto token = ResumeToken::Decode(token_text);
     ThrowIfError(token.status());
+    if (!token->complete() && batch_size.is_none()) {
+      Raise(Status::InvalidArgument("this resume token (strata1) does not carry the batch size: pass batch_size"));
+    }
+    if (!drop_last.is_none() && token->complete() && drop_last.cast<bool>() != token->drop_last) {
+      Raise(Status::InvalidArgument(std::string("the resume token's plan ") +
+                                    (token->drop_last ? "drops" : "keeps") + " the short last batch, not drop_last=" +
+                                    (token->drop_last ? "False" : "True") + ": leave drop_last out"));
+    }
+    if (!step.is_none()) token->step = step.cast<uint64_t>();
     StreamOptions o;
-    o.batch_size = batch_size;
+    o.batch_size = batch_size.is_none() ? 0 : batch_size.cast<uint32_t>();
     o.rank = rank;
     o.world = world;
     o.max_steps = max_steps;
-    o.remainder = drop_last ? Remainder::kDrop : Remainder::kShort;
+    o.remainder = !drop_last.is_none() && drop_last.cast<bool>() ? Remainder::kDrop : Remainder::kShort;
     o.sampler = SamplerFrom(sampler);
     const std::optional<StagingOptions> staging = StagingFor(device, prefetch_depth, cuda_stream);
     auto stream = Call([&] { return client_->ResumeStream(*token, o); });
-    return MakePyStream(std::move(stream), staging ? &*staging : nullptr);
+    return MakePyStream(client_, std::move(stream), staging ? &*staging : nullptr);
   }
 
   py::dict Ingest(const std::string& dataset, const py::iterable& samples, uint64_t shard_size,
@@ -216,7 +253,8 @@ class PyClient {
     return std::move(*r).value();
   }
 
-  std::unique_ptr<Client> client_;
+  // Shared with the streams opened from it: a stream outlives its PyClient.
+  std::shared_ptr<Client> client_;
 };
 
 }  // namespace
@@ -247,11 +285,18 @@ a dict of SamplerSpec fields. device: None (batches straight from the network),
 'cpu' (a host staging ring with background prefetch), 'cuda', 'cuda:N' or N (a
 staging ring on that GPU; host memory, with a log line, when there is none).
 cuda_stream: the consumer's cudaStream_t as an int (default: legacy stream).)")
-      .def("resume", &PyClient::Resume, py::arg("token"), py::arg("batch_size"), py::arg("rank") = 0,
-           py::arg("world") = 1, py::arg("max_steps") = 0, py::arg("drop_last") = false,
+      .def("resume", &PyClient::Resume, py::arg("token"), py::arg("batch_size") = py::none(), py::arg("rank") = 0,
+           py::arg("world") = 1, py::arg("max_steps") = 0, py::arg("drop_last") = py::none(),
            py::arg("sampler") = py::none(), py::arg("device") = py::none(), py::arg("prefetch_depth") = 2,
-           py::arg("cuda_stream") = py::none(),
-           "Continues a stream from a resume token, on any world size that divides the same global batch.")
+           py::arg("cuda_stream") = py::none(), py::arg("step") = py::none(),
+           R"(Continues a stream from a resume token, on any world size that divides the same global batch.
+
+The token carries the plan (dataset version, seed, epoch, sampler, drop_last,
+global batch): batch_size defaults to global batch / world; a batch_size,
+sampler or drop_last given that disagree with the token raise strata.Error
+(InvalidArgument). step: start at this step of the token's plan instead of
+the token's own. Tokens of the older format (strata1:) carry no plan: give
+batch_size, and sampler and drop_last as the stream had them.)")
       .def("ingest", &PyClient::Ingest, py::arg("dataset"), py::arg("samples"), py::arg("shard_size") = 0,
            py::arg("options") = py::none(),
            R"(Creates the next version of `dataset` from an iterable of samples and seals it.
@@ -270,8 +315,21 @@ Returns the server's summary.)");
     d["seed"] = t->seed;
     d["epoch"] = t->epoch;
     d["step"] = t->step;
+    d["complete"] = t->complete();
+    d["global_batch"] = t->complete() ? py::object(py::int_(t->global_batch)) : py::object(py::none());
+    d["drop_last"] = t->complete() ? py::object(py::bool_(t->drop_last)) : py::object(py::none());
+    py::object spec = py::none();
+    if (t->complete()) {
+      v1::SamplerSpec s;
+      if (!s.ParseFromString(t->sampler)) {
+        Raise(Status::InvalidArgument("the resume token's sampler is not a valid SamplerSpec"));
+      }
+      spec = ToDict(s);
+    }
+    d["sampler"] = spec;
     return d;
-  }, py::arg("token"), "A resume token's parts as a dict.");
+  }, py::arg("token"),
+        "A resume token's parts as a dict; global_batch, drop_last and sampler are None in an old (strata1) token.");
 
   m.def("staging_path", [](const py::object& device) {
     StagingOptions o;

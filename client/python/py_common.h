@@ -1,9 +1,16 @@
 // Shared by the pieces of the `_strata` extension module (client/python/).
 //
 // GIL: every call that may block on the network or on the staging ring
-// releases the GIL. Objects below hold no Python references, so they may be
+// releases the GIL, and no one-time initialisation runs with it held by a
+// thread that could wait for another (numpy's C API is set up when the module
+// is imported). Objects below hold no Python references, so they may be
 // destroyed on any thread, with or without the GIL (a DLPack deleter runs
 // wherever the consumer drops its tensor).
+//
+// Lifetimes: every object keeps alive what it uses. A Stream shares its
+// Client's connection (std::shared_ptr), a Batch owns its buffers or its
+// staging slot, and arrays, memoryviews and tensors made from a Batch keep
+// the Batch's memory.
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -58,9 +65,18 @@ py::dict ToDict(const google::protobuf::Message& message);
 // repeated scalars, maps of scalars); ValueError for unknown names or bad values.
 void FromDict(const py::dict& fields, google::protobuf::Message* message);
 
-// A strata.Stream over `stream`: plain when `staging` is null, else through a
+// A strata.Stream over `stream`, which keeps `client` (the connection the
+// stream reads through) alive: plain when `staging` is null, else through a
 // staging ring opened with *staging (which logs the path it takes).
-py::object MakePyStream(std::unique_ptr<Stream> stream, const StagingOptions* staging);
+py::object MakePyStream(std::shared_ptr<Client> client, std::unique_ptr<Stream> stream,
+                        const StagingOptions* staging);
+
+// Whether numpy could be imported (set once, when the module is imported):
+// without it, Batch's arrays are memoryviews.
+bool HaveNumpy();
+// Imports numpy and sets up pybind11's numpy C API, if numpy is installed.
+// REQUIRES: called once, from the module's initialisation.
+void InitNumpy();
 
 void BindErrors(py::module_& m);
 void BindBatch(py::module_& m);

@@ -19,8 +19,10 @@ namespace strata::python {
 // Exposed to py_client.cc through BindStream's factory functions below.
 class PyStream {
  public:
-  explicit PyStream(std::unique_ptr<Stream> plain) : plain_(std::move(plain)) {}
-  explicit PyStream(std::unique_ptr<StagedStream> staged) : staged_(std::move(staged)) {}
+  PyStream(std::shared_ptr<Client> client, std::unique_ptr<Stream> plain)
+      : client_(std::move(client)), plain_(std::move(plain)) {}
+  PyStream(std::shared_ptr<Client> client, std::unique_ptr<StagedStream> staged)
+      : client_(std::move(client)), staged_(std::move(staged)) {}
 
   ~PyStream() { Close(); }
 
@@ -76,9 +78,11 @@ class PyStream {
     // Taken out first, so that no other thread sees a stream being destroyed.
     std::unique_ptr<StagedStream> staged = std::move(staged_);
     std::unique_ptr<Stream> plain = std::move(plain_);
+    std::shared_ptr<Client> client = std::move(client_);
     py::gil_scoped_release nogil;  // joins the staging thread, ends the call
     staged.reset();
     plain.reset();
+    client.reset();  // after the stream that reads through it
   }
 
  private:
@@ -87,6 +91,8 @@ class PyStream {
     if (closed()) throw py::value_error("the stream is closed");
   }
 
+  // Declared first, destroyed last: the streams read through its channels.
+  std::shared_ptr<Client> client_;
   std::unique_ptr<Stream> plain_;
   std::unique_ptr<StagedStream> staged_;
   std::atomic<bool> busy_{false};
@@ -94,8 +100,9 @@ class PyStream {
 };
 
 // Wraps a stream for Python: straight, or staged when staging is given.
-py::object MakePyStream(std::unique_ptr<Stream> stream, const StagingOptions* staging) {
-  if (staging == nullptr) return py::cast(std::make_unique<PyStream>(std::move(stream)));
+py::object MakePyStream(std::shared_ptr<Client> client, std::unique_ptr<Stream> stream,
+                        const StagingOptions* staging) {
+  if (staging == nullptr) return py::cast(std::make_unique<PyStream>(std::move(client), std::move(stream)));
   std::unique_ptr<StagedStream> staged;
   Status opened;
   {
@@ -108,7 +115,7 @@ py::object MakePyStream(std::unique_ptr<Stream> stream, const StagingOptions* st
     }
   }
   ThrowIfError(opened);
-  return py::cast(std::make_unique<PyStream>(std::move(staged)));
+  return py::cast(std::make_unique<PyStream>(std::move(client), std::move(staged)));
 }
 
 void BindStream(py::module_& m) {

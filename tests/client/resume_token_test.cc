@@ -33,10 +33,68 @@ TEST(ResumeTokenTest, RoundTripsExtremeValues) {
   EXPECT_EQ(*decoded, token);
 }
 
+TEST(ResumeTokenTest, CompleteTokensCarryThePlan) {
+  ResumeToken token;
+  token.dataset = "cats";
+  token.version = 3;
+  token.plan_hash = 0x1234;
+  token.seed = 5;
+  token.epoch = 1;
+  token.step = 17;
+  token.global_batch = 256;
+  token.drop_last = true;
+  token.sampler = std::string("\x08\x01\x00\xff", 4);  // opaque bytes, any value
+  ASSERT_TRUE(token.complete());
+  const std::string text = token.Encode();
+  EXPECT_EQ(text, "strata2:cats@3:0000000000001234:256:drop:080100ff:5:1:17");
+  auto decoded = ResumeToken::Decode(text);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(*decoded, token);
+
+  token.drop_last = false;
+  token.sampler.clear();  // the default spec
+  EXPECT_EQ(token.Encode(), "strata2:cats@3:0000000000001234:256:short:-:5:1:17");
+  decoded = ResumeToken::Decode(token.Encode());
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(*decoded, token);
+}
+
+TEST(ResumeTokenTest, OldFormatTokensStillDecodeAsIncomplete) {
+  auto decoded = ResumeToken::Decode("strata1:cats@2:00000000000000ab:1:2:3");
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_FALSE(decoded->complete());
+  EXPECT_EQ(decoded->step, 3u);
+  EXPECT_EQ(decoded->Encode(), "strata1:cats@2:00000000000000ab:1:2:3");
+}
+
+TEST(ResumeTokenTest, RefusesMalformedCompleteTokens) {
+  for (const char* bad : {
+           "strata2:cats@1:00000000000000ab:0:short:-:1:2:3",        // global batch 0
+           "strata2:cats@1:00000000000000ab:-4:short:-:1:2:3",       // signed
+           "strata2:cats@1:00000000000000ab:4:keep:-:1:2:3",         // remainder
+           "strata2:cats@1:00000000000000ab:4:short::1:2:3",         // empty sampler
+           "strata2:cats@1:00000000000000ab:4:short:0:1:2:3",        // odd hex
+           "strata2:cats@1:00000000000000ab:4:short:0G:1:2:3",       // not hex
+           "strata2:cats@1:00000000000000ab:4:short:0A:1:2:3",       // upper case
+           "strata2:cats@1:00000000000000ab:4:short:-:1:2:3:4",      // extra field
+           "strata1:cats@1:00000000000000ab:4:short:-:1:2:3",        // format 1 with a plan
+       }) {
+    auto r = ResumeToken::Decode(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << bad;
+  }
+  const std::string huge = "strata2:cats@1:00000000000000ab:4:short:" + std::string(200000, 'a') + ":1:2:3";
+  auto r = ResumeToken::Decode(huge);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("longer than"), std::string::npos) << r.status().message();
+  EXPECT_LT(r.status().message().size(), 1000u);  // the message quotes a bounded prefix
+}
+
 TEST(ResumeTokenTest, RefusesMalformedTokens) {
   for (const char* bad : {
            "", "strata1:",
-           "strata2:cats@1:00000000000000ab:1:2:3",                     // unknown format
+           "strata3:cats@1:00000000000000ab:1:2:3",                     // unknown format
+           "strata2:cats@1:00000000000000ab:1:2:3",                     // format 2 without its plan
            "cats@1:00000000000000ab:1:2:3",                             // no prefix
            "strata1:cats:00000000000000ab:1:2:3",                       // no version
            "strata1:cats@0:00000000000000ab:1:2:3",                     // version 0

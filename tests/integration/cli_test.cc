@@ -196,11 +196,59 @@ TEST_F(CliTest, StreamStoppedEarlyPrintsAResumeTokenThatContinues) {
   ASSERT_EQ(first.exit_code, 0) << first.err;
   std::smatch m;
   const std::string all = first.out + first.err;
-  ASSERT_TRUE(std::regex_search(all, m, std::regex("--resume (strata1:\\S+)"))) << all;
+  ASSERT_TRUE(std::regex_search(all, m, std::regex("--resume (strata2:\\S+)"))) << all;
   const std::string tail = node_->dir().Join("tail.jsonl");
   CommandResult second = Cli({"stream", "--resume", m[1], "--batch-size", "10", "--output", tail, "-q"});
   ASSERT_EQ(second.exit_code, 0) << second.err;
   EXPECT_EQ(ReadAll(head) + ReadAll(tail), ReadAll(full));
+}
+
+// The token carries the whole plan: a stratified stream with --drop-last
+// continues from --resume TOKEN alone, on another world size too; options
+// that disagree with the token are refused with a message saying which.
+TEST_F(CliTest, ResumeTokenAloneContinuesAStratifiedStream) {
+  const std::string dir = Generate("resume-plan", "folder", 203);
+  ASSERT_EQ(Cli({"ingest", "--dataset", "resume-plan", dir}).exit_code, 0);
+  const std::vector<std::string> plan = {"--dataset", "resume-plan", "--batch-size", "12", "--seed", "4",
+                                         "--sampler", "stratified", "--drop-last", "-q"};
+  auto with = [&](std::vector<std::string> args, const std::vector<std::string>& more) {
+    args.insert(args.begin(), "stream");
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  const std::string full = node_->dir().Join("plan-full.jsonl");
+  ASSERT_EQ(Cli(with(plan, {"--output", full})).exit_code, 0);
+  const std::string head = node_->dir().Join("plan-head.jsonl");
+  CommandResult first = Cli(with(plan, {"--max-steps", "5", "--output", head}));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  std::smatch m;
+  const std::string all = first.out + first.err;
+  ASSERT_TRUE(std::regex_search(all, m, std::regex("--resume (strata2:\\S+)"))) << all;
+  const std::string token = m[1];
+
+  const std::string tail = node_->dir().Join("plan-tail.jsonl");
+  CommandResult second = Cli({"stream", "--resume", token, "--output", tail, "-q"});
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(ReadAll(head) + ReadAll(tail), ReadAll(full));
+  EXPECT_NE(ReadAll(tail).find("\"strata\""), std::string::npos) << "a stratified stream's lines carry strata";
+  EXPECT_NE(second.out.find("132 samples"), std::string::npos)
+      << "203 samples, global batch 12, drop last: 16 steps of 12, 11 of them resumed = 132; "
+      << second.out;
+
+  // Two ranks of 6 share the same global batches.
+  CommandResult rank1 = Cli({"stream", "--resume", token, "--world", "2", "--rank", "1", "-q"});
+  ASSERT_EQ(rank1.exit_code, 0) << rank1.err;
+  EXPECT_NE(rank1.out.find("66 samples"), std::string::npos) << rank1.out;
+
+  CommandResult bad_batch = Cli({"stream", "--resume", token, "--batch-size", "7", "-q"});
+  EXPECT_NE(bad_batch.exit_code, 0);
+  EXPECT_NE(bad_batch.err.find("global batch is 12"), std::string::npos) << bad_batch.err;
+  CommandResult bad_sampler = Cli({"stream", "--resume", token, "--sampler", "weighted", "-q"});
+  EXPECT_NE(bad_sampler.exit_code, 0);
+  EXPECT_NE(bad_sampler.err.find("uses sampler STRATIFIED"), std::string::npos) << bad_sampler.err;
+  CommandResult old_format = Cli({"stream", "--resume", "strata1:resume-plan@1:0000000000000001:4:0:5", "-q"});
+  EXPECT_NE(old_format.exit_code, 0);
+  EXPECT_NE(old_format.err.find("give --batch-size"), std::string::npos) << old_format.err;
 }
 
 }  // namespace

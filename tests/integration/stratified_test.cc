@@ -198,7 +198,7 @@ TEST_F(StratifiedTest, ResumeTokenCoversTheSampler) {
   ASSERT_EQ(first.exit_code, 0) << first.err;
   std::smatch m;
   const std::string all = first.out + first.err;
-  ASSERT_TRUE(std::regex_search(all, m, std::regex("--resume (strata1:\\S+)"))) << all;
+  ASSERT_TRUE(std::regex_search(all, m, std::regex("--resume (strata2:\\S+)"))) << all;
   const std::string tail = node_->dir().Join("tail.jsonl");
   CommandResult second = Cli({"stream", "--resume", m[1], "--sampler", "stratified", "--batch-size", "50", "--output",
                               tail, "-q"});
@@ -208,9 +208,17 @@ TEST_F(StratifiedTest, ResumeTokenCoversTheSampler) {
   joined << h.rdbuf() << t.rdbuf();
   whole << f.rdbuf();
   EXPECT_EQ(joined.str(), whole.str()) << "the resumed stream equals the uninterrupted one";
-  CommandResult other = Cli({"stream", "--resume", m[1], "--batch-size", "50", "-q"});
-  EXPECT_EQ(other.exit_code, 1) << "a token of a stratified plan does not continue a shuffled one";
-  EXPECT_NE(other.err.find("different plan"), std::string::npos) << other.err;
+  // The token carries the sampler: without --sampler it continues the same plan.
+  const std::string alone = node_->dir().Join("alone.jsonl");
+  CommandResult by_token = Cli({"stream", "--resume", m[1], "--output", alone, "-q"});
+  ASSERT_EQ(by_token.exit_code, 0) << by_token.err;
+  std::ifstream a(alone);
+  std::stringstream resumed;
+  resumed << a.rdbuf();
+  EXPECT_EQ(resumed.str(), joined.str().substr(joined.str().size() - resumed.str().size()));
+  CommandResult other = Cli({"stream", "--resume", m[1], "--sampler", "weighted", "-q"});
+  EXPECT_EQ(other.exit_code, 1) << "a token of a stratified plan does not continue a weighted one";
+  EXPECT_NE(other.err.find("uses sampler STRATIFIED"), std::string::npos) << other.err;
 }
 
 TEST_F(StratifiedTest, BadTimestampsFailTheIngestNamingTheSample) {

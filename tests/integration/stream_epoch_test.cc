@@ -131,9 +131,17 @@ TEST_F(StreamEpochTest, ResumeTokenOfAnotherPlanIsRefused) {
   Batch b;
   ASSERT_TRUE(stream.value()->Next(&b).ok());
   ResumeToken token = stream.value()->resume_token();
-  // The same token with another global batch is another plan.
+  // The token carries its plan: another global batch is refused at once,
+  // naming both.
+  auto refused = node_->client().ResumeStream(token, Options(0, 1, 12));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kInvalidArgument) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("global batch"), std::string::npos) << refused.status().ToString();
+  // A token without its plan (the first format) is checked by the server,
+  // against the plan hash.
+  token.global_batch = 0;
   auto resumed = node_->client().ResumeStream(token, Options(0, 1, 12));
-  ASSERT_TRUE(resumed.ok());
+  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
   Status s = resumed.value()->Next(&b);
   EXPECT_EQ(s.code(), Code::kFailedPrecondition) << s.ToString();
 }

@@ -9,7 +9,8 @@ import torch
 import torch.distributed as dist
 from torch.utils.data import DataLoader
 
-from conftest import SYNTHETIC_SAMPLES, synthetic_payload
+import strata
+from conftest import SYNTHETIC_SAMPLES, synthetic_label, synthetic_payload
 from strata.torch import StrataDataset
 
 
@@ -89,7 +90,69 @@ def test_rank_and_world_come_from_torch_distributed(server, synthetic):
         dist.destroy_process_group()
 
 
-def test_several_dataloader_workers_are_refused(server, synthetic):
-    ds = StrataDataset(server.address, synthetic, batch_size=10)
-    with pytest.raises(RuntimeError, match="num_workers=0"):
-        list(DataLoader(ds, batch_size=None, num_workers=2))
+def test_workers_yield_the_zero_worker_sequence(server, synthetic):
+    ds = StrataDataset(server.address, synthetic, batch_size=30, seed=2, epoch=1)
+    expected = ids_of(ds.loader(num_workers=0))
+    assert sorted(i for b in expected for i in b) == list(range(SYNTHETIC_SAMPLES))
+    for workers in (2, 3):
+        assert ids_of(ds.loader(num_workers=workers)) == expected, workers
+    # A plain DataLoader keeps the order too (spawned: gRPC does not survive fork).
+    assert ids_of(DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context="spawn")) == expected
+
+
+def test_state_dict_with_workers_resumes_mid_epoch(server, synthetic):
+    full = ids_of(StrataDataset(server.address, synthetic, batch_size=30, seed=2).loader())
+    ds = StrataDataset(server.address, synthetic, batch_size=30, seed=2)
+    first = []
+    for item in ds.loader(num_workers=3):
+        first.append(item["ids"].tolist())
+        if len(first) == 7:
+            state = ds.state_dict()  # a checkpoint after step 6, taken while workers run ahead
+            break
+    assert strata.parse_resume_token(state["resume_token"])["step"] == 7
+    restored = StrataDataset(server.address, synthetic, batch_size=30)
+    restored.load_state_dict(state)
+    rest = ids_of(restored.loader(num_workers=2))
+    assert first + rest == full
+    assert strata.parse_resume_token(restored.state_dict()["resume_token"])["step"] == len(full)
+    # The next iteration starts the epoch afresh (the resume position was used).
+    assert ids_of(restored.loader(num_workers=2)) == full
+
+
+def size_and_id(sample):
+    return torch.tensor([len(sample["data"]), sample["id"]])
+
+
+def test_per_sample_mode_collates_each_step_in_plan_order(server, client, synthetic):
+    expected = [b.ids.tolist() for b in client.stream(synthetic, batch_size=32, seed=3, sampler="stratified")]
+    ds = StrataDataset(server.address, synthetic, batch_size=32, seed=3, sampler="stratified", per_sample=True)
+    for workers in (0, 2, 3):
+        got = list(ds.loader(num_workers=workers))
+        assert [b["id"].tolist() for b in got] == expected, workers
+    first = got[0]
+    for k, sample_id in enumerate(first["id"].tolist()):
+        assert first["data"][k] == synthetic_payload(sample_id) == first["fields"]["bin"][k]
+        assert first["label"][k] == synthetic_label(sample_id)
+
+    ds = StrataDataset(server.address, synthetic, batch_size=32, seed=3, sampler="stratified", per_sample=True,
+                       transform=size_and_id)
+    for batch in ds.loader(num_workers=2):
+        assert batch.shape[1] == 2
+        assert batch[:, 0].tolist() == [len(synthetic_payload(i)) for i in batch[:, 1].tolist()]
+    with pytest.raises(ValueError, match="batch_size"):
+        ds.loader(batch_size=8)
+
+
+def test_per_sample_state_dict_resumes_at_a_step(server, synthetic):
+    ds = StrataDataset(server.address, synthetic, batch_size=40, seed=4, per_sample=True)
+    full = [b["id"].tolist() for b in ds.loader()]
+    ds = StrataDataset(server.address, synthetic, batch_size=40, seed=4, per_sample=True)
+    first = []
+    for batch in ds.loader(num_workers=2):
+        first.append(batch["id"].tolist())
+        if len(first) == 3:
+            state = ds.state_dict()
+            break
+    restored = StrataDataset(server.address, synthetic, batch_size=40, per_sample=True)
+    restored.load_state_dict(state)
+    assert first + [b["id"].tolist() for b in restored.loader(num_workers=3)] == full

@@ -216,3 +216,61 @@ def test_batches_kept_by_the_caller_stay_intact_with_the_tuned_allocator(client,
             assert bytes(batch.sample(i)) == synthetic_payload(sample_id)
         seen.extend(batch.ids.tolist())
     assert sorted(seen) == list(range(SYNTHETIC_SAMPLES))
+
+
+def test_labels_and_attributes_must_be_text(client):
+    sample = lambda **kw: dict({"key": "a", "label": "x", "fields": {"bin": b"1"}}, **kw)  # noqa: E731
+    for bad, why in [(sample(label=None), "None"), (sample(label=3), "must be str"),
+                     (sample(attributes={"source": None}), "None"), (sample(attributes={"source": 1.5}), "not float"),
+                     (sample(label=b"\xff"), "not UTF-8"), (sample(key=None), "None"),
+                     (("a", None, {"bin": b"1"}), "None")]:
+        with pytest.raises(strata.Error) as e:
+            client.ingest("pybad", [bad])
+        assert e.value.code == "InvalidArgument" and why in str(e.value), (bad, str(e.value))
+    # bytes that are UTF-8 are text: never the repr "b'cat'".
+    summary = client.ingest("pybytes", [
+        {"key": b"k0", "label": b"cat", "attributes": {b"source": b"cam"}, "fields": {b"bin": b"1"}},
+        ("k1", "dog", {"bin": b"2"}),
+        {"key": "k2", "fields": {"bin": b"3"}},  # no label, no attributes
+    ], options={"stratify_by": ["source"]})
+    dataset = "pybytes@%d" % summary["dataset"]["version"]
+    batch = next(client.stream(dataset, batch_size=3, sampler="stratified"))
+    by_id = {int(i): (label, stratum) for i, label, stratum in zip(batch.ids, batch.labels, batch.strata)}
+    assert sorted(label for label, _ in by_id.values()) == ["", "cat", "dog"]
+    assert [s for label, s in by_id.values() if label == "cat"][0].endswith("cam")
+    assert not any("b'" in label or "b'" in s for label, s in by_id.values())
+
+
+def test_a_complete_token_alone_resumes_a_stratified_stream(client, synthetic):
+    plan = dict(batch_size=48, seed=6, sampler="stratified", drop_last=True)
+    full = [b.ids.tolist() for b in client.stream(synthetic, **plan)]
+    assert len(full) == SYNTHETIC_SAMPLES // 48
+    stream = client.stream(synthetic, **plan)
+    head = [next(stream).ids.tolist() for _ in range(4)]
+    token = stream.resume_token()
+    assert token.startswith("strata2:")
+    parts = strata.parse_resume_token(token)
+    assert parts["complete"] and parts["global_batch"] == 48 and parts["drop_last"] is True
+    assert parts["sampler"]["kind"] == "STRATIFIED" and parts["step"] == 4
+    assert head + [b.ids.tolist() for b in client.resume(token)] == full
+    halves = [[b.ids.tolist() for b in client.resume(token, rank=r, world=2)] for r in range(2)]
+    assert [sorted(a + b) for a, b in zip(*halves)] == [sorted(ids) for ids in full[4:]]
+    # What disagrees with the token is refused, saying why.
+    for bad, why in [(dict(batch_size=50), "global batch is 48"), (dict(sampler="weighted"), "uses sampler STRATIFIED"),
+                     (dict(drop_last=False), "drops the short last batch"), (dict(world=5), "does not divide")]:
+        with pytest.raises(strata.Error) as e:
+            client.resume(token, **bad)
+        assert e.value.code == "InvalidArgument" and why in str(e.value), (bad, str(e.value))
+    assert [b.ids.tolist() for b in client.resume(token, batch_size=48, sampler="stratified", drop_last=True)] == \
+        full[4:]
+    # The older format carries no plan: the caller gives it, as before.
+    old = "strata1:%s:%016x:6:0:4" % (synthetic, parts["plan_hash"])
+    assert strata.parse_resume_token(old)["complete"] is False
+    with pytest.raises(strata.Error, match="pass batch_size"):
+        client.resume(old)
+    resumed = client.resume(old, batch_size=48, sampler="stratified", drop_last=True)
+    assert [b.ids.tolist() for b in resumed] == full[4:]
+    assert strata.parse_resume_token(resumed.resume_token())["complete"]  # continues as a complete token
+    with pytest.raises(strata.Error) as e:
+        next(client.resume(old, batch_size=48))  # not the token's plan: the server refuses it
+    assert e.value.code == "FailedPrecondition"

@@ -149,8 +149,12 @@ class Client {
   // on the first Next().
   virtual Result<std::unique_ptr<Stream>> OpenStream(const StreamOptions& options) = 0;
   // Opens a stream that continues from a resume token (dataset version, plan,
-  // seed, epoch and step). batch_size, world, rank, sampler and remainder come
-  // from `options`; the server refuses a token whose plan does not match.
+  // seed, epoch and step). world, rank and max_steps come from `options`. A
+  // complete token (format 2) also gives the sampler, remainder and global
+  // batch: options.batch_size 0 takes global batch / world, and a batch size,
+  // sampler (other than the default) or REMAINDER_DROP that disagree with the
+  // token are InvalidArgument. A format 1 token takes them all from `options`;
+  // the server refuses a token whose plan does not match.
   virtual Result<std::unique_ptr<Stream>> ResumeStream(const ResumeToken& token, StreamOptions options) = 0;
 
   virtual Result<std::unique_ptr<IngestWriter>> StartIngest(const IngestOptions& options) = 0;

@@ -10,11 +10,42 @@
 
 The PyTorch dataset is in strata.torch (imported on first use, since torch is
 slow to import): ``from strata.torch import StrataDataset``.
+
+numpy and torch are optional: without numpy (HAVE_NUMPY is False) ids, offsets,
+sizes and payload are read-only memoryviews over the same memory.
+
+Thread-safety: a Client may be shared by threads; a Stream is iterated by one
+thread at a time. A Stream keeps its Client's connection alive, and a Batch
+(and every view of it) its memory, so `for b in strata.Client(a).stream(...)`
+is fine. Blocking calls release the GIL.
+
+Ingest: keys, labels, attribute names and values are str, or UTF-8 bytes
+(decoded); None or any other type raises strata.Error (InvalidArgument). Leave
+a label or attribute out to have none.
 """
 
-from ._strata import Batch, Client, Error, Stream, parse_resume_token, staging_path, tune_allocator
+import os as _os
 
-__all__ = ["Batch", "Client", "Error", "Stream", "parse_resume_token", "staging_path", "tune_allocator"]
+from ._strata import HAVE_NUMPY, Batch, Error, Stream, parse_resume_token, staging_path, tune_allocator
+from ._strata import Client as _Client
+
+# The process that first connected (gRPC cannot be used in a child forked
+# after that; strata.torch checks it in DataLoader workers).
+_connected_in_pid = 0
+
+
+class Client(_Client):
+    __doc__ = _Client.__doc__
+
+    def __init__(self, *args, **kwargs):
+        global _connected_in_pid
+        if not _connected_in_pid:
+            _connected_in_pid = _os.getpid()
+        super().__init__(*args, **kwargs)
+
+
+__all__ = ["HAVE_NUMPY", "Batch", "Client", "Error", "Stream", "parse_resume_token", "staging_path",
+           "tune_allocator"]
 
 
 def _batch_torch(self):

@@ -2,29 +2,47 @@
 
     from strata.torch import StrataDataset
     ds = StrataDataset("127.0.0.1:7400", "cats", batch_size=64, seed=1, decode=my_decode)
-    loader = torch.utils.data.DataLoader(ds, batch_size=None)   # ds yields whole batches
+    loader = ds.loader(num_workers=4)             # a DataLoader that keeps ds.state_dict() current
     for epoch in range(epochs):
         ds.set_epoch(epoch)
         for batch in loader:
             ...
             checkpoint = {"data": ds.state_dict(), ...}   # resumes after this batch
 
-Each item is one rank's batch for one step (strata batches server-side, so use
-batch_size=None in the DataLoader). Rank and world come from torch.distributed
-when it is initialised, else 0 and 1, unless given. The global batch is
-batch_size x world; every sample is delivered exactly once per epoch across
-ranks (drop_last=False), and the order does not depend on the world size.
+Batches: each item is one rank's batch for one step, `decode(strata.Batch)`
+(strata batches server-side: the DataLoader's batch_size is None).
 
-DataLoader workers: use num_workers=0 (or 1). strata already reads, batches
-and prefetches on the servers and in a background thread of this process, so
-worker processes add nothing; with more than one worker each would need its
-own share of the epoch, and the plan shares an epoch between ranks only, so
-iterating with several workers raises RuntimeError.
+Samples (per_sample=True): each item is `transform(sample)` for one sample, in
+plan order; ds.loader() collates each step's samples into one batch, so every
+collated batch is exactly one strata batch (the stratified sampler's
+composition holds per collated batch). A sample is a dict
+{"id": int, "label": str, "stratum": str, "data": bytes (the whole payload),
+"fields": {name: bytes}}.
+
+Workers: with num_workers = N > 1, worker k takes the rank's steps k, k + N,
+k + 2N, ... (one short stream per step, the next one opened before the current
+is handed over), so the DataLoader's round-robin yields them in plan order:
+the same sequence as num_workers=0, each sample once. Decode and transform run
+in the workers. Iterate through ds.loader() (a strata.torch.StrataDataLoader)
+so that state_dict() follows what the loader has yielded; a plain DataLoader
+keeps the order but state_dict() then sees only iteration in this process.
+Workers are spawned (multiprocessing_context="spawn"): gRPC does not survive
+fork, so decode and transform must be picklable (module-level functions).
+
+Rank and world come from torch.distributed when it is initialised, else 0 and
+1, unless given. The global batch is batch_size x world; every sample is
+delivered exactly once per epoch across ranks (drop_last=False), and the order
+does not depend on the world size.
 """
+
+import os
 
 import torch
 import torch.distributed
 import torch.utils.data
+from torch.utils.data import default_collate, default_convert
+
+import strata
 
 from . import _strata
 
@@ -44,27 +62,60 @@ def default_decode(batch):
     }
 
 
+def samples_of(batch):
+    """The samples of a strata.Batch as dicts (see the module's docstring); copies the bytes."""
+    ids, labels, strata = batch.ids.tolist(), batch.labels, batch.strata
+    out = []
+    for i in range(len(batch)):
+        out.append({"id": ids[i], "label": labels[i], "stratum": strata[i] if strata else "",
+                    "data": bytes(batch.sample(i)),
+                    "fields": {name: bytes(batch.field(i, name)) for name in batch.field_names(i)}})
+    return out
+
+
+class _Stamped:
+    """An item from the dataset with the resume token after its step (None
+    inside a step), for StrataDataLoader to unwrap; picklable."""
+
+    __slots__ = ("item", "token")
+
+    def __init__(self, item, token):
+        self.item = item
+        self.token = token
+
+    def __reduce__(self):
+        return (_Stamped, (self.item, self.token))
+
+
 class StrataDataset(torch.utils.data.IterableDataset):
-    """One rank's batches of a strata dataset, decoded by `decode`.
+    """One rank's batches (or samples) of a strata dataset.
 
     address, dataset: the stratad ("host:port") and dataset ("name" or "name@N").
     batch_size: samples per rank per step. seed, epoch: the epoch plan's seed and
     the epoch to iterate (set_epoch changes it). decode: callable(strata.Batch)
-    -> item; default_decode by default. rank, world: default from
+    -> item; default_decode by default. per_sample: yield samples instead, each
+    through transform (default: the sample dict). rank, world: default from
     torch.distributed. device: None (batches from the network), or 'cpu' /
-    'cuda[:N]' for a staging ring (see strata.Client.stream). sampler, drop_last,
-    prefetch_depth: as in strata.Client.stream.
+    'cuda[:N]' for a staging ring (see strata.Client.stream; not with workers).
+    sampler, drop_last, prefetch_depth: as in strata.Client.stream.
     """
 
     def __init__(self, address, dataset, batch_size, seed=0, epoch=0, decode=None, rank=None, world=None,
-                 drop_last=False, sampler=None, device=None, prefetch_depth=2, connect_timeout_ms=5000):
+                 drop_last=False, sampler=None, device=None, prefetch_depth=2, connect_timeout_ms=5000,
+                 per_sample=False, transform=None):
         super().__init__()
+        if per_sample and decode is not None:
+            raise ValueError("per_sample=True takes transform=, not decode=")
+        if transform is not None and not per_sample:
+            raise ValueError("transform= is for per_sample=True; batches take decode=")
         self.address = address
         self.dataset = dataset
         self.batch_size = batch_size
         self.seed = seed
         self.epoch = epoch
         self.decode = decode if decode is not None else default_decode
+        self.per_sample = per_sample
+        self.transform = transform
         self.drop_last = drop_last
         self.sampler = sampler
         self.device = device
@@ -73,8 +124,16 @@ class StrataDataset(torch.utils.data.IterableDataset):
         self._rank = rank
         self._world = world
         self._client = None
+        self._client_pid = 0
+        self._len = None
+        self._stamp = False        # items wrapped in _Stamped (set by StrataDataLoader)
         self._resume_token = None  # where the next iteration starts (load_state_dict), or None: the epoch's start
         self._position = None      # after the last batch yielded, in the current epoch
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_client"] = None  # a connection is per process
+        return state
 
     @property
     def rank(self):
@@ -94,8 +153,14 @@ class StrataDataset(torch.utils.data.IterableDataset):
 
     def client(self):
         """The dataset's strata.Client, connected on first use."""
-        if self._client is None:
-            self._client = _strata.Client(self.address, connect_timeout_ms=self.connect_timeout_ms)
+        if self._client is None or self._client_pid != os.getpid():
+            if strata._connected_in_pid not in (0, os.getpid()) and torch.utils.data.get_worker_info() is not None:
+                raise RuntimeError(
+                    "this DataLoader worker was forked from a process that had connected to strata, and gRPC "
+                    "does not work after fork: use ds.loader() (spawns its workers) or "
+                    "DataLoader(..., multiprocessing_context='spawn')")
+            self._client = strata.Client(self.address, connect_timeout_ms=self.connect_timeout_ms)
+            self._client_pid = os.getpid()
         return self._client
 
     def set_epoch(self, epoch):
@@ -106,37 +171,102 @@ class StrataDataset(torch.utils.data.IterableDataset):
 
     def __len__(self):
         """Steps this rank gets in an epoch (an upper bound with drop_last=False: a
-        short last global batch may leave a rank one step fewer)."""
-        samples = self.client().describe(self.dataset)["dataset"]["samples"]
-        global_batch = self.batch_size * self.world
-        steps = samples // global_batch
-        if not self.drop_last and samples % global_batch:
-            steps += 1
-        return steps
+        short last global batch may leave a rank one step fewer); with
+        per_sample, those steps times batch_size. Computed once, with a
+        short-lived client, so that forked workers inherit no connection."""
+        if self._len is None:
+            samples = strata.Client(self.address, connect_timeout_ms=self.connect_timeout_ms).describe(
+                self.dataset)["dataset"]["samples"]
+            global_batch = self.batch_size * self.world
+            steps = samples // global_batch
+            if not self.drop_last and samples % global_batch:
+                steps += 1
+            self._len = steps
+        return self._len * self.batch_size if self.per_sample else self._len
+
+    def loader(self, **kwargs):
+        """A StrataDataLoader over this dataset (DataLoader keyword arguments)."""
+        return StrataDataLoader(self, **kwargs)
+
+    # -- iteration --------------------------------------------------------
+
+    def _options(self):
+        return dict(rank=self.rank, world=self.world, sampler=self.sampler, drop_last=self.drop_last)
+
+    def _steps(self, token):
+        """(batch, token after it) for this process's share of the rank's steps."""
+        info = torch.utils.data.get_worker_info()
+        workers, worker = (info.num_workers, info.id) if info is not None else (1, 0)
+        client = self.client()
+        if workers == 1:
+            if token is not None:
+                stream = client.resume(token, self.batch_size, rank=self.rank, world=self.world,
+                                       device=self.device, prefetch_depth=self.prefetch_depth)
+            else:
+                stream = client.stream(self.dataset, self.batch_size, seed=self.seed, epoch=self.epoch,
+                                       device=self.device, prefetch_depth=self.prefetch_depth, **self._options())
+            try:
+                for batch in stream:
+                    yield batch, stream.resume_token()
+            finally:
+                stream.close()
+            return
+        if self.device is not None:
+            raise ValueError("device staging runs in the training process: use device=None with DataLoader workers")
+        yield from self._worker_steps(client, token, workers, worker)
+
+    def _worker_steps(self, client, token, workers, worker):
+        """Steps worker, worker + workers, ... from the token's step (or 0), one
+        short stream each, the next opened before the current one is yielded."""
+        def open_step(step, plan):
+            if plan is not None:
+                return client.resume(plan, self.batch_size, rank=self.rank, world=self.world, step=step, max_steps=1)
+            return client.stream(self.dataset, self.batch_size, seed=self.seed, epoch=self.epoch, start_step=step,
+                                 max_steps=1, **self._options())
+
+        step = (_strata.parse_resume_token(token)["step"] if token is not None else 0) + worker
+        plan = token  # after the first batch: a token that pins the dataset version and the plan
+        stream = open_step(step, plan)
+        try:
+            while True:
+                batch = next(stream, None)
+                if batch is None:
+                    return
+                after = stream.resume_token()
+                plan = plan or after
+                step += workers
+                following = open_step(step, plan) if step < batch.steps_in_epoch else iter(())
+                stream.close()
+                stream = following
+                yield batch, after
+        finally:
+            if hasattr(stream, "close"):
+                stream.close()
 
     def __iter__(self):
-        info = torch.utils.data.get_worker_info()
-        if info is not None and info.num_workers > 1:
-            raise RuntimeError(
-                "StrataDataset does not shard between DataLoader workers: use num_workers=0 "
-                "(strata already reads and prefetches in the background)")
-        options = dict(rank=self.rank, world=self.world, drop_last=self.drop_last, sampler=self.sampler,
-                       device=self.device, prefetch_depth=self.prefetch_depth)
+        # What the iteration starts from is taken now, not at the first next().
         token, self._resume_token = self._resume_token, None
-        if token is not None:
-            stream = self.client().resume(token, self.batch_size, **options)
-        else:
-            stream = self.client().stream(self.dataset, self.batch_size, seed=self.seed, epoch=self.epoch, **options)
         self._position = token
-        try:
-            for batch in stream:
-                self._position = stream.resume_token()
-                yield self.decode(batch)
-        finally:
-            stream.close()
+        return self._iterate(token, self._stamp)
+
+    def _iterate(self, token, stamp):
+        for batch, after in self._steps(token):
+            if not self.per_sample:
+                item = self.decode(batch)
+                self._position = after
+                yield _Stamped(item, after) if stamp else item
+                continue
+            samples = samples_of(batch)
+            for k, sample in enumerate(samples):
+                item = self.transform(sample) if self.transform is not None else sample
+                last = k + 1 == len(samples)
+                if last:
+                    self._position = after
+                yield _Stamped(item, after if last else None) if stamp else item
 
     def state_dict(self):
-        """Where to continue: after the last batch this dataset yielded.
+        """Where to continue: after the last batch (step) yielded by this dataset,
+        or by its StrataDataLoader.
 
         {"resume_token": str or None, "epoch": int, "seed": int, "dataset": str,
         "batch_size": int}. A token of None means the start of the epoch; after
@@ -153,3 +283,85 @@ class StrataDataset(torch.utils.data.IterableDataset):
         self.seed = state.get("seed", self.seed)
         self._resume_token = state.get("resume_token")
         self._position = None
+
+
+class _UnstampBatch:
+    """collate_fn for whole batches: (converted item, token)."""
+
+    def __init__(self, convert):
+        self.convert = convert
+
+    def __call__(self, stamped):
+        return self.convert(stamped.item), stamped.token
+
+
+class _UnstampSamples:
+    """collate_fn for samples: (collated step, token after it)."""
+
+    def __init__(self, collate):
+        self.collate = collate
+
+    def __call__(self, stamped):
+        token = next((s.token for s in reversed(stamped) if s.token is not None), None)
+        return self.collate([s.item for s in stamped]), token
+
+
+class StrataDataLoader(torch.utils.data.DataLoader):
+    """A DataLoader over a StrataDataset that keeps its state_dict() current.
+
+    Batches: batch_size is None and collate_fn (default: default_convert) runs
+    on each decoded batch. Samples (per_sample=True): batch_size is the
+    dataset's, and collate_fn (default: default_collate) gets exactly one
+    step's samples. Any other DataLoader argument passes through, except
+    persistent_workers (each epoch's workers start from the dataset's position).
+    Workers are spawned unless multiprocessing_context says otherwise: gRPC
+    does not survive fork once this process has connected.
+    """
+
+    def __init__(self, dataset, collate_fn=None, **kwargs):
+        if not isinstance(dataset, StrataDataset):
+            raise TypeError("StrataDataLoader takes a StrataDataset")
+        if kwargs.get("persistent_workers"):
+            raise ValueError("StrataDataLoader starts workers each epoch: persistent_workers is not supported")
+        if kwargs.get("num_workers", 0) > 0:
+            # Forked workers would inherit this process's gRPC state, which does not survive fork.
+            kwargs.setdefault("multiprocessing_context", "spawn")
+        if dataset.per_sample:
+            if kwargs.setdefault("batch_size", dataset.batch_size) != dataset.batch_size:
+                raise ValueError(f"with per_sample=True the loader's batch_size must be the dataset's "
+                                 f"({dataset.batch_size}), so that each collated batch is one strata batch")
+            kwargs["drop_last"] = False  # the dataset's drop_last decides; a short last step stays whole
+            collate = _UnstampSamples(collate_fn or default_collate)
+        else:
+            if kwargs.setdefault("batch_size", None) is not None:
+                raise ValueError("a StrataDataset of batches takes batch_size=None (strata batches server-side)")
+            collate = _UnstampBatch(collate_fn or default_convert)
+        super().__init__(dataset, collate_fn=collate, **kwargs)
+
+    def __iter__(self):
+        ds = self.dataset
+        # Workers start in super().__iter__(), with the dataset as it is then: rank
+        # and world fixed here, since torch.distributed is not initialised in them.
+        given = ds._rank, ds._world
+        ds._stamp, ds._rank, ds._world = True, ds.rank, ds.world
+        try:
+            inner = super().__iter__()
+        finally:
+            ds._stamp, (ds._rank, ds._world) = False, given
+        if self.num_workers > 0:  # the workers took the resume position; this process follows them
+            ds._position, ds._resume_token = ds._resume_token, None
+        return self._follow(inner)
+
+    def _follow(self, inner):
+        ds = self.dataset
+        version = None
+        for item, token in inner:
+            if token is not None:
+                parts = _strata.parse_resume_token(token)
+                if version is None:
+                    version = parts["version"]
+                elif parts["version"] != version:
+                    raise _strata.Error(f"DataLoader workers streamed versions {version} and {parts['version']} "
+                                        f"of {ds.dataset}: name the version (dataset@N)")
+                ds._position = token
+            yield item

@@ -1,0 +1,101 @@
+"""Lifetimes and threads in the Python module (issue 19): every object keeps
+alive what it uses, and no thread holds the GIL while it waits.
+
+Each case runs in a fresh interpreter: a crash must not take the test session
+with it, and one-time initialisation (numpy's, in particular) happens only once
+per process, so only a fresh process can exercise its first use."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+from conftest import SYNTHETIC_SAMPLES
+
+import strata
+
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(strata.__file__)))
+
+
+def run_python(code, *args, timeout=120):
+    """Runs `code` in a new interpreter with the same strata package; returns
+    (exit status or "hung", stdout, stderr). A hang past `timeout` counts as a
+    failure."""
+    env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT, PYTHONFAULTHANDLER="1")
+    try:
+        done = subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], env=env,
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        text = lambda out: out.decode(errors="replace") if isinstance(out, bytes) else out or ""  # noqa: E731
+        return "hung", text(e.stdout), text(e.stderr)
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_a_stream_keeps_its_temporary_client_alive(server, synthetic):
+    status, output, errors = run_python("""
+        import gc, sys, strata
+        address, dataset = sys.argv[1], sys.argv[2]
+        seen = []
+        for batch in strata.Client(address).stream(dataset, batch_size=64, seed=3):
+            gc.collect()  # the Client object is unreachable from here on
+            assert len(bytes(batch.sample(0))) == int(batch.sizes[0])
+            seen.extend(batch.ids.tolist())
+        print(len(seen), len(set(seen)))
+        stream = strata.Client(address).stream(dataset, batch_size=100, seed=1, device="cpu")
+        gc.collect()
+        print(sum(len(b) for b in stream))
+        token = strata.Client(address).stream(dataset, batch_size=100, seed=1).resume_token()
+        print(sum(len(b) for b in strata.Client(address).resume(token, batch_size=100)))
+    """, server.address, synthetic)
+    assert status == 0, output + errors
+    assert output.split() == [str(SYNTHETIC_SAMPLES)] * 4, output
+
+
+def test_threads_each_with_their_own_client_and_stream_do_not_deadlock(server, synthetic):
+    # The first batch.ids of the process in four threads at once: numpy's
+    # one-time initialisation must not be entered with the GIL held by a
+    # thread that then waits for another.
+    status, output, errors = run_python("""
+        import sys, threading, strata
+        address, dataset = sys.argv[1], sys.argv[2]
+        counts = [0] * 4
+        start = threading.Barrier(4)
+        def consume(k):
+            client = strata.Client(address)
+            stream = client.stream(dataset, batch_size=50, seed=k)
+            start.wait()
+            for batch in stream:
+                assert len(batch.ids) == len(batch.sizes) == len(batch.offsets)
+                counts[k] += len(batch.ids)
+        threads = [threading.Thread(target=consume, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        print(*counts)
+    """, server.address, synthetic, timeout=60)
+    assert status == 0, output + errors
+    assert output.split() == [str(SYNTHETIC_SAMPLES)] * 4, output
+
+
+def test_threads_sharing_one_client_each_with_a_stream(server, synthetic):
+    status, output, errors = run_python("""
+        import sys, threading, strata
+        address, dataset = sys.argv[1], sys.argv[2]
+        client = strata.Client(address)
+        seen = [[] for _ in range(3)]
+        streams = [client.stream(dataset, batch_size=20, rank=r, world=3, seed=11) for r in range(3)]
+        del client  # the streams keep it alive
+        def consume(rank):
+            for batch in streams[rank]:
+                seen[rank].extend(batch.ids.tolist())
+        threads = [threading.Thread(target=consume, args=(r,)) for r in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        ids = [i for s in seen for i in s]
+        print(len(ids), len(set(ids)))
+    """, server.address, synthetic, timeout=60)
+    assert status == 0, output + errors
+    assert output.split() == [str(SYNTHETIC_SAMPLES)] * 2, output
