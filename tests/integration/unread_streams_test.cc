@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "strata/v1/data.grpc.pb.h"
@@ -42,12 +43,22 @@ uint64_t ResidentBytes(pid_t pid) {
 }
 
 // The value of a metric on /metrics (with the node label), or -1.
+// The sum of every series of `name` (e.g. rejections of every reason); -1 if
+// the scrape fails or the family has no series.
 double Metric(const std::string& metrics_address, const std::string& name) {
   CommandResult scrape = RunCommand({"/usr/bin/curl", "-sf", "http://" + metrics_address + "/metrics"});
-  const std::string prefix = name + "{node=\"node-1\"} ";
-  const size_t at = scrape.out.find("\n" + prefix);
-  if (scrape.exit_code != 0 || at == std::string::npos) return -1;
-  return std::stod(scrape.out.substr(at + 1 + prefix.size()));
+  if (scrape.exit_code != 0) return -1;
+  double sum = 0;
+  bool found = false;
+  std::istringstream lines(scrape.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(name + "{", 0) != 0) continue;
+    const size_t space = line.rfind(' ');
+    if (space == std::string::npos) continue;
+    sum += std::stod(line.substr(space + 1));
+    found = true;
+  }
+  return found ? sum : -1;
 }
 
 TEST(UnreadStreamsTest, TwoHundredUnreadStreamsStayWithinTheMemoryBudget) {
