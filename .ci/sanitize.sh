@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# CI: the server, the client and the Python module under sanitizers.
+#   .ci/sanitize.sh asan   AddressSanitizer + UndefinedBehaviorSanitizer (gcc), in ./build-asan
+#   .ci/sanitize.sh tsan   ThreadSanitizer (gcc), in ./build-tsan
+# Builds stratad, the strata CLI and a chosen set of test binaries with every
+# target instrumented (-DSTRATA_SANITIZE, see CMakeLists.txt), runs them, and
+# fails on any sanitizer report. The integration tests start the instrumented
+# stratad as real processes, so a report from a server is caught too: every
+# process writes its reports under <build>/sanitizer-logs/, and a non-empty
+# folder fails the step even when the test itself passed.
+#
+# Which tests: the whole suite under ASan and TSan would take longer than CI's
+# budget on two cores, so each mode runs the tests that drive the code paths
+# the sanitizer is good at. ASan/UBSan: every integration test (real stratad
+# processes: ingest, streaming, failover, restarts, bad input, peer attacks,
+# TLS), the parsers of untrusted bytes and the storage layer, the client, and
+# the Python module (pytest with libasan preloaded). TSan: the concurrent
+# serving path (stream reactor, part building, drain, timers) and the cluster
+# and failover tests. Suppressions (.ci/tsan.supp) each say why.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:?usage: .ci/sanitize.sh asan|tsan}
+case "$mode" in
+  asan) sanitize=address; python=ON ;;
+  tsan) sanitize=thread; python=OFF ;;
+  *) echo "usage: .ci/sanitize.sh asan|tsan" >&2; exit 2 ;;
+esac
+if ! command -v ninja >/dev/null 2>&1; then bash deploy/setup-debian.sh; fi
+
+integration=(stream_epoch_test restart_test bad_input_test cli_test cluster_test endurance_test memory_budget_test
+             health_test peer_attack_test unread_streams_test tls_auth_test stratified_test)
+if [ "$mode" = asan ]; then
+  tests=("${integration[@]}"
+         shard_format_test shard_footer_test shard_copy_test record_view_test stratum_index_test aligned_writer_test
+         path_guard_test kv_store_test catalog_test block_cache_test ingest_session_test stratum_key_test
+         batch_stream_test part_builder_test wire_part_test composition_recorder_test auth_test config_test
+         sample_source_test batch_test resume_token_test proto_convert_test format_test epoch_plan_test
+         stratified_sampler_test)
+else
+  tests=(stream_epoch_test cluster_test restart_test endurance_test batch_stream_test part_builder_test
+         periodic_task_test active_work_test block_cache_test)
+fi
+
+dir=build-$mode
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+if [ ! -f "$dir/build.ninja" ]; then
+  # -O1 -g1: the optimisation level the sanitizers recommend, and line tables
+  # for the reports' stacks; both compile faster than RelWithDebInfo's -O2 -g.
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -g1" \
+    -DCMAKE_C_FLAGS_SANITIZE="-O1 -g1" -DSTRATA_SANITIZE=$sanitize \
+    -DSTRATA_WITH_CUDA=OFF -DSTRATA_WITH_PYTHON=$python -DSTRATA_WERROR=ON "${launcher[@]}" >/dev/null
+fi
+start=$(date +%s)
+targets=(stratad strata strata-make-dataset "${tests[@]}")
+[ "$python" = ON ] && targets+=(_strata)
+cmake --build "$dir" --parallel "$(nproc)" --target "${targets[@]}"
+echo "sanitize[$mode]: built in $(( $(date +%s) - start ))s"
+
+logs=$PWD/$dir/sanitizer-logs
+rm -rf "$logs" && mkdir -p "$logs"
+export ASAN_OPTIONS="log_path=$logs/asan:abort_on_error=1:detect_stack_use_after_return=0:strict_string_checks=1"
+export UBSAN_OPTIONS="log_path=$logs/ubsan:print_stacktrace=1:halt_on_error=1"
+export TSAN_OPTIONS="log_path=$logs/tsan:halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/.ci/tsan.supp"
+# gRPC and RocksDB spawn threads that the sanitizers' runtimes slow down; the
+# test binaries' own timeouts are generous, and ctest's --timeout is not used here.
+failed=()
+run_start=$(date +%s)
+for t in "${tests[@]}"; do
+  bin=$(find "$dir/tests" -type f -name "$t" -perm -u+x | head -1)
+  if [ -z "$bin" ]; then echo "sanitize[$mode]: $t was not built" >&2; failed+=("$t"); continue; fi
+  t0=$(date +%s)
+  if "$bin" --gtest_brief=1 >"$logs/$t.out" 2>&1; then
+    echo "sanitize[$mode]: $t passed ($(( $(date +%s) - t0 ))s)"
+  else
+    echo "sanitize[$mode]: $t FAILED ($(( $(date +%s) - t0 ))s); its output:"; tail -50 "$logs/$t.out"
+    failed+=("$t")
+  fi
+done
+if [ "$python" = ON ]; then
+  # CPython is not instrumented: preload the ASan runtime; its own allocations
+  # at exit are not ours to report, so leak checking is off for this step.
+  t0=$(date +%s)
+  if ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" LD_PRELOAD="$(gcc -print-file-name=libasan.so)" \
+      ctest --test-dir "$dir" -R 'python_(stream|lifetimes|dataset)_test' --output-on-failure >"$logs/python.out" 2>&1; then
+    echo "sanitize[$mode]: python tests passed ($(( $(date +%s) - t0 ))s)"
+  else
+    echo "sanitize[$mode]: python tests FAILED; output:"; tail -80 "$logs/python.out"
+    failed+=(python)
+  fi
+fi
+reports=$(find "$logs" -type f \( -name 'asan*' -o -name 'ubsan*' -o -name 'tsan*' \) | sort)
+if [ -n "$reports" ]; then
+  echo "sanitize[$mode]: sanitizer reports:" >&2
+  for r in $reports; do echo "== $r" >&2; head -60 "$r" >&2; done
+  failed+=(reports)
+fi
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "sanitize[$mode]: FAILED: ${failed[*]}" >&2
+  exit 1
+fi
+echo "sanitize[$mode]: clean: ${#tests[@]} test binaries$([ "$python" = ON ] && echo ' and the Python tests') in $(( $(date +%s) - run_start ))s"
