@@ -2,18 +2,20 @@
 # The Python client beside the C++ client, in one run: one stratad, one
 # dataset of 1 KiB samples, batch 256; the C++ `strata stream` and the Python
 # module (straight from the network, and through a host staging ring) each
-# stream the epoch three times, interleaved, and the best of three counts.
-# Usage: bench/python_client.sh [--build DIR] [--samples N]
+# stream the epoch --repeats times (default 3), interleaved, and the best counts.
+# Usage: bench/python_client.sh [--build DIR] [--samples N] [--repeats R]
 # Needs a build (default ./build). Writes bench/results/python_client.csv.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bin="$root/build"
 samples=200000
+repeats=3
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) bin="$(cd "$2" && pwd)"; shift 2 ;;
     --samples) samples="$2"; shift 2 ;;
-    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    --repeats) repeats="$2"; shift 2 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -38,7 +40,7 @@ for _ in $(seq 200); do
 done
 [ -n "$server" ] || { cat "$work/stratad.log" >&2; exit 1; }
 
-echo "== $samples samples of 1 KiB, batch 256, stratad on $server"
+echo "== $samples samples of 1 KiB, batch 256, stratad on $server; load: $(uptime | sed 's/.*load average/load average/')"
 "$bin/bench/strata-make-dataset" --out "$work/data" --format tar --samples "$samples" --size 1KiB \
   --samples-per-tar 10000 >/dev/null
 "$bin/client/strata" ingest --server "$server" --dataset py "$work/data"/*.tar >/dev/null 2>&1
@@ -50,7 +52,7 @@ best() {  # best() NAME: keeps the highest samples/s seen for NAME
     printf -v "$var" '%s' "$sps"; printf -v "mbs_$name" '%s' "$mbs"
   fi
 }
-for rep in 1 2 3; do
+for rep in $(seq "$repeats"); do
   read -r sps mbs <<<"$("$bin/client/strata" stream --server "$server" --dataset py --batch-size 256 --quiet | rate)"
   echo "run $rep: C++ strata stream         $sps samples/s  $mbs MB/s"; best cpp "$sps" "$mbs"
   read -r sps mbs <<<"$(/usr/bin/python3 "$root/bench/python_stream.py" --server "$server" --dataset py --batch-size 256 | rate)"
