@@ -15,7 +15,7 @@ while [ $# -gt 0 ]; do
     --build) bin="$(cd "$2" && pwd)"; shift 2 ;;
     --samples) samples="$2"; shift 2 ;;
     --repeats) repeats="$2"; shift 2 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
