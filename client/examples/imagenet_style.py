@@ -18,7 +18,8 @@ and through torchvision's ImageFolder, with the same model and transforms.
    creating the loader's iterator to its last batch, so worker start-up
    counts), whether every image arrived exactly once, the first batches'
    class composition and the worst batch's deviation from the class shares,
-   then a table with the ratio strata / ImageFolder.
+   then a table of the best and median rate of --repeats runs and the ratios
+   strata / ImageFolder.
 
     PYTHONPATH=build/client/python /usr/bin/python3 client/examples/imagenet_style.py \\
         --server 127.0.0.1:7400 --images 2000 --workers 0,1,2
@@ -29,8 +30,7 @@ bench/image_pipeline.sh runs it against a local stratad.
 import argparse
 import io
 import json
-import math
-import os
+import statistics
 import sys
 import tempfile
 import time
@@ -61,7 +61,7 @@ def parse_args(argv=None):
     p.add_argument("--workers", default="0,1,2", help="DataLoader worker counts to run, comma-separated")
     p.add_argument("--pipelines", default="strata,imagefolder")
     p.add_argument("--epochs", type=int, default=1, help="epochs per run")
-    p.add_argument("--repeats", type=int, default=1, help="runs per (pipeline, workers); the best rate counts")
+    p.add_argument("--repeats", type=int, default=1, help="runs per (pipeline, workers), interleaved")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--generate-only", action="store_true", help="make the JPEG tree and exit")
     p.add_argument("--json", default=None, help="write the results as JSON here")
@@ -227,23 +227,31 @@ def main(argv=None):
     pipelines = args.pipelines.split(",")
     results = []
     for workers in [int(w) for w in args.workers.split(",")]:
-        best = {}
+        runs = {p: [] for p in pipelines}
         for _ in range(args.repeats):
             for pipeline in pipelines:  # interleaved, so that load on the machine hits both alike
                 r = run(args, pipeline, makers[pipeline], workers, len(folder), shares)
                 report(r, folder.classes[-1])
-                if pipeline not in best or r["images_per_s"] > best[pipeline]["images_per_s"]:
-                    best[pipeline] = r
-        results.extend(best[p] for p in pipelines)
+                runs[pipeline].append(r)
+        for p in pipelines:  # the best run, with every run's rate and their median
+            rates = [r["images_per_s"] for r in runs[p]]
+            best = max(runs[p], key=lambda r: r["images_per_s"])
+            results.append(dict(best, rates=rates, median_images_per_s=statistics.median(rates),
+                                exactly_once=all(r["exactly_once"] for r in runs[p])))
 
+    # Best and median of the runs: on a shared machine the median is the steadier figure.
+    both = set(pipelines) == {"strata", "imagefolder"}
     print()
-    print(f"{'workers':>7} " + " ".join(f"{p + ' images/s':>22}" for p in pipelines) +
-          ("   strata/imagefolder" if len(pipelines) == 2 else ""))
+    print(f"{'workers':>7} " + " ".join(f"{p + ' images/s best, median':>34}" for p in pipelines) +
+          ("   strata/imagefolder best, median" if both else ""))
     for workers in sorted({r["workers"] for r in results}):
         row = {r["pipeline"]: r for r in results if r["workers"] == workers}
-        line = f"{workers:>7} " + " ".join(f"{row[p]['images_per_s']:>22.0f}" for p in pipelines)
-        if set(pipelines) == {"strata", "imagefolder"}:
-            line += f"   {row['strata']['images_per_s'] / row['imagefolder']['images_per_s']:>19.2f}x"
+        line = f"{workers:>7} " + " ".join(
+            f"{row[p]['images_per_s']:>26.0f}, {row[p]['median_images_per_s']:>6.0f}" for p in pipelines)
+        if both:
+            s, f = row["strata"], row["imagefolder"]
+            line += (f"   {s['images_per_s'] / f['images_per_s']:>24.2f}x, "
+                     f"{s['median_images_per_s'] / f['median_images_per_s']:.2f}x")
         print(line)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
