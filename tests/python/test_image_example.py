@@ -35,6 +35,7 @@ def test_the_image_example_trains_both_pipelines_on_every_image_once(server, tmp
     assert run.returncode == 0, out + run.stderr
     assert f"{IMAGES} JPEG files in 10 classes" in out
     assert re.search(r"ingested as imgexample@\d+", out)
+    assert "strata's worker fork server started in" in out
     steps = -(-IMAGES // BATCH)
     for pipeline in ("strata", "imagefolder"):
         for workers in (0, 2):
