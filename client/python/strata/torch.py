@@ -28,9 +28,9 @@ so that state_dict() follows what the loader has yielded; a plain DataLoader
 keeps the order but state_dict() then sees only iteration in this process.
 Workers start from a fork server (worker_context()): a clean process, started
 once, that has imported torch, strata.torch and the main script's modules, so
-a worker starts quickly without inheriting this process's gRPC state (which does not
-survive fork). Decode and transform are pickled to the workers, so they must be
-picklable (module-level functions or classes).
+a worker starts quickly without inheriting this process's gRPC state (which
+does not survive fork). Decode and transform are pickled to the workers, so
+they must be picklable (module-level functions or classes).
 
 Rank and world come from torch.distributed when it is initialised, else 0 and
 1, unless given. The global batch is batch_size x world; every sample is
@@ -88,11 +88,14 @@ def _main_imports():
     main = sys.modules.get("__main__")
     names = []
     for value in list(vars(main).values()) if main is not None else ():
-        if isinstance(value, types.ModuleType):
-            name = value.__name__
-        elif isinstance(value, type) or callable(value):
-            name = getattr(value, "__module__", None)
-        else:
+        try:
+            if isinstance(value, types.ModuleType):
+                name = value.__name__
+            elif isinstance(value, type) or callable(value):
+                name = getattr(value, "__module__", None)
+            else:
+                continue
+        except Exception:  # an object whose attributes misbehave: not a module to preload
             continue
         if isinstance(name, str) and name not in ("__main__", "__mp_main__", "builtins") and name not in names:
             names.append(name)
