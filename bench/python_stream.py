@@ -21,8 +21,9 @@ args = p.parse_args()
 client = strata.Client(args.server)
 samples = payload = batches = 0
 labels = collections.Counter()
-start = time.perf_counter()
-for batch in client.stream(args.dataset, batch_size=args.batch_size, device=args.device):
+stream = client.stream(args.dataset, batch_size=args.batch_size, device=args.device)
+start = time.perf_counter()  # after the stream is open, as `strata stream` starts its clock
+for batch in stream:
     view = batch.payload
     payload += len(view)
     samples += len(batch)

@@ -24,6 +24,8 @@ PACKAGES=(
   systemd prometheus nodejs
   # Python client and its tests
   pybind11-dev python3-dev python3-numpy python3-pytest python3-torch python3-matplotlib
+  # the image example (client/examples/imagenet_style.py, bench/image_pipeline.sh)
+  python3-torchvision python3-pil
   # benchmark peers and tools
   nginx-light iperf3 wrk curl procps psmisc
 )

@@ -11,6 +11,8 @@
 #include <pybind11/stl.h>
 
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "client/python/dlpack_abi.h"
@@ -51,7 +53,8 @@ py::object ReadOnlyArray(const Handle& h, const T* data, size_t n) {
   }
   py::array a(py::dtype::of<T>(), {static_cast<py::ssize_t>(n)}, {static_cast<py::ssize_t>(sizeof(T))}, data,
               KeepAlive(h));
-  a.attr("setflags")(py::arg("write") = false);
+  // Read-only as numpy's PyArray_CLEARFLAGS does it, without a Python call per array.
+  py::detail::array_proxy(a.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
   return a;
 }
 
@@ -125,9 +128,34 @@ py::object ToDLPack(const Handle& h, const py::object& stream) {
   return py::reinterpret_steal<py::object>(capsule);
 }
 
+// A batch repeats a few labels (strata) many times: one str per distinct
+// value, shared by the list's entries, so building the list allocates little
+// and a dict or Counter over it hashes each distinct value once (a str caches
+// its hash).
 py::list Strings(const std::vector<std::string>& v) {
-  py::list out;
-  for (const auto& s : v) out.append(py::str(s));
+  PyObject* list = PyList_New(static_cast<py::ssize_t>(v.size()));
+  if (list == nullptr) throw py::error_already_set();
+  py::list out = py::reinterpret_steal<py::list>(list);
+  // The distinct values seen, most recent first; a linear scan is quicker than
+  // hashing for the few a batch has. Past kKeep values, new ones are not kept.
+  constexpr size_t kKeep = 32;
+  std::vector<std::pair<std::string_view, py::str>> made;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string_view value = v[i];
+    PyObject* item = nullptr;
+    for (const auto& [text, str] : made) {
+      if (text == value) {
+        item = str.inc_ref().ptr();
+        break;
+      }
+    }
+    if (item == nullptr) {
+      py::str fresh(v[i]);
+      item = fresh.inc_ref().ptr();
+      if (made.size() < kKeep) made.emplace_back(value, std::move(fresh));
+    }
+    PyList_SET_ITEM(list, static_cast<py::ssize_t>(i), item);  // steals the reference taken above
+  }
   return out;
 }
 

@@ -185,7 +185,7 @@ class PyClient {
     o.sampler = SamplerFrom(sampler);
     const std::optional<StagingOptions> staging = StagingFor(device, prefetch_depth, cuda_stream);
     auto stream = Call([&] { return client_->OpenStream(o); });
-    return MakePyStream(client_, std::move(stream), staging ? &*staging : nullptr);
+    return MakePyStream(client_, std::move(stream), staging ? &*staging : nullptr, prefetch_depth);
   }
 
   py::object Resume(const std::string& token_text, const py::object& batch_size, uint32_t rank, uint32_t world,
@@ -212,7 +212,7 @@ class PyClient {
     o.sampler = SamplerFrom(sampler);
     const std::optional<StagingOptions> staging = StagingFor(device, prefetch_depth, cuda_stream);
     auto stream = Call([&] { return client_->ResumeStream(*token, o); });
-    return MakePyStream(client_, std::move(stream), staging ? &*staging : nullptr);
+    return MakePyStream(client_, std::move(stream), staging ? &*staging : nullptr, prefetch_depth);
   }
 
   py::dict Ingest(const std::string& dataset, const py::iterable& samples, uint64_t shard_size,
@@ -281,9 +281,11 @@ connect_timeout_ms.)")
            R"(Opens rank `rank` of `world`'s stream of one epoch; batch_size is per rank.
 
 sampler: None (shuffle), a kind name ('shuffle', 'stratified', 'weighted') or
-a dict of SamplerSpec fields. device: None (batches straight from the network),
-'cpu' (a host staging ring with background prefetch), 'cuda', 'cuda:N' or N (a
-staging ring on that GPU; host memory, with a log line, when there is none).
+a dict of SamplerSpec fields. device: None (batches straight from the network,
+no copy), 'cpu' (a host staging ring with background prefetch), 'cuda', 'cuda:N'
+or N (a staging ring on that GPU; host memory, with a log line, when there is
+none). prefetch_depth: batches assembled ahead on a background thread (with
+device=None, 0 assembles each one in __next__ instead).
 cuda_stream: the consumer's cudaStream_t as an int (default: legacy stream).)")
       .def("resume", &PyClient::Resume, py::arg("token"), py::arg("batch_size") = py::none(), py::arg("rank") = 0,
            py::arg("world") = 1, py::arg("max_steps") = 0, py::arg("drop_last") = py::none(),

@@ -66,10 +66,11 @@ py::dict ToDict(const google::protobuf::Message& message);
 void FromDict(const py::dict& fields, google::protobuf::Message* message);
 
 // A strata.Stream over `stream`, which keeps `client` (the connection the
-// stream reads through) alive: plain when `staging` is null, else through a
-// staging ring opened with *staging (which logs the path it takes).
+// stream reads through) alive: plain when `staging` is null (a background
+// thread pulling up to prefetch_depth batches ahead; none when it is 0), else
+// through a staging ring opened with *staging (which logs the path it takes).
 py::object MakePyStream(std::shared_ptr<Client> client, std::unique_ptr<Stream> stream,
-                        const StagingOptions* staging);
+                        const StagingOptions* staging, int prefetch_depth);
 
 // Whether numpy could be imported (set once, when the module is imported):
 // without it, Batch's arrays are memoryviews.

@@ -1,13 +1,19 @@
 // strata.Stream: an iterator of strata.Batch for one rank's epoch, either
-// straight from the network (batches own their buffers) or through a staging
-// ring (device memory when a GPU is present, with a background prefetch).
+// straight from the network (batches own their buffers; a background thread
+// assembles up to prefetch_depth batches ahead, so that assembling overlaps the
+// Python loop's own work) or through a staging ring (device memory when a GPU
+// is present, with a background prefetch).
 //
 // Thread-safety: iterate from one thread; cancel() may be called from any.
 // close() from another thread while an iteration blocks only cancels it, and
 // the stream is closed when that iteration returns.
 #include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "client/python/py_common.h"
@@ -16,11 +22,106 @@
 
 namespace strata::python {
 
+// Pulls batches from a plain Stream on a thread of its own, up to `depth`
+// ahead of the consumer, each with the stream's position after it (so that
+// resume_token() describes what the consumer has, not what was pulled). No
+// copies: a Batch owns its buffers and is moved through the queue.
+//
+// Thread-safety: Next() from one thread at a time; Stop() from any.
+class Prefetcher {
+ public:
+  struct Item {
+    Status status;
+    Batch batch;
+    std::string token;  // after this batch
+    uint64_t next_step = 0;
+    uint64_t steps_in_epoch = 0;
+  };
+
+  // REQUIRES: depth >= 1; `stream` outlives this object.
+  Prefetcher(Stream* stream, int depth) : stream_(stream), depth_(static_cast<size_t>(depth)) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~Prefetcher() { Stop(); }
+
+  // Blocks until the next item is there. After the stream's end or an error
+  // (or Stop), keeps returning that status.
+  Item Next() {
+    std::unique_lock<std::mutex> lock(mu_);
+    ready_cv_.wait(lock, [&] { return !ready_.empty() || finished_; });
+    if (ready_.empty()) return Item{Status::Cancelled("the stream was closed"), {}, {}, 0, 0};
+    Item item = std::move(ready_.front());
+    ready_.pop_front();
+    if (!item.status.ok()) ready_.push_front(Item{item.status, {}, {}, 0, 0});  // sticky
+    room_cv_.notify_one();
+    return item;
+  }
+
+  // Ends the thread (cancelling a pull in progress) and joins it.
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    room_cv_.notify_all();
+    stream_->Cancel();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Run() {
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        room_cv_.wait(lock, [&] { return stop_ || ready_.size() < depth_; });
+        if (stop_) break;
+      }
+      Item item;
+      item.status = stream_->Next(&item.batch);
+      const bool last = !item.status.ok();
+      if (!last) {
+        item.token = stream_->resume_token().Encode();
+        item.next_step = stream_->next_step();
+        item.steps_in_epoch = stream_->steps_in_epoch();
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ready_.push_back(std::move(item));
+      }
+      ready_cv_.notify_all();
+      if (last) break;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      finished_ = true;
+    }
+    ready_cv_.notify_all();
+  }
+
+  Stream* const stream_;
+  const size_t depth_;
+  std::mutex mu_;
+  std::condition_variable ready_cv_;  // an item is ready, or the thread finished
+  std::condition_variable room_cv_;   // the queue has room, or stop
+  std::deque<Item> ready_;
+  bool stop_ = false;
+  bool finished_ = false;
+  std::thread thread_;  // last: started after the members it uses
+};
+
 // Exposed to py_client.cc through BindStream's factory functions below.
 class PyStream {
  public:
-  PyStream(std::shared_ptr<Client> client, std::unique_ptr<Stream> plain)
-      : client_(std::move(client)), plain_(std::move(plain)) {}
+  // prefetch_depth 0: Next() pulls from the stream itself.
+  PyStream(std::shared_ptr<Client> client, std::unique_ptr<Stream> plain, int prefetch_depth)
+      : client_(std::move(client)), plain_(std::move(plain)) {
+    if (prefetch_depth > 0) {
+      token_ = plain_->resume_token().Encode();
+      next_step_ = plain_->next_step();
+      steps_in_epoch_ = plain_->steps_in_epoch();
+      prefetch_ = std::make_unique<Prefetcher>(plain_.get(), prefetch_depth);
+    }
+  }
   PyStream(std::shared_ptr<Client> client, std::unique_ptr<StagedStream> staged)
       : client_(std::move(client)), staged_(std::move(staged)) {}
 
@@ -34,7 +135,18 @@ class PyStream {
     busy_ = true;
     {
       py::gil_scoped_release nogil;
-      s = staged_ ? staged_->Next(&h->staged) : plain_->Next(&h->plain);
+      if (prefetch_) {
+        Prefetcher::Item item = prefetch_->Next();
+        s = item.status;
+        if (s.ok()) {
+          h->plain = std::move(item.batch);
+          token_ = std::move(item.token);
+          next_step_ = item.next_step;
+          steps_in_epoch_ = item.steps_in_epoch;
+        }
+      } else {
+        s = staged_ ? staged_->Next(&h->staged) : plain_->Next(&h->plain);
+      }
     }
     busy_ = false;
     if (close_requested_) Close();
@@ -45,14 +157,17 @@ class PyStream {
 
   std::string ResumeToken() const {
     CheckOpen();
+    if (prefetch_) return token_;
     return (staged_ ? staged_->resume_token() : plain_->resume_token()).Encode();
   }
   uint64_t StepsInEpoch() const {
     CheckOpen();
+    if (prefetch_) return steps_in_epoch_;
     return staged_ ? staged_->steps_in_epoch() : plain_->steps_in_epoch();
   }
   uint64_t NextStep() const {
     CheckOpen();
+    if (prefetch_) return next_step_;
     return staged_ ? staged_->resume_token().step : plain_->next_step();
   }
   std::string Device() const {
@@ -77,10 +192,12 @@ class PyStream {
     }
     // Taken out first, so that no other thread sees a stream being destroyed.
     std::unique_ptr<StagedStream> staged = std::move(staged_);
+    std::unique_ptr<Prefetcher> prefetch = std::move(prefetch_);
     std::unique_ptr<Stream> plain = std::move(plain_);
     std::shared_ptr<Client> client = std::move(client_);
-    py::gil_scoped_release nogil;  // joins the staging thread, ends the call
+    py::gil_scoped_release nogil;  // joins the staging or prefetch thread, ends the call
     staged.reset();
+    prefetch.reset();  // before the stream it pulls from
     plain.reset();
     client.reset();  // after the stream that reads through it
   }
@@ -95,14 +212,22 @@ class PyStream {
   std::shared_ptr<Client> client_;
   std::unique_ptr<Stream> plain_;
   std::unique_ptr<StagedStream> staged_;
+  // Plain streams with prefetch: the thread, and the position after the last
+  // batch Next() returned (the stream itself is ahead).
+  std::unique_ptr<Prefetcher> prefetch_;
+  std::string token_;
+  uint64_t next_step_ = 0;
+  uint64_t steps_in_epoch_ = 0;
   std::atomic<bool> busy_{false};
   std::atomic<bool> close_requested_{false};
 };
 
 // Wraps a stream for Python: straight, or staged when staging is given.
 py::object MakePyStream(std::shared_ptr<Client> client, std::unique_ptr<Stream> stream,
-                        const StagingOptions* staging) {
-  if (staging == nullptr) return py::cast(std::make_unique<PyStream>(std::move(client), std::move(stream)));
+                        const StagingOptions* staging, int prefetch_depth) {
+  if (staging == nullptr) {
+    return py::cast(std::make_unique<PyStream>(std::move(client), std::move(stream), prefetch_depth));
+  }
   std::unique_ptr<StagedStream> staged;
   Status opened;
   {

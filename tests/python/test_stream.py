@@ -2,6 +2,7 @@
 equality, zero-copy hand-off to numpy and torch, resumption, errors."""
 
 import gc
+import time
 
 import numpy as np
 import pytest
@@ -98,6 +99,28 @@ def test_resume_token_continues_where_the_stream_stopped(client, synthetic):
     rest = [(b.ids.tolist(), b.payload.tobytes()) for b in resumed]
     assert first + rest == full
     assert resumed.next_step == len(full)
+
+
+def test_prefetched_stream_reports_the_position_of_what_it_returned(client, synthetic):
+    # device=None pulls prefetch_depth batches ahead on a thread; the stream's
+    # position (resume token, next_step) is that of the batches returned.
+    plain = [b.ids.tolist() for b in client.stream(synthetic, batch_size=64, seed=2, prefetch_depth=0)]
+    stream = client.stream(synthetic, batch_size=64, seed=2, prefetch_depth=4)
+    assert stream.next_step == 0 and stream.steps_in_epoch == 0
+    got = []
+    for k, batch in enumerate(stream):
+        got.append(batch.ids.tolist())
+        time.sleep(0.01)  # the thread runs ahead meanwhile
+        assert stream.next_step == k + 1
+        assert strata.parse_resume_token(stream.resume_token())["step"] == k + 1
+        assert stream.steps_in_epoch == len(plain)
+    assert got == plain
+    # Closed with batches pulled ahead and a pull in flight: returns, and the rest resumes.
+    stream = client.stream(synthetic, batch_size=64, seed=2, prefetch_depth=2)
+    first = [next(stream).ids.tolist() for _ in range(3)]
+    token = stream.resume_token()
+    stream.close()
+    assert first + [b.ids.tolist() for b in client.resume(token)] == plain
 
 
 def test_resume_on_another_world_size_splits_the_same_global_batches(client, synthetic):

@@ -26,8 +26,11 @@ the same sequence as num_workers=0, each sample once. Decode and transform run
 in the workers. Iterate through ds.loader() (a strata.torch.StrataDataLoader)
 so that state_dict() follows what the loader has yielded; a plain DataLoader
 keeps the order but state_dict() then sees only iteration in this process.
-Workers are spawned (multiprocessing_context="spawn"): gRPC does not survive
-fork, so decode and transform must be picklable (module-level functions).
+Workers start from a fork server (worker_context()): a clean process, started
+once, that has imported torch, strata.torch and the main script's modules, so
+a worker starts quickly without inheriting this process's gRPC state (which
+does not survive fork). Decode and transform are pickled to the workers, so
+they must be picklable (module-level functions or classes).
 
 Rank and world come from torch.distributed when it is initialised, else 0 and
 1, unless given. The global batch is batch_size x world; every sample is
@@ -36,6 +39,8 @@ does not depend on the world size.
 """
 
 import os
+import sys
+import types
 
 import torch
 import torch.distributed
@@ -71,6 +76,50 @@ def samples_of(batch):
                     "data": bytes(batch.sample(i)),
                     "fields": {name: bytes(batch.field(i, name)) for name in batch.field_names(i)}})
     return out
+
+
+_PRELOAD = ("torch", "strata.torch")
+
+
+def _main_imports():
+    """The modules the main script took names from (`import torchvision`, `from
+    PIL import Image`): what a worker imports again when it runs the main
+    script, as workers of a spawn or forkserver context do."""
+    main = sys.modules.get("__main__")
+    names = []
+    for value in list(vars(main).values()) if main is not None else ():
+        try:
+            if isinstance(value, types.ModuleType):
+                name = value.__name__
+            elif isinstance(value, type) or callable(value):
+                name = getattr(value, "__module__", None)
+            else:
+                continue
+        except Exception:  # an object whose attributes misbehave: not a module to preload
+            continue
+        if isinstance(name, str) and name not in ("__main__", "__mp_main__", "builtins") and name not in names:
+            names.append(name)
+    return names
+
+
+def worker_context():
+    """The multiprocessing context StrataDataLoader starts its workers with: a
+    fork server that has imported torch, strata.torch and the modules the main
+    script imports. It starts once per process, with the first workers, and
+    never connects to strata, so workers forked from it start clean (gRPC does
+    not survive fork) and quickly: a spawned worker imports torch and the main
+    script's modules again, every epoch. Modules already given to
+    multiprocessing.set_forkserver_preload are kept."""
+    import multiprocessing
+    import multiprocessing.forkserver as forkserver
+
+    context = multiprocessing.get_context("forkserver")
+    # Python's fork server drops the main script's path, so "__main__" in the
+    # preload list does nothing; preloading what the script imports instead
+    # leaves the worker only the script's own top level to run.
+    given = list(getattr(forkserver._forkserver, "_preload_modules", None) or [])
+    context.set_forkserver_preload(given + [m for m in (*_PRELOAD, *_main_imports()) if m not in given])
+    return context
 
 
 class _Stamped:
@@ -157,8 +206,8 @@ class StrataDataset(torch.utils.data.IterableDataset):
             if strata._connected_in_pid not in (0, os.getpid()) and torch.utils.data.get_worker_info() is not None:
                 raise RuntimeError(
                     "this DataLoader worker was forked from a process that had connected to strata, and gRPC "
-                    "does not work after fork: use ds.loader() (spawns its workers) or "
-                    "DataLoader(..., multiprocessing_context='spawn')")
+                    "does not work after fork: use ds.loader() (starts its workers from a fork server) or "
+                    "DataLoader(..., multiprocessing_context=strata.torch.worker_context())")
             self._client = strata.Client(self.address, connect_timeout_ms=self.connect_timeout_ms)
             self._client_pid = os.getpid()
         return self._client
@@ -314,8 +363,8 @@ class StrataDataLoader(torch.utils.data.DataLoader):
     dataset's, and collate_fn (default: default_collate) gets exactly one
     step's samples. Any other DataLoader argument passes through, except
     persistent_workers (each epoch's workers start from the dataset's position).
-    Workers are spawned unless multiprocessing_context says otherwise: gRPC
-    does not survive fork once this process has connected.
+    Workers come from worker_context() unless multiprocessing_context says
+    otherwise: gRPC does not survive fork once this process has connected.
     """
 
     def __init__(self, dataset, collate_fn=None, **kwargs):
@@ -325,7 +374,7 @@ class StrataDataLoader(torch.utils.data.DataLoader):
             raise ValueError("StrataDataLoader starts workers each epoch: persistent_workers is not supported")
         if kwargs.get("num_workers", 0) > 0:
             # Forked workers would inherit this process's gRPC state, which does not survive fork.
-            kwargs.setdefault("multiprocessing_context", "spawn")
+            kwargs.setdefault("multiprocessing_context", worker_context())
         if dataset.per_sample:
             if kwargs.setdefault("batch_size", dataset.batch_size) != dataset.batch_size:
                 raise ValueError(f"with per_sample=True the loader's batch_size must be the dataset's "
