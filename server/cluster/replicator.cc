@@ -49,6 +49,8 @@ std::vector<std::string> Replicator::Copies::holders() const {
 
 Replicator::Replicator(std::string self_id, const DataDir* dir, PeerClients* peers, Metrics* metrics,
                        size_t threads)
+    // pool_: owned by the replicator (joined by Stop). Purpose: pushing newly
+    // sealed files to their other holders; each push blocks on a peer stream.
     : self_id_(std::move(self_id)), dir_(dir), peers_(peers), metrics_(metrics), pool_(threads) {}
 
 Replicator::~Replicator() { Stop(); }
