@@ -69,6 +69,7 @@ Status Server::Build() {
 
   background_ = std::make_unique<boost::asio::thread_pool>(2);
   scrub_pool_ = std::make_unique<boost::asio::thread_pool>(1);
+  peer_pool_ = std::make_unique<boost::asio::thread_pool>(2);
 
   // Cluster: a one-node view until Serve() joins.
   peers_ = std::make_unique<PeerClients>();
@@ -111,7 +112,7 @@ Status Server::Build() {
       pool_->get_executor(), streams_.get(), ingest_.get(), catalog_.get(), metrics_.get(), active_streams_.get(),
       active_ingests_.get(), config_.max_streams, config_.prefetch_batches, StreamBufferBudget(config_)});
   admin_ = std::make_unique<AdminServiceImpl>(catalog_.get(), status_.get(), view_.get());
-  peer_ = std::make_unique<PeerServiceImpl>(PeerServiceImpl::Deps{pool_->get_executor(), view_.get(), dir_.get(),
+  peer_ = std::make_unique<PeerServiceImpl>(PeerServiceImpl::Deps{peer_pool_->get_executor(), view_.get(), dir_.get(),
                                                                   files_.get(), records_.get(), versions_.get(),
                                                                   repairer_.get(), peers_.get()});
   return Status::OK();
@@ -240,6 +241,7 @@ Status Server::Stop() {
   if (membership_) membership_->Stop();
   if (background_) background_->join();
   if (scrub_pool_) scrub_pool_->join();
+  if (peer_pool_) peer_pool_->join();
   if (pool_) pool_->join();
   Status closed = kv_->Close();
   spdlog::info("stopped: storage closed{}", closed.ok() ? "" : " with an error: " + closed.ToString());

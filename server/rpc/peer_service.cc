@@ -34,7 +34,7 @@ grpc::ServerUnaryReactor* OnExecutor(grpc::CallbackServerContext* context,
   return reactor;
 }
 
-// Receives one file; chunks are written on the node's I/O pool, one at a time.
+// Receives one file; chunks are written on the peer pool, one at a time.
 class PutFileReactor final : public grpc::ServerReadReactor<v1::FileChunk> {
  public:
   PutFileReactor(const PeerServiceImpl::Deps* d, v1::PutFileReply* reply) : d_(d), reply_(reply) { StartRead(&chunk_); }
@@ -101,7 +101,7 @@ class PutFileReactor final : public grpc::ServerReadReactor<v1::FileChunk> {
 };
 
 // Sends one local file in chunks. The file is opened, and each chunk read,
-// on the I/O pool: never on the gRPC callback thread that created the reactor.
+// on the peer pool: never on the gRPC callback thread that created the reactor.
 class GetFileReactor final : public grpc::ServerWriteReactor<v1::FileChunk> {
  public:
   GetFileReactor(const PeerServiceImpl::Deps* d, const v1::FileRef& file) : d_(d), file_(file) {
@@ -200,7 +200,7 @@ grpc::ServerUnaryReactor* PeerServiceImpl::ReadRecords(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* PeerServiceImpl::PutVersion(grpc::CallbackServerContext* context,
                                                       const v1::PutVersionRequest* request, v1::PutVersionReply*) {
   // The claim is checked, then confirmed with the version's coordinator (an
-  // RPC, so on the pool, not a gRPC thread); its copy is what is imported.
+  // RPC, so on the peer pool, not a gRPC thread); its copy is what is imported.
   v1::VersionRecord claimed;
   std::vector<v1::ShardRecord> shards;
   if (Status valid = ValidateVersionMeta(request->meta(), *d_.dir, &claimed, &shards); !valid.ok()) {
