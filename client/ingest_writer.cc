@@ -105,6 +105,9 @@ Status GrpcIngestWriter::AwaitAccepted(std::chrono::milliseconds timeout) {
   std::mutex mu;
   std::condition_variable cv;
   bool answered = false, timed_out = false;
+  // Owner: this call (joined before it returns). Purpose: cancels the call
+  // if the server has not accepted the ingest within `timeout`, since the
+  // synchronous stream's header wait takes no deadline of its own.
   std::thread watchdog([&] {
     std::unique_lock<std::mutex> lock(mu);
     if (!cv.wait_for(lock, timeout, [&] { return answered; })) {

@@ -59,6 +59,8 @@ PartReader::PartReader(std::shared_ptr<grpc::Channel> channel, v1::StreamRequest
       node_(std::move(node)),
       generation_(generation),
       queue_(queue) {
+  // Owner: this reader (joined by its destructor after Cancel). Purpose: the
+  // blocking Read loop of one node's stream, feeding the part queue.
   thread_ = std::thread([this] { Run(); });
 }
 

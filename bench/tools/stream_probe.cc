@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/allocator.h"
+#include "strata/allocator.h"
 #include "strata/client.h"
 
 int main(int argc, char** argv) {

@@ -5,10 +5,10 @@
 #include <vector>
 
 #include "client/cli/command.h"
-#include "common/allocator.h"
+#include "strata/allocator.h"
 
 int main(int argc, char** argv) {
-  strata::TuneAllocatorForStreaming();  // batches reuse freed buffers (common/allocator.h)
+  strata::TuneAllocatorForStreaming();  // batches reuse freed buffers (strata/allocator.h)
   using namespace strata::cli;
   CLI::App app("strata: ingest datasets into a strata cluster, stream balanced minibatches, inspect servers", "strata");
   app.require_subcommand(0, 1);  // none: help below; an unknown word: CLI11's "not expected"

@@ -118,6 +118,8 @@ int RunStreamReport(const StreamArgs& args, const SamplerSpec& spec) {
   std::vector<RankRun> runs(args.world);
   std::atomic<uint64_t> samples{0};
   {
+    // Owner: this report (joined below). Purpose: one thread per rank, each
+    // draining its own stream, as a training job's ranks would.
     std::vector<std::thread> threads;
     for (uint32_t r = 0; r < args.world; ++r) {
       StreamOptions o;

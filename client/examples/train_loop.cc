@@ -145,6 +145,8 @@ int main(int argc, char** argv) {
     };
     std::barrier sync(static_cast<std::ptrdiff_t>(o.world), apply);
     const auto started = std::chrono::steady_clock::now();
+    // Owner: this loop (joined below). Purpose: one thread per simulated
+    // rank, synchronised per step by the barrier as data-parallel ranks are.
     std::vector<std::thread> ranks;
     for (uint32_t rank = 0; rank < o.world; ++rank) {
       ranks.emplace_back([&, rank] {

@@ -25,6 +25,9 @@ class StagedStreamImpl final : public StagedStream {
         description_(std::move(selected.description)),
         ring_(std::make_shared<RingCore>(std::move(selected.copier), prefetch_depth)),
         position_(stream_->resume_token()) {
+    // Owner: this stream (joined by its destructor). Purpose: pulls batches
+    // from the network stream and copies them into the staging ring ahead
+    // of the consumer.
     producer_ = std::thread([this] { Produce(); });
   }
 

@@ -211,6 +211,10 @@ std::unique_ptr<EtcdWatch> EtcdClient::Watch(const std::string& key, bool prefix
 
 EtcdKeepAlive::EtcdKeepAlive(EtcdClient* client, EtcdLease lease, std::function<void(const Status&)> on_lost)
     : client_(client), lease_(lease), on_lost_(std::move(on_lost)) {
+  // Owner: this keep-alive (joined by Stop). Purpose: the lease's refresh
+  // loop over a LeaseKeepAlive stream; it blocks in the synchronous stream's
+  // Write and, through the reader thread RunStream starts, its Read, so it is
+  // kept off the shared executors.
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -262,6 +266,8 @@ Status EtcdKeepAlive::RunStream(Clock::time_point* last_ok) {
   const auto stream_start = Clock::now();
   bool reader_done = false;  // under mu_ (a local: the analysis checks members only)
   bool gone = false;         // under mu_
+  // Owner: this RunStream call (joined before it returns). Purpose: the
+  // stream's blocking Read of the refresh answers while the caller writes.
   std::thread reader([&] {
     etcdserverpb::LeaseKeepAliveResponse resp;
     while (stream->Read(&resp)) {
@@ -326,6 +332,9 @@ EtcdWatch::EtcdWatch(EtcdClient* client, std::string key, std::string range_end,
       range_end_(std::move(range_end)),
       fn_(std::move(fn)),
       next_revision_(start_revision) {
+  // Owner: this watch (joined by Stop, which cancels the stream). Purpose:
+  // the Watch stream's blocking Read, which can wait for hours between
+  // events: a thread of its own, never a thread of a shared executor.
   thread_ = std::thread([this] { Run(); });
 }
 

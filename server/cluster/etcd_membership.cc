@@ -73,11 +73,13 @@ v1::NodeInfo Registration(const v1::NodeInfo& self) {
 
 }  // namespace
 
-std::unique_ptr<Membership> NewEtcdMembership(const NodeConfig& config, const v1::NodeInfo& self) {
-  return std::make_unique<EtcdMembership>(config, self);
+std::unique_ptr<Membership> NewEtcdMembership(const NodeConfig& config, const v1::NodeInfo& self,
+                                              boost::asio::any_io_executor executor) {
+  return std::make_unique<EtcdMembership>(config, self, std::move(executor));
 }
 
-EtcdMembership::EtcdMembership(const NodeConfig& config, const v1::NodeInfo& self, EtcdMembershipOptions options)
+EtcdMembership::EtcdMembership(const NodeConfig& config, const v1::NodeInfo& self,
+                               boost::asio::any_io_executor executor, EtcdMembershipOptions options)
     : config_(config.cluster),
       self_(Registration(self)),
       options_(options),
@@ -85,7 +87,8 @@ EtcdMembership::EtcdMembership(const NodeConfig& config, const v1::NodeInfo& sel
       nodes_prefix_(prefix_ + "nodes/"),
       node_key_(nodes_prefix_ + self.id()),
       map_key_(prefix_ + "map"),
-      client_(EtcdClient::Options{config.cluster.etcd_endpoints, options.call_timeout}) {
+      client_(EtcdClient::Options{config.cluster.etcd_endpoints, options.call_timeout}),
+      task_(std::move(executor), [this] { return Step(); }) {
   map_.set_membership("etcd");
   map_.set_cluster(config_.name);
   v1::NodeInfo* me = map_.add_nodes();
@@ -128,14 +131,10 @@ Status EtcdMembership::Start() {
   }
   spdlog::info("membership: registered {} in etcd at {} (lease {:x}, ttl {} s)", self_.id(), client_.EndpointList(),
                lease_.id, lease_.ttl_s);
-  auto on_change = [this](const std::vector<EtcdEvent>&, int64_t) {
-    MutexLock lock(&mu_);
-    dirty_ = true;
-    cv_.SignalAll();
-  };
+  auto on_change = [this](const std::vector<EtcdEvent>&, int64_t) { task_.Kick(); };
   nodes_watch_ = client_.Watch(nodes_prefix_, /*prefix=*/true, *revision + 1, on_change);
   map_watch_ = client_.Watch(map_key_, /*prefix=*/false, *revision + 1, on_change);
-  thread_ = std::thread([this] { Run(); });
+  task_.Start();
   // Return with the map read (and brought up to date) once.
   MutexLock lock(&mu_);
   cv_.Wait(&mu_, [this]() REQUIRES(mu_) { return first_pass_ || stopping_; });
@@ -152,9 +151,11 @@ Result<int64_t> EtcdMembership::Register(int64_t previous_lease) {
   }
   keep_alive_ = client_.KeepAlive(*lease, [this](const Status& why) {
     spdlog::warn("membership: lost the etcd lease of {}: {}", self_.id(), why.ToString());
-    MutexLock lock(&mu_);
-    lease_lost_ = true;
-    cv_.SignalAll();
+    {
+      MutexLock lock(&mu_);
+      lease_lost_ = true;
+    }
+    task_.Kick();
   });
   // The key has moved to the new lease; the old one (if etcd still has it)
   // holds nothing now.
@@ -164,39 +165,39 @@ Result<int64_t> EtcdMembership::Register(int64_t previous_lease) {
   return *revision;
 }
 
-void EtcdMembership::Run() {
-  MutexLock lock(&mu_);
-  while (!stopping_) {
-    dirty_ = false;
-    const bool lost = lease_lost_;
+std::chrono::milliseconds EtcdMembership::Step() {
+  bool lost = false;
+  {
+    MutexLock lock(&mu_);
+    lost = lease_lost_;
     lease_lost_ = false;
-    lock.Unlock();
-    if (lost || !registered_) {
-      if (registered_) {
-        keep_alive_.reset();  // its thread has ended, or is about to
-        registered_ = false;
-      }
-      const int64_t previous = lease_.id;
-      auto revision = Register(previous);
-      if (revision.ok()) {
-        spdlog::info("membership: {} registered again in etcd (lease {:x})", self_.id(), lease_.id);
-      } else {
-        spdlog::debug("membership: registering {} again: {}", self_.id(), revision.status().ToString());
-      }
-    }
-    if (!Reconcile() && registered_) {
-      spdlog::warn("membership: the registration of {} vanished from etcd; registering again", self_.id());
-      keep_alive_.reset();
-      registered_ = false;
-      lock.Lock();
-      dirty_ = true;  // at once, not after a whole interval
-      lock.Unlock();
-    }
-    lock.Lock();
-    first_pass_ = true;
-    cv_.SignalAll();
-    cv_.WaitFor(&mu_, options_.reconcile_interval, [this]() REQUIRES(mu_) { return stopping_ || dirty_ || lease_lost_; });
   }
+  if (lost || !registered_) {
+    if (registered_) {
+      keep_alive_.reset();  // its thread has ended, or is about to
+      registered_ = false;
+    }
+    const int64_t previous = lease_.id;
+    auto revision = Register(previous);
+    if (revision.ok()) {
+      spdlog::info("membership: {} registered again in etcd (lease {:x})", self_.id(), lease_.id);
+    } else {
+      spdlog::debug("membership: registering {} again: {}", self_.id(), revision.status().ToString());
+    }
+  }
+  bool again = false;
+  if (!Reconcile() && registered_) {
+    spdlog::warn("membership: the registration of {} vanished from etcd; registering again", self_.id());
+    keep_alive_.reset();
+    registered_ = false;
+    again = true;  // at once, not after a whole interval
+  }
+  {
+    MutexLock lock(&mu_);
+    first_pass_ = true;
+  }
+  cv_.SignalAll();
+  return again ? std::chrono::milliseconds(0) : options_.reconcile_interval;
 }
 
 bool EtcdMembership::Reconcile() {
@@ -301,7 +302,7 @@ void EtcdMembership::Shutdown(bool revoke) {
     stopping_ = true;
   }
   cv_.SignalAll();
-  if (thread_.joinable()) thread_.join();
+  task_.Stop();
   nodes_watch_.reset();
   map_watch_.reset();
   keep_alive_.reset();

@@ -1,6 +1,7 @@
 // etcd membership: leases, the cluster map under one key, a watch. See membership.h.
 #pragma once
 
+#include <boost/asio/any_io_executor.hpp>
 #include <memory>
 
 #include "server/cluster/membership.h"
@@ -8,6 +9,8 @@
 namespace strata {
 
 // REQUIRES: config.cluster.membership == "etcd" and etcd_endpoints non-empty.
-std::unique_ptr<Membership> NewEtcdMembership(const NodeConfig& config, const v1::NodeInfo& self);
+// `executor`: see EtcdMembership.
+std::unique_ptr<Membership> NewEtcdMembership(const NodeConfig& config, const v1::NodeInfo& self,
+                                              boost::asio::any_io_executor executor);
 
 }  // namespace strata

@@ -16,12 +16,13 @@
 // the writes; strata needs no consensus of its own.
 #pragma once
 
+#include <boost/asio/any_io_executor.hpp>
 #include <chrono>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "common/mutex.h"
+#include "server/base/periodic_task.h"
 #include "server/cluster/etcd_client.h"
 #include "server/cluster/membership.h"
 
@@ -38,8 +39,11 @@ struct EtcdMembershipOptions {
 
 class EtcdMembership final : public Membership {
  public:
-  // REQUIRES: config.cluster.etcd_endpoints non-empty.
-  EtcdMembership(const NodeConfig& config, const v1::NodeInfo& self, EtcdMembershipOptions options = {});
+  // REQUIRES: config.cluster.etcd_endpoints non-empty. `executor` runs the
+  // reconciliation (a PeriodicTask, kicked by the watches and by a lost
+  // lease); a run blocks on etcd calls for up to their deadline.
+  EtcdMembership(const NodeConfig& config, const v1::NodeInfo& self, boost::asio::any_io_executor executor,
+                 EtcdMembershipOptions options = {});
   ~EtcdMembership() override;  // Stop()
 
   // REQUIRES: called once, not concurrently with Stop().
@@ -57,13 +61,15 @@ class EtcdMembership final : public Membership {
   // Grants a lease, writes nodes/<self> under it and keeps it alive. Returns
   // the revision of the write. Revokes `previous` (0: none) once replaced.
   Result<int64_t> Register(int64_t previous_lease);
-  void Run();
+  // One reconciliation: registers again if the lease was lost, then
+  // Reconcile(). Returns the delay until the next.
+  std::chrono::milliseconds Step();
   // Reads the map and the registrations, publishes the map, and writes a new
   // one if it is out of date. Returns false if this node's own registration is
   // missing although its lease was thought alive.
   bool Reconcile();
   // Makes `map` (epoch = its revision) the current one; notifies on a change
-  // of content. REQUIRES: mu_ not held; called on the membership thread.
+  // of content. REQUIRES: mu_ not held; called from a run of task_.
   void Publish(const v1::ClusterMap& map) EXCLUDES(mu_);
   void Shutdown(bool revoke);
 
@@ -76,7 +82,7 @@ class EtcdMembership final : public Membership {
   const std::string map_key_;
   EtcdClient client_;
 
-  // Owned by the thread that runs Start(), then by the membership thread, then
+  // Owned by the thread that runs Start(), then by the runs of task_, then
   // by the thread that runs Stop(); never two at once.
   EtcdLease lease_;
   bool registered_ = false;
@@ -84,7 +90,6 @@ class EtcdMembership final : public Membership {
   std::unique_ptr<EtcdKeepAlive> keep_alive_;
   std::unique_ptr<EtcdWatch> nodes_watch_;
   std::unique_ptr<EtcdWatch> map_watch_;
-  std::thread thread_;
 
   mutable Mutex mu_;
   CondVar cv_;
@@ -93,9 +98,10 @@ class EtcdMembership final : public Membership {
   bool started_ GUARDED_BY(mu_) = false;
   bool stopped_ GUARDED_BY(mu_) = false;
   bool stopping_ GUARDED_BY(mu_) = false;
-  bool dirty_ GUARDED_BY(mu_) = false;        // a watch saw a change
   bool lease_lost_ GUARDED_BY(mu_) = false;   // the keep-alive gave up
-  bool first_pass_ GUARDED_BY(mu_) = false;   // the thread has reconciled once
+  bool first_pass_ GUARDED_BY(mu_) = false;   // task_ has reconciled once
+  // Declared last: built after what its runs use. Stopped by Shutdown().
+  PeriodicTask task_;
 };
 
 }  // namespace strata

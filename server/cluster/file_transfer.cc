@@ -71,10 +71,10 @@ FileReceiver::FileReceiver(std::string final_path, std::string tmp_path, int fd,
       fd_(fd),
       kind_(file.kind()),
       file_(file),
-      out_(fd_, tmp_path_) {}
+      out_(fd_.get(), tmp_path_) {}
 
 FileReceiver::~FileReceiver() {
-  if (fd_ >= 0) close(fd_);
+  fd_.reset();
   if (!committed_) unlink(tmp_path_.c_str());
 }
 
@@ -82,9 +82,8 @@ Status FileReceiver::Append(std::string_view data) { return out_.Append(data); }
 
 Result<bool> FileReceiver::Commit() {
   STRATA_RETURN_IF_ERROR(out_.Flush());
-  if (fsync(fd_) != 0) return ErrnoStatus("fsync " + tmp_path_, errno);
-  close(fd_);
-  fd_ = -1;
+  if (fsync(fd_.get()) != 0) return ErrnoStatus("fsync " + tmp_path_, errno);
+  STRATA_RETURN_IF_ERROR(fd_.Close(tmp_path_));
   STRATA_RETURN_IF_ERROR(VerifyLocalFile(kind_, tmp_path_).WithContext("received copy"));
   STRATA_RETURN_IF_ERROR(CheckIdentity());
   const std::filesystem::path parent = std::filesystem::path(final_path_).parent_path();

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/unique_fd.h"
 #include "server/storage/aligned_writer.h"
 #include "common/status.h"
 #include "server/cluster/rate_limiter.h"
@@ -56,7 +57,7 @@ class FileReceiver {
 
   const std::string final_path_;
   const std::string tmp_path_;
-  int fd_;
+  UniqueFd fd_;  // the temporary file, until Commit closes it
   const v1::FileRef::Kind kind_;
   const v1::FileRef file_;
   bool committed_ = false;

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/mutex.h"
 #include "common/placement.h"
 #include "server/cluster/membership.h"
 
@@ -37,12 +38,42 @@ void IngestReplication::FileWritten(const v1::FileRef& file, uint64_t bytes) {
   if (!index) shards_.push_back(std::move(copies));
 }
 
-Status IngestReplication::BeforeSeal() {
+void IngestReplication::BeforeSeal(std::function<void(Status)> done) {
   const uint32_t need = policy_ == v1::WRITE_SYNC ? replication_ : policy_ == v1::WRITE_QUORUM ? quorum_ : 0;
-  if (need == 0) return Status::OK();
+  if (need == 0 || shards_.empty()) {
+    done(Status::OK());
+    return;
+  }
+  // Every shard is waited for at once; the last answer (or the first error,
+  // once all have answered) calls `done`.
+  struct Pending {
+    Mutex mu;
+    size_t left GUARDED_BY(mu) = 0;
+    Status first_error GUARDED_BY(mu);
+    std::function<void(Status)> done;
+  };
+  auto pending = std::make_shared<Pending>();
+  pending->done = std::move(done);
+  {
+    MutexLock lock(&pending->mu);
+    pending->left = shards_.size();
+  }
   const auto deadline = std::chrono::steady_clock::now() + kSealTimeout;
-  for (const auto& copies : shards_) STRATA_RETURN_IF_ERROR(copies->WaitFor(need, deadline));
-  return Status::OK();
+  // A copy of the list: `done` may let the session (and this observer) go
+  // before the loop ends.
+  const std::vector<std::shared_ptr<Replicator::Copies>> shards = shards_;
+  for (const auto& copies : shards) {
+    copies->WhenConfirmed(need, deadline, [pending](Status s) {
+      Status result;
+      {
+        MutexLock lock(&pending->mu);
+        if (!s.ok() && pending->first_error.ok()) pending->first_error = std::move(s);
+        if (--pending->left != 0) return;
+        result = pending->first_error;
+      }
+      pending->done(std::move(result));
+    });
+  }
 }
 
 void IngestReplication::AfterSeal(const v1::VersionRecord& sealed) {

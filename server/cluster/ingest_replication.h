@@ -27,7 +27,7 @@ class IngestReplication final : public IngestObserver {
                     uint32_t replication, v1::WritePolicy policy, uint32_t quorum);
 
   void FileWritten(const v1::FileRef& file, uint64_t bytes) override;
-  Status BeforeSeal() override;
+  void BeforeSeal(std::function<void(Status)> done) override;
   void AfterSeal(const v1::VersionRecord& sealed) override;
   void AfterAbort() override;
 

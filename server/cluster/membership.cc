@@ -6,10 +6,10 @@
 namespace strata {
 
 Result<std::unique_ptr<Membership>> Membership::Create(const NodeConfig& config, const v1::NodeInfo& self,
-                                                       PeerClients* peers) {
-  if (config.cluster.membership == "etcd") return NewEtcdMembership(config, self);
+                                                       PeerClients* peers, boost::asio::any_io_executor executor) {
+  if (config.cluster.membership == "etcd") return NewEtcdMembership(config, self, std::move(executor));
   if (config.cluster.membership == "static") {
-    return std::unique_ptr<Membership>(std::make_unique<StaticMembership>(config, self, peers));
+    return std::unique_ptr<Membership>(std::make_unique<StaticMembership>(config, self, peers, std::move(executor)));
   }
   return Status::InvalidArgument("unknown membership '" + config.cluster.membership + "'");
 }

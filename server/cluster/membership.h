@@ -16,9 +16,10 @@
 //    etcd provides the consensus; strata has none of its own.
 //
 // Thread-safety: Current() and Subscribe() are safe from any thread; callbacks
-// run on the membership's own thread and must not block for long.
+// run on the membership's executor and must not block for long.
 #pragma once
 
+#include <boost/asio/any_io_executor.hpp>
 #include <functional>
 #include <memory>
 #include <string>
@@ -34,9 +35,11 @@ class Membership {
  public:
   // Picks the implementation from config.cluster.membership. `self` describes
   // this node (id, advertised address, metrics address). `peers` must outlive
-  // the membership.
+  // the membership. `executor` runs its periodic work (heartbeats, etcd
+  // reconciliation), which blocks on network calls for up to their deadline:
+  // the daemon's background pool.
   static Result<std::unique_ptr<Membership>> Create(const NodeConfig& config, const v1::NodeInfo& self,
-                                                    PeerClients* peers);
+                                                    PeerClients* peers, boost::asio::any_io_executor executor);
 
   virtual ~Membership() = default;
 

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <thread>
 
@@ -22,6 +23,74 @@ constexpr int kPushAttempts = 4;
 constexpr std::chrono::milliseconds kRetryPause{300};
 
 }  // namespace
+
+std::optional<Status> Replicator::Copies::Outcome(uint32_t n, bool expired) const {
+  if (confirmed_.size() >= n) return Status::OK();
+  if (in_flight_ == 0 && next_candidate_ >= candidates_.size()) {
+    return Status::Unavailable("only " + std::to_string(confirmed_.size()) + " of " + std::to_string(n) +
+                               " copies of " + FileName(file_) + " could be written; last error: " + last_error_);
+  }
+  if (expired) {
+    return Status::DeadlineExceeded("timed out waiting for " + std::to_string(n) + " copies of " + FileName(file_) +
+                                    " (" + std::to_string(confirmed_.size()) + " so far)");
+  }
+  return std::nullopt;
+}
+
+void Replicator::Copies::WhenConfirmed(uint32_t n, std::chrono::steady_clock::time_point deadline,
+                                       std::function<void(Status)> done) {
+  std::shared_ptr<boost::asio::steady_timer> timer;
+  {
+    MutexLock lock(&mu_);
+    std::optional<Status> now = Outcome(n, std::chrono::steady_clock::now() >= deadline);
+    if (!now) {
+      timer = std::make_shared<boost::asio::steady_timer>(strand_, deadline);
+      waiters_.push_back(Waiter{n, std::move(done), timer});
+    } else {
+      lock.Unlock();
+      done(*std::move(now));
+      return;
+    }
+  }
+  // Armed on the strand, where Notify cancels it: a timer is not thread-safe.
+  boost::asio::post(strand_, [self = shared_from_this(), timer] {
+    timer->async_wait([self, timer](const boost::system::error_code& ec) {
+      if (!ec) self->Expire(timer.get());
+    });
+  });
+}
+
+void Replicator::Copies::Notify() {
+  std::vector<std::pair<std::function<void(Status)>, Status>> ready;
+  {
+    MutexLock lock(&mu_);
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      std::optional<Status> now = Outcome(it->n, /*expired=*/false);
+      if (!now) {
+        ++it;
+        continue;
+      }
+      boost::asio::post(strand_, [timer = it->timer] { timer->cancel(); });
+      ready.emplace_back(std::move(it->done), *std::move(now));
+      it = waiters_.erase(it);
+    }
+  }
+  for (auto& [done, status] : ready) done(std::move(status));
+}
+
+void Replicator::Copies::Expire(const boost::asio::steady_timer* timer) {
+  std::function<void(Status)> done;
+  Status status;
+  {
+    MutexLock lock(&mu_);
+    auto it = std::find_if(waiters_.begin(), waiters_.end(), [&](const Waiter& w) { return w.timer.get() == timer; });
+    if (it == waiters_.end()) return;  // already answered
+    status = *Outcome(it->n, /*expired=*/true);
+    done = std::move(it->done);
+    waiters_.erase(it);
+  }
+  done(std::move(status));
+}
 
 Status Replicator::Copies::WaitFor(uint32_t n, std::chrono::steady_clock::time_point deadline) {
   MutexLock lock(&mu_);
@@ -49,6 +118,8 @@ std::vector<std::string> Replicator::Copies::holders() const {
 
 Replicator::Replicator(std::string self_id, const DataDir* dir, PeerClients* peers, Metrics* metrics,
                        size_t threads)
+    // pool_: owned by the replicator (joined by Stop). Purpose: pushing newly
+    // sealed files to their other holders; each push blocks on a peer stream.
     : self_id_(std::move(self_id)), dir_(dir), peers_(peers), metrics_(metrics), pool_(threads) {}
 
 Replicator::~Replicator() { Stop(); }
@@ -57,7 +128,7 @@ void Replicator::Stop() { pool_.join(); }
 
 std::shared_ptr<Replicator::Copies> Replicator::Replicate(const v1::FileRef& file, uint64_t bytes,
                                                           std::vector<v1::NodeInfo> candidates, uint32_t want) {
-  auto copies = std::make_shared<Copies>();
+  auto copies = std::make_shared<Copies>(pool_.get_executor());
   copies->file_ = file;
   copies->bytes_ = bytes;
   copies->candidates_ = std::move(candidates);
@@ -105,6 +176,8 @@ void Replicator::Push(std::shared_ptr<Copies> copies, v1::NodeInfo target) {
     }
   }
   copies->cv_.SignalAll();
+  lock.Unlock();
+  copies->Notify();
 }
 
 }  // namespace strata

@@ -12,9 +12,13 @@
 // Thread-safety: safe for concurrent use.
 #pragma once
 
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -31,17 +35,34 @@ namespace strata {
 class Replicator {
  public:
   // The progress of one file's copies.
-  class Copies {
+  class Copies : public std::enable_shared_from_this<Copies> {
    public:
     // Blocks until `n` targets hold a durable copy (OK), until that can no
     // longer happen (Unavailable, naming the file and what failed), or until
     // `deadline` (DeadlineExceeded).
     Status WaitFor(uint32_t n, std::chrono::steady_clock::time_point deadline);
+    // Calls `done` once, with what WaitFor would return, without blocking:
+    // at once on the calling thread when that is known now, else on the
+    // replicator's pool (when a push ends, or at `deadline`).
+    void WhenConfirmed(uint32_t n, std::chrono::steady_clock::time_point deadline,
+                       std::function<void(Status)> done);
     uint32_t confirmed() const;
     std::vector<std::string> holders() const;  // nodes with a confirmed copy
 
    private:
     friend class Replicator;
+    struct Waiter {
+      uint32_t n = 0;
+      std::function<void(Status)> done;
+      std::shared_ptr<boost::asio::steady_timer> timer;  // used on strand_ only
+    };
+    // What WaitFor(n) would return now; nullopt while it would still wait.
+    std::optional<Status> Outcome(uint32_t n, bool expired) const REQUIRES(mu_);
+    // Calls the waiters whose outcome is known (after a push ended).
+    void Notify() EXCLUDES(mu_);
+    void Expire(const boost::asio::steady_timer* timer) EXCLUDES(mu_);
+
+    boost::asio::strand<boost::asio::thread_pool::executor_type> strand_;  // the waiters' timers
     v1::FileRef file_;
     uint64_t bytes_ = 0;
     std::vector<v1::NodeInfo> candidates_;  // placement order
@@ -51,6 +72,10 @@ class Replicator {
     std::set<std::string> confirmed_ GUARDED_BY(mu_);
     int in_flight_ GUARDED_BY(mu_) = 0;
     std::string last_error_ GUARDED_BY(mu_);
+    std::vector<Waiter> waiters_ GUARDED_BY(mu_);
+
+   public:
+    explicit Copies(boost::asio::thread_pool::executor_type executor) : strand_(std::move(executor)) {}
   };
 
   Replicator(std::string self_id, const DataDir* dir, PeerClients* peers, Metrics* metrics, size_t threads = 2);

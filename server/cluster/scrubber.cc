@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/mutex.h"
 #include "server/cluster/file_transfer.h"
 
 namespace strata {
@@ -15,60 +14,55 @@ constexpr std::chrono::seconds kPassPause{10};
 }  // namespace
 
 Scrubber::Scrubber(const LocalFiles* files, const DataDir* dir, Metrics* metrics,
-                   std::function<void(const v1::FileRef&)> quarantine, uint64_t bytes_per_sec)
+                   std::function<void(const v1::FileRef&)> quarantine, uint64_t bytes_per_sec,
+                   boost::asio::any_io_executor executor)
     : files_(files),
       dir_(dir),
       metrics_(metrics),
       quarantine_(std::move(quarantine)),
       bytes_per_sec_(bytes_per_sec),
-      limiter_(bytes_per_sec) {}
+      limiter_(bytes_per_sec),
+      task_(std::move(executor), [this] { return Step(); }) {}
 
 Scrubber::~Scrubber() { Stop(); }
 
 void Scrubber::Start() {
   if (bytes_per_sec_ == 0) return;
-  thread_ = std::thread([this] { Run(); });
+  task_.Start();
 }
 
-void Scrubber::Stop() {
-  {
-    MutexLock lock(&mu_);
-    stopping_ = true;
+void Scrubber::Stop() { task_.Stop(); }
+
+std::chrono::milliseconds Scrubber::Step() {
+  if (next_ >= pass_.size()) {  // a new pass
+    pass_ = files_->List("", 0);
+    next_ = 0;
   }
-  wake_.SignalAll();
-  if (thread_.joinable()) thread_.join();
+  if (next_ < pass_.size()) Verify(pass_[next_++]);
+  if (next_ < pass_.size()) return std::chrono::milliseconds(0);
+  pass_.clear();
+  return kPassPause;
 }
 
-bool Scrubber::WaitOrStop(std::chrono::milliseconds d) {
-  MutexLock lock(&mu_);
-  return wake_.WaitFor(&mu_, d, [this]() REQUIRES(mu_) { return stopping_; });
-}
-
-void Scrubber::Run() {
-  for (;;) {
-    for (const v1::FileRef& file : files_->List("", 0)) {
-      if (WaitOrStop(std::chrono::milliseconds(0))) return;
-      const std::string path = dir_->Absolute(dir_->FileRelativePath(file));
-      // Paced piece by piece: the reads are spread at the configured rate,
-      // never a whole shard at full speed after a long sleep (a burst that
-      // took a core from the streams just when a new dataset was first read).
-      uint64_t verified = 0;
-      const auto pace = [this, &verified](size_t piece) {
-        limiter_.Acquire(piece);
-        verified += piece;
-        return !WaitOrStop(std::chrono::milliseconds(0));
-      };
-      Status s = VerifyLocalFile(file.kind(), path, pace);
-      metrics_->scrubbed_bytes.Increment(static_cast<double>(verified));
-      if (s.code() == Code::kCancelled) return;  // stopping
-      if (s.IsCorruption()) {
-        spdlog::error("scrub: {} is corrupt: {}", FileName(file), s.message());
-        quarantine_(file);
-      } else if (!s.ok() && !s.IsNotFound()) {
-        spdlog::warn("scrub: {}: {}", FileName(file), s.ToString());
-      }
-    }
-    if (WaitOrStop(kPassPause)) return;
+void Scrubber::Verify(const v1::FileRef& file) {
+  const std::string path = dir_->Absolute(dir_->FileRelativePath(file));
+  // Paced piece by piece: the reads are spread at the configured rate,
+  // never a whole shard at full speed after a long sleep (a burst that
+  // took a core from the streams just when a new dataset was first read).
+  uint64_t verified = 0;
+  const auto pace = [this, &verified](size_t piece) {
+    limiter_.Acquire(piece);
+    verified += piece;
+    return !task_.stopping();
+  };
+  Status s = VerifyLocalFile(file.kind(), path, pace);
+  metrics_->scrubbed_bytes.Increment(static_cast<double>(verified));
+  if (s.code() == Code::kCancelled) return;  // stopping
+  if (s.IsCorruption()) {
+    spdlog::error("scrub: {} is corrupt: {}", FileName(file), s.message());
+    quarantine_(file);
+  } else if (!s.ok() && !s.IsNotFound()) {
+    spdlog::warn("scrub: {}: {}", FileName(file), s.ToString());
   }
 }
 

@@ -4,17 +4,23 @@
 // back from another holder. Reads meanwhile check every record anyway; the
 // scrubber finds damage in data nobody is reading.
 //
+// It runs as a PeriodicTask: each run verifies one file (paced piece by
+// piece, blocking on the disk and on the rate limiter), then the next, and
+// pauses between passes. The executor it is given must be one whose threads
+// may block for a whole file's verification: the daemon gives it a thread of
+// its own (the scrub executor), never the I/O pool or the background pool
+// whose timers (repair, heartbeats) must not wait behind a disk read.
+//
 // Thread-safety: Start/Stop from one thread.
 #pragma once
 
-#include <condition_variable>
+#include <boost/asio/any_io_executor.hpp>
 #include <functional>
-#include <mutex>
-#include <thread>
+#include <string>
+#include <vector>
 
 #include "server/base/metrics.h"
-
-#include "common/mutex.h"
+#include "server/base/periodic_task.h"
 #include "server/cluster/rate_limiter.h"
 #include "server/storage/data_dir.h"
 #include "server/storage/local_files.h"
@@ -23,18 +29,24 @@ namespace strata {
 
 class Scrubber {
  public:
-  // `bytes_per_sec` 0 disables scrubbing (Start does nothing).
-  // `quarantine` sets a corrupt copy aside. The pointers must outlive the Scrubber.
+  // `bytes_per_sec` 0 disables scrubbing (Start does nothing). `quarantine`
+  // sets a corrupt copy aside. `executor`: see the class comment. The
+  // pointers must outlive the Scrubber.
   Scrubber(const LocalFiles* files, const DataDir* dir, Metrics* metrics,
-           std::function<void(const v1::FileRef&)> quarantine, uint64_t bytes_per_sec);
-  ~Scrubber();
+           std::function<void(const v1::FileRef&)> quarantine, uint64_t bytes_per_sec,
+           boost::asio::any_io_executor executor);
+  ~Scrubber();  // Stop()
 
   void Start();
+  // Ends the verification in progress at its next piece; returns once no run
+  // is left. Idempotent.
   void Stop();
 
  private:
-  void Run();
-  bool WaitOrStop(std::chrono::milliseconds d);
+  // One run: verifies the next file of the pass; returns the delay until the
+  // next run (none within a pass, kPassPause after the last file).
+  std::chrono::milliseconds Step();
+  void Verify(const v1::FileRef& file);
 
   const LocalFiles* const files_;
   const DataDir* const dir_;
@@ -42,10 +54,11 @@ class Scrubber {
   const std::function<void(const v1::FileRef&)> quarantine_;
   const uint64_t bytes_per_sec_;
   RateLimiter limiter_;
-  Mutex mu_;
-  CondVar wake_;
-  bool stopping_ GUARDED_BY(mu_) = false;
-  std::thread thread_;
+  // The pass in progress: the files listed at its start, and the next one.
+  // Touched by runs only, which never overlap (PeriodicTask).
+  std::vector<v1::FileRef> pass_;
+  size_t next_ = 0;
+  PeriodicTask task_;  // last: stopped (by its destructor) before the rest goes
 };
 
 }  // namespace strata

@@ -28,8 +28,17 @@ bool SameNodes(const v1::ClusterMap& a, const v1::ClusterMap& b) {
 
 }  // namespace
 
-StaticMembership::StaticMembership(const NodeConfig& config, const v1::NodeInfo& self, PeerClients* peers)
-    : config_(config.cluster), self_(self), peers_(peers), started_(std::chrono::steady_clock::now()) {
+StaticMembership::StaticMembership(const NodeConfig& config, const v1::NodeInfo& self, PeerClients* peers,
+                                   boost::asio::any_io_executor executor)
+    : config_(config.cluster),
+      self_(self),
+      peers_(peers),
+      started_(std::chrono::steady_clock::now()),
+      heartbeat_(std::move(executor), [this] {
+        PingAll();
+        Recompute();
+        return std::chrono::milliseconds(config_.heartbeat_interval_ms);
+      }) {
   for (const auto& n : config_.nodes) {
     if (n.id == self_.id()) continue;
     Peer p;
@@ -48,18 +57,11 @@ StaticMembership::~StaticMembership() { Stop(); }
 
 Status StaticMembership::Start() {
   Recompute();
-  thread_ = std::thread([this] { Run(); });
+  heartbeat_.Start();
   return Status::OK();
 }
 
-void StaticMembership::Stop() {
-  {
-    MutexLock lock(&mu_);
-    stopping_ = true;
-  }
-  wake_.SignalAll();
-  if (thread_.joinable()) thread_.join();
-}
+void StaticMembership::Stop() { heartbeat_.Stop(); }
 
 v1::ClusterMap StaticMembership::Current() const {
   MutexLock lock(&mu_);
@@ -69,18 +71,6 @@ v1::ClusterMap StaticMembership::Current() const {
 void StaticMembership::Subscribe(std::function<void(const v1::ClusterMap&)> fn) {
   MutexLock lock(&mu_);
   subs_.push_back(std::move(fn));
-}
-
-void StaticMembership::Run() {
-  const auto period = std::chrono::milliseconds(config_.heartbeat_interval_ms);
-  MutexLock lock(&mu_);
-  while (!stopping_) {
-    lock.Unlock();
-    PingAll();
-    Recompute();
-    lock.Lock();
-    wake_.WaitFor(&mu_, period, [this]() REQUIRES(mu_) { return stopping_; });
-  }
 }
 
 void StaticMembership::PingAll() {

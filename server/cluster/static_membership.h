@@ -1,20 +1,28 @@
 // Static membership: the node list from the config, with liveness from
 // heartbeats. See membership.h.
+//
+// The heartbeat is a PeriodicTask on the executor it is given: each run pings
+// every other node at once (asynchronous calls, waited for up to the
+// heartbeat interval) and recomputes the map.
 #pragma once
 
+#include <boost/asio/any_io_executor.hpp>
 #include <chrono>
 #include <map>
-#include <thread>
 #include <vector>
 
 #include "common/mutex.h"
+#include "server/base/periodic_task.h"
 #include "server/cluster/membership.h"
 
 namespace strata {
 
 class StaticMembership final : public Membership {
  public:
-  StaticMembership(const NodeConfig& config, const v1::NodeInfo& self, PeerClients* peers);
+  // `executor` runs the heartbeat; a run blocks for up to the heartbeat
+  // interval (the pings' deadline).
+  StaticMembership(const NodeConfig& config, const v1::NodeInfo& self, PeerClients* peers,
+                   boost::asio::any_io_executor executor);
   ~StaticMembership() override;
 
   Status Start() override;
@@ -29,7 +37,6 @@ class StaticMembership final : public Membership {
     bool ever_seen = false;
   };
 
-  void Run();
   void PingAll();
   // Rebuilds the map from the peers' liveness; notifies on change.
   void Recompute() EXCLUDES(mu_);
@@ -43,9 +50,7 @@ class StaticMembership final : public Membership {
   std::map<std::string, Peer> others_ GUARDED_BY(mu_);
   v1::ClusterMap map_ GUARDED_BY(mu_);
   std::vector<std::function<void(const v1::ClusterMap&)>> subs_ GUARDED_BY(mu_);
-  bool stopping_ GUARDED_BY(mu_) = false;
-  CondVar wake_;
-  std::thread thread_;
+  PeriodicTask heartbeat_;  // last: stopped before the rest goes
 };
 
 }  // namespace strata

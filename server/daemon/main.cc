@@ -1,7 +1,7 @@
-#include "common/allocator.h"
+#include "strata/allocator.h"
 #include "server/daemon/server.h"
 
 int main(int argc, char** argv) {
-  strata::TuneAllocatorForStreaming();  // common/allocator.h
+  strata::TuneAllocatorForStreaming();  // strata/allocator.h
   return strata::RunStratad(argc, argv);
 }

@@ -60,12 +60,16 @@ Status Server::Build() {
   catalog_ = std::make_unique<Catalog>(kv_.get());
   cache_ = std::make_unique<DatasetCache>(catalog_.get(), dir_.get());
   files_ = std::make_unique<LocalFiles>(dir_.get());
+  // The executors, each owned by this Server and joined by Stop() (see the
+  // members' comments in server.h, and docs/design.md, "Threads").
   pool_ = std::make_unique<boost::asio::thread_pool>(config_.io_threads);
   blocks_ = std::make_unique<BlockCache>(
       BlockCacheOptions{config_.cache_bytes, config_.cache_block_bytes, config_.memory_budget}, pool_.get(),
       metrics_.get());
 
   background_ = std::make_unique<boost::asio::thread_pool>(2);
+  scrub_pool_ = std::make_unique<boost::asio::thread_pool>(1);
+  peer_pool_ = std::make_unique<boost::asio::thread_pool>(2);
 
   // Cluster: a one-node view until Serve() joins.
   peers_ = std::make_unique<PeerClients>();
@@ -82,7 +86,7 @@ Status Server::Build() {
                                            repairer_.get(), metrics_.get());
   scrubber_ = std::make_unique<Scrubber>(
       files_.get(), dir_.get(), metrics_.get(), [r = records_.get()](const v1::FileRef& f) { r->Quarantine(f); },
-      config_.cluster.scrub_bytes_per_sec);
+      config_.cluster.scrub_bytes_per_sec, scrub_pool_->get_executor());
 
   // Ingest and serving.
   active_streams_ = std::make_unique<ActiveWork>();
@@ -108,7 +112,7 @@ Status Server::Build() {
       pool_->get_executor(), streams_.get(), ingest_.get(), catalog_.get(), metrics_.get(), active_streams_.get(),
       active_ingests_.get(), config_.max_streams, config_.prefetch_batches, StreamBufferBudget(config_)});
   admin_ = std::make_unique<AdminServiceImpl>(catalog_.get(), status_.get(), view_.get());
-  peer_ = std::make_unique<PeerServiceImpl>(PeerServiceImpl::Deps{pool_->get_executor(), view_.get(), dir_.get(),
+  peer_ = std::make_unique<PeerServiceImpl>(PeerServiceImpl::Deps{peer_pool_->get_executor(), view_.get(), dir_.get(),
                                                                   files_.get(), records_.get(), versions_.get(),
                                                                   repairer_.get(), peers_.get()});
   return Status::OK();
@@ -187,7 +191,7 @@ Status Server::Serve() {
   self.set_address(config_.cluster.advertise.empty() ? address_ : config_.cluster.advertise);
   self.set_metrics_address(metrics_address_);
   self.set_state(v1::NODE_UP);
-  auto membership = Membership::Create(config_, self, peers_.get());
+  auto membership = Membership::Create(config_, self, peers_.get(), background_->get_executor());
   if (!membership.ok()) return membership.status();
   membership_ = std::move(membership).value();
   membership_->Subscribe([view = view_.get()](const v1::ClusterMap& map) { view->Update(map); });
@@ -236,6 +240,8 @@ Status Server::Stop() {
   if (replicator_) replicator_->Stop();
   if (membership_) membership_->Stop();
   if (background_) background_->join();
+  if (scrub_pool_) scrub_pool_->join();
+  if (peer_pool_) peer_pool_->join();
   if (pool_) pool_->join();
   Status closed = kv_->Close();
   spdlog::info("stopped: storage closed{}", closed.ok() ? "" : " with an error: " + closed.ToString());

@@ -109,6 +109,16 @@ class Server {
   // The background pool (2 threads): the repair loop, whose rounds block on
   // peer calls and copies, paced by its timer.
   std::unique_ptr<boost::asio::thread_pool> background_;
+  // The scrub executor (1 thread): the scrubber's file verification, which
+  // blocks on the disk and its rate limit for a whole file at a time; its own
+  // thread, so that no timer or other work waits behind it.
+  std::unique_ptr<boost::asio::thread_pool> scrub_pool_;
+  // The peer pool (2 threads): the peer service's disk and RocksDB work
+  // (file chunks, record reads, version listings, PutVersion's confirmation).
+  // Apart from the I/O pool, whose stream builds may wait on another node's
+  // record read: a node whose I/O threads all wait so still answers the
+  // reads the other node's builds wait on.
+  std::unique_ptr<boost::asio::thread_pool> peer_pool_;
   std::unique_ptr<PeerClients> peers_;
   std::unique_ptr<ClusterView> view_;
   std::unique_ptr<VersionSync> versions_;

@@ -31,6 +31,9 @@ void SystemdNotifier::Ready(const std::string& status, std::function<bool()> hea
   uint64_t usec = 0;
   if (sd_watchdog_enabled(0, &usec) > 0 && usec > 0 && !thread_.joinable()) {
     spdlog::info("systemd watchdog: pinging every {} ms", usec / 2000);
+    // Owner: this notifier (joined by Stop). Purpose: the systemd watchdog
+    // ping, which must go on when the Asio pools are busy or stuck (that is
+    // what the watchdog detects), so it is not one of their timers.
     thread_ = std::thread([this, usec, healthy = std::move(healthy)] { Watchdog(usec / 2, healthy); });
   }
 }

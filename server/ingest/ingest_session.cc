@@ -1,5 +1,7 @@
 #include "server/ingest/ingest_session.h"
 
+#include "common/mutex.h"
+#include <optional>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -278,9 +280,26 @@ void IngestSession::FillDuplicateExamples(v1::IngestReply* reply) const {
 }
 
 Result<v1::IngestReply> IngestSession::Commit(uint64_t expected_samples) {
-  if (committed_ || aborted_) return Status::FailedPrecondition("the ingest is no longer open");
+  Mutex mu;
+  CondVar cv;
+  std::optional<Status> copies;  // under mu (a local: the analysis checks members only)
+  BeginCommit(expected_samples, [&](Status s) {
+    MutexLock lock(&mu);
+    copies = std::move(s);
+    cv.SignalAll();
+  });
+  {
+    MutexLock lock(&mu);
+    cv.Wait(&mu, [&] { return copies.has_value(); });
+  }
+  return FinishCommit(*copies);
+}
+
+void IngestSession::BeginCommit(uint64_t expected_samples, std::function<void(Status)> copies_done) {
   Status s;
-  if (expected_samples != samples_) {
+  if (committed_ || aborted_) {
+    s = Status::FailedPrecondition("the ingest is no longer open");
+  } else if (expected_samples != samples_) {
     s = Status::InvalidArgument("the client sent " + std::to_string(expected_samples) + " samples but the server got " +
                                 std::to_string(samples_) + "; nothing was sealed");
   } else if (samples_ == 0) {
@@ -288,11 +307,21 @@ Result<v1::IngestReply> IngestSession::Commit(uint64_t expected_samples) {
   } else {
     s = FinishShard();
     if (s.ok()) s = FinishStratumIndex();
-    if (s.ok() && observer_) s = observer_->BeforeSeal();
   }
-  if (!s.ok()) {
-    Abort(s.ToString());
-    return s;
+  // Last: `copies_done` may hand the session to another thread at once.
+  if (s.ok() && observer_) {
+    observer_->BeforeSeal(std::move(copies_done));
+  } else {
+    copies_done(std::move(s));
+  }
+}
+
+Result<v1::IngestReply> IngestSession::FinishCommit(const Status& copies) {
+  if (committed_) return Status::FailedPrecondition("the ingest is no longer open");
+  if (aborted_ && copies.ok()) return Status::FailedPrecondition("the ingest is no longer open");
+  if (!copies.ok()) {
+    Abort(copies.ToString());
+    return copies;
   }
   auto record = catalog_->GetVersion(name_, version_);
   if (!record.ok()) {

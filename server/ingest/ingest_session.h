@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -39,9 +40,10 @@ class IngestObserver {
   virtual ~IngestObserver() = default;
   // A file of the version is complete and durable here.
   virtual void FileWritten(const v1::FileRef& file, uint64_t bytes) = 0;
-  // Called before sealing: returns when the version's write policy is met
-  // (enough durable copies), or why it cannot be.
-  virtual Status BeforeSeal() = 0;
+  // Called before sealing: calls `done` once the version's write policy is
+  // met (enough durable copies), or with why it cannot be. It does not block:
+  // `done` runs at once on the calling thread, or later on another.
+  virtual void BeforeSeal(std::function<void(Status)> done) = 0;
   // Called once the version is sealed here.
   virtual void AfterSeal(const v1::VersionRecord& sealed) = 0;
   // Called once an aborted version's files are gone.
@@ -77,8 +79,19 @@ class IngestSession {
   Status Add(const v1::Sample& sample);
 
   // Seals the version. InvalidArgument if expected_samples differs from the
-  // samples received; FailedPrecondition if there are none.
+  // samples received; FailedPrecondition if there are none. Blocks while the
+  // observer waits for copies: BeginCommit and FinishCommit are the same
+  // without blocking.
   Result<v1::IngestReply> Commit(uint64_t expected_samples);
+
+  // A commit in two steps, so that no thread waits for the copies: checks
+  // and finishes the files, then calls `copies_done` once the observer's
+  // write policy is met (or with the error that ends the commit), at once on
+  // this thread or later on another. The session must not be touched from
+  // the call of `copies_done` until FinishCommit(that status) is called,
+  // which seals (or aborts) and returns what Commit returns.
+  void BeginCommit(uint64_t expected_samples, std::function<void(Status)> copies_done);
+  Result<v1::IngestReply> FinishCommit(const Status& copies);
 
   // Removes what was written and marks the version aborted. Idempotent.
   void Abort(const std::string& why);

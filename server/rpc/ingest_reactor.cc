@@ -29,27 +29,46 @@ void IngestReactor::OnReadDone(bool ok) {
 }
 
 void IngestReactor::Process() {
+  if (request_.body_case() == v1::IngestRequest::kCommit && session_) {
+    // No thread waits for the copies the write policy needs: the session
+    // calls back when they are confirmed (on a replicator thread, or at once
+    // here), and the seal, a RocksDB write, is posted back to the I/O pool.
+    session_->BeginCommit(request_.commit().expected_samples(), [this](Status copies) {
+      boost::asio::post(calls_->executor, [this, copies = std::move(copies)] {
+        auto reply = session_->FinishCommit(copies);
+        if (!reply.ok()) {
+          Refuse(reply.status());
+          return;
+        }
+        *reply_ = std::move(reply).value();
+        committed_ = true;
+        // Free what the ingest built up and give it back before the client
+        // hears of the commit, so that the first stream of the new version,
+        // which the client may start at once, does not pay for consolidating
+        // it (a fraction of a second after 10M samples, against a minute of
+        // ingest).
+        session_.reset();
+        ReleaseFreeHeap();
+        Finish(grpc::Status::OK);
+      });
+    });
+    return;  // the session may already be another thread's
+  }
   Status s = Handle(request_);
   if (!s.ok()) {
-    calls_->metrics->CountRejected(s.code() == Code::kInvalidArgument ? Metrics::Reject::kInvalidRequest
-                                   : calls_->draining->load()          ? Metrics::Reject::kDraining
-                                                                       : Metrics::Reject::kIngestRefused);
-    spdlog::warn("ingest from {} refused: {}", peer_, s.ToString());
-    session_.reset();  // aborts: files removed, version marked aborted
-    Finish(ToGrpcStatus(s));
-    return;
-  }
-  if (committed_) {
-    // Free what the ingest built up and give it back before the client hears
-    // of the commit, so that the first stream of the new version, which the
-    // client may start at once, does not pay for consolidating it (a fraction
-    // of a second after 10M samples, against a minute of ingest).
-    session_.reset();
-    ReleaseFreeHeap();
-    Finish(grpc::Status::OK);
+    Refuse(s);
     return;
   }
   StartRead(&request_);
+}
+
+void IngestReactor::Refuse(const Status& s) {
+  calls_->metrics->CountRejected(s.code() == Code::kInvalidArgument ? Metrics::Reject::kInvalidRequest
+                                 : calls_->draining->load()          ? Metrics::Reject::kDraining
+                                                                     : Metrics::Reject::kIngestRefused);
+  spdlog::warn("ingest from {} refused: {}", peer_, s.ToString());
+  session_.reset();  // aborts: files removed, version marked aborted
+  Finish(ToGrpcStatus(s));
 }
 
 Status IngestReactor::Handle(const v1::IngestRequest& request) {
@@ -70,14 +89,8 @@ Status IngestReactor::Handle(const v1::IngestRequest& request) {
       for (const auto& sample : request.samples().samples()) STRATA_RETURN_IF_ERROR(session_->Add(sample));
       return Status::OK();
     }
-    case v1::IngestRequest::kCommit: {
-      if (!session_) return Status::InvalidArgument("the first ingest message must open the ingest");
-      auto reply = session_->Commit(request.commit().expected_samples());
-      if (!reply.ok()) return reply.status();
-      *reply_ = std::move(reply).value();
-      committed_ = true;
-      return Status::OK();
-    }
+    case v1::IngestRequest::kCommit:  // with a session: Process()
+      return Status::InvalidArgument("the first ingest message must open the ingest");
     case v1::IngestRequest::BODY_NOT_SET:
       break;
   }

@@ -47,7 +47,10 @@ class IngestReactor final : public grpc::ServerReadReactor<v1::IngestRequest> {
 
  private:
   void Process();
+  // Opens the ingest or adds samples; a commit is Process's.
   Status Handle(const v1::IngestRequest& request);
+  // Counts and logs the refusal, aborts the session, finishes the call.
+  void Refuse(const Status& s);
 
   const IngestCalls* const calls_;
   v1::IngestReply* const reply_;

@@ -7,6 +7,7 @@
 #include <boost/asio/post.hpp>
 
 #include "common/grpc_status.h"
+#include "common/unique_fd.h"
 #include "server/cluster/file_transfer.h"
 #include "server/cluster/request_validation.h"
 #include "server/cluster/version_confirm.h"
@@ -22,7 +23,18 @@ grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const Statu
   return reactor;
 }
 
-// Receives one file; chunks are written on the node's I/O pool, one at a time.
+// Runs `work` (disk or RocksDB reads: it may block) on `executor`, not on the
+// gRPC callback thread, and finishes the call with its status from there. The
+// request and reply stay valid until Finish.
+template <typename Work>
+grpc::ServerUnaryReactor* OnExecutor(grpc::CallbackServerContext* context,
+                                     const boost::asio::thread_pool::executor_type& executor, Work work) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  boost::asio::post(executor, [reactor, work = std::move(work)]() mutable { reactor->Finish(ToGrpcStatus(work())); });
+  return reactor;
+}
+
+// Receives one file; chunks are written on the peer pool, one at a time.
 class PutFileReactor final : public grpc::ServerReadReactor<v1::FileChunk> {
  public:
   PutFileReactor(const PeerServiceImpl::Deps* d, v1::PutFileReply* reply) : d_(d), reply_(reply) { StartRead(&chunk_); }
@@ -88,25 +100,12 @@ class PutFileReactor final : public grpc::ServerReadReactor<v1::FileChunk> {
   std::unique_ptr<FileReceiver> receiver_;
 };
 
-// Sends one local file in chunks; each chunk is read on the I/O pool.
+// Sends one local file in chunks. The file is opened, and each chunk read,
+// on the peer pool: never on the gRPC callback thread that created the reactor.
 class GetFileReactor final : public grpc::ServerWriteReactor<v1::FileChunk> {
  public:
   GetFileReactor(const PeerServiceImpl::Deps* d, const v1::FileRef& file) : d_(d), file_(file) {
-    auto path = d_->dir->CheckedFilePath(file_);
-    if (!path.ok()) {
-      Finish(ToGrpcStatus(path.status()));
-      return;
-    }
-    fd_ = d_->files->Has(file_) ? open(path->c_str(), O_RDONLY | O_CLOEXEC) : -1;
-    if (fd_ < 0) {
-      Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, FileName(file_) + " is not held by " + d_->view->self_id()));
-      return;
-    }
-    size_ = static_cast<uint64_t>(lseek(fd_, 0, SEEK_END));
-    boost::asio::post(d_->executor, [this] { Next(); });
-  }
-  ~GetFileReactor() override {
-    if (fd_ >= 0) close(fd_);
+    boost::asio::post(d_->executor, [this] { Open(); });
   }
 
   void OnWriteDone(bool ok) override {
@@ -123,6 +122,21 @@ class GetFileReactor final : public grpc::ServerWriteReactor<v1::FileChunk> {
   void OnDone() override { delete this; }
 
  private:
+  void Open() {
+    auto path = d_->dir->CheckedFilePath(file_);
+    if (!path.ok()) {
+      Finish(ToGrpcStatus(path.status()));
+      return;
+    }
+    if (d_->files->Has(file_)) fd_.reset(open(path->c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd_.valid()) {
+      Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, FileName(file_) + " is not held by " + d_->view->self_id()));
+      return;
+    }
+    size_ = static_cast<uint64_t>(lseek(fd_.get(), 0, SEEK_END));
+    Next();
+  }
+
   void Next() {
     chunk_.Clear();
     if (sent_ == 0) {
@@ -131,7 +145,7 @@ class GetFileReactor final : public grpc::ServerWriteReactor<v1::FileChunk> {
     }
     std::string* data = chunk_.mutable_data();
     data->resize(static_cast<size_t>(std::min<uint64_t>(kFileChunkBytes, size_ - sent_)));
-    const ssize_t n = pread(fd_, data->data(), data->size(), static_cast<off_t>(sent_));
+    const ssize_t n = pread(fd_.get(), data->data(), data->size(), static_cast<off_t>(sent_));
     if (n < 0 || static_cast<size_t>(n) != data->size()) {
       Finish(grpc::Status(grpc::StatusCode::INTERNAL, "cannot read " + FileName(file_)));
       return;
@@ -142,7 +156,7 @@ class GetFileReactor final : public grpc::ServerWriteReactor<v1::FileChunk> {
 
   const PeerServiceImpl::Deps* const d_;
   const v1::FileRef file_;
-  int fd_ = -1;
+  UniqueFd fd_;
   uint64_t size_ = 0;
   uint64_t sent_ = 0;
   v1::FileChunk chunk_;
@@ -171,20 +185,22 @@ grpc::ServerWriteReactor<v1::FileChunk>* PeerServiceImpl::GetFile(grpc::Callback
 grpc::ServerUnaryReactor* PeerServiceImpl::ReadRecords(grpc::CallbackServerContext* context,
                                                        const v1::ReadRecordsRequest* request,
                                                        v1::ReadRecordsReply* reply) {
-  Status s = ValidateReadRecords(*request);
-  if (!s.ok()) return Done(context, s);
-  for (uint64_t index : request->indexes()) {
-    s = d_.records->ReadLocal(request->file(), index, reply->add_records());
-    if (!s.ok()) break;
-  }
-  if (!s.ok()) reply->Clear();
-  return Done(context, s);
+  if (Status valid = ValidateReadRecords(*request); !valid.ok()) return Done(context, valid);
+  return OnExecutor(context, d_.executor, [d = &d_, request, reply] {
+    Status s;
+    for (uint64_t index : request->indexes()) {
+      s = d->records->ReadLocal(request->file(), index, reply->add_records());
+      if (!s.ok()) break;
+    }
+    if (!s.ok()) reply->Clear();
+    return s;
+  });
 }
 
 grpc::ServerUnaryReactor* PeerServiceImpl::PutVersion(grpc::CallbackServerContext* context,
                                                       const v1::PutVersionRequest* request, v1::PutVersionReply*) {
   // The claim is checked, then confirmed with the version's coordinator (an
-  // RPC, so on the pool, not a gRPC thread); its copy is what is imported.
+  // RPC, so on the peer pool, not a gRPC thread); its copy is what is imported.
   v1::VersionRecord claimed;
   std::vector<v1::ShardRecord> shards;
   if (Status valid = ValidateVersionMeta(request->meta(), *d_.dir, &claimed, &shards); !valid.ok()) {
@@ -210,7 +226,7 @@ grpc::ServerUnaryReactor* PeerServiceImpl::ListVersions(grpc::CallbackServerCont
                                                         const v1::ListVersionsRequest* request,
                                                         v1::ListVersionsReply* reply) {
   if (Status valid = ValidateListVersions(*request); !valid.ok()) return Done(context, valid);
-  return Done(context, d_.versions->Export(*request, reply));
+  return OnExecutor(context, d_.executor, [d = &d_, request, reply] { return d->versions->Export(*request, reply); });
 }
 
 grpc::ServerUnaryReactor* PeerServiceImpl::ListLocalFiles(grpc::CallbackServerContext* context,

@@ -19,7 +19,11 @@ class PeerServiceImpl final : public v1::PeerService::CallbackService {
  public:
   // What the service reads and changes. Every pointer must outlive the service.
   struct Deps {
-    boost::asio::thread_pool::executor_type executor;  // the node's I/O pool: file chunks are read and written there
+    // The node's peer pool: file opens and chunks, record reads, version
+    // listings (RocksDB) and PutVersion's confirmation run there; no handler
+    // touches the disk or RocksDB on a gRPC callback thread. Not the I/O
+    // pool, whose stream builds may be waiting on this node's answers.
+    boost::asio::thread_pool::executor_type executor;
     const ClusterView* view = nullptr;
     const DataDir* dir = nullptr;
     LocalFiles* files = nullptr;

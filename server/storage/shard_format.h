@@ -38,6 +38,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/unique_fd.h"
 #include "server/storage/aligned_writer.h"
 #include "common/status.h"
 #include "strata/v1/storage.pb.h"
@@ -102,7 +103,7 @@ class ShardWriter {
 
   std::string path_;
   std::string tmp_path_;
-  int fd_ = -1;
+  UniqueFd fd_;  // the temporary file; invalid once finished or failed
   ShardIdentity identity_;
   v1::ShardFooter footer_;  // metadata; the offsets go in the table before it
   std::vector<uint64_t> record_offsets_;
@@ -262,7 +263,7 @@ class ShardReader {
   void AdviseMapping(uint64_t footer_offset) const;
 
   std::string path_;
-  int fd_ = -1;
+  UniqueFd fd_;  // for ReadCopy and VerifyFile
   const char* base_ = nullptr;
   uint64_t size_ = 0;
   uint64_t body_end_ = 0;  // footer_offset + footer_len

@@ -58,7 +58,7 @@ Result<std::unique_ptr<ShardReader>> ShardReader::Open(const std::string& path) 
   }
   void* map = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0);
   if (map == MAP_FAILED) return ErrnoStatus("mmap " + path, errno);
-  reader->fd_ = fd.release();  // for ReadCopy; the reader closes it
+  reader->fd_ = std::move(fd);
   reader->base_ = static_cast<const char*>(map);
   reader->size_ = size;
   STRATA_RETURN_IF_ERROR(reader->CheckLayout());
@@ -70,7 +70,7 @@ Status ShardReader::CheckLayout() {
   // Read, not touched through the mapping: the first page lies in the file's
   // first 2 MiB folio, which a touch would map whole, outside any cache's count.
   char h[kShardHeaderSize];
-  auto got = PReadFd(fd_, h, sizeof h, 0, path_);
+  auto got = PReadFd(fd_.get(), h, sizeof h, 0, path_);
   if (!got.ok()) return got.status();
   if (got.value() != sizeof h) return corrupt("file too small");
   if (std::string_view(h, 8) != kHeaderMagic) return corrupt("bad header magic");
@@ -83,7 +83,7 @@ Status ShardReader::CheckLayout() {
   // The trailer is read too: it says where the footer starts, and so how to
   // advise the mapping (AdviseMapping) before anything is touched through it.
   char t[kShardTrailerSize];
-  got = PReadFd(fd_, t, sizeof t, size_ - kShardTrailerSize, path_);
+  got = PReadFd(fd_.get(), t, sizeof t, size_ - kShardTrailerSize, path_);
   if (!got.ok()) return got.status();
   if (got.value() != sizeof t) return corrupt("file too small");
   if (std::string_view(t + 32, 8) != kTrailerMagic) return corrupt("bad trailer magic");
@@ -154,7 +154,6 @@ uint64_t ShardReader::RecordOffset(uint64_t index) const {
 
 ShardReader::~ShardReader() {
   if (base_ != nullptr) munmap(const_cast<char*>(base_), size_);
-  if (fd_ >= 0) close(fd_);
 }
 
 Status ShardReader::CopyRawRecord(uint64_t index, std::string* raw, bool if_cached) const {
@@ -166,19 +165,19 @@ Status ShardReader::CopyRawRecord(uint64_t index, std::string* raw, bool if_cach
   raw->resize(end - begin);  // an empty range reads nothing and fails to parse
   if (if_cached && !raw->empty()) {
     iovec iov{raw->data(), raw->size()};
-    const ssize_t got = preadv2(fd_, &iov, 1, static_cast<off_t>(begin), RWF_NOWAIT);
+    const ssize_t got = preadv2(fd_.get(), &iov, 1, static_cast<off_t>(begin), RWF_NOWAIT);
     if (got == static_cast<ssize_t>(raw->size())) return Status::OK();
     // EAGAIN, or a short read: some of its pages are not in the page cache.
     // Linux starts reading them on such a call already; the hint makes sure.
     // (Where the kernel cannot read without waiting at all, every record
     // takes this path and is read below, as without if_cached.)
     if (got >= 0 || errno == EAGAIN) {
-      posix_fadvise(fd_, static_cast<off_t>(begin), static_cast<off_t>(raw->size()), POSIX_FADV_WILLNEED);
+      posix_fadvise(fd_.get(), static_cast<off_t>(begin), static_cast<off_t>(raw->size()), POSIX_FADV_WILLNEED);
       raw->clear();
       return Status::Unavailable("record " + std::to_string(index) + " of " + path_ + " is not in the page cache");
     }
   }
-  auto got = PReadFd(fd_, raw->data(), raw->size(), begin, path_);
+  auto got = PReadFd(fd_.get(), raw->data(), raw->size(), begin, path_);
   if (!got.ok()) return got.status();
   if (got.value() != raw->size()) return Status::Corruption("shard " + path_ + ": file shorter than its footer says");
   return Status::OK();
@@ -299,7 +298,7 @@ Status ShardReader::VerifyFile(const std::function<bool(size_t)>& before_piece) 
   for (uint64_t at = 0; at < body_end_;) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(kPiece, body_end_ - at));
     if (before_piece && !before_piece(n)) return Status::Cancelled("verification of " + path_ + " stopped");
-    STRATA_RETURN_IF_ERROR(PReadExactFd(fd_, piece.data(), n, at, path_));
+    STRATA_RETURN_IF_ERROR(PReadExactFd(fd_.get(), piece.data(), n, at, path_));
     sum.Update(piece.data(), n);
     at += n;
   }

@@ -74,7 +74,7 @@ ShardWriter::ShardWriter(std::string path, std::string tmp_path, int fd, ShardId
       fd_(fd),
       identity_(std::move(identity)),
       file_sum_(std::make_unique<Checksum64Stream>()),
-      out_(fd_, tmp_path_) {
+      out_(fd_.get(), tmp_path_) {
   footer_.set_first_id(identity_.first_id);
   footer_.set_dataset(identity_.dataset);
   footer_.set_version(identity_.version);
@@ -84,8 +84,7 @@ ShardWriter::ShardWriter(std::string path, std::string tmp_path, int fd, ShardId
 ShardWriter::~ShardWriter() { RemoveTemp(); }
 
 void ShardWriter::RemoveTemp() {
-  if (fd_ >= 0) close(fd_);
-  fd_ = -1;
+  fd_.reset();
   if (!tmp_path_.empty()) unlink(tmp_path_.c_str());
   tmp_path_.clear();
 }
@@ -103,7 +102,7 @@ Status ShardWriter::Write(std::string_view bytes) {
 
 Status ShardWriter::Append(const v1::RecordHeader& header, std::span<const std::string_view> fields) {
   if (finished_) return Status::InvalidArgument("Append after Finish on " + path_);
-  if (fd_ < 0) return Status::FailedPrecondition("shard writer for " + path_ + " failed earlier");
+  if (!fd_.valid()) return Status::FailedPrecondition("shard writer for " + path_ + " failed earlier");
   const uint64_t want_id = identity_.first_id + records_;
   if (header.id() != want_id) {
     return Status::InvalidArgument("record id " + std::to_string(header.id()) + " != expected " +
@@ -162,7 +161,7 @@ Status ShardWriter::Append(const v1::RecordHeader& header, std::span<const std::
 
 Result<ShardSummary> ShardWriter::Finish() {
   if (finished_) return Status::InvalidArgument("Finish called twice on " + path_);
-  if (fd_ < 0) return Status::FailedPrecondition("shard writer for " + path_ + " failed earlier");
+  if (!fd_.valid()) return Status::FailedPrecondition("shard writer for " + path_ + " failed earlier");
 
   footer_.set_payload_bytes(payload_bytes_);
   std::string footer;
@@ -197,10 +196,8 @@ Result<ShardSummary> ShardWriter::Finish() {
   if (Status s = out_.Append(trailer); !s.ok()) return Fail(std::move(s));
   if (Status s = out_.Flush(); !s.ok()) return Fail(std::move(s));
 
-  if (fsync(fd_) != 0) return Fail(ErrnoStatus("fsync " + tmp_path_, errno));
-  const int fd = fd_;
-  fd_ = -1;
-  if (close(fd) != 0) return Fail(ErrnoStatus("close " + tmp_path_, errno));
+  if (fsync(fd_.get()) != 0) return Fail(ErrnoStatus("fsync " + tmp_path_, errno));
+  if (Status closed = fd_.Close(tmp_path_); !closed.ok()) return Fail(std::move(closed));
   if (Status renamed = RenameNoReplace(tmp_path_, path_); !renamed.ok()) return Fail(renamed);
   tmp_path_.clear();
   Status synced = SyncDir(DirOf(path_));

@@ -7,6 +7,7 @@
 //
 // Prints "consumer: N samples in M batches" and exits 0 when all checks pass;
 // otherwise prints what failed and exits 1.
+#include <strata/allocator.h>
 #include <strata/batch.h>
 #include <strata/client.h>
 #include <strata/cluster.h>
@@ -37,6 +38,8 @@ int main(int argc, char** argv) {
   const std::string dataset = argv[2];
   const uint64_t expected = std::strtoull(argv[3], nullptr, 10);
 
+  // As the README tells trainers to (the installed library must export it).
+  if (!strata::TuneAllocatorForStreaming()) std::cerr << "consumer: allocator settings refused (not glibc?)\n";
   auto client = strata::Client::Connect(address);
   if (!client.ok()) return Fail(client.status().ToString());
 

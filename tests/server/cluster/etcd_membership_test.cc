@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/thread_pool.hpp>
+
 #include "server/cluster/etcd_client.h"
 #include "server/cluster/etcd_membership.h"
 #include "server/cluster/etcd_membership_impl.h"
@@ -60,6 +62,13 @@ bool AllUp(const Membership& m, const std::vector<std::string>& ids) {
   return true;
 }
 
+// The executor the members' reconciliation runs on (the daemon's background
+// pool in stratad): one thread per member a test starts at once.
+boost::asio::any_io_executor Background() {
+  static boost::asio::thread_pool pool(4);
+  return pool.get_executor();
+}
+
 class EtcdMembershipTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -91,7 +100,7 @@ class EtcdMembershipTest : public ::testing::Test {
   }
 
   std::unique_ptr<EtcdMembership> StartMember(int i, uint32_t ttl_s = kTtlS) {
-    auto m = std::make_unique<EtcdMembership>(Config(ttl_s), Self(i));
+    auto m = std::make_unique<EtcdMembership>(Config(ttl_s), Self(i), Background());
     const Status s = m->Start();
     EXPECT_TRUE(s.ok()) << s.ToString();
     return m;
@@ -147,7 +156,7 @@ class EtcdMembershipTest : public ::testing::Test {
 };
 
 TEST_F(EtcdMembershipTest, BeforeStartTheMapHoldsThisNodeAlone) {
-  EtcdMembership m(Config(), Self(1));
+  EtcdMembership m(Config(), Self(1), Background());
   const v1::ClusterMap map = m.Current();
   ASSERT_EQ(map.nodes_size(), 1);
   EXPECT_EQ(map.nodes(0).id(), "node-1");
@@ -187,7 +196,7 @@ TEST_F(EtcdMembershipTest, AllMembersUpInEveryMap) {
 }
 
 TEST_F(EtcdMembershipTest, EpochsIncreaseAndSubscribersSeeEveryChange) {
-  auto first = std::make_unique<EtcdMembership>(Config(), Self(1));
+  auto first = std::make_unique<EtcdMembership>(Config(), Self(1), Background());
   std::mutex mu;
   std::vector<v1::ClusterMap> seen;
   first->Subscribe([&](const v1::ClusterMap& map) {
@@ -314,7 +323,7 @@ TEST_F(EtcdMembershipTest, UnreachableEndpointIsSkipped) {
   NodeConfig c = Config();
   const std::string dead = "127.0.0.1:" + std::to_string(EtcdProcess::FreePort());
   c.cluster.etcd_endpoints = {dead, etcd_->endpoint()};
-  EtcdMembership m(c, Self(1));
+  EtcdMembership m(c, Self(1), Background());
   const Status s = m.Start();
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_TRUE(WaitFor([&] { return AllUp(m, {"node-1"}) && m.Current().epoch() > 0; }, std::chrono::seconds(5)));
@@ -359,7 +368,7 @@ TEST(EtcdMembershipUnreachableTest, StartIsUnavailableNamingTheEndpoints) {
   self.set_id("node-1");
   EtcdMembershipOptions options;
   options.start_timeout = std::chrono::milliseconds(1000);
-  EtcdMembership m(c, self, options);
+  EtcdMembership m(c, self, Background(), options);
   const auto started = Clock::now();
   const Status s = m.Start();
   EXPECT_EQ(s.code(), Code::kUnavailable) << s.ToString();
@@ -374,7 +383,7 @@ TEST(EtcdMembershipUnreachableTest, FactoryBuildsAnEtcdMembership) {
   c.cluster.etcd_endpoints = {"127.0.0.1:1"};
   v1::NodeInfo self;
   self.set_id("node-1");
-  auto m = Membership::Create(c, self, nullptr);
+  auto m = Membership::Create(c, self, nullptr, Background());
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ((*m)->Current().membership(), "etcd");
 }
