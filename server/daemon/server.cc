@@ -55,6 +55,10 @@ Status Server::Build() {
       config_.node_id, config_.data_dir, ParseByteThreshold(config_.disk_low_watermark).value_or(ByteThreshold{}),
       ParseByteThreshold(config_.disk_high_watermark).value_or(ByteThreshold{}), config_.test_disk_free_bytes});
   STRATA_RETURN_IF_ERROR(disk_->Sample());
+  if (disk_->BelowHigh()) {
+    spdlog::warn("disk: {} free of {} on {}: below the {} watermark", FormatBytes(disk_->Last().free_bytes),
+                 FormatBytes(disk_->Last().total_bytes), config_.data_dir, disk_->BelowLow() ? "low" : "high");
+  }
   metrics_->AddScrapeGauges("disk", [disk = disk_.get()] {
     const DiskFigures f = disk->Last();
     return std::map<std::string, double>{{"free_bytes", static_cast<double>(f.free_bytes)},

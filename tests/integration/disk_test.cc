@@ -66,11 +66,11 @@ TEST(DiskTest, IngestIsRefusedBelowTheLowWatermark) {
   EXPECT_GT(std::stoull(me.value("disk_total_bytes", std::string("0"))), 3ull << 20) << me.dump(2);
   EXPECT_EQ(me.value("disk_state", std::string()), "refusing writes");
   CommandResult text = RunCommand({StrataCliBinary(), "status", "--server", node->address()});
-  EXPECT_NE(text.out.find("3.0 MiB of "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("3.00 MiB of "), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("refusing writes"), std::string::npos) << text.out;
 
   // And /metrics has the same figures.
-  CommandResult metrics = RunCommand({"curl", "-s", "http://" + node->metrics_address() + "/metrics"});
+  CommandResult metrics = RunCommand({"/usr/bin/curl", "-s", "http://" + node->metrics_address() + "/metrics"});
   auto gauge = [&](const std::string& name) {
     std::smatch m;
     if (!std::regex_search(metrics.out, m, std::regex(name + R"(\{node="tight"\} (\S+))"))) return -1.0;
