@@ -1,9 +1,11 @@
 // Disk watermarks with real stratad processes. Each node is told how much
 // free space to report (stratad's test-only --test-disk-free-bytes), so no
 // disk is filled: below the low watermark ingests are refused with
-// RESOURCE_EXHAUSTED naming the node and its free space; a node below the high
+// RESOURCE_EXHAUSTED naming the node and its free space (and so are
+// replicas sent to it); a node below the high
 // watermark gets no new replicas while the others do; `strata status` shows
 // free and total bytes. Also `strata status` against a node killed with kill -9.
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -11,6 +13,7 @@
 #include <set>
 
 #include "common/placement.h"
+#include "strata/v1/cluster.grpc.pb.h"
 #include "tests/integration/cluster_fixture.h"
 #include "tests/integration/local_cluster.h"
 
@@ -57,6 +60,26 @@ TEST(DiskTest, IngestIsRefusedBelowTheLowWatermark) {
   auto listed = client.value()->ListDatasets();
   ASSERT_TRUE(listed.ok());
   EXPECT_TRUE(listed->empty()) << "nothing of the refused ingest is listed";
+
+  // An incoming replica (the peer service's PutFile) is refused the same way.
+  {
+    auto peer = v1::PeerService::NewStub(grpc::CreateChannel(node->address(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    v1::PutFileReply put;
+    auto stream = peer->PutFile(&context, &put);
+    v1::FileChunk chunk;
+    chunk.mutable_file()->set_dataset("elsewhere");
+    chunk.mutable_file()->set_version(1);
+    chunk.mutable_file()->set_seq(0);
+    chunk.set_size(4);
+    chunk.set_data("abcd");
+    stream->Write(chunk);
+    stream->WritesDone();
+    const grpc::Status refused = stream->Finish();
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
+    EXPECT_NE(refused.error_message().find("tight refuses a replica of elsewhere@1/"), std::string::npos)
+        << refused.error_message();
+  }
 
   // strata status shows the figures and the state.
   const nlohmann::json s = StatusJson(node->address());
