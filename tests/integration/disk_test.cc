@@ -115,7 +115,9 @@ std::string DatasetHomedAwayFrom(const std::vector<std::string>& members, const 
 TEST(DiskTest, ANodeBelowTheHighWatermarkGetsNoNewReplicasWhileTheOthersDo) {
   LocalCluster::Options o;
   o.nodes = 3;
-  // node-3 has room (above the low watermark) but is below the high one.
+  // Watermarks the host's real free space is above, whatever its disk...
+  o.node_args[0] = o.node_args[1] = {"--disk-low-watermark", "1MiB", "--disk-high-watermark", "2MiB"};
+  // ...but node-3 has room (above the low watermark) but is below the high one.
   o.node_args[2] = {"--test-disk-free-bytes", "100MiB", "--disk-low-watermark", "10MiB", "--disk-high-watermark",
                     "1TiB"};
   LocalCluster cluster(o);
