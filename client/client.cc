@@ -46,6 +46,9 @@ constexpr std::chrono::seconds kIngestFailoverWindow{30};
 constexpr int kKeepaliveTimeMs = 30 * 1000;
 constexpr int kKeepaliveTimeoutMs = 20 * 1000;
 
+// GetNodeStatus is cheap for a live node: one that takes longer is reported as not answering.
+constexpr std::chrono::seconds kNodeStatusDeadline{2};
+
 void SetDeadline(grpc::ClientContext* context) {
   context->set_deadline(std::chrono::system_clock::now() + kAdminDeadline);
 }
@@ -158,7 +161,7 @@ class GrpcClient final : public Client {
   Result<NodeStatus> GetNodeStatus(const std::string& address) override {
     auto stub = v1::AdminService::NewStub(Channel(address));
     grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    context.set_deadline(std::chrono::system_clock::now() + kNodeStatusDeadline);
     v1::StatusReply reply;
     STRATA_RETURN_IF_ERROR(FromGrpcStatus(stub->GetStatus(&context, v1::StatusRequest(), &reply)));
     return client_internal::FromProto(reply);

@@ -234,6 +234,12 @@ v1::StatusReply ToProto(const NodeStatus& status) {
   r->set_bytes_scrubbed(status.repair.bytes_scrubbed);
   r->set_corruptions_found(status.repair.corruptions_found);
   out.set_map_epoch(status.map_epoch);
+  out.set_disk_free_bytes(status.disk_free_bytes);
+  out.set_disk_total_bytes(status.disk_total_bytes);
+  out.set_disk_state(status.disk_state);
+  out.set_shards_under_replicated(status.shards_under_replicated);
+  out.set_shards_missing(status.shards_missing);
+  for (const auto& id : status.full_nodes) out.add_full_nodes(id);
   return out;
 }
 
@@ -258,6 +264,12 @@ NodeStatus FromProto(const v1::StatusReply& reply) {
   out.repair = {r.files_missing(),  r.files_copied(),   r.bytes_copied(),   r.files_quarantined(),
                 r.files_released(), r.replication_backlog_bytes(), r.bytes_scrubbed(), r.corruptions_found()};
   out.map_epoch = reply.map_epoch();
+  out.disk_free_bytes = reply.disk_free_bytes();
+  out.disk_total_bytes = reply.disk_total_bytes();
+  out.disk_state = reply.disk_state();
+  out.shards_under_replicated = reply.shards_under_replicated();
+  out.shards_missing = reply.shards_missing();
+  out.full_nodes.assign(reply.full_nodes().begin(), reply.full_nodes().end());
   return out;
 }
 

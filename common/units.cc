@@ -73,6 +73,30 @@ std::string FormatBytes(uint64_t bytes) {
   return buf;
 }
 
+Result<ByteThreshold> ParseByteThreshold(std::string_view text) {
+  const std::string s = Lower(text);
+  ByteThreshold t;
+  if (!s.empty() && s.back() == '%') {
+    uint64_t n = 0;
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size() - 1, n);
+    if (ec != std::errc() || ptr != s.data() + s.size() - 1 || n < 1 || n > 100) {
+      return Status::InvalidArgument("invalid share '" + std::string(text) + "' (use 1% to 100%)");
+    }
+    t.percent = static_cast<uint32_t>(n);
+    return t;
+  }
+  auto bytes = ParseByteSize(text);
+  if (!bytes.ok()) {
+    return Status::InvalidArgument("invalid amount '" + std::string(text) + "' (use a size such as 1GiB or a share such as 5%)");
+  }
+  t.bytes = bytes.value();
+  return t;
+}
+
+std::string FormatByteThreshold(const ByteThreshold& t) {
+  return t.percent ? std::to_string(t.percent) + "%" : FormatBytes(t.bytes);
+}
+
 Result<uint64_t> ParseDurationSeconds(std::string_view text) {
   uint64_t n = 0;
   std::string unit;

@@ -188,6 +188,10 @@ int RunStatus(const StatusArgs& args) {
                              {"ingested", FormatCount(s.samples_ingested) + " samples"},
                              {"checksum failures", FormatCount(s.checksum_failures)},
                              {"disk", FormatBytes(s.disk_bytes)},
+                             {"disk free", s.disk_total_bytes == 0 ? "-"
+                                                                   : FormatBytes(s.disk_free_bytes) + " of " +
+                                                                         FormatBytes(s.disk_total_bytes) + " (" +
+                                                                         OrDash(s.disk_state) + ")"},
                          });
   PrintClusterStatus(std::cout, *cluster);
   return 0;

@@ -2,6 +2,7 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <future>
 #include <map>
 #include <ostream>
 #include <set>
@@ -31,13 +32,27 @@ Result<ClusterStatus> GatherClusterStatus(Client& client) {
   auto map = client.GetClusterMap();
   if (!map.ok()) return map.status();
   out.map = std::move(map).value();
-  // Copies of each file, counted over the nodes that answer.
-  std::map<std::tuple<std::string, uint64_t, int, uint32_t>, int> copies;
+  // Every node is asked, whatever the map says, all at once: a node that
+  // does not answer shows as unreachable at once, not after the others, and
+  // before membership's failure timeout marks it down.
+  std::vector<std::future<Result<NodeStatus>>> asked;
   for (const auto& n : out.map.nodes) {
-    out.nodes.push_back(n.state == NodeState::kUp ? client.GetNodeStatus(n.address)
-                                                  : Result<NodeStatus>(Status::Unavailable("down")));
-    if (n.state != NodeState::kUp) continue;
-    auto files = client.ListNodeFiles(n.address);
+    asked.push_back(std::async(std::launch::async, [&client, address = n.address] {
+      return client.GetNodeStatus(address);
+    }));
+  }
+  for (auto& a : asked) out.nodes.push_back(a.get());
+  // Copies of each file, counted over the nodes that answer.
+  std::vector<std::future<Result<std::vector<FileRef>>>> listed;
+  for (size_t i = 0; i < out.map.nodes.size(); ++i) {
+    if (!out.nodes[i].ok()) continue;
+    listed.push_back(std::async(std::launch::async, [&client, address = out.map.nodes[i].address] {
+      return client.ListNodeFiles(address);
+    }));
+  }
+  std::map<std::tuple<std::string, uint64_t, int, uint32_t>, int> copies;
+  for (auto& l : listed) {
+    auto files = l.get();
     if (!files.ok()) continue;
     for (const auto& f : files.value()) ++copies[{f.dataset, f.version, static_cast<int>(f.kind), f.seq}];
   }
@@ -69,7 +84,10 @@ Result<ClusterStatus> GatherClusterStatus(Client& client) {
 void PrintClusterStatus(std::ostream& out, const ClusterStatus& s) {
   out << "\ncluster " << (s.map.cluster.empty() ? "-" : s.map.cluster) << " (" << s.map.membership
       << " membership, map epoch " << s.map.epoch << ")\n";
-  Table nodes({{"NODE"}, {"STATE"}, {"ADDRESS"}, {"STREAMS", Table::Align::kRight}, {"DISK", Table::Align::kRight},
+  // MAP is membership's view; ANSWER whether the node answered just now.
+  Table nodes({{"NODE"}, {"MAP"}, {"ANSWER"}, {"ADDRESS"}, {"STREAMS", Table::Align::kRight},
+               {"DISK", Table::Align::kRight}, {"FREE", Table::Align::kRight}, {"DISK STATE"},
+               {"UNDER-REPL", Table::Align::kRight}, {"MISSING", Table::Align::kRight},
                {"REPAIR MISSING", Table::Align::kRight}, {"COPIED", Table::Align::kRight},
                {"RELEASED", Table::Align::kRight}, {"BACKLOG", Table::Align::kRight},
                {"SCRUBBED", Table::Align::kRight}, {"CORRUPT", Table::Align::kRight}});
@@ -77,13 +95,18 @@ void PrintClusterStatus(std::ostream& out, const ClusterStatus& s) {
     const auto& n = s.map.nodes[i];
     const auto& st = s.nodes[i];
     if (!st.ok()) {
-      nodes.AddRow({n.id, StateName(n.state), n.address, "-", "-", "-", "-", "-", "-", "-", "-"});
+      nodes.AddRow({n.id, StateName(n.state), "unreachable", n.address, "-", "-", "-", "-", "-", "-", "-", "-", "-",
+                    "-", "-", "-"});
       continue;
     }
     const auto& r = st->repair;
-    nodes.AddRow({n.id, StateName(n.state), n.address, FormatCount(st->active_streams),
-                  FormatBytes(st->disk_bytes), FormatCount(r.files_missing),
-                  FormatCount(r.files_copied) + " (" + FormatBytes(r.bytes_copied) + ")",
+    const std::string free = st->disk_total_bytes == 0 ? "-"
+                                                       : FormatBytes(st->disk_free_bytes) + " of " +
+                                                             FormatBytes(st->disk_total_bytes);
+    nodes.AddRow({n.id, StateName(n.state), "ok", n.address, FormatCount(st->active_streams),
+                  FormatBytes(st->disk_bytes), free, st->disk_state.empty() ? "-" : st->disk_state,
+                  FormatCount(st->shards_under_replicated), FormatCount(st->shards_missing),
+                  FormatCount(r.files_missing), FormatCount(r.files_copied) + " (" + FormatBytes(r.bytes_copied) + ")",
                   FormatCount(r.files_released), FormatBytes(r.replication_backlog_bytes),
                   FormatBytes(r.bytes_scrubbed), FormatCount(r.corruptions_found)});
   }
@@ -104,7 +127,11 @@ nlohmann::json ClusterStatusJson(const ClusterStatus& s) {
   nlohmann::json j;
   j["map"] = ProtoJson(client_internal::ToProto(s.map));
   j["nodes"] = nlohmann::json::array();
-  for (const auto& n : s.nodes) j["nodes"].push_back(n.ok() ? ProtoJson(client_internal::ToProto(*n)) : nlohmann::json(nullptr));
+  // A node that did not answer is {"unreachable": "<why>"}.
+  for (const auto& n : s.nodes) {
+    j["nodes"].push_back(n.ok() ? ProtoJson(client_internal::ToProto(*n))
+                                : nlohmann::json{{"unreachable", n.status().ToString()}});
+  }
   j["datasets"] = nlohmann::json::array();
   for (const auto& h : s.datasets) {
     j["datasets"].push_back({{"dataset", h.dataset}, {"replication", h.replication}, {"shards", h.shards},

@@ -22,11 +22,12 @@ struct ReplicaHealth {
 
 struct ClusterStatus {
   ClusterMap map;
-  std::vector<Result<NodeStatus>> nodes;  // in map order; an error for nodes that did not answer
+  std::vector<Result<NodeStatus>> nodes;  // in map order; an error for nodes that did not answer (unreachable)
   std::vector<ReplicaHealth> datasets;
 };
 
-// Asks every node of `client`'s map. Errors only if the map itself cannot be had.
+// Asks every node of `client`'s map, in parallel, each with a short deadline
+// (Client::GetNodeStatus). Errors only if the map itself cannot be had.
 Result<ClusterStatus> GatherClusterStatus(Client& client);
 
 void PrintClusterStatus(std::ostream& out, const ClusterStatus& status);

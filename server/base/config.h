@@ -61,6 +61,18 @@ struct NodeConfig {
   uint64_t max_message_bytes = 256ull << 20; // largest gRPC message accepted (ingest)
   uint32_t drain_timeout_ms = 5000;          // SIGTERM: time streams get to finish
   uint32_t max_streams = 1024;               // concurrent batch streams
+  // Free space on data_dir's file system ("5%" of it, or a size such as
+  // "1GiB"): below the low watermark the node refuses ingests and incoming
+  // replicas; below the high one it takes no new replicas (placement and
+  // repair skip it) but still accepts writes (server/storage/disk_space.h).
+  // Datasets that get their own series in the served-by-dataset counters; later ones count as "other".
+  uint32_t metrics_max_datasets = 64;
+  std::string disk_low_watermark = "5%";
+  std::string disk_high_watermark = "10%";
+  // Test only, set by stratad's hidden --test-disk-free-bytes (not a config
+  // key): the node reports this many bytes free instead of what statvfs says.
+  // 0: the real figure.
+  uint64_t test_disk_free_bytes = 0;
   ClusterConfig cluster;
 };
 

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <set>
 
+#include "common/units.h"
 #include "server/base/config.h"
 
 namespace strata {
@@ -87,6 +88,18 @@ Status CheckNodes(const NodeConfig& c) {
 
 Status CheckEtcdEndpoints(const NodeConfig& c) {
   for (const auto& e : c.cluster.etcd_endpoints) STRATA_RETURN_IF_ERROR(CheckAddress(e, "cluster.etcd_endpoints"));
+  return Status::OK();
+}
+
+Status CheckDiskWatermarks(const NodeConfig& c) {
+  auto low = ParseByteThreshold(c.disk_low_watermark);
+  if (!low.ok()) return Invalid("disk_low_watermark: " + low.status().message());
+  auto high = ParseByteThreshold(c.disk_high_watermark);
+  if (!high.ok()) return Invalid("disk_high_watermark: " + high.status().message());
+  // Comparable only in the same unit; mixed, the node uses the larger of the two as its high mark.
+  if ((low->percent != 0) == (high->percent != 0) && (high->percent < low->percent || high->bytes < low->bytes)) {
+    return Invalid("disk_high_watermark must be at least disk_low_watermark");
+  }
   return Status::OK();
 }
 
@@ -179,6 +192,22 @@ const std::vector<ConfigField>& ConfigFields() {
          return c.max_streams < 1 ? Invalid("max_streams must be at least 1") : Status::OK();
        },
        nullptr},
+      {"metrics_max_datasets", nullptr, nullptr,
+       "datasets that get their own series in `strata_served_*_by_dataset_total` (the first names served); later "
+       "ones are counted as `dataset=\"other\"`",
+       STRATA_REF(metrics_max_datasets),
+       [](const NodeConfig& c) {
+         return c.metrics_max_datasets > 10000 ? Invalid("metrics_max_datasets must be at most 10000") : Status::OK();
+       },
+       nullptr},
+      {"disk_low_watermark", nullptr, nullptr,
+       "free space on `data_dir`'s file system (`5%` or a size, e.g. `1GiB`) below which ingests and incoming "
+       "replicas are refused with `RESOURCE_EXHAUSTED`",
+       STRATA_REF(disk_low_watermark), CheckDiskWatermarks, nullptr},
+      {"disk_high_watermark", nullptr, nullptr,
+       "free space below which the node gets no new replicas (placement and repair skip it); at least the low "
+       "watermark",
+       STRATA_REF(disk_high_watermark), CheckDiskWatermarks, nullptr},
       {"cluster.membership", nullptr, nullptr,
        "`static` (the `cluster.nodes` list) or `etcd`; a flag for either list sets it too",
        STRATA_REF(cluster.membership), CheckMembership, nullptr},

@@ -5,7 +5,6 @@
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
 
-#include <sys/statvfs.h>
 
 #include <cctype>
 #include <string_view>
@@ -159,8 +158,17 @@ Metrics::Metrics(const std::string& node_id)
       repair_files_pending(MakeGauge(*registry_, node_id_, "strata_repair_files_pending",
                                      "Files placement gives this node that it does not hold yet (repair or "
                                      "rebalance to do)")),
+      repair_pass_queued(MakeGauge(*registry_, node_id_, "strata_repair_pass_files_queued",
+                                   "Files the current (or last) repair pass set out to copy here")),
+      repair_pass_done(MakeGauge(*registry_, node_id_, "strata_repair_pass_files_done",
+                                 "Files the current (or last) repair pass has copied here")),
+      rebalance_pass_queued(MakeGauge(*registry_, node_id_, "strata_rebalance_pass_files_queued",
+                                      "Extra copies the current (or last) rebalance pass found here")),
+      rebalance_pass_done(MakeGauge(*registry_, node_id_, "strata_rebalance_pass_files_released",
+                                    "Extra copies the current (or last) rebalance pass released")),
       scrape_(std::make_shared<ScrapeCollectable>(node_id)) {
   strata_ = std::make_unique<StratumMetrics>(*registry_, node_id_);
+  datasets_ = std::make_unique<DatasetMetrics>(*registry_, node_id_);
   auto& rejected = BuildCounter()
                        .Name("strata_requests_rejected_total")
                        .Help("Requests refused, by reason")
@@ -202,17 +210,6 @@ void Metrics::SetPeersUp(const std::map<std::string, bool>& up) {
     if (added) it->second = &peer_up_->Add({{"peer", peer}});
     it->second->Set(is_up ? 1 : 0);
   }
-}
-
-void Metrics::WatchDisk(const std::string& data_dir) {
-  AddScrapeGauges("disk", [data_dir] {
-    std::map<std::string, double> out;
-    struct statvfs fs {};
-    if (statvfs(data_dir.c_str(), &fs) != 0) return out;  // no series rather than a wrong one
-    out["free_bytes"] = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
-    out["total_bytes"] = static_cast<double>(fs.f_blocks) * static_cast<double>(fs.f_frsize);
-    return out;
-  });
 }
 
 Metrics::~Metrics() {

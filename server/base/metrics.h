@@ -18,6 +18,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "server/base/dataset_metrics.h"
 #include "server/base/stratum_metrics.h"
 
 namespace strata {
@@ -99,13 +100,17 @@ class Metrics {
   // Files placement gives this node that it does not hold yet (repair and
   // rebalance progress: falls to 0 as the repair loop copies them in).
   prometheus::Gauge& repair_files_pending;
+  // The current repair pass (one round's pull; the figures stay after it
+  // ends, until the next starts): files it set out to copy and has copied;
+  // and the rebalance pass: extra copies found and released.
+  prometheus::Gauge& repair_pass_queued;
+  prometheus::Gauge& repair_pass_done;
+  prometheus::Gauge& rebalance_pass_queued;
+  prometheus::Gauge& rebalance_pass_done;
 
   // strata_peer_up{peer}: 1 if the peer is up in this node's map, 0 if it is a
   // member that is not up. Members that left the map lose their series.
   void SetPeersUp(const std::map<std::string, bool>& up);
-  // strata_disk_{free,total}_bytes of the file system holding `data_dir`,
-  // read at scrape time.
-  void WatchDisk(const std::string& data_dir);
 
   // The clean bucket boundaries of every strata latency histogram: 1, 2.5 and
   // 5 times each power of ten from 10 us to 10 s, in seconds.
@@ -115,6 +120,8 @@ class Metrics {
 
   // Per-stratum served samples and batch composition (server/base/stratum_metrics.h).
   StratumMetrics& strata() const { return *strata_; }
+  // Served bytes and samples per dataset (server/base/dataset_metrics.h).
+  DatasetMetrics& datasets() const { return *datasets_; }
 
  private:
   class ScrapeCollectable;
@@ -122,6 +129,7 @@ class Metrics {
   std::shared_ptr<ScrapeCollectable> scrape_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   std::unique_ptr<StratumMetrics> strata_;
+  std::unique_ptr<DatasetMetrics> datasets_;
   prometheus::Counter* rejected_[kRejectReasons] = {};
   prometheus::Family<prometheus::Gauge>* peer_up_ = nullptr;
   std::mutex peer_mu_;

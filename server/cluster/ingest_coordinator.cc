@@ -9,6 +9,11 @@ namespace strata {
 
 IngestCoordinator::IngestCoordinator(Deps deps, IngestLimits limits) : d_(deps), limits_(limits) {}
 
+Status IngestCoordinator::CheckRoom(int samples) const {
+  if (d_.disk == nullptr) return Status::OK();
+  return d_.disk->CheckWritable(std::to_string(samples) + " more samples of an open ingest");
+}
+
 Result<std::unique_ptr<IngestSession>> IngestCoordinator::Start(const v1::IngestOptions& options) {
   auto ref = ParseDatasetRef(options.dataset());
   if (!ref.ok()) return ref.status();
@@ -44,8 +49,11 @@ Result<std::unique_ptr<IngestSession>> IngestCoordinator::Start(const v1::Ingest
     return Status::Unavailable("the write policy needs " + std::to_string(need) + " durable copies but only " +
                                std::to_string(up) + " nodes are up");
   }
+  if (d_.disk != nullptr) STRATA_RETURN_IF_ERROR(d_.disk->CheckWritable("the ingest of " + ref->name));
+  std::set<std::string> full = d_.peer_disks != nullptr ? d_.peer_disks->Full() : std::set<std::string>{};
+  full.erase(self);  // the coordinator writes its own copy; its low watermark is checked above
   auto observer = std::make_unique<IngestReplication>(d_.files, d_.replicator, d_.versions, map, o.replication(),
-                                                      o.write_policy(), o.write_quorum());
+                                                      o.write_policy(), o.write_quorum(), std::move(full));
   return IngestSession::Open(o, d_.catalog, d_.dir, d_.metrics, limits_, std::move(observer), self);
 }
 

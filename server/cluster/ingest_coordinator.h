@@ -12,11 +12,13 @@
 
 #include "server/base/metrics.h"
 #include "server/cluster/cluster_view.h"
+#include "server/cluster/peer_disks.h"
 #include "server/cluster/replicator.h"
 #include "server/cluster/version_sync.h"
 #include "server/ingest/ingest_session.h"
 #include "server/storage/catalog.h"
 #include "server/storage/data_dir.h"
+#include "server/storage/disk_space.h"
 #include "server/storage/local_files.h"
 
 namespace strata {
@@ -32,13 +34,21 @@ class IngestCoordinator {
     Replicator* replicator = nullptr;
     const VersionSync* versions = nullptr;
     Metrics* metrics = nullptr;
+    const DiskSpace* disk = nullptr;         // ingests are refused below its low watermark
+    const PeerDisks* peer_disks = nullptr;   // full nodes get no copies; nullptr: none known
   };
   IngestCoordinator(Deps deps, IngestLimits limits);
 
   // FailedPrecondition naming the coordinator when it is another node;
   // InvalidArgument for a replication or quorum the cluster cannot meet;
-  // Unavailable when too few nodes are up for the write policy.
+  // Unavailable when too few nodes are up for the write policy;
+  // ResourceExhausted (naming the node and its free space) when this node's
+  // disk is below its low watermark.
   Result<std::unique_ptr<IngestSession>> Start(const v1::IngestOptions& options);
+  // Before more of an open ingest is written (`samples` of it): the same
+  // ResourceExhausted as Start when the disk fell below the low watermark since
+  // (it reads the last sample: cheap enough per message).
+  Status CheckRoom(int samples) const;
 
  private:
   const Deps d_;

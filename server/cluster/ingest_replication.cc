@@ -16,8 +16,15 @@ constexpr std::chrono::minutes kSealTimeout{10};
 }  // namespace
 
 IngestReplication::IngestReplication(LocalFiles* files, Replicator* replicator, const VersionSync* versions,
-                                     v1::ClusterMap map, uint32_t replication, v1::WritePolicy policy, uint32_t quorum)
-    : files_(files), replicator_(replicator), versions_(versions), map_(std::move(map)), replication_(replication), policy_(policy), quorum_(quorum) {}
+                                     v1::ClusterMap map, uint32_t replication, v1::WritePolicy policy, uint32_t quorum, std::set<std::string> full)
+    : files_(files),
+      replicator_(replicator),
+      versions_(versions),
+      map_(std::move(map)),
+      replication_(replication),
+      policy_(policy),
+      quorum_(quorum),
+      full_(std::move(full)) {}
 
 void IngestReplication::FileWritten(const v1::FileRef& file, uint64_t bytes) {
   files_->Add(file);
@@ -26,12 +33,13 @@ void IngestReplication::FileWritten(const v1::FileRef& file, uint64_t bytes) {
   const bool index = file.kind() == v1::FileRef::STRATA_INDEX;
   const std::string key =
       index ? StrataIndexFileKey(file.dataset(), file.version()) : ShardFileKey(file.dataset(), file.version(), file.seq());
-  // Candidates in placement order; nodes that are down are skipped (their
-  // share goes to the next node, and rebalance moves it home later).
+  // Candidates in placement order; nodes that are down or full are skipped
+  // (their share goes to the next node, and rebalance moves it home later,
+  // once the home has room: its repair loop pulls nothing while it is full).
   std::vector<v1::NodeInfo> candidates;
   for (const std::string& id : RankMembers(key, MapMembers(map_))) {
     const v1::NodeInfo* n = FindNode(map_, id);
-    if (n != nullptr && n->state() == v1::NODE_UP) candidates.push_back(*n);
+    if (n != nullptr && n->state() == v1::NODE_UP && !full_.count(id)) candidates.push_back(*n);
   }
   const uint32_t want = index ? static_cast<uint32_t>(candidates.size()) : replication_;
   auto copies = replicator_->Replicate(file, bytes, std::move(candidates), want);

@@ -11,6 +11,8 @@
 #pragma once
 
 #include <memory>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "server/cluster/replicator.h"
@@ -22,9 +24,12 @@ namespace strata {
 
 class IngestReplication final : public IngestObserver {
  public:
-  // `map` is the cluster as the ingest started. The pointers must outlive the ingest.
+  // `map` is the cluster as the ingest started; `full` the nodes whose disks
+  // were below their high watermark then: they get no copies (the next nodes
+  // in placement order take them, as for a node that is down). The pointers
+  // must outlive the ingest.
   IngestReplication(LocalFiles* files, Replicator* replicator, const VersionSync* versions, v1::ClusterMap map,
-                    uint32_t replication, v1::WritePolicy policy, uint32_t quorum);
+                    uint32_t replication, v1::WritePolicy policy, uint32_t quorum, std::set<std::string> full = {});
 
   void FileWritten(const v1::FileRef& file, uint64_t bytes) override;
   void BeforeSeal(std::function<void(Status)> done) override;
@@ -39,6 +44,7 @@ class IngestReplication final : public IngestObserver {
   const uint32_t replication_;
   const v1::WritePolicy policy_;
   const uint32_t quorum_;
+  const std::set<std::string> full_;
   std::vector<std::shared_ptr<Replicator::Copies>> shards_;
   std::vector<v1::FileRef> written_;
 };

@@ -41,6 +41,17 @@ v1::StatusReply NodeStatus::Get() const {
   r.set_checksum_failures(static_cast<uint64_t>(m.checksum_failures.Value()));
   r.set_disk_bytes(d_.dir->ShardBytes());
   r.set_map_epoch(d_.view->Current().epoch());
+  if (d_.disk != nullptr) {
+    const DiskFigures f = d_.disk->Last();
+    r.set_disk_free_bytes(f.free_bytes);
+    r.set_disk_total_bytes(f.total_bytes);
+    r.set_disk_state(d_.disk->BelowLow() ? "refusing writes" : d_.disk->BelowHigh() ? "full" : "ok");
+  }
+  if (d_.peer_disks != nullptr) {
+    for (const std::string& id : d_.peer_disks->Full()) r.add_full_nodes(id);
+  }
+  r.set_shards_under_replicated(static_cast<uint64_t>(m.shards_under_replicated.Value()));
+  r.set_shards_missing(static_cast<uint64_t>(m.shards_missing.Value()));
   v1::RepairProgress* p = r.mutable_repair();
   *p = d_.repairer->Progress();
   p->set_replication_backlog_bytes(static_cast<uint64_t>(m.replication_backlog_bytes.Value()));

@@ -11,9 +11,11 @@
 #include "server/base/config.h"
 #include "server/base/metrics.h"
 #include "server/cluster/cluster_view.h"
+#include "server/cluster/peer_disks.h"
 #include "server/cluster/repairer.h"
 #include "server/storage/catalog.h"
 #include "server/storage/data_dir.h"
+#include "server/storage/disk_space.h"
 #include "strata/v1/admin.pb.h"
 
 namespace strata {
@@ -29,6 +31,8 @@ class NodeStatus {
     const ActiveWork* streams = nullptr;
     const ActiveWork* ingests = nullptr;
     Metrics* metrics = nullptr;
+    const DiskSpace* disk = nullptr;  // nullptr: no disk figures
+    const PeerDisks* peer_disks = nullptr;  // nullptr: no full nodes known
   };
   // Reads the node's id, addresses and data directory from `config`.
   NodeStatus(const NodeConfig& config, Deps deps);

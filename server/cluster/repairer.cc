@@ -124,6 +124,17 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
   }
   files_missing_ = missing.size();
   d_.metrics->repair_files_pending.Set(static_cast<double>(missing.size()));
+  if (!missing.empty() && d_.disk != nullptr && d_.disk->BelowHigh()) {
+    if (!skipped_for_disk_) {
+      spdlog::warn("repair: not pulling {} files: {} free, below the high watermark ({})", missing.size(),
+                   FormatBytes(d_.disk->Last().free_bytes), FormatBytes(d_.disk->HighBytes()));
+    }
+    skipped_for_disk_ = true;
+    return;
+  }
+  skipped_for_disk_ = false;
+  d_.metrics->repair_pass_queued.Set(static_cast<double>(missing.size()));
+  d_.metrics->repair_pass_done.Set(0);
   for (const v1::FileRef& file : missing) {
     if (Stopping()) return;
     const std::string key = file.kind() == v1::FileRef::SHARD ? ShardFileKey(file.dataset(), file.version(), file.seq())
@@ -144,6 +155,7 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
         bytes_copied_ += pulled.value();
         d_.metrics->repair_files_copied.Increment();
         d_.metrics->repair_bytes_copied.Increment(static_cast<double>(pulled.value()));
+        d_.metrics->repair_pass_done.Increment();
         spdlog::info("repair: copied {} from {} ({} bytes)", FileName(file), source, pulled.value());
         copied = true;
         break;
@@ -183,7 +195,10 @@ void Repairer::ReleaseExtras(const v1::ClusterMap& map) {
     }
     return it->second.count(LocalFiles::KeyOf(file)) > 0;
   };
-  for (const v1::FileRef& file : ExtraFiles(*d_.catalog, *d_.files, d_.view->self_id(), map)) {
+  const std::vector<v1::FileRef> extras = ExtraFiles(*d_.catalog, *d_.files, d_.view->self_id(), map);
+  d_.metrics->rebalance_pass_queued.Set(static_cast<double>(extras.size()));
+  d_.metrics->rebalance_pass_done.Set(0);
+  for (const v1::FileRef& file : extras) {
     if (Stopping()) return;
     const auto holders = Holders(ShardFileKey(file.dataset(), file.version(), file.seq()), MapMembers(map),
                                  ReplicationOf(*d_.catalog, file.dataset(), file.version(), map));
@@ -195,6 +210,7 @@ void Repairer::ReleaseExtras(const v1::ClusterMap& map) {
     if (ReleaseFile(file).ok()) {
       ++files_released_;
       d_.metrics->files_released.Increment();
+      d_.metrics->rebalance_pass_done.Increment();
       spdlog::info("rebalance: released {} (its {} holders have it)", FileName(file), holders.size());
     }
   }

@@ -11,6 +11,8 @@
 //     throttled to repair_bytes_per_sec. A node that died past its grace
 //     period has left the map, so its shards have new holders who pull them; a
 //     joining node pulls its share the same way.
+//     A node whose disk is below its high watermark pulls nothing (the
+//     shards stay under-replicated, and visible as such, rather than fill it).
 //  3. Release: a copy here that placement no longer gives this node (after a
 //     join, or a hand-off at ingest) is deleted once every holder confirms it
 //     holds the file; only while every member is up and the map has not
@@ -37,6 +39,7 @@
 #include "server/storage/catalog.h"
 #include "server/storage/data_dir.h"
 #include "server/storage/dataset_cache.h"
+#include "server/storage/disk_space.h"
 #include "server/storage/local_files.h"
 #include "strata/v1/admin.pb.h"
 #include "strata/v1/cluster.pb.h"
@@ -55,6 +58,7 @@ class Repairer {
     DatasetCache* cache = nullptr;  // a released shard's open reader is dropped
     VersionSync* versions = nullptr;
     Metrics* metrics = nullptr;
+    const DiskSpace* disk = nullptr;  // below its high watermark the node pulls nothing; nullptr: no check
   };
   // Rounds run on `background` (a round blocks on peer calls and copies),
   // `interval` apart; copies are throttled to `bytes_per_sec` (0: unlimited).
@@ -87,6 +91,7 @@ class Repairer {
   std::atomic<uint64_t> files_copied_{0};
   std::atomic<uint64_t> bytes_copied_{0};
   std::atomic<uint64_t> files_released_{0};
+  bool skipped_for_disk_ = false;  // the last round pulled nothing for want of room (logged once)
   // When the map's member set last changed (release waits for it to settle).
   uint64_t last_epoch_ = 0;
   std::chrono::steady_clock::time_point map_changed_at_{};

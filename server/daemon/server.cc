@@ -5,6 +5,8 @@
 
 #include <chrono>
 
+#include "common/units.h"
+
 namespace strata {
 
 Result<std::unique_ptr<Server>> Server::Open(const NodeConfig& config, const SecurityConfig& security) {
@@ -48,7 +50,22 @@ Status Server::Build() {
   dir_ = std::make_unique<DataDir>(config_.data_dir);
   STRATA_RETURN_IF_ERROR(dir_->Init());
   metrics_ = std::make_unique<Metrics>(config_.node_id);
-  metrics_->WatchDisk(config_.data_dir);
+  metrics_->datasets().SetLimit(config_.metrics_max_datasets);
+  disk_ = std::make_unique<DiskSpace>(DiskSpace::Options{
+      config_.node_id, config_.data_dir, ParseByteThreshold(config_.disk_low_watermark).value_or(ByteThreshold{}),
+      ParseByteThreshold(config_.disk_high_watermark).value_or(ByteThreshold{}), config_.test_disk_free_bytes});
+  STRATA_RETURN_IF_ERROR(disk_->Sample());
+  if (disk_->BelowHigh()) {
+    spdlog::warn("disk: {} free of {} on {}: below the {} watermark", FormatBytes(disk_->Last().free_bytes),
+                 FormatBytes(disk_->Last().total_bytes), config_.data_dir, disk_->BelowLow() ? "low" : "high");
+  }
+  metrics_->AddScrapeGauges("disk", [disk = disk_.get()] {
+    const DiskFigures f = disk->Last();
+    return std::map<std::string, double>{{"free_bytes", static_cast<double>(f.free_bytes)},
+                                         {"total_bytes", static_cast<double>(f.total_bytes)},
+                                         {"low_watermark_bytes", static_cast<double>(disk->LowBytes())},
+                                         {"high_watermark_bytes", static_cast<double>(disk->HighBytes())}};
+  });
   auto kv = KvStore::OpenRocksDb(dir_->MetaDir(), KvOptions{});
   if (!kv.ok()) return kv.status();
   kv_ = std::move(kv).value();
@@ -74,11 +91,13 @@ Status Server::Build() {
   // Cluster: a one-node view until Serve() joins.
   peers_ = std::make_unique<PeerClients>();
   view_ = std::make_unique<ClusterView>(config_.node_id, metrics_.get());
+  peer_disks_ = std::make_unique<PeerDisks>(disk_.get(), view_.get(), peers_.get(), background_->get_executor(),
+                                            std::chrono::milliseconds(config_.cluster.heartbeat_interval_ms));
   versions_ = std::make_unique<VersionSync>(catalog_.get(), dir_.get(), files_.get(), peers_.get(), view_.get());
   replicator_ = std::make_unique<Replicator>(config_.node_id, dir_.get(), peers_.get(), metrics_.get());
   repairer_ = std::make_unique<Repairer>(
       Repairer::Deps{view_.get(), peers_.get(), catalog_.get(), dir_.get(), files_.get(), cache_.get(),
-                     versions_.get(), metrics_.get()},
+                     versions_.get(), metrics_.get(), disk_.get()},
       background_->get_executor(), std::chrono::milliseconds(config_.cluster.repair_interval_ms),
       config_.cluster.repair_bytes_per_sec);
   view_->Subscribe([r = repairer_.get()] { r->Kick(); });
@@ -93,12 +112,12 @@ Status Server::Build() {
   active_ingests_ = std::make_unique<ActiveWork>();
   status_ = std::make_unique<NodeStatus>(
       config_, NodeStatus::Deps{catalog_.get(), dir_.get(), view_.get(), repairer_.get(), active_streams_.get(),
-                                active_ingests_.get(), metrics_.get()});
+                                active_ingests_.get(), metrics_.get(), disk_.get(), peer_disks_.get()});
   IngestLimits ingest_limits;
   ingest_limits.default_shard_target_bytes = config_.shard_target_bytes;
   ingest_ = std::make_unique<IngestCoordinator>(
       IngestCoordinator::Deps{view_.get(), catalog_.get(), dir_.get(), files_.get(), replicator_.get(),
-                              versions_.get(), metrics_.get()},
+                              versions_.get(), metrics_.get(), disk_.get(), peer_disks_.get()},
       ingest_limits);
   StreamLimits stream_limits;
   stream_limits.max_part_bytes = config_.max_part_bytes;
@@ -114,7 +133,7 @@ Status Server::Build() {
   admin_ = std::make_unique<AdminServiceImpl>(catalog_.get(), status_.get(), view_.get());
   peer_ = std::make_unique<PeerServiceImpl>(PeerServiceImpl::Deps{peer_pool_->get_executor(), view_.get(), dir_.get(),
                                                                   files_.get(), records_.get(), versions_.get(),
-                                                                  repairer_.get(), peers_.get()});
+                                                                  repairer_.get(), peers_.get(), disk_.get()});
   return Status::OK();
 }
 
@@ -197,6 +216,7 @@ Status Server::Serve() {
   membership_->Subscribe([view = view_.get()](const v1::ClusterMap& map) { view->Update(map); });
   STRATA_RETURN_IF_ERROR(membership_->Start());
   view_->Update(membership_->Current());
+  peer_disks_->Start();
   repairer_->Start();
   scrubber_->Start();
   // Tell the others about versions this node aborted while it was down.
@@ -237,6 +257,7 @@ Status Server::Stop() {
   // The background work, then the pool, then storage.
   if (scrubber_) scrubber_->Stop();
   if (repairer_) repairer_->Stop();
+  if (peer_disks_) peer_disks_->Stop();
   if (replicator_) replicator_->Stop();
   if (membership_) membership_->Stop();
   if (background_) background_->join();

@@ -26,6 +26,7 @@
 #include "server/cluster/membership.h"
 #include "server/cluster/node_status.h"
 #include "server/cluster/peer_clients.h"
+#include "server/cluster/peer_disks.h"
 #include "server/cluster/peer_records.h"
 #include "server/cluster/repairer.h"
 #include "server/cluster/replicator.h"
@@ -40,6 +41,7 @@
 #include "server/storage/catalog.h"
 #include "server/storage/data_dir.h"
 #include "server/storage/dataset_cache.h"
+#include "server/storage/disk_space.h"
 #include "server/storage/kv_store.h"
 #include "server/storage/local_files.h"
 
@@ -97,6 +99,7 @@ class Server {
   const SecurityConfig security_;
   // In the order they are built; each uses only those above it.
   std::unique_ptr<DataDir> dir_;
+  std::unique_ptr<DiskSpace> disk_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<KvStore> kv_;
   std::unique_ptr<Catalog> catalog_;
@@ -121,6 +124,7 @@ class Server {
   std::unique_ptr<boost::asio::thread_pool> peer_pool_;
   std::unique_ptr<PeerClients> peers_;
   std::unique_ptr<ClusterView> view_;
+  std::unique_ptr<PeerDisks> peer_disks_;
   std::unique_ptr<VersionSync> versions_;
   std::unique_ptr<Replicator> replicator_;
   std::unique_ptr<Repairer> repairer_;

@@ -9,6 +9,7 @@
 #include <functional>
 #include <iostream>
 
+#include "common/units.h"
 #include "server/daemon/server.h"
 #include "server/daemon/systemd_notify.h"
 
@@ -52,6 +53,11 @@ int RunStratad(int argc, char** argv) {
   app.add_flag("--insecure", security.insecure,
                "serve a non-loopback address without TLS and tokens (anyone who reaches the port can read, write "
                "and delete data)");
+  // Test only (hidden from --help): report this many bytes free on the data
+  // directory's file system, so tests can cross the disk watermarks without
+  // filling a disk.
+  std::string test_disk_free;
+  app.add_option("--test-disk-free-bytes", test_disk_free)->group("");
   app.set_version_flag("--version", std::string("stratad ") + STRATA_VERSION);
   try {
     app.parse(argc, argv);
@@ -67,6 +73,14 @@ int RunStratad(int argc, char** argv) {
   if (!config.ok()) {
     std::cerr << "stratad: " << config.status().ToString() << "\n";
     return 2;
+  }
+  if (!test_disk_free.empty()) {
+    auto bytes = ParseByteSize(test_disk_free);
+    if (!bytes.ok() || bytes.value() == 0) {
+      std::cerr << "stratad: --test-disk-free-bytes: expected a size above 0, got '" << test_disk_free << "'\n";
+      return 2;
+    }
+    config->test_disk_free_bytes = bytes.value();
   }
   SetUpLogging(config.value());
 

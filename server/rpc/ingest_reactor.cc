@@ -86,6 +86,7 @@ Status IngestReactor::Handle(const v1::IngestRequest& request) {
     }
     case v1::IngestRequest::kSamples: {
       if (!session_) return Status::InvalidArgument("the first ingest message must open the ingest");
+      STRATA_RETURN_IF_ERROR(calls_->coordinator->CheckRoom(request.samples().samples_size()));
       for (const auto& sample : request.samples().samples()) STRATA_RETURN_IF_ERROR(session_->Add(sample));
       return Status::OK();
     }

@@ -62,6 +62,10 @@ class PutFileReactor final : public grpc::ServerReadReactor<v1::FileChunk> {
         Finish(grpc::Status::OK);
         return;
       }
+      if (Status room = d_->disk->CheckWritable("a replica of " + FileName(file_)); !room.ok()) {
+        Finish(ToGrpcStatus(room));
+        return;
+      }
       auto r = FileReceiver::Begin(*d_->dir, file_);
       if (!r.ok()) {
         Finish(ToGrpcStatus(r.status()));
@@ -169,6 +173,10 @@ grpc::ServerUnaryReactor* PeerServiceImpl::Ping(grpc::CallbackServerContext* con
   if (Status valid = ValidatePing(*request); !valid.ok()) return Done(context, valid);
   reply->set_node_id(d_.view->self_id());
   reply->set_map_epoch(d_.view->Current().epoch());
+  const DiskFigures disk = d_.disk->Last();
+  reply->set_disk_free_bytes(disk.free_bytes);
+  reply->set_disk_total_bytes(disk.total_bytes);
+  reply->set_disk_full(d_.disk->BelowHigh());
   return Done(context, Status::OK());
 }
 

@@ -10,6 +10,7 @@
 #include "server/cluster/repairer.h"
 #include "server/cluster/version_sync.h"
 #include "server/storage/data_dir.h"
+#include "server/storage/disk_space.h"
 #include "server/storage/local_files.h"
 #include "strata/v1/cluster.grpc.pb.h"
 
@@ -31,6 +32,7 @@ class PeerServiceImpl final : public v1::PeerService::CallbackService {
     VersionSync* versions = nullptr;
     Repairer* repairer = nullptr;  // kicked when an imported version changes the catalog
     PeerClients* peers = nullptr;  // a PutVersion is confirmed with the version's coordinator
+    const DiskSpace* disk = nullptr;  // Ping reports it; PutFile is refused below its low watermark
   };
   explicit PeerServiceImpl(Deps deps) : d_(std::move(deps)) {}
 

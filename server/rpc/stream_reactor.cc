@@ -23,7 +23,8 @@ StreamReactor::StreamReactor(const StreamCalls* calls, std::unique_ptr<BatchStre
       memory_(calls->memory),
       reserved_(reserved),
       granted_(reserved),
-      step_estimate_(reserved) {
+      step_estimate_(reserved),
+      served_(calls->metrics->datasets().For(request_.dataset())) {
   calls_->active->Begin();
   calls_->metrics->active_streams.Increment();
   calls_->metrics->streams_opened.Increment();
@@ -174,6 +175,8 @@ void StreamReactor::OnWriteDone(bool ok) {
       m.bytes_served.Increment(static_cast<double>(in_flight_.payload_bytes));
       m.samples_served.Increment(static_cast<double>(in_flight_.samples));
       m.batches_served.Increment();
+      served_.bytes->Increment(static_cast<double>(in_flight_.payload_bytes));
+      served_.samples->Increment(static_cast<double>(in_flight_.samples));
       if (in_flight_.last_of_step) completed_steps_ = in_flight_.step + 1;
     }
     buffered_ -= in_flight_.wire_bytes;

@@ -108,6 +108,7 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   uint64_t granted_ GUARDED_BY(mu_);                           // bytes taken from memory_
   uint64_t buffered_ GUARDED_BY(mu_) = 0;                      // wire bytes built and not yet sent
   uint64_t step_estimate_ GUARDED_BY(mu_);                     // the largest step built so far, or the estimate
+  const DatasetMetrics::Served served_;                        // this stream's dataset's served counters
 };
 
 // Finishes a call at once with an error (a refused stream).

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -45,6 +46,7 @@ class LocalCluster {
     uint32_t grace_period_s = 300;
     uint32_t repair_interval_ms = 200;
     std::vector<std::string> extra_args;
+    std::map<int, std::vector<std::string>> node_args;  // more flags for node i only
     int start = -1;  // nodes started at once (the others later with Start); -1: all
   };
 
@@ -92,6 +94,9 @@ class LocalCluster {
                       "\n  scrub_bytes_per_sec: 64MiB\n");
     o.extra_args.insert(o.extra_args.end(), {"--config", config});
     o.extra_args.insert(o.extra_args.end(), options_.extra_args.begin(), options_.extra_args.end());
+    if (auto it = options_.node_args.find(i); it != options_.node_args.end()) {
+      o.extra_args.insert(o.extra_args.end(), it->second.begin(), it->second.end());
+    }
     procs_[static_cast<size_t>(i)] = StratadProcess::Start(o);
     ASSERT_NE(procs_[static_cast<size_t>(i)], nullptr) << "node " << i;
   }

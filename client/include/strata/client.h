@@ -139,7 +139,8 @@ class Client {
   virtual Result<NodeStatus> GetStatus() = 0;
   // The cluster map as the connected node sees it.
   virtual Result<ClusterMap> GetClusterMap() = 0;
-  // GetStatus of another node (by its address from the map).
+  // GetStatus of another node (by its address from the map). A node that does
+  // not answer within 2 s is an error (Unavailable or DeadlineExceeded).
   virtual Result<NodeStatus> GetNodeStatus(const std::string& address) = 0;
   // The files (shards, stratum indexes) a node holds, by its address.
   virtual Result<std::vector<FileRef>> ListNodeFiles(const std::string& address) = 0;

@@ -64,6 +64,17 @@ struct NodeStatus {
   uint64_t disk_bytes = 0;
   RepairProgress repair;
   uint64_t map_epoch = 0;
+  // The data directory's file system.
+  uint64_t disk_free_bytes = 0;
+  uint64_t disk_total_bytes = 0;
+  // "ok", "full" (below the high watermark: no new replicas) or "refusing
+  // writes" (below the low watermark: ingests and replicas are refused).
+  std::string disk_state;
+  // Shards as this node saw them after its last repair round.
+  uint64_t shards_under_replicated = 0;
+  uint64_t shards_missing = 0;
+  // The nodes this node last heard are below their high watermark (placement skips them).
+  std::vector<std::string> full_nodes;
 };
 
 // One file of a dataset version that a node holds (Client::ListNodeFiles).

@@ -54,6 +54,21 @@ TEST(ConfigTest, MemoryBudgetFromTheFileOrAFlag) {
   EXPECT_NE(LoadNodeConfig(flags).status().message().find("--memory-budget"), std::string::npos);
 }
 
+TEST(ConfigTest, DiskWatermarksAsSharesOrSizes) {
+  auto c = LoadNodeConfig(NodeFlags{});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->disk_low_watermark, "5%");
+  EXPECT_EQ(c->disk_high_watermark, "10%");
+  NodeFlags flags;
+  flags.values["disk_low_watermark"] = "1GiB";
+  flags.values["disk_high_watermark"] = "8%";  // mixed units: not compared at load time
+  c = LoadNodeConfig(flags);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->disk_low_watermark, "1GiB");
+  flags.values["disk_low_watermark"] = "-1";
+  EXPECT_NE(LoadNodeConfig(flags).status().message().find("disk_low_watermark"), std::string::npos);
+}
+
 TEST(ConfigTest, BadConfigIsAClearError) {
   TempDir dir;
   struct Case {
@@ -75,6 +90,10 @@ TEST(ConfigTest, BadConfigIsAClearError) {
       {"memory_budget: 16MiB\n", "memory_budget must be 0 (none) or at least 32 MiB"},
       {"memory_budget: 1GiB\ncache_bytes: 0\n", "memory_budget needs the block cache"},
       {"memory_budget: lots\n", "size"},
+      {"disk_low_watermark: 0%\n", "disk_low_watermark: invalid share"},
+      {"disk_high_watermark: lots\n", "disk_high_watermark: invalid amount"},
+      {"disk_low_watermark: 20%\n", "disk_high_watermark must be at least disk_low_watermark"},
+      {"disk_low_watermark: 2GiB\ndisk_high_watermark: 1GiB\n", "disk_high_watermark must be at least"},
   };
   for (const auto& tc : cases) {
     WriteFile(dir.Join("bad.yaml"), tc.yaml);

@@ -95,27 +95,31 @@ TEST(MetricsTest, BuildInfoAndShardGauges) {
   EXPECT_NE(text.find(R"(strata_shards_missing{node="node-1"} 1)"), std::string::npos);
 }
 
-// The disk gauges are computed at scrape time and reach /metrics through the
-// exposer; served here on a free port and read back with a plain socket.
-TEST(MetricsTest, DiskFreeAndTotalOfTheDataDir) {
-  testing::TempDir dir;
+// Served counters by dataset: one series per name (versions folded in) up
+// to the limit, then "other"; a name that already has a series keeps it.
+TEST(MetricsTest, ServedByDatasetHasBoundedCardinality) {
   Metrics m("node-1");
-  m.WatchDisk(dir.path());
-  ASSERT_TRUE(m.StartExposer("127.0.0.1:0").ok());
-  const std::string url = "http://127.0.0.1:" + std::to_string(m.exposer_port()) + "/metrics";
-  FILE* curl = popen(("/usr/bin/curl -sf " + url).c_str(), "r");
-  ASSERT_NE(curl, nullptr);
-  std::string text;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, curl)) > 0;) text.append(buf, n);
-  ASSERT_EQ(pclose(curl), 0);
-  std::smatch free_m, total_m;
-  ASSERT_TRUE(std::regex_search(text, free_m, std::regex(R"(strata_disk_free_bytes\{node="node-1"\} (\S+))")))
+  m.datasets().SetLimit(2);
+  auto a = m.datasets().For("alpha@3");
+  a.bytes->Increment(100);
+  a.samples->Increment(2);
+  m.datasets().For("alpha").bytes->Increment(1);
+  m.datasets().For("beta").samples->Increment(5);
+  for (int i = 0; i < 50; ++i) m.datasets().For("user" + std::to_string(i)).samples->Increment(1);
+  m.datasets().For("other").samples->Increment(1);  // a dataset named "other" counts there too
+  m.datasets().For("alpha@9").samples->Increment(1);
+  const std::string text = Exposition(m);
+  EXPECT_NE(text.find(R"(strata_served_bytes_by_dataset_total{dataset="alpha",node="node-1"} 101)"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find(R"(strata_served_samples_by_dataset_total{dataset="alpha",node="node-1"} 3)"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find(R"(strata_served_samples_by_dataset_total{dataset="beta",node="node-1"} 5)"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find(R"(strata_served_samples_by_dataset_total{dataset="other",node="node-1"} 51)"),
+            std::string::npos) << text;
+  const std::regex series(R"(strata_served_samples_by_dataset_total\{)");
+  EXPECT_EQ(std::distance(std::sregex_iterator(text.begin(), text.end(), series), std::sregex_iterator()), 3)
       << text;
-  ASSERT_TRUE(std::regex_search(text, total_m, std::regex(R"(strata_disk_total_bytes\{node="node-1"\} (\S+))")));
-  const double free_bytes = std::stod(free_m[1]), total_bytes = std::stod(total_m[1]);
-  EXPECT_GT(total_bytes, 0);
-  EXPECT_LE(free_bytes, total_bytes);
 }
 
 }  // namespace
