@@ -19,13 +19,15 @@ std::string MakeScratchDir() {
 
 void RemoveScratchDir();
 
+// Never destroyed: the exit handler that removes the folder runs after
+// static destructors would have.
 const std::string& Dir() {
-  static const std::string dir = [] {
-    std::string d = MakeScratchDir();
+  static const std::string* dir = [] {
+    auto* d = new std::string(MakeScratchDir());
     atexit(RemoveScratchDir);
     return d;
   }();
-  return dir;
+  return *dir;
 }
 
 void RemoveScratchDir() {
