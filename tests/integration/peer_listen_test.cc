@@ -58,6 +58,7 @@ void StreamExactlyOnce(LocalCluster& cluster, const std::string& dataset) {
   io.dataset = dataset;
   io.replication = 2;
   io.shard_target_bytes = 16 << 10;
+  io.write_policy = WritePolicy::kSync;  // every replica holds the version when Commit returns
   auto writer = client->StartIngest(io);
   ASSERT_TRUE(writer.ok()) << writer.status().ToString();
   constexpr uint64_t kSamples = 3000;
