@@ -12,7 +12,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/file_util.h"
 
 namespace strata {
 
