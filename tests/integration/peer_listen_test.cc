@@ -46,6 +46,17 @@ TEST(PeerListenTest, WithoutItTheDataPortServesThePeerService) {
   EXPECT_TRUE(PingAt(cluster.Address(0)).ok());
 }
 
+// Safe by default holds for the peer port too: a non-loopback --peer-listen
+// without TLS and tokens is refused at start, naming the address.
+TEST(PeerListenTest, NonLoopbackPeerPortNeedsTlsAndTokens) {
+  TempDir dir;
+  CommandResult r = RunCommand({StratadBinary(), "--data-dir", dir.Join("data"), "--listen", "127.0.0.1:0",
+                                "--metrics-listen", "", "--peer-listen", "0.0.0.0:0"},
+                               30);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE((r.out + r.err).find("refusing to serve 0.0.0.0:0"), std::string::npos) << r.out << r.err;
+}
+
 // Ingests with replication 2 (shards pushed over the peer service) and streams
 // one epoch on 3 ranks through node 0, which reads the shards it lacks from
 // the others over the peer service: every sample exactly once.
