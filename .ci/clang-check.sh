@@ -3,6 +3,9 @@
 # (-Wthread-safety, findings are errors; see common/thread_annotations.h), in
 # ./build-clang. Builds the libraries, stratad and the strata CLI; fails on a
 # finding or on anything else clang rejects. Incremental, like build.sh.
+# Then a libFuzzer smoke: every fuzz target (fuzz/) for STRATA_FUZZ_SECONDS
+# (default 5) each, instrumented with ASan and UBSan in ./build-fuzz
+# (bench/fuzz.sh); a crash, leak or failed property fails the check.
 # Usage: .ci/clang-check.sh [more targets] [-- ninja options, e.g. -k 0]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,3 +23,5 @@ start=$(date +%s)
 cmake --build build-clang --parallel "$(nproc)" --target strata_common strata_server strata_client strata_ingest \
   strata_cli_lib stratad strata "$@"
 echo "clang-check: clang 14 build with -Wthread-safety clean in $(( $(date +%s) - start ))s"
+bash bench/fuzz.sh "${STRATA_FUZZ_SECONDS:-5}"
+echo "clang-check: libFuzzer smoke of every fuzz target clean"

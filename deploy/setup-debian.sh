@@ -9,8 +9,12 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git ccache
   # the second compiler: thread-safety analysis, formatting and lint (.ci/clang-check.sh)
   clang-14 clang-format-14 clang-tidy-14
+  # libFuzzer and the sanitizers' runtimes for clang 14 (fuzz/, bench/fuzz.sh)
+  libclang-rt-14-dev
   # wire contract and RPC
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  # certificate checks before a SIGHUP rotation
+  libssl-dev
   # storage, logging, metrics, config, CLI, checksums, archives, JSON
   librocksdb-dev libspdlog-dev libfmt-dev prometheus-cpp-dev libcivetweb-dev libyaml-cpp-dev libsystemd-dev
   libcli11-dev libxxhash-dev libarchive-dev libcsv-dev nlohmann-json3-dev libboost1.74-dev

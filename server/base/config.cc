@@ -68,10 +68,16 @@ Status ParseText(const std::string& text, std::vector<ClusterConfig::Peer>* out)
     const size_t comma = text.find(',', start);
     const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     const size_t eq = item.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) {
-      return Status::InvalidArgument("expected ID=HOST:PORT[,ID=HOST:PORT...], got '" + item + "'");
+    const size_t slash = item.find('/');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size() || slash + 1 == item.size() ||
+        (slash != std::string::npos && slash < eq + 2)) {
+      return Status::InvalidArgument("expected ID=HOST:PORT[/PEER_HOST:PEER_PORT][,...], got '" + item + "'");
     }
-    out->push_back({item.substr(0, eq), item.substr(eq + 1)});
+    if (slash == std::string::npos) {
+      out->push_back({item.substr(0, eq), item.substr(eq + 1), ""});
+    } else {
+      out->push_back({item.substr(0, eq), item.substr(eq + 1, slash - eq - 1), item.substr(slash + 1)});
+    }
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
@@ -119,6 +125,7 @@ Status ReadYaml(const YAML::Node& node, std::vector<ClusterConfig::Peer>* out) {
     ClusterConfig::Peer peer;
     STRATA_RETURN_IF_ERROR(ReadScalarText(n["id"], "a string", &peer.id));
     STRATA_RETURN_IF_ERROR(ReadScalarText(n["address"], "a string", &peer.address));
+    if (n["peer_address"]) STRATA_RETURN_IF_ERROR(ReadScalarText(n["peer_address"], "a string", &peer.peer_address));
     out->push_back(std::move(peer));
   }
   return Status::OK();
@@ -229,7 +236,7 @@ void AddConfigFlags(CLI::App& app, NodeFlags* flags) {
     const char* operator()(uint32_t*) const { return "N"; }
     const char* operator()(uint64_t*) const { return "SIZE"; }
     const char* operator()(std::vector<std::string>*) const { return "A,B,..."; }
-    const char* operator()(std::vector<ClusterConfig::Peer>*) const { return "ID=HOST:PORT,..."; }
+    const char* operator()(std::vector<ClusterConfig::Peer>*) const { return "ID=HOST:PORT[/PEER_HOST:PEER_PORT],..."; }
   };
   NodeConfig probe;
   for (const auto& f : ConfigFields()) {

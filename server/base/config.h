@@ -22,6 +22,7 @@ struct ClusterConfig {
   struct Peer {
     std::string id;
     std::string address;
+    std::string peer_address;  // its PeerService's own address (--peer-listen); empty: `address`
   };
   std::string name = "strata";         // etcd key prefix /strata/<name>/
   std::string membership = "static";   // "static" (the node list below) or "etcd"
@@ -45,6 +46,7 @@ struct NodeConfig {
   std::string node_id = "node-1";            // names this node in logs, metrics and the cluster map
   std::string listen = "127.0.0.1:7400";     // gRPC address (port 0 picks a free port)
   std::string metrics_listen = "127.0.0.1:9400";  // Prometheus /metrics; empty disables
+  std::string peer_listen;                   // PeerService on its own address; empty: on `listen`
   std::string data_dir = "./strata-data";    // shard files and the RocksDB metadata
   std::string log_level = "info";            // trace, debug, info, warn, error
   uint64_t shard_target_bytes = 64ull << 20; // cut a shard when it reaches this size

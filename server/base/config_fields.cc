@@ -80,6 +80,7 @@ Status CheckNodes(const NodeConfig& c) {
   for (const auto& n : c.cluster.nodes) {
     if (!ids.insert(n.id).second) return Invalid("cluster.nodes lists '" + n.id + "' twice");
     STRATA_RETURN_IF_ERROR(CheckAddress(n.address, "cluster.nodes " + n.id));
+    if (!n.peer_address.empty()) STRATA_RETURN_IF_ERROR(CheckAddress(n.peer_address, "cluster.nodes " + n.id));
     self_listed = self_listed || n.id == c.node_id;
   }
   if (!self_listed) return Invalid("cluster.nodes does not list this node ('" + c.node_id + "')");
@@ -124,6 +125,14 @@ const std::vector<ConfigField>& ConfigFields() {
       {"metrics_listen", nullptr, nullptr, "Prometheus `/metrics`; empty disables", STRATA_REF(metrics_listen),
        [](const NodeConfig& c) {
          return c.metrics_listen.empty() ? Status::OK() : CheckAddress(c.metrics_listen, "metrics_listen");
+       },
+       nullptr},
+      {"peer_listen", nullptr, "`listen`",
+       "the peer service (node to node) on its own address, so it can be firewalled apart; the data port then "
+       "does not serve it",
+       STRATA_REF(peer_listen),
+       [](const NodeConfig& c) {
+         return c.peer_listen.empty() ? Status::OK() : CheckAddress(c.peer_listen, "peer_listen");
        },
        nullptr},
       {"data_dir", nullptr, nullptr, "shard files (`shards/`) and RocksDB metadata (`meta/`)", STRATA_REF(data_dir),
@@ -212,9 +221,12 @@ const std::vector<ConfigField>& ConfigFields() {
        "`static` (the `cluster.nodes` list) or `etcd`; a flag for either list sets it too",
        STRATA_REF(cluster.membership), CheckMembership, nullptr},
       {"cluster.nodes", "--peers", "this node alone",
-       "static membership: every node, this one included (`ID=HOST:PORT,...` as a flag)", STRATA_REF(cluster.nodes),
+       "static membership: every node, this one included (`ID=HOST:PORT[/PEER_HOST:PEER_PORT],...` as a flag; "
+       "YAML `{id, address, peer_address}`)", STRATA_REF(cluster.nodes),
        CheckNodes, [](NodeConfig& c) { c.cluster.membership = "static"; }},
-      {"cluster.etcd_endpoints", "--etcd", nullptr, "etcd membership: the etcd cluster (`HOST:PORT,...` as a flag)",
+      {"cluster.etcd_endpoints", "--etcd", nullptr,
+       "etcd membership: the etcd cluster (`HOST:PORT,...` as a flag; `https://HOST:PORT`: TLS with this node's "
+       "certificates)",
        STRATA_REF(cluster.etcd_endpoints), CheckEtcdEndpoints, [](NodeConfig& c) { c.cluster.membership = "etcd"; }},
       {"cluster.name", "--cluster", nullptr, "etcd key prefix `/strata/NAME/`", STRATA_REF(cluster.name), nullptr,
        nullptr},

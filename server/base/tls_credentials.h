@@ -2,8 +2,9 @@
 // for its own port and for the channels it opens to other nodes.
 //
 // Certificates and keys are PEM files, watched by gRPC's file-watcher
-// provider: a rotated file is picked up within kCertRefreshSeconds, without a
-// restart (SIGHUP need not be sent for it, and does no harm).
+// provider, which re-reads them every kCertRefreshSeconds. stratad hands it
+// copies that only SIGHUP replaces, after checking the new files
+// (server/base/tls_reload.h).
 //
 // Thread-safety: pure functions.
 #pragma once

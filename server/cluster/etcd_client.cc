@@ -13,7 +13,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
+                                           const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
   grpc::ChannelArguments args;
   // etcd restarts in about a second; the default backoff (up to 120 s) would
   // keep a node away from it long after it is back.
@@ -25,7 +26,7 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(address, credentials, args);
 }
 
 std::string StripScheme(const std::string& endpoint) {
@@ -62,7 +63,11 @@ EtcdClient::EtcdClient(Options options) : options_(std::move(options)) {
   for (const auto& e : options_.endpoints) {
     Endpoint ep;
     ep.address = StripScheme(e);
-    ep.channel = MakeChannel(ep.address);
+    std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+    if (e.rfind("https://", 0) == 0) {
+      credentials = options_.https_credentials ? options_.https_credentials : grpc::SslCredentials({});
+    }
+    ep.channel = MakeChannel(ep.address, credentials);
     ep.kv = etcdserverpb::KV::NewStub(ep.channel);
     ep.lease = etcdserverpb::Lease::NewStub(ep.channel);
     ep.watch = etcdserverpb::Watch::NewStub(ep.channel);

@@ -136,6 +136,10 @@ class EtcdClient {
   struct Options {
     std::vector<std::string> endpoints;  // HOST:PORT (an "http://" prefix is accepted); non-empty
     std::chrono::milliseconds call_timeout{2000};  // deadline of every unary call
+    // For "https://" endpoints: TLS with these credentials (stratad: the
+    // node's own, server/base/security_config.h); null: TLS with the system's
+    // roots and no client certificate. Other endpoints are plaintext.
+    std::shared_ptr<grpc::ChannelCredentials> https_credentials;
   };
 
   explicit EtcdClient(Options options);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 
+#include "server/base/security_config.h"
 #include "server/cluster/etcd_membership_impl.h"
 #include "common/mutex.h"
 
@@ -67,6 +68,7 @@ v1::NodeInfo Registration(const v1::NodeInfo& self) {
   v1::NodeInfo reg;
   reg.set_id(self.id());
   reg.set_address(self.address());
+  reg.set_peer_address(self.peer_address());
   reg.set_metrics_address(self.metrics_address());
   return reg;
 }
@@ -87,7 +89,7 @@ EtcdMembership::EtcdMembership(const NodeConfig& config, const v1::NodeInfo& sel
       nodes_prefix_(prefix_ + "nodes/"),
       node_key_(nodes_prefix_ + self.id()),
       map_key_(prefix_ + "map"),
-      client_(EtcdClient::Options{config.cluster.etcd_endpoints, options.call_timeout}),
+      client_(EtcdClient::Options{config.cluster.etcd_endpoints, options.call_timeout, PeerChannelCredentials()}),
       task_(std::move(executor), [this] { return Step(); }) {
   map_.set_membership("etcd");
   map_.set_cluster(config_.name);

@@ -23,6 +23,14 @@ class PeerClients {
   // A stub for the node at `address` (HOST:PORT). Never null; the channel
   // connects lazily, so errors surface on the first call.
   std::shared_ptr<v1::PeerService::Stub> Peer(const std::string& address);
+  // A stub for `node`'s peer service: at PeerAddress(node).
+  std::shared_ptr<v1::PeerService::Stub> Peer(const v1::NodeInfo& node) { return Peer(PeerAddress(node)); }
+
+  // Where `node` serves the peer service: its peer_address (--peer-listen),
+  // else its address.
+  static const std::string& PeerAddress(const v1::NodeInfo& node) {
+    return node.peer_address().empty() ? node.address() : node.peer_address();
+  }
 
  private:
   Mutex mu_;

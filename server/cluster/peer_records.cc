@@ -51,7 +51,7 @@ Status PeerRecords::Fetch(const v1::FileRef& shard, std::span<const uint64_t> in
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     v1::ReadRecordsReply reply;
-    grpc::Status s = peers_->Peer(n->address())->ReadRecords(&context, request, &reply);
+    grpc::Status s = peers_->Peer(*n)->ReadRecords(&context, request, &reply);
     if (s.ok() && reply.records_size() == static_cast<int>(indexes.size())) {
       for (auto& r : *reply.mutable_records()) raw->push_back(std::move(r));
       return Status::OK();

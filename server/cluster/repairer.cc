@@ -80,7 +80,7 @@ void Repairer::Round() {
 
 void Repairer::SyncCatalog(const v1::ClusterMap& map) {
   for (const v1::NodeInfo* peer : UpPeers(map, d_.view->self_id())) {
-    auto stub = d_.peers->Peer(peer->address());
+    auto stub = d_.peers->Peer(*peer);
     auto context = Context(kRpcTimeout);
     v1::ListVersionsRequest request;
     v1::ListVersionsReply reply;
@@ -143,7 +143,7 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
     for (const std::string& source : RankMembers(key, members)) {
       const v1::NodeInfo* info = FindNode(map, source);
       if (source == self || info == nullptr || info->state() != v1::NODE_UP) continue;
-      auto pulled = PullFile(d_.peers->Peer(info->address()).get(), *d_.dir, file,
+      auto pulled = PullFile(d_.peers->Peer(*info).get(), *d_.dir, file,
                              &limiter_, kCopyTimeout);
       if (pulled.ok()) {
         d_.files->Add(file);
@@ -188,7 +188,7 @@ void Repairer::ReleaseExtras(const v1::ClusterMap& map) {
       request.set_dataset(file.dataset());
       request.set_version(file.version());
       v1::ListLocalFilesReply reply;
-      if (d_.peers->Peer(node.address())->ListLocalFiles(context.get(), request, &reply).ok()) {
+      if (d_.peers->Peer(node)->ListLocalFiles(context.get(), request, &reply).ok()) {
         for (const auto& f : reply.files()) files.insert(LocalFiles::KeyOf(f.file()));
       }
       it = held.emplace(key, std::move(files)).first;

@@ -152,11 +152,11 @@ void Replicator::Launch(const std::shared_ptr<Copies>& copies, const v1::NodeInf
 }
 
 void Replicator::Push(std::shared_ptr<Copies> copies, v1::NodeInfo target) {
-  auto pushed = PushFile(peers_->Peer(target.address()).get(), *dir_, copies->file_, nullptr, kPushTimeout);
+  auto pushed = PushFile(peers_->Peer(target).get(), *dir_, copies->file_, nullptr, kPushTimeout);
   for (int attempt = 1; attempt < kPushAttempts && !pushed.ok() && pushed.status().code() == Code::kUnavailable;
        ++attempt) {
     std::this_thread::sleep_for(kRetryPause);
-    pushed = PushFile(peers_->Peer(target.address()).get(), *dir_, copies->file_, nullptr, kPushTimeout);
+    pushed = PushFile(peers_->Peer(target).get(), *dir_, copies->file_, nullptr, kPushTimeout);
   }
   metrics_->replication_backlog_bytes.Decrement(static_cast<double>(copies->bytes_));
   MutexLock lock(&copies->mu_);

@@ -19,7 +19,7 @@ bool SameNodes(const v1::ClusterMap& a, const v1::ClusterMap& b) {
   if (a.nodes_size() != b.nodes_size()) return false;
   for (int i = 0; i < a.nodes_size(); ++i) {
     if (a.nodes(i).id() != b.nodes(i).id() || a.nodes(i).state() != b.nodes(i).state() ||
-        a.nodes(i).address() != b.nodes(i).address()) {
+        a.nodes(i).address() != b.nodes(i).address() || a.nodes(i).peer_address() != b.nodes(i).peer_address()) {
       return false;
     }
   }
@@ -44,6 +44,7 @@ StaticMembership::StaticMembership(const NodeConfig& config, const v1::NodeInfo&
     Peer p;
     p.info.set_id(n.id);
     p.info.set_address(n.address);
+    p.info.set_peer_address(n.peer_address);
     p.info.set_state(v1::NODE_UP);  // optimistic until the first failure timeout passes
     p.last_seen = started_;
     others_.emplace(n.id, std::move(p));
@@ -96,7 +97,7 @@ void StaticMembership::PingAll() {
     call->context.set_deadline(std::chrono::system_clock::now() +
                                std::chrono::milliseconds(std::max<uint32_t>(config_.heartbeat_interval_ms, 200)));
     Call* c = call.get();
-    peers_->Peer(t.address())->async()->Ping(&c->context, &request, &c->reply, [&, c](grpc::Status s) {
+    peers_->Peer(t)->async()->Ping(&c->context, &request, &c->reply, [&, c](grpc::Status s) {
       MutexLock lock(&done_mu);
       c->status = std::move(s);
       c->done = true;

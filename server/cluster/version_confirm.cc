@@ -28,7 +28,7 @@ Result<v1::VersionMeta> ConfirmWithCoordinator(const v1::VersionRecord& claimed,
   request.set_dataset(info.name());
   request.set_version(info.version());
   v1::ListVersionsReply reply;
-  Status s = FromGrpcStatus(peers.Peer(coordinator->address())->ListVersions(&context, request, &reply));
+  Status s = FromGrpcStatus(peers.Peer(*coordinator)->ListVersions(&context, request, &reply));
   if (!s.ok()) return Status::Unavailable("cannot confirm " + what + " with " + coordinator->id() + ": " + s.ToString());
   for (const auto& meta : reply.versions()) {
     v1::VersionRecord theirs;

@@ -62,7 +62,7 @@ void VersionSync::Broadcast(const std::string& name, uint64_t version) const {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     v1::PutVersionReply reply;
-    grpc::Status s = peers_->Peer(n.address())->PutVersion(&context, request, &reply);
+    grpc::Status s = peers_->Peer(n)->PutVersion(&context, request, &reply);
     if (!s.ok()) spdlog::warn("telling {} about {}@{}: {}", n.id(), name, version, s.error_message());
   }
 }

@@ -1,5 +1,7 @@
 #include "server/daemon/server.h"
 
+#include "server/base/tls_reload.h"
+
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
@@ -22,12 +24,21 @@ Result<std::unique_ptr<Server>> Server::Start(const NodeConfig& config, const Se
     return Status::InvalidArgument("--auth-tokens needs --tls-cert and --tls-key: a token sent in plaintext can be "
                                    "read by anyone on the network");
   }
-  if (!IsLoopbackListen(config.listen) && !security.insecure &&
-      (!security.tls.enabled() || security.auth_tokens.empty())) {
+  const bool exposed = !IsLoopbackListen(config.listen) ||
+                       (!config.peer_listen.empty() && !IsLoopbackListen(config.peer_listen));
+  if (exposed && !security.insecure && (!security.tls.enabled() || security.auth_tokens.empty())) {
+    const std::string& where = IsLoopbackListen(config.listen) ? config.peer_listen : config.listen;
     return Status::FailedPrecondition(
-        "refusing to serve " + config.listen + " without TLS and tokens: give --tls-cert, --tls-key and "
+        "refusing to serve " + where + " without TLS and tokens: give --tls-cert, --tls-key and "
         "--auth-tokens (and --tls-client-ca for a cluster), or --insecure to let anyone who reaches the port read, "
         "write and delete data");
+  }
+  for (const std::string& endpoint : config.cluster.etcd_endpoints) {
+    if (endpoint.rfind("https://", 0) == 0 && !security.tls.enabled()) {
+      return Status::InvalidArgument("etcd endpoint " + endpoint + " is https: give --tls-cert and --tls-key (the "
+                                     "node's certificate is its client certificate to etcd) and --tls-client-ca "
+                                     "(the CA that signed etcd's certificate)");
+    }
   }
   auto server = Open(config, security);
   if (!server.ok()) return server.status();
@@ -154,32 +165,9 @@ Status Server::Recover() {
   return files_->Load();
 }
 
-Status Server::Serve() {
-  std::string host;
-  int port = 0;
-  if (!config_.metrics_listen.empty()) {
-    STRATA_RETURN_IF_ERROR(metrics_->StartExposer(config_.metrics_listen));
-    STRATA_RETURN_IF_ERROR(ParseHostPort(config_.metrics_listen, &host, &port));
-    metrics_address_ = host + ":" + std::to_string(metrics_->exposer_port());
-  }
-
-  grpc::EnableDefaultHealthCheckService(true);
-  if (security_.tls.enabled()) {
-    auto auth = AuthProcessor::Create({security_.auth_tokens, !security_.tls.client_ca.empty(),
-                                       [view = view_.get()](std::string_view id) {
-                                         const v1::ClusterMap map = view->Current();
-                                         for (const auto& n : map.nodes()) {
-                                           if (n.id() == id) return true;
-                                         }
-                                         return false;
-                                       }});
-    if (!auth.ok()) return auth.status();
-    auth_ = std::move(auth).value();
-    SetPeerChannelCredentials(MakePeerChannelCredentials(security_.tls));
-  }
-  grpc::ServerBuilder builder;
-  int bound_port = 0;
-  builder.AddListeningPort(config_.listen, MakeServerCredentials(security_.tls, auth_), &bound_port);
+// The options both ports share: message sizes and keepalives.
+void Server::SetServerOptions(grpc::ServerBuilder* b) const {
+  grpc::ServerBuilder& builder = *b;
   builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
   builder.SetMaxSendMessageSize(-1);  // batches are bounded by max_part_bytes instead
   // Keepalive, set deliberately (README, "Keepalives and timeouts"): the
@@ -193,9 +181,62 @@ Status Server::Serve() {
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10 * 1000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+}
+
+// The peer address this node advertises: empty without --peer-listen; the
+// bound one, with cluster.advertise's host where it listens on every address.
+std::string Server::AdvertisedPeerAddress() const {
+  if (peer_address_.empty()) return "";
+  std::string host, advertised_host;
+  int port = 0, advertised_port = 0;
+  if (!ParseHostPort(peer_address_, &host, &port).ok()) return peer_address_;
+  const bool wildcard = host == "0.0.0.0" || host == "[::]" || host == "::";
+  if (!wildcard || config_.cluster.advertise.empty() ||
+      !ParseHostPort(config_.cluster.advertise, &advertised_host, &advertised_port).ok()) {
+    return peer_address_;
+  }
+  return advertised_host + ":" + std::to_string(port);
+}
+
+Status Server::Serve() {
+  std::string host;
+  int port = 0;
+  if (!config_.metrics_listen.empty()) {
+    STRATA_RETURN_IF_ERROR(metrics_->StartExposer(config_.metrics_listen));
+    STRATA_RETURN_IF_ERROR(ParseHostPort(config_.metrics_listen, &host, &port));
+    metrics_address_ = host + ":" + std::to_string(metrics_->exposer_port());
+  }
+
+  grpc::EnableDefaultHealthCheckService(true);
+  TlsFiles tls = security_.tls;
+  if (tls.enabled()) {
+    // gRPC serves copies that only SIGHUP replaces (server/base/tls_reload.h).
+    auto reloader = TlsReloader::Create(security_.tls, dir_->root() + "/tls");
+    if (!reloader.ok()) return reloader.status();
+    tls_ = std::move(reloader).value();
+    tls = tls_->served();
+    auto auth = AuthProcessor::Create({security_.auth_tokens, !security_.tls.client_ca.empty(),
+                                       [view = view_.get()](std::string_view id) {
+                                         const v1::ClusterMap map = view->Current();
+                                         for (const auto& n : map.nodes()) {
+                                           if (n.id() == id) return true;
+                                         }
+                                         return false;
+                                       }});
+    if (!auth.ok()) return auth.status();
+    auth_ = std::move(auth).value();
+    SetPeerChannelCredentials(MakePeerChannelCredentials(tls));
+  }
+  grpc::ServerBuilder builder;
+  int bound_port = 0;
+  builder.AddListeningPort(config_.listen, MakeServerCredentials(tls, auth_), &bound_port);
+  SetServerOptions(&builder);
   builder.RegisterService(data_.get());
   builder.RegisterService(admin_.get());
-  builder.RegisterService(peer_.get());
+  // The peer service on the data port, unless it has its own (--peer-listen):
+  // then the data port does not serve it at all, and a firewall can keep
+  // everyone but the other nodes away from it.
+  if (config_.peer_listen.empty()) builder.RegisterService(peer_.get());
   grpc_ = builder.BuildAndStart();
   if (!grpc_ || bound_port == 0) {
     grpc_.reset();
@@ -203,11 +244,26 @@ Status Server::Serve() {
   }
   STRATA_RETURN_IF_ERROR(ParseHostPort(config_.listen, &host, &port));
   address_ = host + ":" + std::to_string(bound_port);
+  if (!config_.peer_listen.empty()) {
+    grpc::ServerBuilder peer_builder;
+    int peer_port = 0;
+    peer_builder.AddListeningPort(config_.peer_listen, MakeServerCredentials(tls, auth_), &peer_port);
+    SetServerOptions(&peer_builder);
+    peer_builder.RegisterService(peer_.get());
+    peer_grpc_ = peer_builder.BuildAndStart();
+    if (!peer_grpc_ || peer_port == 0) {
+      peer_grpc_.reset();
+      return Status::Unavailable("cannot listen on " + config_.peer_listen + " (is another process using it?)");
+    }
+    STRATA_RETURN_IF_ERROR(ParseHostPort(config_.peer_listen, &host, &port));
+    peer_address_ = host + ":" + std::to_string(peer_port);
+  }
 
-  // Join the cluster under the address others can use.
+  // Join the cluster under the addresses others can use.
   v1::NodeInfo self;
   self.set_id(config_.node_id);
   self.set_address(config_.cluster.advertise.empty() ? address_ : config_.cluster.advertise);
+  self.set_peer_address(AdvertisedPeerAddress());
   self.set_metrics_address(metrics_address_);
   self.set_state(v1::NODE_UP);
   auto membership = Membership::Create(config_, self, peers_.get(), background_->get_executor());
@@ -228,7 +284,28 @@ Status Server::Serve() {
 
 Server::~Server() { Stop().IgnoreError(); }
 
-Status Server::Reload() { return auth_ ? auth_->Reload() : Status::OK(); }
+Status Server::Reload() {
+  Status result;
+  if (tls_) {
+    auto certs = tls_->Reload();
+    if (certs.ok()) {
+      spdlog::info("SIGHUP: re-read {}; served within {} s", certs.value(), kCertRefreshSeconds);
+    } else {
+      spdlog::error("SIGHUP: keeping the old certificates: {}", certs.status().ToString());
+      result = certs.status();
+    }
+  }
+  if (auth_ && !security_.auth_tokens.empty()) {
+    Status tokens = auth_->Reload();
+    if (tokens.ok()) {
+      spdlog::info("SIGHUP: re-read the token file {}", security_.auth_tokens);
+    } else {
+      spdlog::error("SIGHUP: keeping the old tokens: {}", tokens.ToString());
+      if (result.ok()) result = tokens;
+    }
+  }
+  return result;
+}
 
 Status Server::Stop() {
   if (stopped_) return Status::OK();
@@ -252,6 +329,10 @@ Status Server::Stop() {
     if (active_streams_->WaitIdle(deadline)) active_ingests_->WaitIdle(deadline);
     grpc_->Shutdown(std::chrono::system_clock::now());  // cancels whatever is left
     grpc_->Wait();
+    if (peer_grpc_) {
+      peer_grpc_->Shutdown(std::chrono::system_clock::now());
+      peer_grpc_->Wait();
+    }
   }
   if (!kv_) return Status::OK();  // Open failed before storage opened
   // The background work, then the pool, then storage.

@@ -66,6 +66,8 @@ class Server {
 
   // The bound gRPC address ("127.0.0.1:43121" when the config said port 0).
   const std::string& address() const { return address_; }
+  // The bound --peer-listen address, or "" when the peer service is on address().
+  const std::string& peer_address() const { return peer_address_; }
   // The bound metrics address, or "" when metrics are off.
   const std::string& metrics_address() const { return metrics_address_; }
 
@@ -77,8 +79,9 @@ class Server {
   Metrics& metrics() { return *metrics_; }
   BlockCache& blocks() { return *blocks_; }
 
-  // SIGHUP: re-reads the token file (certificates are watched on their own).
-  // On an error the old tokens stay in force.
+  // SIGHUP: re-reads the certificate files and the token file, and logs what
+  // it re-read (never a token). Each part whose new files are bad keeps the
+  // old ones in force, says so in the log, and its error is returned.
   Status Reload();
 
   // Drains and stops; blocks until storage is closed. Idempotent.
@@ -94,6 +97,8 @@ class Server {
   Server(NodeConfig config, SecurityConfig security);
   Status Build();
   Status Recover();
+  void SetServerOptions(grpc::ServerBuilder* builder) const;
+  std::string AdvertisedPeerAddress() const;
 
   const NodeConfig config_;
   const SecurityConfig security_;
@@ -139,10 +144,13 @@ class Server {
   std::unique_ptr<AdminServiceImpl> admin_;
   std::unique_ptr<PeerServiceImpl> peer_;
   std::shared_ptr<AuthProcessor> auth_;
+  std::unique_ptr<class TlsReloader> tls_;  // with TLS: the copies gRPC serves
   // Built in Serve(): membership needs the address gRPC bound.
   std::unique_ptr<Membership> membership_;
   std::unique_ptr<grpc::Server> grpc_;
+  std::unique_ptr<grpc::Server> peer_grpc_;  // with --peer-listen: the peer service alone
   std::string address_;
+  std::string peer_address_;  // bound --peer-listen address; empty without it
   std::string metrics_address_;
   bool stopped_ = false;
   std::atomic<bool> draining_{false};

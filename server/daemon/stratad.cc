@@ -95,9 +95,10 @@ int RunStratad(int argc, char** argv) {
     spdlog::error("cannot start: {}", server.status().ToString());
     return 1;
   }
-  spdlog::info("ready: grpc={} metrics={} data_dir={}", server.value()->address(),
+  spdlog::info("ready: grpc={} metrics={} data_dir={}{}", server.value()->address(),
                server.value()->metrics_address().empty() ? "off" : server.value()->metrics_address(),
-               config->data_dir);
+               config->data_dir,
+               server.value()->peer_address().empty() ? "" : " peer=" + server.value()->peer_address());
 
   SystemdNotifier systemd;  // Type=notify: ready now; watchdog pings while the process is not wedged
   systemd.Ready("serving on " + server.value()->address(), [s = server.value().get()] {
@@ -109,13 +110,8 @@ int RunStratad(int argc, char** argv) {
   std::function<void()> on_hangup = [&] {
     hangups.async_wait([&](const boost::system::error_code& ec, int) {
       if (ec) return;
-      Status reloaded = server.value()->Reload();
-      if (reloaded.ok()) {
-        spdlog::info("SIGHUP: token file re-read (certificates are re-read within {} s of a change)",
-                     kCertRefreshSeconds);
-      } else {
-        spdlog::error("SIGHUP: keeping the old tokens: {}", reloaded.ToString());
-      }
+      // Logs what it re-read and what it kept.
+      server.value()->Reload().IgnoreError();
       on_hangup();
     });
   };

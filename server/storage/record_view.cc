@@ -128,12 +128,19 @@ Status ParseRecord(std::string_view raw, uint64_t expected_id, RecordView* out) 
     return Status::Corruption("header does not parse");
   }
   const std::string_view payload = raw.substr(4 + header_len, checked - 4 - header_len);
+  // Every size must fit what is left: stopping at the first that does not
+  // and comparing the sum so far accepted [payload, 5] (a peer's record whose
+  // fields claim more bytes than it holds). Found by fuzz/record_view.
   uint64_t total = 0;
+  bool fits = true;
   for (uint64_t size : out->field_sizes) {
-    if (size > payload.size() - total) break;
+    if (size > payload.size() - total) {
+      fits = false;
+      break;
+    }
     total += size;
   }
-  if (out->id != expected_id || total != payload.size()) {
+  if (out->id != expected_id || !fits || total != payload.size()) {
     out->Clear();
     return Status::Corruption("id or field sizes do not match the record");
   }

@@ -48,21 +48,29 @@ class LocalCluster {
     std::vector<std::string> extra_args;
     std::map<int, std::vector<std::string>> node_args;  // more flags for node i only
     int start = -1;  // nodes started at once (the others later with Start); -1: all
+    bool peer_ports = false;  // each node serves the peer service on its own port (--peer-listen)
   };
 
   explicit LocalCluster(const Options& o) : options_(o) {
     for (int i = 1; i <= o.nodes; ++i) {
       ids_.push_back("node-" + std::to_string(i));
       ports_.push_back(EtcdProcess::FreePort());
+      peer_ports_.push_back(o.peer_ports ? EtcdProcess::FreePort() : 0);
     }
     for (int i = 0; i < o.nodes; ++i) {
       peers_ += (i ? "," : "") + ids_[static_cast<size_t>(i)] + "=" + Address(i);
+      if (o.peer_ports) peers_ += "/" + PeerAddress(i);
     }
     procs_.resize(static_cast<size_t>(o.nodes));
     for (int i = 0; i < (o.start < 0 ? o.nodes : o.start); ++i) Start(i);
   }
 
   std::string Address(int i) const { return "127.0.0.1:" + std::to_string(ports_[static_cast<size_t>(i)]); }
+  // Node i's --peer-listen address; "" without Options::peer_ports.
+  std::string PeerAddress(int i) const {
+    const int port = peer_ports_[static_cast<size_t>(i)];
+    return port == 0 ? "" : "127.0.0.1:" + std::to_string(port);
+  }
   const std::string& Id(int i) const { return ids_[static_cast<size_t>(i)]; }
   std::string DataDir(int i) const { return dir_.Join(Id(i)); }
   StratadProcess& Process(int i) { return *procs_[static_cast<size_t>(i)]; }
@@ -81,6 +89,7 @@ class LocalCluster {
     o.listen = Address(i);
     o.metrics_listen = "127.0.0.1:0";
     o.extra_args = {"--log-level", "info"};
+    if (options_.peer_ports) o.extra_args.insert(o.extra_args.end(), {"--peer-listen", PeerAddress(i)});
     if (options_.etcd.empty()) {
       o.extra_args.insert(o.extra_args.end(), {"--peers", peers_});
     } else {
@@ -135,6 +144,7 @@ class LocalCluster {
   TempDir dir_;
   std::vector<std::string> ids_;
   std::vector<int> ports_;
+  std::vector<int> peer_ports_;  // 0: none
   std::string peers_;
   std::vector<std::unique_ptr<StratadProcess>> procs_;
 };

@@ -284,5 +284,121 @@ TEST(TlsClusterTest, KillNineMidEpochOverMutualTls) {
   EXPECT_EQ(seen.size(), kN);
 }
 
+// Counts `needle` in the process's log.
+size_t LogCount(const StratadProcess& p, const std::string& needle) {
+  const std::string log = p.Log();
+  size_t n = 0;
+  for (size_t at = log.find(needle); at != std::string::npos; at = log.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// Sends SIGHUP and waits until the log holds one more line with `needle`.
+bool HangUpAndWait(StratadProcess& p, const std::string& needle) {
+  const size_t before = LogCount(p, needle);
+  p.Signal(SIGHUP);
+  return Eventually([&] { return LogCount(p, needle) > before; }, std::chrono::seconds(20));
+}
+
+// SIGHUP re-reads the token file and the certificates; new files that are
+// bad leave the old ones in force, and the log says so.
+TEST_F(TlsAuthTest, SighupReloadsTokensAndCertificatesAndKeepsTheOldOnesWhenBad) {
+  constexpr const char* kOld = "old-reader-token-0123456789";
+  constexpr const char* kNew = "new-reader-token-9876543210";
+  const std::string tokens = dir_->Join("reload-tokens");
+  const std::string cert = dir_->Join("reload-cert.pem");
+  const std::string key = dir_->Join("reload-key.pem");
+  WriteFile(tokens, std::string("reader ") + kOld + "\n");
+  WriteFile(cert, ReadFile(ca_->Pem("node-1")));
+  WriteFile(key, ReadFile(ca_->Key("node-1")));
+  StratadProcess::Options o;
+  o.data_dir = dir_->Join("data-reload");
+  o.node_id = "node-1";
+  o.extra_args = {"--tls-cert", cert, "--tls-key", key, "--tls-client-ca", ca_->ca(), "--auth-tokens", tokens,
+                  "--log-level", "info"};
+  auto server = StratadProcess::Start(o);
+  ASSERT_NE(server, nullptr);
+  auto probe = [&](const std::string& token) {
+    auto client = Client::Connect(server->address(), Options("trainer", token));
+    return client.ok() ? client.value()->GetStatus().status() : client.status();
+  };
+  EXPECT_TRUE(probe(kOld).ok());
+  EXPECT_EQ(probe(kNew).code(), Code::kUnauthenticated);
+
+  // Rotate the token file: the old token is refused, the new one accepted.
+  WriteFile(tokens, std::string("reader ") + kNew + "\n");
+  ASSERT_TRUE(HangUpAndWait(*server, "SIGHUP: re-read the token file")) << server->Log();
+  EXPECT_EQ(probe(kOld).code(), Code::kUnauthenticated);
+  EXPECT_TRUE(probe(kNew).ok());
+
+  // A malformed token file: the new token stays in force.
+  WriteFile(tokens, "superuser whatever\n");
+  ASSERT_TRUE(HangUpAndWait(*server, "SIGHUP: keeping the old tokens")) << server->Log();
+  EXPECT_TRUE(probe(kNew).ok());
+
+  // A key that is not the certificate's: the certificates served stay as they were.
+  const std::string served_cert = o.data_dir + "/tls/cert.pem";
+  const std::string served_key = o.data_dir + "/tls/key.pem";
+  EXPECT_EQ(ReadFile(served_key), ReadFile(ca_->Key("node-1")));
+  WriteFile(key, ReadFile(ca_->Key("trainer")));
+  ASSERT_TRUE(HangUpAndWait(*server, "SIGHUP: keeping the old certificates")) << server->Log();
+  EXPECT_NE(server->Log().find("does not belong to the certificate"), std::string::npos) << server->Log();
+  EXPECT_EQ(ReadFile(served_key), ReadFile(ca_->Key("node-1")));
+  EXPECT_EQ(ReadFile(served_cert), ReadFile(ca_->Pem("node-1")));
+  EXPECT_TRUE(probe(kNew).ok());
+
+  // A new certificate and key: served, and clients go on connecting.
+  ca_->Issue("node-1-rotated", "node-1");
+  WriteFile(cert, ReadFile(ca_->Pem("node-1-rotated")));
+  WriteFile(key, ReadFile(ca_->Key("node-1-rotated")));
+  ASSERT_TRUE(HangUpAndWait(*server, "SIGHUP: re-read certificate")) << server->Log();
+  EXPECT_EQ(ReadFile(served_cert), ReadFile(ca_->Pem("node-1-rotated")));
+  EXPECT_EQ(ReadFile(served_key), ReadFile(ca_->Key("node-1-rotated")));
+  EXPECT_TRUE(probe(kNew).ok());
+  EXPECT_EQ(server->Terminate(), 0);
+  EXPECT_EQ(server->Log().find(kOld), std::string::npos);  // tokens never reach the log
+  EXPECT_EQ(server->Log().find(kNew), std::string::npos);
+}
+
+// etcd over TLS: an "https://" endpoint is reached with the node's own
+// certificates (its certificate as the client certificate, --tls-client-ca
+// verifying etcd's), and etcd requires a client certificate. Without TLS
+// files stratad refuses an https endpoint at start.
+TEST_F(TlsAuthTest, EtcdOverTlsWithTheNodeCertificates) {
+  if (auto why = EtcdProcess::Unavailable(); !why.empty()) GTEST_SKIP() << why;
+  ca_->Issue("etcd-server", "etcd");
+  auto etcd = EtcdProcess::Start(EtcdProcess::Tls{ca_->Pem("etcd-server"), ca_->Key("etcd-server"), ca_->ca(),
+                                                  ca_->Pem("node-1"), ca_->Key("node-1")});
+  ASSERT_NE(etcd, nullptr);
+  ASSERT_EQ(etcd->url().rfind("https://", 0), 0u);
+
+  StratadProcess::Options o;
+  o.data_dir = dir_->Join("data-etcd-tls");
+  o.node_id = "node-1";
+  o.extra_args = {"--etcd", etcd->url(), "--cluster", "tls", "--tls-cert", ca_->Pem("node-1"), "--tls-key",
+                  ca_->Key("node-1"), "--tls-client-ca", ca_->ca(), "--auth-tokens", dir_->Join("tokens"),
+                  "--log-level", "info"};
+  auto server = StratadProcess::Start(o);
+  ASSERT_NE(server, nullptr);
+  auto client = Client::Connect(server->address(), Options("trainer", kReaderToken));
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto map = client.value()->GetClusterMap();
+        if (!map.ok() || map->membership != "etcd") return false;
+        const NodeInfo* self = FindNodeForTest(map.value(), "node-1");
+        return self != nullptr && self->state == NodeState::kUp;
+      },
+      std::chrono::seconds(20)))
+      << server->Log();
+  EXPECT_EQ(server->Terminate(), 0);
+
+  // https without the node's TLS files: refused at start, with the reason.
+  CommandResult r = RunCommand({StratadBinary(), "--data-dir", dir_->Join("data-etcd-plain"), "--listen",
+                                "127.0.0.1:0", "--metrics-listen", "", "--etcd", etcd->url()},
+                               30);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE((r.out + r.err).find("is https: give --tls-cert"), std::string::npos) << r.out << r.err;
+}
+
 }  // namespace
 }  // namespace strata::testing

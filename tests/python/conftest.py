@@ -45,12 +45,12 @@ class Stratad:
 
     READY = re.compile(r"ready: grpc=(\S+)")
 
-    def __init__(self, data_dir):
+    def __init__(self, data_dir, extra_args=()):
         self.log_path = Path(data_dir) / "stratad.log"
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
             [str(STRATAD()), "--data-dir", str(Path(data_dir) / "data"), "--listen", "127.0.0.1:0",
-             "--metrics-listen", "", "--log-level", "info"],
+             "--metrics-listen", "", "--log-level", "info", *extra_args],
             stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:

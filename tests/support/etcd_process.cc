@@ -89,8 +89,11 @@ int EtcdProcess::FreePort() {
   return BindLoopback(0);
 }
 
-std::unique_ptr<EtcdProcess> EtcdProcess::Start() {
+std::unique_ptr<EtcdProcess> EtcdProcess::Start() { return Start(Tls{}); }
+
+std::unique_ptr<EtcdProcess> EtcdProcess::Start(const Tls& tls) {
   std::unique_ptr<EtcdProcess> p(new EtcdProcess());
+  p->tls_ = tls;
   // etcd cannot bind port 0, so pick free ports and retry if another process
   // takes one before etcd binds it.
   std::string why;
@@ -108,9 +111,9 @@ std::unique_ptr<EtcdProcess> EtcdProcess::Start() {
 }
 
 bool EtcdProcess::Launch(std::string* why) {
-  const std::string client_url = "http://" + endpoint_;
+  const std::string client_url = (tls_.cert.empty() ? "http://" : "https://") + endpoint_;
   const std::string peer_url = "http://127.0.0.1:" + std::to_string(peer_port_);
-  const std::vector<std::string> argv = {
+  std::vector<std::string> argv = {
       kBinary,
       "--name", "strata-test",
       "--data-dir", dir_.Join("data"),
@@ -122,6 +125,10 @@ bool EtcdProcess::Launch(std::string* why) {
       "--initial-cluster-token", "strata-test-" + std::to_string(getpid()) + "-" + std::to_string(client_port_),
       "--log-level", "warn",
   };
+  if (!tls_.cert.empty()) {
+    argv.insert(argv.end(), {"--cert-file", tls_.cert, "--key-file", tls_.key, "--trusted-ca-file", tls_.ca,
+                             "--client-cert-auth"});
+  }
   pid_ = Spawn(argv, dir_.Join("etcd.log"));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (std::chrono::steady_clock::now() < deadline) {
@@ -140,7 +147,21 @@ bool EtcdProcess::Launch(std::string* why) {
 }
 
 bool EtcdProcess::Answers() {
-  auto channel = grpc::CreateChannel(endpoint_, grpc::InsecureChannelCredentials());
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (!tls_.cert.empty()) {
+    auto slurp = [](const std::string& path) {
+      std::ifstream in(path, std::ios::binary);
+      std::ostringstream ss;
+      ss << in.rdbuf();
+      return ss.str();
+    };
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = slurp(tls_.ca);
+    ssl.pem_cert_chain = slurp(tls_.client_cert);
+    ssl.pem_private_key = slurp(tls_.client_key);
+    credentials = grpc::SslCredentials(ssl);
+  }
+  auto channel = grpc::CreateChannel(endpoint_, credentials);
   auto kv = etcdserverpb::KV::NewStub(channel);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));

@@ -23,12 +23,22 @@ class EtcdProcess {
   // Starts etcd on free loopback ports and waits (up to 20 s) until it answers
   // a read. Returns nullptr (with a gtest failure) if it never does.
   static std::unique_ptr<EtcdProcess> Start();
+  // Serving TLS on its client port, with client certificates required and
+  // verified against tls.ca (etcd --client-cert-auth); `tls.client_*` is
+  // what Answers presents.
+  struct Tls {
+    std::string cert, key, ca;
+    std::string client_cert, client_key;
+  };
+  static std::unique_ptr<EtcdProcess> Start(const Tls& tls);
   ~EtcdProcess();  // SIGKILL; the data directory goes with it
   EtcdProcess(const EtcdProcess&) = delete;
   EtcdProcess& operator=(const EtcdProcess&) = delete;
 
   // HOST:PORT of the client API.
   const std::string& endpoint() const { return endpoint_; }
+  // "https://HOST:PORT" when started with TLS, else endpoint().
+  std::string url() const { return tls_.cert.empty() ? endpoint_ : "https://" + endpoint_; }
   pid_t pid() const { return pid_; }
   std::string Log() const;
 
@@ -54,6 +64,7 @@ class EtcdProcess {
   int client_port_ = 0;
   int peer_port_ = 0;
   std::string endpoint_;
+  Tls tls_;  // empty: plaintext
   pid_t pid_ = -1;
   bool paused_ = false;
 };

@@ -32,6 +32,7 @@ const Sample kSamples[] = {
     {"node_id", "node_id: store-7\n", "store-8"},
     {"listen", "listen: 127.0.0.1:7500\n", "127.0.0.1:7600"},
     {"metrics_listen", "metrics_listen: 127.0.0.1:9500\n", ""},
+    {"peer_listen", "peer_listen: 127.0.0.1:7700\n", "127.0.0.1:7800"},
     {"data_dir", "data_dir: /srv/a\n", "/srv/b"},
     {"log_level", "log_level: debug\n", "warn"},
     {"shard_target_bytes", "shard_target_bytes: 8MiB\n", "16MiB"},
@@ -72,7 +73,10 @@ struct Equal {
   bool operator()(std::vector<ClusterConfig::Peer>* a, std::vector<ClusterConfig::Peer>* b) const {
     if (a->size() != b->size()) return false;
     for (size_t i = 0; i < a->size(); ++i) {
-      if ((*a)[i].id != (*b)[i].id || (*a)[i].address != (*b)[i].address) return false;
+      if ((*a)[i].id != (*b)[i].id || (*a)[i].address != (*b)[i].address ||
+          (*a)[i].peer_address != (*b)[i].peer_address) {
+        return false;
+      }
     }
     return true;
   }
@@ -207,6 +211,7 @@ const std::pair<const char*, const char*> kBadValues[] = {
     {"cluster.failure_timeout_ms", "10"},
     {"cluster.grace_period_s", "0"},
     {"cluster.repair_bytes_per_sec", "1KiB"},
+    {"peer_listen", "no-port"},
     {"cluster.repair_interval_ms", "1"},
 };
 

@@ -143,6 +143,27 @@ TEST(ClusterConfigTest, StaticNodesFromTheFileAndPeersFromAFlag) {
   c = LoadNodeConfig(flags);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->cluster.nodes.size(), 3u) << "the flag replaces the file's list";
+  EXPECT_EQ(c->cluster.nodes[0].peer_address, "");
+  // A node's own peer address (--peer-listen) after a '/', in the flag and the file.
+  flags.values["cluster.nodes"] = "node-1=127.0.0.1:1/127.0.0.1:11,node-2=127.0.0.1:2";
+  c = LoadNodeConfig(flags);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cluster.nodes[0].address, "127.0.0.1:1");
+  EXPECT_EQ(c->cluster.nodes[0].peer_address, "127.0.0.1:11");
+  EXPECT_EQ(c->cluster.nodes[1].peer_address, "");
+  flags.values["cluster.nodes"] = "node-1=127.0.0.1:1/";
+  EXPECT_FALSE(LoadNodeConfig(flags).ok());
+  flags.values["cluster.nodes"] = "node-1=127.0.0.1:1/nonsense";
+  EXPECT_FALSE(LoadNodeConfig(flags).ok());
+  flags.values.erase("cluster.nodes");
+  testing::WriteFile(dir.Join("p.yaml"), "node_id: node-1\npeer_listen: 127.0.0.1:7500\ncluster:\n  nodes:\n"
+                                         "    - {id: node-1, address: 10.0.0.1:7400, peer_address: 10.0.1.1:7500}\n");
+  NodeFlags peer_flags;
+  peer_flags.config_file = dir.Join("p.yaml");
+  c = LoadNodeConfig(peer_flags);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->peer_listen, "127.0.0.1:7500");
+  EXPECT_EQ(c->cluster.nodes[0].peer_address, "10.0.1.1:7500");
   flags.values.erase("cluster.nodes");
   flags.values["cluster.etcd_endpoints"] = "127.0.0.1:2379,127.0.0.1:2380";
   c = LoadNodeConfig(flags);
