@@ -77,7 +77,7 @@ void PeerDisks::Tick() {
     call->context.set_deadline(std::chrono::system_clock::now() + kPingDeadline);
     Call* c = call.get();
     calls.push_back(std::move(call));
-    peers_->Peer(n.address())->async()->Ping(&c->context, &request, &c->reply, [&, c](grpc::Status s) {
+    peers_->Peer(n)->async()->Ping(&c->context, &request, &c->reply, [&, c](grpc::Status s) {
       MutexLock lock(&done_mu);
       c->status = std::move(s);
       c->done = true;
