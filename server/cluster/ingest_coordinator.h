@@ -13,6 +13,7 @@
 #include "server/base/metrics.h"
 #include "server/cluster/cluster_view.h"
 #include "server/cluster/replicator.h"
+#include "server/cluster/version_numbers.h"
 #include "server/cluster/version_sync.h"
 #include "server/ingest/ingest_session.h"
 #include "server/storage/catalog.h"
@@ -32,6 +33,7 @@ class IngestCoordinator {
     Replicator* replicator = nullptr;
     const VersionSync* versions = nullptr;
     Metrics* metrics = nullptr;
+    const VersionNumbers* numbers = nullptr;  // numbers new versions (nullptr: the catalog's next)
   };
   IngestCoordinator(Deps deps, IngestLimits limits);
 

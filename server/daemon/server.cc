@@ -92,9 +92,17 @@ Status Server::Build() {
                                 active_ingests_.get(), metrics_.get()});
   IngestLimits ingest_limits;
   ingest_limits.default_shard_target_bytes = config_.shard_target_bytes;
+  std::unique_ptr<EtcdClient> numbers_etcd;
+  if (config_.cluster.membership == "etcd") {
+    EtcdClient::Options etcd;
+    etcd.endpoints = config_.cluster.etcd_endpoints;
+    numbers_etcd = std::make_unique<EtcdClient>(etcd);
+  }
+  numbers_ = std::make_unique<VersionNumbers>(catalog_.get(), std::move(numbers_etcd),
+                                              "/strata/" + config_.cluster.name + "/");
   ingest_ = std::make_unique<IngestCoordinator>(
       IngestCoordinator::Deps{view_.get(), catalog_.get(), dir_.get(), files_.get(), replicator_.get(),
-                              versions_.get(), metrics_.get()},
+                              versions_.get(), metrics_.get(), numbers_.get()},
       ingest_limits);
   StreamLimits stream_limits;
   stream_limits.max_part_bytes = config_.max_part_bytes;
