@@ -189,12 +189,6 @@ Result<bool> Catalog::ImportVersion(const v1::VersionRecord& record, const std::
   // Sealed is final, and an ingest running here is this node's own: a record
   // from elsewhere never aborts it.
   if (local == v1::VERSION_SEALED || local == v1::VERSION_INGESTING || local == incoming) return false;
-  // Only a version's own coordinator aborts it: an abort from a node that
-  // numbered the same version of its own (a build before version_numbers.h)
-  // never deletes another node's version.
-  if (stored.ok() && incoming == v1::VERSION_ABORTED && stored->info().coordinator() != record.info().coordinator()) {
-    return false;
-  }
   KvWriteBatch batch;
   STRATA_RETURN_IF_ERROR(DeleteShards(*kv_, name, version, &batch));
   batch.Put(KvSpace::kDatasets, VersionKey(name, version), record.SerializeAsString());
