@@ -31,7 +31,7 @@ Result<std::unique_ptr<IngestSession>> IngestCoordinator::Start(const v1::Ingest
   if (!ref->version && d_.numbers != nullptr) {
     // A number no other node gives this dataset (version_numbers.h): the
     // session then creates exactly that version.
-    auto number = d_.numbers->Next(ref->name, map, self);
+    auto number = d_.numbers->Next(ref->name, self);
     if (!number.ok()) return number.status();
     o.set_dataset(ref->name + "@" + std::to_string(number.value()));
   }

@@ -4,7 +4,6 @@
 #include <charconv>
 
 #include "common/placement.h"
-#include "server/cluster/membership.h"
 
 namespace strata {
 
@@ -16,8 +15,12 @@ uint64_t StaticVersionNumber(uint64_t floor, uint32_t rank, uint32_t slots) {
   return first + k * slots;
 }
 
-VersionNumbers::VersionNumbers(const Catalog* catalog, std::unique_ptr<EtcdClient> etcd, std::string etcd_prefix)
-    : catalog_(catalog), etcd_(std::move(etcd)), etcd_prefix_(std::move(etcd_prefix)) {}
+VersionNumbers::VersionNumbers(const Catalog* catalog, std::unique_ptr<EtcdClient> etcd, std::string etcd_prefix,
+                               std::vector<std::string> static_members)
+    : catalog_(catalog),
+      etcd_(std::move(etcd)),
+      etcd_prefix_(std::move(etcd_prefix)),
+      static_members_(std::move(static_members)) {}
 
 Result<uint64_t> VersionNumbers::HighestKnown(const std::string& name) const {
   auto versions = catalog_->ListVersions(/*include_unsealed=*/true);
@@ -29,14 +32,15 @@ Result<uint64_t> VersionNumbers::HighestKnown(const std::string& name) const {
   return highest;
 }
 
-Result<uint64_t> VersionNumbers::Next(const std::string& name, const v1::ClusterMap& map,
-                                      const std::string& self) const {
+Result<uint64_t> VersionNumbers::Next(const std::string& name, const std::string& self) const {
   auto known = HighestKnown(name);
   if (!known.ok()) return known.status();
   if (etcd_ == nullptr) {
-    const std::vector<std::string> ranked = RankMembers(DatasetHomeKey(name), MapMembers(map));
+    const std::vector<std::string> members =
+        static_members_.empty() ? std::vector<std::string>{self} : static_members_;
+    const std::vector<std::string> ranked = RankMembers(DatasetHomeKey(name), members);
     const auto at = std::find(ranked.begin(), ranked.end(), self);
-    if (at == ranked.end()) return Status::FailedPrecondition("this node is not a member of its own cluster map");
+    if (at == ranked.end()) return Status::FailedPrecondition("node " + self + " is not in the configured node list");
     return StaticVersionNumber(known.value(), static_cast<uint32_t>(at - ranked.begin()),
                                static_cast<uint32_t>(ranked.size()));
   }

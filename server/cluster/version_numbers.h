@@ -7,9 +7,11 @@
 //     compare-and-swap on its key; every node agrees, numbers are contiguous.
 //   static membership: no shared store, so a rule that cannot repeat: the
 //     node at rank r (0: the home) of the dataset's placement order over the
-//     S listed members takes only numbers n with (n - 1) mod S == r, each
-//     above every version of the dataset it knows. The home numbers 1, 1+S,
-//     1+2S...; a node standing in for it a disjoint series.
+//     S nodes of the configured list takes only numbers n with
+//     (n - 1) mod S == r, each above every version of the dataset it knows.
+//     The home numbers 1, 1+S, 1+2S...; a node standing in for it a disjoint
+//     series. The configured list, not the map: a node down past the grace
+//     period leaves the map, and S must not change with it.
 //
 // Thread-safety: safe for concurrent use.
 #pragma once
@@ -21,7 +23,6 @@
 #include "common/status.h"
 #include "server/cluster/etcd_client.h"
 #include "server/storage/catalog.h"
-#include "strata/v1/cluster.pb.h"
 
 namespace strata {
 
@@ -32,13 +33,17 @@ uint64_t StaticVersionNumber(uint64_t floor, uint32_t rank, uint32_t slots);
 class VersionNumbers {
  public:
   // `etcd` (nullptr with static membership) holds the counters under
-  // `etcd_prefix` + "versions/" + name. `catalog` must outlive this.
-  VersionNumbers(const Catalog* catalog, std::unique_ptr<EtcdClient> etcd, std::string etcd_prefix);
+  // `etcd_prefix` + "versions/" + name. `static_members`: the ids of the
+  // configured node list (static membership; this node alone if empty).
+  // `catalog` must outlive this.
+  VersionNumbers(const Catalog* catalog, std::unique_ptr<EtcdClient> etcd, std::string etcd_prefix,
+                 std::vector<std::string> static_members);
 
-  // A number for a new version of `name`, coordinated by `self` under `map`,
-  // above every version of it this node knows. Unavailable if etcd cannot be
-  // reached (the ingest is refused: no number is better than a repeated one).
-  Result<uint64_t> Next(const std::string& name, const v1::ClusterMap& map, const std::string& self) const;
+  // A number for a new version of `name`, coordinated by `self`, above every
+  // version of it this node knows. Unavailable if etcd cannot be reached (the
+  // ingest is refused: no number is better than a repeated one);
+  // FailedPrecondition if `self` is not in the static list.
+  Result<uint64_t> Next(const std::string& name, const std::string& self) const;
 
  private:
   Result<uint64_t> HighestKnown(const std::string& name) const;
@@ -46,6 +51,7 @@ class VersionNumbers {
   const Catalog* const catalog_;
   const std::unique_ptr<EtcdClient> etcd_;
   const std::string etcd_prefix_;
+  const std::vector<std::string> static_members_;
 };
 
 }  // namespace strata

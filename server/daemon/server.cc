@@ -98,8 +98,10 @@ Status Server::Build() {
     etcd.endpoints = config_.cluster.etcd_endpoints;
     numbers_etcd = std::make_unique<EtcdClient>(etcd);
   }
+  std::vector<std::string> listed;
+  for (const auto& n : config_.cluster.nodes) listed.push_back(n.id);
   numbers_ = std::make_unique<VersionNumbers>(catalog_.get(), std::move(numbers_etcd),
-                                              "/strata/" + config_.cluster.name + "/");
+                                              "/strata/" + config_.cluster.name + "/", std::move(listed));
   ingest_ = std::make_unique<IngestCoordinator>(
       IngestCoordinator::Deps{view_.get(), catalog_.get(), dir_.get(), files_.get(), replicator_.get(),
                               versions_.get(), metrics_.get(), numbers_.get()},

@@ -17,17 +17,6 @@
 namespace strata {
 namespace {
 
-v1::ClusterMap StaticMap(const std::vector<std::string>& ids) {
-  v1::ClusterMap map;
-  map.set_membership("static");
-  for (const auto& id : ids) {
-    v1::NodeInfo* n = map.add_nodes();
-    n->set_id(id);
-    n->set_state(v1::NODE_UP);
-  }
-  return map;
-}
-
 void AddVersion(Catalog& catalog, const std::string& name, uint64_t version) {
   ASSERT_TRUE(catalog.CreateVersion(name, version, v1::VersionRecord()).ok());
 }
@@ -56,19 +45,20 @@ TEST(VersionNumbersTest, StaticHomeStartsAtOneAndOthersTakeTheirOwnSeries) {
   const std::vector<std::string> ranked = RankMembers(DatasetHomeKey("d"), ids);
   auto kv = KvStore::CreateInMemory();
   Catalog catalog(kv.get());
-  VersionNumbers numbers(&catalog, nullptr, "");
-  const v1::ClusterMap map = StaticMap(ids);
-  EXPECT_EQ(numbers.Next("d", map, ranked[0]).value(), 1u);
-  EXPECT_EQ(numbers.Next("d", map, ranked[1]).value(), 2u);
-  EXPECT_EQ(numbers.Next("d", map, ranked[2]).value(), 3u);
+  VersionNumbers numbers(&catalog, nullptr, "", ids);
+  EXPECT_EQ(numbers.Next("d", ranked[0]).value(), 1u);
+  EXPECT_EQ(numbers.Next("d", ranked[1]).value(), 2u);
+  EXPECT_EQ(numbers.Next("d", ranked[2]).value(), 3u);
   AddVersion(catalog, "d", 1);  // the home took 1 (and died): nobody takes it again
-  EXPECT_EQ(numbers.Next("d", map, ranked[0]).value(), 4u);
-  EXPECT_EQ(numbers.Next("d", map, ranked[1]).value(), 2u);
+  EXPECT_EQ(numbers.Next("d", ranked[0]).value(), 4u);
+  EXPECT_EQ(numbers.Next("d", ranked[1]).value(), 2u);
   AddVersion(catalog, "d", 2);
-  EXPECT_EQ(numbers.Next("d", map, ranked[0]).value(), 4u);
-  EXPECT_EQ(numbers.Next("d", map, ranked[1]).value(), 5u);
-  EXPECT_EQ(numbers.Next("other", map, RankMembers(DatasetHomeKey("other"), ids)[0]).value(), 1u);
-  EXPECT_FALSE(numbers.Next("d", map, "node-9").ok()) << "a node outside the map numbers nothing";
+  EXPECT_EQ(numbers.Next("d", ranked[0]).value(), 4u);
+  EXPECT_EQ(numbers.Next("d", ranked[1]).value(), 5u);
+  EXPECT_EQ(numbers.Next("other", RankMembers(DatasetHomeKey("other"), ids)[0]).value(), 1u);
+  EXPECT_FALSE(numbers.Next("d", "node-9").ok()) << "a node outside the list numbers nothing";
+  VersionNumbers alone(&catalog, nullptr, "", {});
+  EXPECT_EQ(alone.Next("d", "solo").value(), 3u) << "a single node numbers on from the highest it knows";
 }
 
 TEST(VersionNumbersTest, EtcdCounterIsSharedByConcurrentNodes) {
@@ -80,14 +70,14 @@ TEST(VersionNumbersTest, EtcdCounterIsSharedByConcurrentNodes) {
     o.endpoints = {etcd->endpoint()};
     return std::make_unique<EtcdClient>(o);
   };
-  const v1::ClusterMap map = StaticMap({"a", "b", "c"});
   std::vector<std::unique_ptr<KvStore>> kvs;
   std::vector<std::unique_ptr<Catalog>> catalogs;
   std::vector<std::unique_ptr<VersionNumbers>> nodes;
   for (int i = 0; i < 3; ++i) {
     kvs.push_back(KvStore::CreateInMemory());
     catalogs.push_back(std::make_unique<Catalog>(kvs.back().get()));
-    nodes.push_back(std::make_unique<VersionNumbers>(catalogs.back().get(), client(), "/strata/t/"));
+    nodes.push_back(std::make_unique<VersionNumbers>(catalogs.back().get(), client(), "/strata/t/",
+                                                     std::vector<std::string>{}));
   }
   std::mutex mu;
   std::vector<uint64_t> got;
@@ -95,7 +85,7 @@ TEST(VersionNumbersTest, EtcdCounterIsSharedByConcurrentNodes) {
   for (int t = 0; t < 6; ++t) {
     threads.emplace_back([&, t] {
       for (int k = 0; k < 10; ++k) {
-        auto n = nodes[static_cast<size_t>(t % 3)]->Next("d", map, "a");
+        auto n = nodes[static_cast<size_t>(t % 3)]->Next("d", "a");
         ASSERT_TRUE(n.ok()) << n.status().ToString();
         std::lock_guard<std::mutex> lock(mu);
         got.push_back(n.value());
@@ -110,8 +100,8 @@ TEST(VersionNumbersTest, EtcdCounterIsSharedByConcurrentNodes) {
   // A node that knows a higher version (imported from a build that numbered
   // locally) numbers above it, and the counter follows.
   AddVersion(*catalogs[1], "d", 500);
-  EXPECT_EQ(nodes[1]->Next("d", map, "a").value(), 501u);
-  EXPECT_EQ(nodes[0]->Next("d", map, "a").value(), 502u);
+  EXPECT_EQ(nodes[1]->Next("d", "a").value(), 501u);
+  EXPECT_EQ(nodes[0]->Next("d", "a").value(), 502u);
 }
 
 }  // namespace
