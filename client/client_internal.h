@@ -29,7 +29,10 @@ std::unique_ptr<Stream> NewClusterStream(ChannelSource channels, v1::ClusterMap 
 // Starts one Ingest call, sends `options` as its first message and waits (at
 // most `timeout`) until the server says it took the ingest. Unavailable if
 // the node does not answer in time; the server's refusal otherwise (e.g.
-// FailedPrecondition from a node that is not the dataset's home).
+// FailedPrecondition from a node that is not the dataset's home). With a
+// stratad built before the acceptance signal (its cluster map lacks
+// ingest_accept_signal) only the node's answer is awaited; a refusal then
+// comes from the first Write or the Commit.
 Result<std::unique_ptr<IngestWriter>> StartGrpcIngest(std::shared_ptr<grpc::Channel> channel,
                                                       const v1::IngestOptions& options,
                                                       std::chrono::milliseconds timeout);

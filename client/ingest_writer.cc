@@ -16,6 +16,7 @@
 #include "client/proto_convert.h"
 #include "common/grpc_status.h"
 #include "common/utf8.h"
+#include "strata/v1/admin.grpc.pb.h"
 #include "strata/v1/data.grpc.pb.h"
 
 namespace strata::client_internal {
@@ -200,11 +201,33 @@ Status GrpcIngestWriter::Finished() {
 
 }  // namespace
 
+// Whether the node takes ingests now is learnt in two steps. First its
+// cluster map, with `timeout`: a node that is down, unreachable or hung does not
+// answer it, and is Unavailable at once (the caller tries the next node). The
+// map also says whether the node's build signals that it took an ingest
+// (ingest_accept_signal). If it does, the call waits for that signal, so that
+// a refusal (not the home, draining) is known before any sample is sent. A
+// stratad built before the signal sends no initial metadata until the call
+// ends, so waiting for it would time out and cancel an ingest the node had
+// taken: with such a node the samples go at once, and a refusal ends the call,
+// which the first Write or the Commit reports.
 Result<std::unique_ptr<IngestWriter>> StartGrpcIngest(std::shared_ptr<grpc::Channel> channel,
                                                       const v1::IngestOptions& options,
                                                       std::chrono::milliseconds timeout) {
+  v1::ClusterMap map;
+  {
+    auto admin = v1::AdminService::NewStub(channel);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + timeout);
+    Status s = FromGrpcStatus(admin->GetClusterMap(&context, v1::GetClusterMapRequest(), &map));
+    if (s.code() == Code::kUnavailable || s.code() == Code::kDeadlineExceeded || s.code() == Code::kCancelled) {
+      return Status::Unavailable("the node did not answer within " + std::to_string(timeout.count()) +
+                                 " ms: " + s.message());
+    }
+    STRATA_RETURN_IF_ERROR(s);
+  }
   auto writer = std::make_unique<GrpcIngestWriter>(std::move(channel), options);
-  STRATA_RETURN_IF_ERROR(writer->AwaitAccepted(timeout));
+  if (map.ingest_accept_signal()) STRATA_RETURN_IF_ERROR(writer->AwaitAccepted(timeout));
   return std::unique_ptr<IngestWriter>(std::move(writer));
 }
 

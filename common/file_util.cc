@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <random>
 
+#include "common/file_env.h"
 #include "common/unique_fd.h"
 
 namespace strata {
@@ -32,12 +33,12 @@ std::string RandomSuffix() {
 Status SyncDir(const std::string& dir) {
   UniqueFd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd.valid()) return ErrnoStatus("open directory " + dir, errno);
-  if (fsync(fd.get()) != 0) return ErrnoStatus("fsync directory " + dir, errno);
+  if (Env().Fsync(fd.get(), dir) != 0) return ErrnoStatus("fsync directory " + dir, errno);
   return Status::OK();
 }
 
 Status RenameNoReplace(const std::string& from, const std::string& to) {
-  if (renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return Status::OK();
+  if (Env().RenameNoReplace(from, to) == 0) return Status::OK();
   if (errno == EEXIST) return Status::AlreadyExists(to + " already exists");
   if (errno != EINVAL && errno != ENOSYS) return ErrnoStatus("rename " + from + " to " + to, errno);
   // The file system cannot rename without replacing; link() never replaces either.
@@ -55,7 +56,7 @@ Status RenameNoReplace(const std::string& from, const std::string& to) {
 
 Status WriteAllFd(int fd, std::string_view bytes, const std::string& path) {
   while (!bytes.empty()) {
-    ssize_t n = write(fd, bytes.data(), bytes.size());
+    ssize_t n = Env().Write(fd, bytes.data(), bytes.size(), path);
     if (n < 0) {
       if (errno == EINTR) continue;
       return ErrnoStatus("write " + path, errno);
@@ -67,7 +68,7 @@ Status WriteAllFd(int fd, std::string_view bytes, const std::string& path) {
 
 Status PWriteAllFd(int fd, std::string_view bytes, uint64_t offset, const std::string& path) {
   while (!bytes.empty()) {
-    ssize_t n = pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(offset));
+    ssize_t n = Env().PWrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(offset), path);
     if (n < 0) {
       if (errno == EINTR) continue;
       return ErrnoStatus("write " + path, errno);
@@ -81,7 +82,7 @@ Status PWriteAllFd(int fd, std::string_view bytes, uint64_t offset, const std::s
 Result<size_t> PReadFd(int fd, char* out, size_t size, uint64_t offset, const std::string& path) {
   size_t done = 0;
   while (done < size) {
-    const ssize_t n = pread(fd, out + done, size - done, static_cast<off_t>(offset + done));
+    const ssize_t n = Env().PRead(fd, out + done, size - done, static_cast<off_t>(offset + done), path);
     if (n < 0) {
       if (errno == EINTR) continue;
       return ErrnoStatus("read " + path, errno);

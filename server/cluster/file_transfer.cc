@@ -12,6 +12,7 @@
 #include "common/grpc_status.h"
 #include "common/input_limits.h"
 #include "common/unique_fd.h"
+#include "common/file_env.h"
 #include "plan/stratum_index.h"
 #include "server/storage/local_files.h"
 #include "server/storage/shard_format.h"
@@ -23,7 +24,7 @@ namespace {
 Status FsyncDir(const std::string& dir) {
   UniqueFd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd.valid()) return ErrnoStatus("open " + dir, errno);
-  if (fsync(fd.get()) != 0) return ErrnoStatus("fsync " + dir, errno);
+  STRATA_RETURN_IF_ERROR(FsyncFd(fd.get(), dir));
   return Status::OK();
 }
 
@@ -60,7 +61,7 @@ Result<std::unique_ptr<FileReceiver>> FileReceiver::Begin(const DataDir& dir, co
   std::random_device rd;
   const std::string tmp = staging + "/.tmp." + std::filesystem::path(final_path.value()).filename().string() + "." +
                           std::to_string(rd());
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const int fd = Env().Open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoStatus("create " + tmp, errno);
   return std::unique_ptr<FileReceiver>(new FileReceiver(std::move(final_path).value(), tmp, fd, file));
 }
@@ -82,7 +83,7 @@ Status FileReceiver::Append(std::string_view data) { return out_.Append(data); }
 
 Result<bool> FileReceiver::Commit() {
   STRATA_RETURN_IF_ERROR(out_.Flush());
-  if (fsync(fd_.get()) != 0) return ErrnoStatus("fsync " + tmp_path_, errno);
+  STRATA_RETURN_IF_ERROR(FsyncFd(fd_.get(), tmp_path_));
   STRATA_RETURN_IF_ERROR(fd_.Close(tmp_path_));
   STRATA_RETURN_IF_ERROR(VerifyLocalFile(kind_, tmp_path_).WithContext("received copy"));
   STRATA_RETURN_IF_ERROR(CheckIdentity());

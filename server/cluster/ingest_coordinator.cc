@@ -33,6 +33,13 @@ Result<std::unique_ptr<IngestSession>> IngestCoordinator::Start(const v1::Ingest
   uint32_t up = 0;
   for (const auto& n : map.nodes()) up += n.state() == v1::NODE_UP;
   v1::IngestOptions o = options;
+  if (!ref->version && d_.numbers != nullptr) {
+    // A number no other node gives this dataset (version_numbers.h): the
+    // session then creates exactly that version.
+    auto number = d_.numbers->Next(ref->name, self);
+    if (!number.ok()) return number.status();
+    o.set_dataset(ref->name + "@" + std::to_string(number.value()));
+  }
   if (o.replication() == 0) o.set_replication(DefaultReplication(members.size()));
   if (o.replication() > members.size()) {
     return Status::InvalidArgument("replication " + std::to_string(o.replication()) + " needs at least that many nodes; "

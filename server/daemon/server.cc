@@ -126,9 +126,23 @@ Status Server::Build() {
                                 active_ingests_.get(), metrics_.get(), disk_.get(), peer_disks_.get()});
   IngestLimits ingest_limits;
   ingest_limits.default_shard_target_bytes = config_.shard_target_bytes;
+  std::unique_ptr<EtcdClient> numbers_etcd;
+  if (config_.cluster.membership == "etcd") {
+    EtcdClient::Options etcd;
+    etcd.endpoints = config_.cluster.etcd_endpoints;
+    // https:// endpoints: the node's certificate, as membership's client uses
+    // (that one is made in Serve, from the copies SIGHUP replaces).
+    if (security_.tls.enabled()) etcd.https_credentials = MakePeerChannelCredentials(security_.tls);
+    numbers_etcd = std::make_unique<EtcdClient>(etcd);
+  }
+  std::vector<std::string> listed;
+  for (const auto& n : config_.cluster.nodes) listed.push_back(n.id);
+  numbers_ = std::make_unique<VersionNumbers>(catalog_.get(), std::move(numbers_etcd),
+                                              "/strata/" + config_.cluster.name + "/", std::move(listed));
   ingest_ = std::make_unique<IngestCoordinator>(
       IngestCoordinator::Deps{view_.get(), catalog_.get(), dir_.get(), files_.get(), replicator_.get(),
-                              versions_.get(), metrics_.get(), disk_.get(), peer_disks_.get()},
+                              versions_.get(), metrics_.get(), disk_.get(), peer_disks_.get(),
+                              numbers_.get()},
       ingest_limits);
   StreamLimits stream_limits;
   stream_limits.max_part_bytes = config_.max_part_bytes;

@@ -138,6 +138,7 @@ class Server {
   std::unique_ptr<ActiveWork> active_streams_;
   std::unique_ptr<ActiveWork> active_ingests_;
   std::unique_ptr<NodeStatus> status_;
+  std::unique_ptr<VersionNumbers> numbers_;  // before ingest_, which uses it
   std::unique_ptr<IngestCoordinator> ingest_;
   std::unique_ptr<StreamOpener> streams_;
   std::unique_ptr<DataServiceImpl> data_;

@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "common/checksum.h"
+#include "common/file_env.h"
 #include "common/file_util.h"
 #include "common/little_endian.h"
 #include "plan/stratum_index.h"
@@ -108,7 +109,7 @@ Result<StratumIndexSummary> StratumIndexWriter::Finish() {
     }
   }
   Status written = WriteIndex(tmp_index_path_, fd, canonical_of, summary.counts, &summary);
-  if (written.ok() && fsync(fd) != 0) written = ErrnoStatus("fsync " + tmp_index_path_, errno);
+  if (written.ok()) written = FsyncFd(fd, tmp_index_path_);
   if (close(fd) != 0 && written.ok()) written = ErrnoStatus("close " + tmp_index_path_, errno);
   if (written.ok()) written = RenameNoReplace(tmp_index_path_, path_);
   if (!written.ok()) return fail(written);

@@ -2,6 +2,7 @@
 
 #include "common/grpc_status.h"
 #include "server/cluster/request_validation.h"
+#include "server/rpc/ingest_reactor.h"
 #include "server/storage/dataset_queries.h"
 
 namespace strata {
@@ -46,7 +47,9 @@ grpc::ServerUnaryReactor* AdminServiceImpl::GetStatus(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* AdminServiceImpl::GetClusterMap(grpc::CallbackServerContext* context,
                                                           const v1::GetClusterMapRequest* /*request*/,
                                                           v1::ClusterMap* reply) {
-  return FinishUnary(context, Result<v1::ClusterMap>(view_->Current()), reply);
+  v1::ClusterMap map = view_->Current();
+  map.set_ingest_accept_signal(!LegacyIngestForTests());
+  return FinishUnary(context, Result<v1::ClusterMap>(std::move(map)), reply);
 }
 
 }  // namespace strata

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
+
 #include <boost/asio/post.hpp>
 
 #include "common/allocator.h"
@@ -9,6 +11,14 @@
 #include "server/cluster/request_validation.h"
 
 namespace strata {
+
+bool LegacyIngestForTests() {
+  static const bool legacy = [] {
+    const char* v = std::getenv("STRATA_TEST_LEGACY_INGEST");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  return legacy;
+}
 
 IngestReactor::IngestReactor(const IngestCalls* calls, v1::IngestReply* reply, std::string peer,
                              grpc::CallbackServerContext* context)
@@ -80,8 +90,10 @@ Status IngestReactor::Handle(const v1::IngestRequest& request) {
       auto session = calls_->coordinator->Start(request.open());
       if (!session.ok()) return session.status();
       session_ = std::move(session).value();
-      context_->AddInitialMetadata(kIngestAcceptedKey, "1");
-      StartSendInitialMetadata();  // the client waits for this before it sends samples
+      if (!LegacyIngestForTests()) {
+        context_->AddInitialMetadata(kIngestAcceptedKey, "1");
+        StartSendInitialMetadata();  // the client waits for this before it sends samples
+      }
       return Status::OK();
     }
     case v1::IngestRequest::kSamples: {

@@ -33,6 +33,12 @@ struct IngestCalls {
   const std::atomic<bool>* draining = nullptr;        // new ingests are refused once set
 };
 
+// Test only: true when the environment sets STRATA_TEST_LEGACY_INGEST=1.
+// stratad then behaves as a build from before the acceptance signal (no
+// initial metadata until the call ends, no ingest_accept_signal in the cluster
+// map), so that tests can check a new client against an old server.
+bool LegacyIngestForTests();
+
 class IngestReactor final : public grpc::ServerReadReactor<v1::IngestRequest> {
  public:
   // `context` is the call's: once the ingest is opened the reactor sends

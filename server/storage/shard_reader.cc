@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "common/checksum.h"
+#include "common/file_env.h"
 #include "common/unique_fd.h"
 #include "common/file_util.h"
 #include "common/little_endian.h"
@@ -42,7 +43,7 @@ std::pair<char*, size_t> PageSpan(const char* base, uint64_t size, uint64_t offs
 }  // namespace
 
 Result<std::unique_ptr<ShardReader>> ShardReader::Open(const std::string& path) {
-  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(Env().Open(path, O_RDONLY | O_CLOEXEC, 0));
   if (!fd.valid()) {
     if (errno == ENOENT) return Status::NotFound("shard " + path + " does not exist");
     return ErrnoStatus("open " + path, errno);

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "common/checksum.h"
+#include "common/file_env.h"
 #include "common/file_util.h"
 #include "common/little_endian.h"
 #include "server/storage/shard_format.h"
@@ -54,7 +55,7 @@ Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(std::string path, Shard
 
   for (int attempt = 0;; ++attempt) {
     std::string tmp = dir + ".tmp." + base + "." + RandomSuffix();
-    int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int fd = Env().Open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) {
       auto writer = std::unique_ptr<ShardWriter>(
           new ShardWriter(std::move(path), std::move(tmp), fd, std::move(identity)));
@@ -196,7 +197,7 @@ Result<ShardSummary> ShardWriter::Finish() {
   if (Status s = out_.Append(trailer); !s.ok()) return Fail(std::move(s));
   if (Status s = out_.Flush(); !s.ok()) return Fail(std::move(s));
 
-  if (fsync(fd_.get()) != 0) return Fail(ErrnoStatus("fsync " + tmp_path_, errno));
+  if (Status s = FsyncFd(fd_.get(), tmp_path_); !s.ok()) return Fail(std::move(s));
   if (Status closed = fd_.Close(tmp_path_); !closed.ok()) return Fail(std::move(closed));
   if (Status renamed = RenameNoReplace(tmp_path_, path_); !renamed.ok()) return Fail(renamed);
   tmp_path_.clear();

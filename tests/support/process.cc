@@ -92,7 +92,7 @@ CommandResult RunCommand(const std::vector<std::string>& argv, int timeout_s) {
 std::unique_ptr<StratadProcess> StratadProcess::Start(const Options& o) {
   std::unique_ptr<StratadProcess> p(new StratadProcess());
   p->log_path_ = TempPath("stratad-" + o.node_id + "-log");
-  std::vector<std::string> argv = {StratadBinary(), "--data-dir", o.data_dir, "--listen", o.listen,
+  std::vector<std::string> argv = {o.binary.empty() ? StratadBinary() : o.binary, "--data-dir", o.data_dir, "--listen", o.listen,
                                    "--metrics-listen", o.metrics_listen, "--node-id", o.node_id};
   argv.insert(argv.end(), o.extra_args.begin(), o.extra_args.end());
   p->pid_ = Spawn(argv, p->log_path_, p->log_path_);

@@ -32,6 +32,7 @@ class StratadProcess {
     std::string listen = "127.0.0.1:0";  // port 0: stratad picks a free one and logs it
     std::string metrics_listen = "127.0.0.1:0";
     std::vector<std::string> extra_args;
+    std::string binary;  // empty: the stratad of this build (StratadBinary())
   };
 
   // Starts stratad and waits (up to 20 s) for its "ready:" log line. Returns

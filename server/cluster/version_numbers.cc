@@ -1,0 +1,69 @@
+#include "server/cluster/version_numbers.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "common/placement.h"
+
+namespace strata {
+
+uint64_t StaticVersionNumber(uint64_t floor, uint32_t rank, uint32_t slots) {
+  // n = 1 + rank + k * slots for the smallest k with n > floor.
+  const uint64_t first = 1 + uint64_t{rank};
+  if (floor < first) return first;
+  const uint64_t k = (floor - first) / slots + 1;
+  return first + k * slots;
+}
+
+VersionNumbers::VersionNumbers(const Catalog* catalog, std::unique_ptr<EtcdClient> etcd, std::string etcd_prefix,
+                               std::vector<std::string> static_members)
+    : catalog_(catalog),
+      etcd_(std::move(etcd)),
+      etcd_prefix_(std::move(etcd_prefix)),
+      static_members_(std::move(static_members)) {}
+
+Result<uint64_t> VersionNumbers::HighestKnown(const std::string& name) const {
+  auto versions = catalog_->ListVersions(/*include_unsealed=*/true);
+  if (!versions.ok()) return versions.status();
+  uint64_t highest = 0;
+  for (const auto& v : versions.value()) {
+    if (v.info().name() == name) highest = std::max(highest, v.info().version());
+  }
+  return highest;
+}
+
+Result<uint64_t> VersionNumbers::Next(const std::string& name, const std::string& self) const {
+  auto known = HighestKnown(name);
+  if (!known.ok()) return known.status();
+  if (etcd_ == nullptr) {
+    const std::vector<std::string> members =
+        static_members_.empty() ? std::vector<std::string>{self} : static_members_;
+    const std::vector<std::string> ranked = RankMembers(DatasetHomeKey(name), members);
+    const auto at = std::find(ranked.begin(), ranked.end(), self);
+    if (at == ranked.end()) return Status::FailedPrecondition("node " + self + " is not in the configured node list");
+    return StaticVersionNumber(known.value(), static_cast<uint32_t>(at - ranked.begin()),
+                               static_cast<uint32_t>(ranked.size()));
+  }
+  const std::string key = etcd_prefix_ + "versions/" + name;
+  auto read = etcd_->Get(key);
+  if (!read.ok()) return Status::Unavailable("numbering a version of '" + name + "' in etcd: " + read.status().ToString());
+  std::optional<EtcdKeyValue> current;
+  if (!read->kvs.empty()) current = read->kvs.front();
+  for (int attempt = 0; attempt < 32; ++attempt) {
+    uint64_t counter = 0;
+    if (current) {
+      const std::string& v = current->value;
+      if (std::from_chars(v.data(), v.data() + v.size(), counter).ec != std::errc()) {
+        return Status::Internal("etcd key " + key + " does not hold a version number");
+      }
+    }
+    const uint64_t next = std::max(counter, known.value()) + 1;
+    auto cas = etcd_->CompareAndSwap(key, current ? current->mod_revision : 0, std::to_string(next));
+    if (!cas.ok()) return Status::Unavailable("numbering a version of '" + name + "' in etcd: " + cas.status().ToString());
+    if (cas->swapped) return next;
+    current = cas->current;  // another node took a number meanwhile: go above it
+  }
+  return Status::Unavailable("numbering a version of '" + name + "': etcd's counter kept changing; retry");
+}
+
+}  // namespace strata
