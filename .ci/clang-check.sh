@@ -23,5 +23,3 @@ start=$(date +%s)
 cmake --build build-clang --parallel "$(nproc)" --target strata_common strata_server strata_client strata_ingest \
   strata_cli_lib stratad strata "$@"
 echo "clang-check: clang 14 build with -Wthread-safety clean in $(( $(date +%s) - start ))s"
-bash bench/fuzz.sh "${STRATA_FUZZ_SECONDS:-5}"
-echo "clang-check: libFuzzer smoke of every fuzz target clean"

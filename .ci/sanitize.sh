@@ -1,34 +1,42 @@
 #!/usr/bin/env bash
 # CI: the server, the client and the Python module under sanitizers.
-#   .ci/sanitize.sh asan   AddressSanitizer + UndefinedBehaviorSanitizer (gcc), in ./build-asan
+#   .ci/sanitize.sh asan   AddressSanitizer + UndefinedBehaviorSanitizer, in ./build-fuzz
 #   .ci/sanitize.sh tsan   ThreadSanitizer (gcc), in ./build-tsan
 # Builds stratad, the strata CLI and a chosen set of test binaries with every
-# target instrumented (-DSTRATA_SANITIZE, see CMakeLists.txt), runs them, and
-# fails on any sanitizer report. The integration tests start the instrumented
-# stratad as real processes, so a report from a server is caught too: every
-# process writes its reports under <build>/sanitizer-logs/, and a non-empty
-# folder fails the step even when the test itself passed.
+# target instrumented, runs them, and fails on any sanitizer report. The
+# integration tests start the instrumented stratad as real processes, so a
+# report from a server is caught too: every process writes its reports under
+# <build>/sanitizer-logs/, and a non-empty folder fails the step even when the
+# test itself passed.
+#
+# The asan step shares its build with the fuzzers: clang 14 with
+# -DSTRATA_FUZZ=ON instruments everything with ASan, UBSan and libFuzzer's
+# coverage (fuzz/CMakeLists.txt), so after the tests the same build runs the
+# libFuzzer smoke of every target (bench/fuzz.sh, STRATA_FUZZ_SECONDS each,
+# default 5). One build instead of two keeps CI inside its budget.
 #
 # Which tests: the whole suite under ASan and TSan would take longer than CI's
 # budget on two cores, so each mode runs the tests that drive the code paths
 # the sanitizer is good at. ASan/UBSan: every integration test (real stratad
 # processes: ingest, streaming, failover, restarts, bad input, peer attacks,
-# TLS), the parsers of untrusted bytes and the storage layer, the client, and
-# the Python module (pytest with libasan preloaded). TSan: the concurrent
-# serving path (stream reactor, part building, drain, timers) and the cluster
-# and failover tests. Suppressions (.ci/tsan.supp) each say why.
+# TLS, disk faults), the parsers of untrusted bytes and the storage layer, the
+# client, and the Python module (pytest with the ASan runtime preloaded).
+# TSan: the concurrent serving path (stream reactor, part building, drain,
+# timers, replication callbacks) and the cluster, restart and endurance tests.
+# Suppressions (.ci/tsan.supp) each say why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:?usage: .ci/sanitize.sh asan|tsan}
 case "$mode" in
-  asan) sanitize=address; python=ON ;;
-  tsan) sanitize=thread; python=OFF ;;
+  asan) python=ON; dir=build-fuzz ;;
+  tsan) python=OFF; dir=build-tsan ;;
   *) echo "usage: .ci/sanitize.sh asan|tsan" >&2; exit 2 ;;
 esac
 if ! command -v ninja >/dev/null 2>&1; then bash deploy/setup-debian.sh; fi
 
 integration=(stream_epoch_test restart_test bad_input_test cli_test cluster_test endurance_test memory_budget_test
-             health_test peer_attack_test unread_streams_test tls_auth_test stratified_test)
+             health_test peer_attack_test unread_streams_test tls_auth_test stratified_test disk_test peer_listen_test
+             ingest_compat_test disk_fault_test)
 if [ "$mode" = asan ]; then
   tests=("${integration[@]}"
          shard_format_test shard_footer_test shard_copy_test record_view_test stratum_index_test aligned_writer_test
@@ -38,20 +46,26 @@ if [ "$mode" = asan ]; then
          stratified_sampler_test)
 else
   tests=(stream_epoch_test cluster_test restart_test endurance_test batch_stream_test part_builder_test
-         periodic_task_test active_work_test block_cache_test)
+         periodic_task_test active_work_test block_cache_test replicator_test)
 fi
 
-dir=build-$mode
 launcher=()
 if command -v ccache >/dev/null 2>&1; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
+# -O1 -g1: the optimisation level the sanitizers recommend, and line tables
+# for the reports' stacks; both compile faster than RelWithDebInfo's -O2 -g.
+# Warnings are the main build's business (-DSTRATA_WERROR there).
+common=(-G Ninja -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -g1" -DCMAKE_C_FLAGS_SANITIZE="-O1 -g1"
+        -DSTRATA_WITH_CUDA=OFF -DSTRATA_WITH_PYTHON=$python -DSTRATA_WERROR=OFF "${launcher[@]}")
 if [ ! -f "$dir/build.ninja" ]; then
-  # -O1 -g1: the optimisation level the sanitizers recommend, and line tables
-  # for the reports' stacks; both compile faster than RelWithDebInfo's -O2 -g.
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -g1" \
-    -DCMAKE_C_FLAGS_SANITIZE="-O1 -g1" -DSTRATA_SANITIZE=$sanitize \
-    -DSTRATA_WITH_CUDA=OFF -DSTRATA_WITH_PYTHON=$python -DSTRATA_WERROR=ON "${launcher[@]}" >/dev/null
+  if [ "$mode" = asan ]; then
+    if ! command -v clang++-14 >/dev/null 2>&1; then bash deploy/setup-debian.sh; fi
+    cmake -S . -B "$dir" "${common[@]}" -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+      -DSTRATA_FUZZ=ON >/dev/null
+  else
+    cmake -S . -B "$dir" "${common[@]}" -DSTRATA_SANITIZE=thread >/dev/null
+  fi
 fi
 start=$(date +%s)
 targets=(stratad strata strata-make-dataset "${tests[@]}")
@@ -83,12 +97,21 @@ if [ "$python" = ON ]; then
   # CPython is not instrumented: preload the ASan runtime; its own allocations
   # at exit are not ours to report, so leak checking is off for this step.
   t0=$(date +%s)
-  if ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" LD_PRELOAD="$(gcc -print-file-name=libasan.so)" \
+  if ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" LD_PRELOAD="$(clang++-14 -print-file-name=libclang_rt.asan-x86_64.so)" \
       ctest --test-dir "$dir" -R 'python_(stream|lifetimes|dataset)_test' --output-on-failure >"$logs/python.out" 2>&1; then
     echo "sanitize[$mode]: python tests passed ($(( $(date +%s) - t0 ))s)"
   else
     echo "sanitize[$mode]: python tests FAILED; output:"; tail -80 "$logs/python.out"
     failed+=(python)
+  fi
+fi
+if [ "$mode" = asan ]; then
+  # The libFuzzer smoke: every target for a few seconds from its corpus.
+  if env -u ASAN_OPTIONS -u UBSAN_OPTIONS bash bench/fuzz.sh "${STRATA_FUZZ_SECONDS:-5}" >"$logs/fuzz.out" 2>&1; then
+    echo "sanitize[$mode]: libFuzzer smoke clean:"; grep -v '^\[' "$logs/fuzz.out" | tail -12 || true
+  else
+    echo "sanitize[$mode]: libFuzzer smoke FAILED; output:"; tail -60 "$logs/fuzz.out"
+    failed+=(fuzz)
   fi
 fi
 reports=$(find "$logs" -type f \( -name 'asan*' -o -name 'ubsan*' -o -name 'tsan*' \) | sort)
