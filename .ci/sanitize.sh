@@ -45,7 +45,9 @@ if [ "$mode" = asan ]; then
          sample_source_test batch_test resume_token_test proto_convert_test format_test epoch_plan_test
          stratified_sampler_test)
 else
-  tests=(stream_epoch_test cluster_test restart_test endurance_test batch_stream_test part_builder_test
+  # TSan slows these 5-15x: the long endurance runs are left to ASan, and of
+  # the cluster tests the failover and rebalance ones run (NAME:FILTER).
+  tests=(stream_epoch_test "cluster_test:*KillNine*:*Joining*" restart_test batch_stream_test part_builder_test
          periodic_task_test active_work_test block_cache_test replicator_test)
 fi
 
@@ -68,7 +70,8 @@ if [ ! -f "$dir/build.ninja" ]; then
   fi
 fi
 start=$(date +%s)
-targets=(stratad strata strata-make-dataset "${tests[@]}")
+targets=(stratad strata strata-make-dataset)
+for t in "${tests[@]}"; do targets+=("${t%%:*}"); done
 [ "$python" = ON ] && targets+=(_strata)
 cmake --build "$dir" --parallel "$(nproc)" --target "${targets[@]}"
 echo "sanitize[$mode]: built in $(( $(date +%s) - start ))s"
@@ -82,16 +85,28 @@ export TSAN_OPTIONS="log_path=$logs/tsan:halt_on_error=1:second_deadlock_stack=1
 # test binaries' own timeouts are generous, and ctest's --timeout is not used here.
 failed=()
 run_start=$(date +%s)
-for t in "${tests[@]}"; do
-  bin=$(find "$dir/tests" -type f -name "$t" -perm -u+x | head -1)
-  if [ -z "$bin" ]; then echo "sanitize[$mode]: $t was not built" >&2; failed+=("$t"); continue; fi
-  t0=$(date +%s)
-  if "$bin" --gtest_brief=1 >"$logs/$t.out" 2>&1; then
-    echo "sanitize[$mode]: $t passed ($(( $(date +%s) - t0 ))s)"
+# Two test binaries at a time (the machine's two cores), each to its own log.
+run_one() {
+  local t=$1 name=${1%%:*} filter='*'
+  [ "$t" != "$name" ] && filter=${t#*:}
+  local bin
+  bin=$(find "$dir/tests" -type f -name "$name" -perm -u+x | head -1)
+  if [ -z "$bin" ]; then echo "sanitize[$mode]: $name was not built" >&2; return 1; fi
+  local t0=$(date +%s)
+  if "$bin" --gtest_brief=1 --gtest_filter="$filter" >"$logs/$name.out" 2>&1; then
+    echo "sanitize[$mode]: $name passed ($(( $(date +%s) - t0 ))s)"
   else
-    echo "sanitize[$mode]: $t FAILED ($(( $(date +%s) - t0 ))s); its output:"; tail -50 "$logs/$t.out"
-    failed+=("$t")
+    echo "sanitize[$mode]: $name FAILED ($(( $(date +%s) - t0 ))s); its output:"; tail -50 "$logs/$name.out"
+    return 1
   fi
+}
+for t in "${tests[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n || true; done
+  ( rc=0; run_one "$t" || rc=$?; echo "$rc" >"$logs/${t%%:*}.rc" ) &
+done
+wait
+for t in "${tests[@]}"; do
+  [ "$(cat "$logs/${t%%:*}.rc" 2>/dev/null)" = 0 ] || failed+=("${t%%:*}")
 done
 if [ "$python" = ON ]; then
   # CPython is not instrumented: preload the ASan runtime; its own allocations
