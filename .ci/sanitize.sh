@@ -78,7 +78,7 @@ echo "sanitize[$mode]: built in $(( $(date +%s) - start ))s"
 
 logs=$PWD/$dir/sanitizer-logs
 rm -rf "$logs" && mkdir -p "$logs"
-export ASAN_OPTIONS="log_path=$logs/asan:abort_on_error=1:detect_stack_use_after_return=0:strict_string_checks=1"
+export ASAN_OPTIONS="log_path=$logs/asan:abort_on_error=1:detect_stack_use_after_return=0"
 export UBSAN_OPTIONS="log_path=$logs/ubsan:print_stacktrace=1:halt_on_error=1"
 export TSAN_OPTIONS="log_path=$logs/tsan:halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/.ci/tsan.supp"
 # gRPC and RocksDB spawn threads that the sanitizers' runtimes slow down; the
