@@ -59,7 +59,8 @@ fi
 # for the reports' stacks; both compile faster than RelWithDebInfo's -O2 -g.
 # Warnings are the main build's business (-DSTRATA_WERROR there).
 common=(-G Ninja -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -g1" -DCMAKE_C_FLAGS_SANITIZE="-O1 -g1"
-        -DSTRATA_WITH_CUDA=OFF -DSTRATA_WITH_PYTHON=$python -DSTRATA_WERROR=OFF "${launcher[@]}")
+        -DSTRATA_WITH_CUDA=OFF -DSTRATA_WITH_PYTHON=$python -DSTRATA_WERROR=OFF "${launcher[@]}"
+        -DCMAKE_INTERPROCEDURAL_OPTIMIZATION=OFF)  # pybind11's LTO drops the coverage constructors
 if [ ! -f "$dir/build.ninja" ]; then
   if [ "$mode" = asan ]; then
     if ! command -v clang++-14 >/dev/null 2>&1; then bash deploy/setup-debian.sh; fi
