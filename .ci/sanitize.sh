@@ -34,8 +34,12 @@ case "$mode" in
 esac
 if ! command -v ninja >/dev/null 2>&1; then bash deploy/setup-debian.sh; fi
 
-integration=(stream_epoch_test restart_test bad_input_test cli_test cluster_test endurance_test memory_budget_test
-             health_test peer_attack_test unread_streams_test tls_auth_test stratified_test disk_test peer_listen_test
+# Not here: memory_budget_test and unread_streams_test measure the server's
+# resident memory against its budget, and ASan's shadow memory and quarantine
+# add hundreds of MiB to it (RssAnon 377 MiB under a 112 MiB budget): their
+# finding would be ASan's own memory, not ours.
+integration=(stream_epoch_test restart_test bad_input_test cli_test cluster_test endurance_test
+             health_test peer_attack_test tls_auth_test stratified_test disk_test peer_listen_test
              ingest_compat_test disk_fault_test)
 if [ "$mode" = asan ]; then
   tests=("${integration[@]}"
