@@ -151,9 +151,10 @@ TEST_F(IngestSessionTest, InterruptedIngestIsRemovedAtRestart) {
   // Simulate a crash: the node goes away while the session is open, without
   // the session's own abort (release it, then close the node underneath).
   // Never destroyed: a crashed process runs no destructors. Kept reachable
-  // from a static so that LeakSanitizer (CI's ASan step) does not report it.
-  static std::vector<IngestSession*> crashed;
-  crashed.push_back(session.value().release());
+  // from a static that is never destroyed either, so that LeakSanitizer (CI's
+  // ASan step, which checks after static destructors ran) does not report it.
+  static auto* crashed = new std::vector<IngestSession*>();
+  crashed->push_back(session.value().release());
   ASSERT_TRUE(node_->Stop().ok());
   node_.reset();
   auto reopened = Server::Open(TestNodeConfig(dir_.path()));
