@@ -34,7 +34,8 @@ StreamReactor::StreamReactor(const StreamCalls* calls, std::unique_ptr<BatchStre
   MutexLock lock(&mu_);
   if (stream_->done()) {
     claimed_all_ = true;  // an empty range: the first Pump finishes the call
-    boost::asio::post(calls_->executor, [this] { Pump(); });
+    kicking_ = true;      // counted, so that a cancel cannot finish the call under the posted Pump
+    boost::asio::post(calls_->executor, [this] { Pump(Wake::kKick); });
   } else {
     MaybeScheduleBuild();
   }
@@ -78,10 +79,7 @@ void StreamReactor::BuildTask() {
     Status s;
     {
       MutexLock lock(&mu_);
-      if (!CanClaim()) {
-        --builders_;
-        break;
-      }
+      if (!CanClaim()) break;  // still counted in builders_ until Pump(kBuilderEnded) takes it off
       s = stream_->Claim(&claim);  // claims are taken in order, one at a time
       ++in_build_;
       claimed_all_ = stream_->done();
@@ -121,19 +119,23 @@ void StreamReactor::BuildTask() {
       // one goes on building while the batch is sent (on two cores the send,
       // the kernel's loopback included, is as long as the build).
       kicking_ = true;
-      boost::asio::post(calls_->executor, [this] { Pump(/*kick=*/true); });
+      boost::asio::post(calls_->executor, [this] { Pump(Wake::kKick); });
     }
   }
-  Pump();  // may finish the call: no member is touched after
+  // Takes this task off builders_ under the same lock that decides whether to
+  // finish: had it left builders_ first, another thread's Pump could finish
+  // the call, and gRPC delete the reactor, before this Pump ran.
+  Pump(Wake::kBuilderEnded);  // may finish the call: no member is touched after
 }
 
-void StreamReactor::Pump(bool kick) {
+void StreamReactor::Pump(Wake wake) {
   enum class Action { kNone, kWrite, kFinish } action = Action::kNone;
   grpc::Status finish_status;
   uint64_t cursor = 0;
   {
     MutexLock lock(&mu_);
-    if (kick) kicking_ = false;
+    if (wake == Wake::kKick) kicking_ = false;
+    if (wake == Wake::kBuilderEnded) --builders_;
     if (writing_ || finishing_) return;
     if (!final_status_ && calls_->draining->load()) {
       final_status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE,

@@ -79,9 +79,16 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   void ShrinkGrant() REQUIRES(mu_);
   void MaybeScheduleBuild() REQUIRES(mu_);
   void BuildTask();
-  // Starts the next write, or finishes the call, if it is time. `kick`: called
-  // by the task BuildTask posted to start a write (clears kicking_).
-  void Pump(bool kick = false);
+  // Who calls Pump. A posted Pump and an ending build task are counted
+  // (kicking_, builders_) until their Pump takes them off under mu_, so the
+  // call never finishes while one of them is still to touch the reactor.
+  enum class Wake {
+    kCallback,      // a gRPC reaction (write done, cancel)
+    kKick,          // the task posted to start a write (clears kicking_)
+    kBuilderEnded,  // a build task that stops building (decrements builders_)
+  };
+  // Starts the next write, or finishes the call, if it is time.
+  void Pump(Wake wake = Wake::kCallback);
   void RecordCursor(uint64_t next_step);
 
   const StreamCalls* const calls_;
