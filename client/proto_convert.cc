@@ -283,6 +283,8 @@ v1::ClusterMap ToProto(const ClusterMap& map) {
     node->set_metrics_address(n.metrics_address);
     node->set_state(CastEnum<v1::NodeState>(n.state));
     node->set_down_since_unix_ms(n.down_since_unix_ms);
+    node->set_zone(n.zone);
+    node->set_rack(n.rack);
   }
   out.set_membership(map.membership);
   out.set_cluster(map.cluster);
@@ -294,8 +296,8 @@ ClusterMap FromProto(const v1::ClusterMap& map) {
   out.epoch = map.epoch();
   out.nodes.reserve(static_cast<size_t>(map.nodes_size()));
   for (const v1::NodeInfo& n : map.nodes()) {
-    out.nodes.push_back(
-        {n.id(), n.address(), n.metrics_address(), CastEnum<NodeState>(n.state()), n.down_since_unix_ms()});
+    out.nodes.push_back({n.id(), n.address(), n.metrics_address(), CastEnum<NodeState>(n.state()),
+                         n.down_since_unix_ms(), n.zone(), n.rack()});
   }
   out.membership = map.membership();
   out.cluster = map.cluster();

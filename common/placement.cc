@@ -156,19 +156,25 @@ void PlacementSet::Holders(std::span<const uint64_t> weights, uint32_t replicati
   out->resize(r);
 }
 
-std::vector<std::string> RankMembers(std::string_view file_key, std::span<const PlacementMember> members) {
-  const PlacementSet set({members.begin(), members.end()});
+std::vector<std::string> PlacementSet::RankIds(std::string_view file_key) const {
   std::vector<uint32_t> ranked;
-  set.Rank(Weights(set, file_key), &ranked);
-  return Ids(set, ranked);
+  Rank(Weights(*this, file_key), &ranked);
+  return Ids(*this, ranked);
+}
+
+std::vector<std::string> PlacementSet::HolderIds(std::string_view file_key, uint32_t replication) const {
+  std::vector<uint32_t> holders;
+  Holders(Weights(*this, file_key), replication, &holders);
+  return Ids(*this, holders);
+}
+
+std::vector<std::string> RankMembers(std::string_view file_key, std::span<const PlacementMember> members) {
+  return PlacementSet({members.begin(), members.end()}).RankIds(file_key);
 }
 
 std::vector<std::string> Holders(std::string_view file_key, std::span<const PlacementMember> members,
                                  uint32_t replication) {
-  const PlacementSet set({members.begin(), members.end()});
-  std::vector<uint32_t> holders;
-  set.Holders(Weights(set, file_key), replication, &holders);
-  return Ids(set, holders);
+  return PlacementSet({members.begin(), members.end()}).HolderIds(file_key, replication);
 }
 
 std::vector<std::string> RankMembers(std::string_view file_key, std::span<const std::string> members) {

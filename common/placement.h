@@ -60,6 +60,9 @@ class PlacementSet {
   void Rank(std::span<const uint64_t> weights, std::vector<uint32_t>* out) const;
   // The first min(replication, size()) of Rank, without ranking everyone.
   void Holders(std::span<const uint64_t> weights, uint32_t replication, std::vector<uint32_t>* out) const;
+  // By file key, as ids: RankMembers and Holders below over this set.
+  std::vector<std::string> RankIds(std::string_view file_key) const;
+  std::vector<std::string> HolderIds(std::string_view file_key, uint32_t replication) const;
 
  private:
   struct Domain {

@@ -22,6 +22,8 @@ struct NodeInfo {
   std::string metrics_address;
   NodeState state = NodeState::kUnspecified;
   int64_t down_since_unix_ms = 0;
+  std::string zone;  // failure domains (stratad --zone, --rack); empty: none
+  std::string rack;
 };
 
 // Every node listed is a placement member (shards are placed over all of
