@@ -256,11 +256,10 @@ const std::vector<ConfigField>& ConfigFields() {
        },
        nullptr},
       {"cluster.zone", "--zone", "none",
-       "this node's failure domain (a zone, data hall or region): placement puts a shard's copies in distinct "
-       "zones whenever there are at least as many zones as copies; nodes with none share one zone",
+       "this node's failure domain: a shard's R copies go to distinct zones when there are R",
        STRATA_REF(cluster.zone), [](const NodeConfig& c) { return CheckDomainName(c.cluster.zone, "cluster.zone"); },
        nullptr},
-      {"cluster.rack", "--rack", "none", "within the zone: copies that share a zone go to distinct racks",
+      {"cluster.rack", "--rack", "none", "within the zone: copies sharing a zone go to distinct racks",
        STRATA_REF(cluster.rack), [](const NodeConfig& c) { return CheckDomainName(c.cluster.rack, "cluster.rack"); },
        nullptr},
       {"cluster.lease_ttl_s", nullptr, nullptr, "etcd: a registration lives this long without keep-alives",
