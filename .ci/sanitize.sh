@@ -45,7 +45,9 @@ if [ "$mode" = asan ]; then
          sample_source_test batch_test resume_token_test proto_convert_test format_test epoch_plan_test
          stratified_sampler_test)
 else
-  tests=(stream_epoch_test cluster_test restart_test endurance_test batch_stream_test part_builder_test
+  # TSan slows these 5-15x: the long endurance runs are left to ASan, and of
+  # the cluster tests the failover and rebalance ones run (NAME:FILTER).
+  tests=(stream_epoch_test "cluster_test:*KillNine*:*Joining*" restart_test batch_stream_test part_builder_test
          periodic_task_test active_work_test block_cache_test replicator_test)
 fi
 
@@ -68,40 +70,71 @@ if [ ! -f "$dir/build.ninja" ]; then
   fi
 fi
 start=$(date +%s)
-targets=(stratad strata strata-make-dataset "${tests[@]}")
+targets=(stratad strata strata-make-dataset)
+for t in "${tests[@]}"; do targets+=("${t%%:*}"); done
 [ "$python" = ON ] && targets+=(_strata)
 cmake --build "$dir" --parallel "$(nproc)" --target "${targets[@]}"
 echo "sanitize[$mode]: built in $(( $(date +%s) - start ))s"
 
 logs=$PWD/$dir/sanitizer-logs
 rm -rf "$logs" && mkdir -p "$logs"
-export ASAN_OPTIONS="log_path=$logs/asan:abort_on_error=1:detect_stack_use_after_return=0:strict_string_checks=1"
+export ASAN_OPTIONS="log_path=$logs/asan:abort_on_error=1:detect_stack_use_after_return=0"
 export UBSAN_OPTIONS="log_path=$logs/ubsan:print_stacktrace=1:halt_on_error=1"
 export TSAN_OPTIONS="log_path=$logs/tsan:halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/.ci/tsan.supp"
 # gRPC and RocksDB spawn threads that the sanitizers' runtimes slow down; the
 # test binaries' own timeouts are generous, and ctest's --timeout is not used here.
 failed=()
 run_start=$(date +%s)
-for t in "${tests[@]}"; do
-  bin=$(find "$dir/tests" -type f -name "$t" -perm -u+x | head -1)
-  if [ -z "$bin" ]; then echo "sanitize[$mode]: $t was not built" >&2; failed+=("$t"); continue; fi
-  t0=$(date +%s)
-  if "$bin" --gtest_brief=1 >"$logs/$t.out" 2>&1; then
-    echo "sanitize[$mode]: $t passed ($(( $(date +%s) - t0 ))s)"
+# Two test binaries at a time (the machine's two cores), each to its own log.
+run_one() {
+  local t=$1 name=${1%%:*} filter='*'
+  [ "$t" != "$name" ] && filter=${t#*:}
+  local bin
+  bin=$(find "$dir/tests" -type f -name "$name" -perm -u+x | head -1)
+  if [ -z "$bin" ]; then echo "sanitize[$mode]: $name was not built" >&2; return 1; fi
+  local t0=$(date +%s)
+  if "$bin" --gtest_brief=1 --gtest_filter="$filter" >"$logs/$name.out" 2>&1; then
+    echo "sanitize[$mode]: $name passed ($(( $(date +%s) - t0 ))s)"
   else
-    echo "sanitize[$mode]: $t FAILED ($(( $(date +%s) - t0 ))s); its output:"; tail -50 "$logs/$t.out"
-    failed+=("$t")
+    echo "sanitize[$mode]: $name FAILED ($(( $(date +%s) - t0 ))s); its output:"; tail -50 "$logs/$name.out"
+    return 1
   fi
+}
+for t in "${tests[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n || true; done
+  ( rc=0; run_one "$t" || rc=$?; echo "$rc" >"$logs/${t%%:*}.rc" ) &
+done
+wait
+for t in "${tests[@]}"; do
+  [ "$(cat "$logs/${t%%:*}.rc" 2>/dev/null)" = 0 ] || failed+=("${t%%:*}")
 done
 if [ "$python" = ON ]; then
-  # CPython is not instrumented: preload the ASan runtime; its own allocations
-  # at exit are not ours to report, so leak checking is off for this step.
+  # CPython is not instrumented: pytest runs with clang's ASan runtime
+  # preloaded, and its own allocations at exit are not ours to report, so
+  # leak checking is off for this step. The programs the tests start
+  # (stratad, the CLI) carry the runtime themselves: they are started through
+  # wrappers that drop the preload (exec: same pid, so kill -9 still hits them).
+  wrap=$PWD/$dir/sanitizer-wrappers
+  mkdir -p "$wrap"
+  for b in server/stratad client/strata bench/strata-make-dataset; do
+    printf '#!/bin/sh\nunset LD_PRELOAD\nexec %s "$@"\n' "$PWD/$dir/$b" >"$wrap/$(basename "$b")"
+    chmod +x "$wrap/$(basename "$b")"
+  done
   t0=$(date +%s)
-  if ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" LD_PRELOAD="$(clang++-14 -print-file-name=libclang_rt.asan-x86_64.so)" \
-      ctest --test-dir "$dir" -R 'python_(stream|lifetimes|dataset)_test' --output-on-failure >"$logs/python.out" 2>&1; then
+  python_failed=0
+  for t in stream lifetimes dataset; do
+    if ! (cd tests/python && env ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" \
+          LD_PRELOAD="$(clang++-14 -print-file-name=libclang_rt.asan-x86_64.so)" \
+          PYTHONPATH="$PWD/../../$dir/client/python" PYTHONDONTWRITEBYTECODE=1 \
+          STRATA_STRATAD="$wrap/stratad" STRATA_CLI="$wrap/strata" STRATA_MAKE_DATASET="$wrap/strata-make-dataset" \
+          /usr/bin/python3 -m pytest "test_$t.py" -q -p no:cacheprovider) >"$logs/python_$t.out" 2>&1; then
+      echo "sanitize[$mode]: python test_$t.py FAILED; output:"; tail -60 "$logs/python_$t.out"
+      python_failed=1
+    fi
+  done
+  if [ $python_failed = 0 ]; then
     echo "sanitize[$mode]: python tests passed ($(( $(date +%s) - t0 ))s)"
   else
-    echo "sanitize[$mode]: python tests FAILED; output:"; tail -80 "$logs/python.out"
     failed+=(python)
   fi
 fi

@@ -22,6 +22,7 @@ struct NodeInfo {
   std::string metrics_address;
   NodeState state = NodeState::kUnspecified;
   int64_t down_since_unix_ms = 0;
+  std::string peer_address;  // the node's peer service when it has its own (--peer-listen); empty: `address`
   std::string zone;  // failure domains (stratad --zone, --rack); empty: none
   std::string rack;
 };
@@ -33,6 +34,7 @@ struct ClusterMap {
   std::vector<NodeInfo> nodes;
   std::string membership;  // "static" or "etcd"
   std::string cluster;
+  bool ingest_accept_signal = false;  // the node says when it has taken an ingest (newer servers)
 };
 
 // Repair and rebalance on one node: the files placement gives it that it lacks.
