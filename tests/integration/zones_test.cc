@@ -1,7 +1,8 @@
 // Failure domains on a real cluster: 6 stratad processes in 3 zones (given in
 // the --peers list), R=3. Every shard gets one copy per zone, `strata describe
-// --shards` names them, and a trainer that gives its zone reads from that
-// zone's nodes, every sample exactly once, also after one of them dies.
+// --shards` names them, and a trainer that gives its zone (ClientOptions, or
+// `strata stream --zone`) reads from that zone's nodes, every sample exactly
+// once, also after one of them dies.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -160,6 +161,15 @@ TEST(ZonesTest, CopiesSpanZonesAndZonedReadersReadNearby) {
   EXPECT_GT(after["node-3"], before["node-3"]);
   EXPECT_GT(after["node-4"], before["node-4"]);
   for (const char* far : {"node-1", "node-2", "node-5", "node-6"}) EXPECT_EQ(after[far], before[far]) << far;
+
+  // The same through `strata stream --zone`.
+  before = ServedByNode(cluster, *client);
+  const CommandResult cli = RunCommand({StrataCliBinary(), "stream", "--dataset", "zoned", "--batch-size", "16",
+                                        "--epoch", "2", "--zone", "zone-c", "--quiet", "--server", cluster.Address(0)});
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  after = ServedByNode(cluster, *client);
+  EXPECT_EQ(after["node-5"] - before["node-5"] + after["node-6"] - before["node-6"], kSamples);
+  for (const char* far : {"node-1", "node-2", "node-3", "node-4"}) EXPECT_EQ(after[far], before[far]) << far;
 
   // node-3 dies: its samples fail over to the shards' other holders (zone-b
   // has no second copy of them), still exactly once.
