@@ -2,9 +2,10 @@
 // It runs the placement function the servers run (common/placement.h) over
 // synthetic members and shard keys. Out of ctest; run it by hand:
 //
-//   build/bench/placement_sim [--nodes 1000] [--zones 10] [--shards 1000000] [--replication 3]
+//   build/bench/placement_sim [--nodes 1000] [--zones 10] [--racks 0] [--shards 1000000] [--replication 3]
 //
-// Prints, for --nodes nodes spread evenly over --zones zones:
+// Prints, for --nodes nodes spread evenly over --zones zones (and over
+// --racks racks in each zone; 0: no racks):
 //  - the spread: copies per node, max and min against the mean;
 //  - copies per zone, and how many shards have two copies in one zone (0
 //    whenever there are at least R zones);
@@ -90,11 +91,13 @@ void Simulate(const PlacementSet& base, const PlacementSet& joined, const Placem
 
 int main(int argc, char** argv) {
   CLI::App app("placement_sim: spread, movement on a join or leave, and copies per zone");
-  uint32_t nodes = 1000, zones = 10, replication = 3;
+  uint32_t nodes = 1000, zones = 10, racks = 0, replication = 3;
   uint64_t shards = 1000000;
   unsigned threads = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
   app.add_option("--nodes", nodes, "nodes in the cluster")->check(CLI::Range(2u, 100000u));
   app.add_option("--zones", zones, "zones, nodes spread evenly over them")->check(CLI::Range(1u, 100000u));
+  app.add_option("--racks", racks, "racks per zone, nodes spread evenly over them; 0: none")
+      ->check(CLI::Range(0u, 100000u));
   app.add_option("--shards", shards, "shards placed")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
   app.add_option("--replication", replication, "copies per shard")->check(CLI::Range(1u, 16u));
   app.add_option("--threads", threads, "worker threads")->check(CLI::Range(1u, 256u));
@@ -107,7 +110,7 @@ int main(int argc, char** argv) {
   for (uint32_t i = 0; i <= nodes; ++i) {
     char id[32];
     std::snprintf(id, sizeof(id), "node-%05u", i);
-    members.push_back({id, "zone-" + std::to_string(i % zones), ""});
+    members.push_back({id, "zone-" + std::to_string(i % zones), racks == 0 ? "" : "rack-" + std::to_string(i / zones % racks)});
   }
   const PlacementSet joined(members);
   const PlacementSet base(std::vector<PlacementMember>(members.begin(), members.end() - 1));
@@ -129,8 +132,8 @@ int main(int argc, char** argv) {
   const double copies = static_cast<double>(shards) * replication;
   const double mean = copies / nodes;
   const auto [lo, hi] = std::minmax_element(total.per_node.begin(), total.per_node.end());
-  std::printf("placement_sim: %u nodes in %u zones, %llu shards, R=%u (%u threads, %.1f s)\n", nodes, zones,
-              static_cast<unsigned long long>(shards), replication, threads, seconds);
+  std::printf("placement_sim: %u nodes in %u zones (%u racks each), %llu shards, R=%u (%u threads, %.1f s)\n", nodes,
+              zones, racks, static_cast<unsigned long long>(shards), replication, threads, seconds);
   std::printf("spread: copies per node mean %.1f, max %llu (%.3f x mean), min %llu (%.3f x mean)\n", mean,
               static_cast<unsigned long long>(*hi), static_cast<double>(*hi) / mean,
               static_cast<unsigned long long>(*lo), static_cast<double>(*lo) / mean);

@@ -95,10 +95,13 @@ void PlacementSet::RankSome(std::span<const uint64_t> weights, std::vector<uint3
     return weights[a] != weights[b] ? weights[a] > weights[b] : domains_[a].id_rank < domains_[b].id_rank;
   });
   std::vector<Entry> e(c.size());
-  std::map<uint32_t, uint32_t> seen_in_rack;  // few entries: the candidates' racks
+  // Per rack, its candidates seen so far (zeroed again below: one per thread, sized on demand).
+  thread_local std::vector<uint32_t> seen_in_rack;
+  if (seen_in_rack.size() < rack_count_) seen_in_rack.resize(rack_count_, 0);
   for (uint32_t p = 0; p < c.size(); ++p) {
     e[p] = {c[p], p, seen_in_rack[domains_[c[p]].rack]++, 0};
   }
+  for (uint32_t m : c) seen_in_rack[domains_[m].rack] = 0;
   // A zone's order: its racks round by round, each round in weight order.
   std::sort(e.begin(), e.end(), [&](const Entry& a, const Entry& b) {
     const uint32_t za = domains_[a.member].zone, zb = domains_[b.member].zone;
