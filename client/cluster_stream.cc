@@ -107,10 +107,17 @@ class ClusterStream final : public Stream {
         queue_(std::max<uint64_t>(2, options.max_buffered_parts)),
         excluded_(channels_) {
     const auto now = Clock::now();
+    bool domains = false;
+    for (const auto& n : map_.nodes()) domains = domains || !n.zone().empty() || !n.rack().empty();
     for (const auto& n : map_.nodes()) {
       request_.add_members(n.id());
+      if (domains) {  // a server placing without them would place as a server built before zones
+        request_.add_member_zones(n.zone());
+        request_.add_member_racks(n.rack());
+      }
       if (n.state() != v1::NODE_UP) excluded_.Exclude(n.id(), n.address(), now);
     }
+    request_.set_zone(options.zone);
   }
 
   ~ClusterStream() override { readers_.clear(); }

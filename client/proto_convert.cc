@@ -284,6 +284,8 @@ v1::ClusterMap ToProto(const ClusterMap& map) {
     node->set_state(CastEnum<v1::NodeState>(n.state));
     node->set_down_since_unix_ms(n.down_since_unix_ms);
     node->set_peer_address(n.peer_address);
+    node->set_zone(n.zone);
+    node->set_rack(n.rack);
   }
   out.set_membership(map.membership);
   out.set_cluster(map.cluster);
@@ -297,7 +299,7 @@ ClusterMap FromProto(const v1::ClusterMap& map) {
   out.nodes.reserve(static_cast<size_t>(map.nodes_size()));
   for (const v1::NodeInfo& n : map.nodes()) {
     out.nodes.push_back({n.id(), n.address(), n.metrics_address(), CastEnum<NodeState>(n.state()),
-                         n.down_since_unix_ms(), n.peer_address()});
+                         n.down_since_unix_ms(), n.peer_address(), n.zone(), n.rack()});
   }
   out.membership = map.membership();
   out.cluster = map.cluster();

@@ -1,12 +1,22 @@
 // Placement: which nodes hold a file and which one serves a sample.
 //
-// Rendezvous (highest-random-weight) hashing: every node gets a weight for a
-// file key, and the members sorted by weight are the file's ranked list; the
-// first R hold a replica. Anyone with the member list computes it, so there is
-// no lookup on the read path, and a join or leave moves only the files whose
-// top R changed (about R/N of them).
+// Rendezvous (highest-random-weight) hashing within failure domains. Every
+// node gets a weight for a file key. The file's ranked list takes, round by
+// round, the best node of each zone not yet drawn from in that round (and
+// within a zone, racks the same way), in weight order; the first R hold a
+// replica. So a file's R copies sit in R distinct zones whenever there are at
+// least R zones, else spread over the zones as evenly as they can (then over
+// racks, then nodes). Anyone with the member list computes it, so there is no
+// lookup on the read path. Nodes with no zone form one zone "" (and nodes with
+// no rack one rack "" of their zone): with no zones given, the ranked list is
+// plain rendezvous order.
 //
-// Thread-safety: pure functions.
+// Movement: without racks, a join changes a file's holders only by putting
+// the new node in place of one old holder, and a leave only by replacing the
+// leaver (about R/N of the files). With racks, a join that reorders a zone's
+// racks can also, rarely, hand a copy from one old node to another.
+//
+// Thread-safety: pure functions; a PlacementSet is immutable once built.
 #pragma once
 
 #include <cstdint>
@@ -25,10 +35,59 @@ std::string StrataIndexFileKey(std::string_view dataset, uint64_t version);
 // The weight of `node` for `file_key`.
 uint64_t RendezvousWeight(std::string_view file_key, std::string_view node);
 
-// `members` ordered by descending weight for the file (ties: by node id).
-std::vector<std::string> RankMembers(std::string_view file_key, std::span<const std::string> members);
+// A placement member: a node id and the failure domains it sits in.
+struct PlacementMember {
+  std::string id;
+  std::string zone;  // "" : the zone of every node that names none
+  std::string rack;  // within the zone; "" likewise
+};
 
+// Members prepared for placing many files: ids hashed once, zones and racks
+// numbered. The core of every function below (and of bench/placement_sim).
+class PlacementSet {
+ public:
+  // REQUIRES: distinct ids.
+  explicit PlacementSet(std::vector<PlacementMember> members);
+
+  size_t size() const { return members_.size(); }
+  const PlacementMember& member(size_t i) const { return members_[i]; }
+  size_t zones() const { return zone_count_; }
+  // RendezvousWeight(file_key, member(i).id).
+  uint64_t Weight(std::string_view file_key, size_t i) const;
+
+  // Member indexes in ranked order, given each member's weight for the file
+  // (`weights[i]` for member i). REQUIRES: weights.size() == size().
+  void Rank(std::span<const uint64_t> weights, std::vector<uint32_t>* out) const;
+  // The first min(replication, size()) of Rank, without ranking everyone.
+  void Holders(std::span<const uint64_t> weights, uint32_t replication, std::vector<uint32_t>* out) const;
+  // By file key, as ids: RankMembers and Holders below over this set.
+  std::vector<std::string> RankIds(std::string_view file_key) const;
+  std::vector<std::string> HolderIds(std::string_view file_key, uint32_t replication) const;
+
+ private:
+  struct Domain {
+    uint32_t zone = 0;
+    uint32_t rack = 0;     // numbered over every (zone, rack) pair
+    uint32_t id_rank = 0;  // position in id order: breaks weight ties
+  };
+  // Ranks `candidates` (member indexes) in place.
+  void RankSome(std::span<const uint64_t> weights, std::vector<uint32_t>* candidates) const;
+
+  std::vector<PlacementMember> members_;
+  std::vector<uint64_t> seeds_;
+  std::vector<Domain> domains_;
+  size_t zone_count_ = 0;
+  size_t rack_count_ = 0;
+};
+
+// `members` in ranked order for the file.
+std::vector<std::string> RankMembers(std::string_view file_key, std::span<const PlacementMember> members);
 // The first min(replication, |members|) ranked members: the file's holders.
+std::vector<std::string> Holders(std::string_view file_key, std::span<const PlacementMember> members,
+                                 uint32_t replication);
+// The same with every member in zone "": plain rendezvous order (ties: by node
+// id). For keys placed by weight alone (a dataset's home node) and for tests.
+std::vector<std::string> RankMembers(std::string_view file_key, std::span<const std::string> members);
 std::vector<std::string> Holders(std::string_view file_key, std::span<const std::string> members,
                                  uint32_t replication);
 
@@ -42,10 +101,12 @@ uint32_t DefaultReplication(size_t members);
 // The node that serves sample `sample_id` of a shard whose holders are
 // `holders` (in rank order): one of the holders not in `excluded`, spread
 // over them by the sample id, so each sample always comes from the same
-// replica (page-cache locality) and the load spreads evenly. If every holder
-// is excluded, the first ranked member not excluded (it will fetch from a
-// peer or report the loss); nullopt if every member is excluded.
+// replica (page-cache locality) and the load spreads evenly. When some live
+// holders are in `near` (the reader's zone), the pick is among those only. If
+// every holder is excluded, the first ranked member not excluded (it will
+// fetch from a peer or report the loss); nullopt if every member is excluded.
 std::optional<std::string> ServingNode(std::span<const std::string> holders, std::span<const std::string> ranked,
-                                       std::span<const std::string> excluded, uint64_t sample_id);
+                                       std::span<const std::string> excluded, uint64_t sample_id,
+                                       std::span<const std::string> near = {});
 
 }  // namespace strata

@@ -9,6 +9,7 @@
 #include "client/cli/cluster_status.h"
 #include "client/cli/command.h"
 #include "client/cli/format.h"
+#include "client/cli/shard_holders.h"
 #include "client/proto_convert.h"
 #include "strata/v1/admin.pb.h"
 
@@ -90,7 +91,9 @@ struct DescribeArgs {
   bool json = false;
 };
 
-void PrintDescription(const DatasetDescription& reply, bool with_shards) {
+// `holders`: per shard, with --shards (else empty).
+void PrintDescription(const DatasetDescription& reply, bool with_shards,
+                      const std::vector<std::vector<ShardHolder>>& holders) {
   const DatasetInfo& d = reply.dataset;
   std::cout << d.name << "@" << d.version << " (" << StateName(d.state) << ")\n";
   std::vector<std::pair<std::string, std::string>> fields = {
@@ -117,12 +120,14 @@ void PrintDescription(const DatasetDescription& reply, bool with_shards) {
 
   std::cout << "\nshards (" << reply.shards.size() << ")\n";
   using A = Table::Align;
-  Table table({{"SEQ", A::kRight}, {"FIRST ID", A::kRight}, {"SAMPLES", A::kRight}, {"SIZE", A::kRight}, {"CHECKSUM"}});
-  for (const ShardInfo& s : reply.shards) {
+  Table table({{"SEQ", A::kRight}, {"FIRST ID", A::kRight}, {"SAMPLES", A::kRight}, {"SIZE", A::kRight}, {"CHECKSUM"},
+               {"HOLDERS (ZONE)"}});
+  for (size_t i = 0; i < reply.shards.size(); ++i) {
+    const ShardInfo& s = reply.shards[i];
     char checksum[17];
     std::snprintf(checksum, sizeof(checksum), "%016llx", static_cast<unsigned long long>(s.checksum));
     table.AddRow({std::to_string(s.seq), std::to_string(s.first_id), FormatCount(s.samples),
-                  FormatBytes(s.bytes), checksum});
+                  FormatBytes(s.bytes), checksum, i < holders.size() ? HoldersText(holders[i]) : "-"});
   }
   table.Print(std::cout, "  ");
 }
@@ -132,11 +137,29 @@ int RunDescribe(const DescribeArgs& args) {
   if (!client.ok()) return PrintError(client.status());
   auto reply = (*client)->Describe(args.dataset);
   if (!reply.ok()) return PrintError(reply.status());
-  if (args.json) {
-    if (!args.shards) reply->shards.clear();
-    return PrintJson(client_internal::ToProto(*reply));
+  std::vector<std::vector<ShardHolder>> holders;
+  if (args.shards) {
+    auto map = (*client)->GetClusterMap();
+    if (!map.ok()) return PrintError(map.status());
+    holders = ShardHolders(*reply, *map);
   }
-  PrintDescription(*reply, args.shards);
+  if (args.json) {
+    if (!args.shards) {
+      reply->shards.clear();
+      return PrintJson(client_internal::ToProto(*reply));
+    }
+    // The reply as JSON, each shard with its holders and their zones.
+    std::string text;
+    google::protobuf::util::JsonPrintOptions o;
+    o.always_print_primitive_fields = true;
+    o.preserve_proto_field_names = true;
+    (void)google::protobuf::util::MessageToJsonString(client_internal::ToProto(*reply), &text, o);
+    nlohmann::json j = nlohmann::json::parse(text);
+    for (size_t i = 0; i < holders.size() && i < j["shards"].size(); ++i) j["shards"][i]["holders"] = HoldersJson(holders[i]);
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  PrintDescription(*reply, args.shards, holders);
   return 0;
 }
 
@@ -216,7 +239,7 @@ Command AddDescribeCommand(CLI::App& parent) {
   app->add_option("dataset", args->dataset, "Dataset as NAME (latest version) or NAME@N")
       ->required()
       ->type_name("NAME[@N]");
-  app->add_flag("--shards", args->shards, "Also list every shard: sequence, first id, samples, size, checksum");
+  app->add_flag("--shards", args->shards, "Also list every shard: sequence, first id, samples, size, checksum, and the nodes that hold it with their zones");
   app->add_flag("--json", args->json, "Print the server's reply as JSON");
   return {app, [args] { return RunDescribe(*args); }};
 }

@@ -74,8 +74,9 @@ CLI::Validator DatasetRefValidator() {
   return StatusValidator([](const std::string& text) { return ParseDatasetRef(text).status(); });
 }
 
-Result<std::unique_ptr<Client>> ConnectToServer(const std::vector<std::string>& servers) {
+Result<std::unique_ptr<Client>> ConnectToServer(const std::vector<std::string>& servers, const std::string& zone) {
   ClientOptions options;
+  options.zone = zone;
   options.tls_ca_file = Security().tls_ca;
   options.tls_cert_file = Security().tls_cert;
   options.tls_key_file = Security().tls_key;

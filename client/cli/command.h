@@ -44,7 +44,8 @@ CLI::Validator DatasetRefValidator();
 
 // Connects to the first of `servers` that answers, or to the default when it is empty.
 // (The others are for the cluster client; today only the first is used.)
-Result<std::unique_ptr<Client>> ConnectToServer(const std::vector<std::string>& servers);
+// `zone`: ClientOptions::zone (the trainer's zone; empty: none).
+Result<std::unique_ptr<Client>> ConnectToServer(const std::vector<std::string>& servers, const std::string& zone = "");
 
 // Prints "error: <Code>: <message>" on stderr and returns 1, the exit code.
 int PrintError(const Status& status);

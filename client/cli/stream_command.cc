@@ -114,7 +114,7 @@ int RunStream(const StreamArgs& args) {
   options.max_steps = args.max_steps;
   options.remainder = args.drop_last ? Remainder::kDrop : Remainder::kShort;
 
-  auto client = ConnectToServer(args.servers);
+  auto client = ConnectToServer(args.servers, args.zone);
   if (!client.ok()) return PrintError(client.status());
   auto stream = token->has_value() ? (*client)->ResumeStream(**token, options) : (*client)->OpenStream(options);
   if (!stream.ok()) return PrintError(stream.status());
@@ -228,6 +228,10 @@ Command AddStreamCommand(CLI::App& parent) {
       ->excludes(epoch)
       ->excludes(start)
       ->check(StatusValidator([](const std::string& text) { return ResumeToken::Decode(text).status(); }));
+  app->add_option("--zone", args->zone,
+                  "This trainer's zone (as the nodes' --zone): samples with a copy on a node in it are read "
+                  "from that node")
+      ->type_name("ZONE");
   app->add_flag("-q,--quiet", args->quiet, "Do not show the progress line");
   return {app, [args, rank] {
             args->rank_given = rank->count() > 0;

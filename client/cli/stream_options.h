@@ -48,6 +48,7 @@ struct StreamArgs {
   SamplerArgs sampler;
   bool report = false;  // stream every rank and print the balance report
   std::string plot;     // with the report: draw per-batch composition here
+  std::string zone;     // the trainer's zone (ClientOptions::zone)
 };
 
 // One --output line: {"epoch","step","rank","ids","labels"}, and with

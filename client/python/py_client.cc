@@ -139,8 +139,10 @@ Sample SampleFrom(const py::handle& item) {
 class PyClient {
  public:
   PyClient(const std::string& address, int64_t connect_timeout_ms, const std::string& token,
-           const std::string& tls_ca, const std::string& tls_cert, const std::string& tls_key) {
+           const std::string& tls_ca, const std::string& tls_cert, const std::string& tls_key,
+           const std::string& zone) {
     ClientOptions o;
+    o.zone = zone;
     o.connect_timeout_ms = connect_timeout_ms;
     o.token = token;
     o.tls_ca_file = tls_ca;
@@ -265,11 +267,12 @@ void BindClient(py::module_& m) {
 Raises strata.Error (code Unavailable) if it does not answer within
 connect_timeout_ms.)")
       .def(py::init<const std::string&, int64_t, const std::string&, const std::string&, const std::string&,
-                    const std::string&>(),
+                    const std::string&, const std::string&>(),
            py::arg("address"), py::arg("connect_timeout_ms") = 5000, py::kw_only(), py::arg("token") = "",
-           py::arg("tls_ca") = "", py::arg("tls_cert") = "", py::arg("tls_key") = "",
+           py::arg("tls_ca") = "", py::arg("tls_cert") = "", py::arg("tls_key") = "", py::arg("zone") = "",
            "Connects to a stratad. token: bearer token (needs tls_ca); tls_ca: PEM file of the servers' CA; "
-           "tls_cert, tls_key: client certificate for servers that require one.")
+           "tls_cert, tls_key: client certificate for servers that require one; zone: the trainer's zone, whose "
+           "nodes serve the samples they hold a copy of.")
       .def_property_readonly("address", &PyClient::address)
       .def("list", &PyClient::List, py::arg("include_unsealed") = false, "Datasets and versions, as dicts.")
       .def("describe", &PyClient::Describe, py::arg("dataset"), "One version ('name' or 'name@N') in detail.")

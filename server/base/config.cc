@@ -60,23 +60,34 @@ Status ParseText(const std::string& text, std::vector<std::string>* out) {
   return Status::OK();
 }
 
-// "node-1=127.0.0.1:7400,node-2=127.0.0.1:7401"
+// "node-1=127.0.0.1:7400,node-2=127.0.0.1:7401/127.0.0.1:7501@zone-a/rack-3"
 Status ParseText(const std::string& text, std::vector<ClusterConfig::Peer>* out) {
   out->clear();
   size_t start = 0;
   while (start <= text.size()) {
     const size_t comma = text.find(',', start);
-    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string zone, rack;
+    if (const size_t at = item.find('@'); at != std::string::npos) {
+      const std::string domains = item.substr(at + 1);
+      item.resize(at);
+      const size_t slash = domains.find('/');
+      zone = domains.substr(0, slash);
+      if (slash != std::string::npos) rack = domains.substr(slash + 1);
+      if (zone.empty() || (slash != std::string::npos && rack.empty())) {
+        return Status::InvalidArgument("expected @ZONE or @ZONE/RACK after '" + item + "', got '@" + domains + "'");
+      }
+    }
     const size_t eq = item.find('=');
     const size_t slash = item.find('/');
     if (eq == std::string::npos || eq == 0 || eq + 1 == item.size() || slash + 1 == item.size() ||
         (slash != std::string::npos && slash < eq + 2)) {
-      return Status::InvalidArgument("expected ID=HOST:PORT[/PEER_HOST:PEER_PORT][,...], got '" + item + "'");
+      return Status::InvalidArgument("expected ID=HOST:PORT[/PEER_HOST:PEER_PORT][@ZONE[/RACK]][,...], got '" + item + "'");
     }
     if (slash == std::string::npos) {
-      out->push_back({item.substr(0, eq), item.substr(eq + 1), ""});
+      out->push_back({item.substr(0, eq), item.substr(eq + 1), "", zone, rack});
     } else {
-      out->push_back({item.substr(0, eq), item.substr(eq + 1, slash - eq - 1), item.substr(slash + 1)});
+      out->push_back({item.substr(0, eq), item.substr(eq + 1, slash - eq - 1), item.substr(slash + 1), zone, rack});
     }
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -126,6 +137,8 @@ Status ReadYaml(const YAML::Node& node, std::vector<ClusterConfig::Peer>* out) {
     STRATA_RETURN_IF_ERROR(ReadScalarText(n["id"], "a string", &peer.id));
     STRATA_RETURN_IF_ERROR(ReadScalarText(n["address"], "a string", &peer.address));
     if (n["peer_address"]) STRATA_RETURN_IF_ERROR(ReadScalarText(n["peer_address"], "a string", &peer.peer_address));
+    if (n["zone"]) STRATA_RETURN_IF_ERROR(ReadScalarText(n["zone"], "a string", &peer.zone));
+    if (n["rack"]) STRATA_RETURN_IF_ERROR(ReadScalarText(n["rack"], "a string", &peer.rack));
     out->push_back(std::move(peer));
   }
   return Status::OK();
@@ -236,7 +249,7 @@ void AddConfigFlags(CLI::App& app, NodeFlags* flags) {
     const char* operator()(uint32_t*) const { return "N"; }
     const char* operator()(uint64_t*) const { return "SIZE"; }
     const char* operator()(std::vector<std::string>*) const { return "A,B,..."; }
-    const char* operator()(std::vector<ClusterConfig::Peer>*) const { return "ID=HOST:PORT[/PEER_HOST:PEER_PORT],..."; }
+    const char* operator()(std::vector<ClusterConfig::Peer>*) const { return "ID=HOST:PORT[/PEER_HOST:PEER_PORT][@ZONE[/RACK]],..."; }
   };
   NodeConfig probe;
   for (const auto& f : ConfigFields()) {

@@ -23,6 +23,8 @@ struct ClusterConfig {
     std::string id;
     std::string address;
     std::string peer_address;  // its PeerService's own address (--peer-listen); empty: `address`
+    std::string zone;          // its failure domains (as its own cluster.zone, cluster.rack); empty: none
+    std::string rack;
   };
   std::string name = "strata";         // etcd key prefix /strata/<name>/
   std::string membership = "static";   // "static" (the node list below) or "etcd"
@@ -30,6 +32,8 @@ struct ClusterConfig {
   std::vector<std::string> etcd_endpoints;  // etcd: HOST:PORT of the etcd cluster
   uint32_t lease_ttl_s = 5;            // etcd: a node's registration lives this long without keep-alives
   std::string advertise;               // address others use for this node; default: the bound listen address
+  std::string zone;                    // this node's failure domain: copies of a shard go to distinct zones
+  std::string rack;                    // within the zone: copies go to distinct racks where zones run out
   uint32_t heartbeat_interval_ms = 1000;  // static: ping period
   uint32_t failure_timeout_ms = 3000;  // static: unanswered pings this long mark a node down
   uint32_t grace_period_s = 300;       // a node down this long leaves the map; its shards are re-replicated

@@ -74,6 +74,18 @@ Status CheckMembership(const NodeConfig& c) {
   return Status::OK();
 }
 
+// Zone and rack names: letters, digits, '-', '_' and '.' (they appear in
+// the --peers syntax, in metrics and in the CLI's tables).
+Status CheckDomainName(const std::string& name, const std::string& key) {
+  if (name.size() > 64) return Invalid(key + " '" + name + "' is longer than 64 characters");
+  for (char ch : name) {
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.') {
+      return Invalid(key + " '" + name + "': use letters, digits, '-', '_' and '.'");
+    }
+  }
+  return Status::OK();
+}
+
 Status CheckNodes(const NodeConfig& c) {
   std::set<std::string> ids;
   bool self_listed = c.cluster.nodes.empty();
@@ -81,6 +93,13 @@ Status CheckNodes(const NodeConfig& c) {
     if (!ids.insert(n.id).second) return Invalid("cluster.nodes lists '" + n.id + "' twice");
     STRATA_RETURN_IF_ERROR(CheckAddress(n.address, "cluster.nodes " + n.id));
     if (!n.peer_address.empty()) STRATA_RETURN_IF_ERROR(CheckAddress(n.peer_address, "cluster.nodes " + n.id));
+    STRATA_RETURN_IF_ERROR(CheckDomainName(n.zone, "cluster.nodes " + n.id + " zone"));
+    STRATA_RETURN_IF_ERROR(CheckDomainName(n.rack, "cluster.nodes " + n.id + " rack"));
+    if (n.id == c.node_id && ((!n.zone.empty() && n.zone != c.cluster.zone && !c.cluster.zone.empty()) ||
+                              (!n.rack.empty() && n.rack != c.cluster.rack && !c.cluster.rack.empty()))) {
+      return Invalid("cluster.nodes gives this node ('" + c.node_id + "') another zone or rack than cluster.zone and "
+                     "cluster.rack");
+    }
     self_listed = self_listed || n.id == c.node_id;
   }
   if (!self_listed) return Invalid("cluster.nodes does not list this node ('" + c.node_id + "')");
@@ -221,8 +240,8 @@ const std::vector<ConfigField>& ConfigFields() {
        "`static` (the `cluster.nodes` list) or `etcd`; a flag for either list sets it too",
        STRATA_REF(cluster.membership), CheckMembership, nullptr},
       {"cluster.nodes", "--peers", "this node alone",
-       "static membership: every node, this one included (`ID=HOST:PORT[/PEER_HOST:PEER_PORT],...` as a flag; "
-       "YAML `{id, address, peer_address}`)", STRATA_REF(cluster.nodes),
+       "static membership: every node, this one included (`ID=HOST:PORT[/PEER_HOST:PEER_PORT][@ZONE[/RACK]],...` "
+       "as a flag; YAML `{id, address, peer_address, zone, rack}`)", STRATA_REF(cluster.nodes),
        CheckNodes, [](NodeConfig& c) { c.cluster.membership = "static"; }},
       {"cluster.etcd_endpoints", "--etcd", nullptr,
        "etcd membership: the etcd cluster (`HOST:PORT,...` as a flag; `https://HOST:PORT`: TLS with this node's "
@@ -235,6 +254,13 @@ const std::vector<ConfigField>& ConfigFields() {
        [](const NodeConfig& c) {
          return c.cluster.advertise.empty() ? Status::OK() : CheckAddress(c.cluster.advertise, "cluster.advertise");
        },
+       nullptr},
+      {"cluster.zone", "--zone", "none",
+       "this node's failure domain: a shard's R copies go to distinct zones when there are R",
+       STRATA_REF(cluster.zone), [](const NodeConfig& c) { return CheckDomainName(c.cluster.zone, "cluster.zone"); },
+       nullptr},
+      {"cluster.rack", "--rack", "none", "within the zone: copies sharing a zone go to distinct racks",
+       STRATA_REF(cluster.rack), [](const NodeConfig& c) { return CheckDomainName(c.cluster.rack, "cluster.rack"); },
        nullptr},
       {"cluster.lease_ttl_s", nullptr, nullptr, "etcd: a registration lives this long without keep-alives",
        STRATA_REF(cluster.lease_ttl_s),

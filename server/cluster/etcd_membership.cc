@@ -70,6 +70,8 @@ v1::NodeInfo Registration(const v1::NodeInfo& self) {
   reg.set_address(self.address());
   reg.set_peer_address(self.peer_address());
   reg.set_metrics_address(self.metrics_address());
+  reg.set_zone(self.zone());
+  reg.set_rack(self.rack());
   return reg;
 }
 

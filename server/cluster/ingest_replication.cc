@@ -36,10 +36,13 @@ void IngestReplication::FileWritten(const v1::FileRef& file, uint64_t bytes) {
   // Candidates in placement order; nodes that are down or full are skipped
   // (their share goes to the next node, and rebalance moves it home later,
   // once the home has room: its repair loop pulls nothing while it is full).
+  // Ranked over the usable nodes alone, so the copies that land stay in
+  // distinct zones when a node is skipped.
   std::vector<v1::NodeInfo> candidates;
-  for (const std::string& id : RankMembers(key, MapMembers(map_))) {
+  const auto usable = [this](const v1::NodeInfo& n) { return n.state() == v1::NODE_UP && !full_.count(n.id()); };
+  for (const std::string& id : RankMembers(key, PlacementMembers(map_, usable))) {
     const v1::NodeInfo* n = FindNode(map_, id);
-    if (n != nullptr && n->state() == v1::NODE_UP && !full_.count(id)) candidates.push_back(*n);
+    if (n != nullptr) candidates.push_back(*n);
   }
   const uint32_t want = index ? static_cast<uint32_t>(candidates.size()) : replication_;
   auto copies = replicator_->Replicate(file, bytes, std::move(candidates), want);

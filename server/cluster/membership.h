@@ -24,6 +24,7 @@
 #include <memory>
 #include <string>
 
+#include "common/placement.h"
 #include "common/status.h"
 #include "server/cluster/peer_clients.h"
 #include "server/base/config.h"
@@ -61,6 +62,11 @@ class Membership {
 // up, as id lists (for placement and StreamRequest.members/excluded).
 std::vector<std::string> MapMembers(const v1::ClusterMap& map);
 std::vector<std::string> MapDownNodes(const v1::ClusterMap& map);
+// Every listed node with its zone and rack: what shards are placed over.
+std::vector<PlacementMember> PlacementMembers(const v1::ClusterMap& map);
+// The same, of the listed nodes for which `keep` is true.
+std::vector<PlacementMember> PlacementMembers(const v1::ClusterMap& map,
+                                              const std::function<bool(const v1::NodeInfo&)>& keep);
 // The node with id `id`, or nullptr.
 const v1::NodeInfo* FindNode(const v1::ClusterMap& map, const std::string& id);
 

@@ -45,7 +45,7 @@ Status PeerRecords::Fetch(const v1::FileRef& shard, std::span<const uint64_t> in
   *request.mutable_file() = shard;
   for (uint64_t i : indexes) request.add_indexes(i);
   std::string errors;
-  for (const std::string& id : RankMembers(key, MapMembers(map))) {
+  for (const std::string& id : RankMembers(key, PlacementMembers(map))) {
     const v1::NodeInfo* n = FindNode(map, id);
     if (id == view_->self_id() || n == nullptr || n->state() != v1::NODE_UP) continue;
     grpc::ClientContext context;

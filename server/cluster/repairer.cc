@@ -117,7 +117,7 @@ void Repairer::SyncCatalog(const v1::ClusterMap& map) {
 
 void Repairer::PullMissing(const v1::ClusterMap& map) {
   const std::string& self = d_.view->self_id();
-  const std::vector<std::string> members = MapMembers(map);
+  const PlacementSet members(PlacementMembers(map));
   std::vector<v1::FileRef> missing;
   for (const v1::FileRef& file : DesiredFiles(*d_.catalog, self, map)) {
     if (!d_.files->Has(file)) missing.push_back(file);
@@ -140,7 +140,7 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
     const std::string key = file.kind() == v1::FileRef::SHARD ? ShardFileKey(file.dataset(), file.version(), file.seq())
                                                                : StrataIndexFileKey(file.dataset(), file.version());
     bool copied = false;
-    for (const std::string& source : RankMembers(key, members)) {
+    for (const std::string& source : members.RankIds(key)) {
       const v1::NodeInfo* info = FindNode(map, source);
       if (source == self || info == nullptr || info->state() != v1::NODE_UP) continue;
       auto pulled = PullFile(d_.peers->Peer(*info).get(), *d_.dir, file,
@@ -200,7 +200,7 @@ void Repairer::ReleaseExtras(const v1::ClusterMap& map) {
   d_.metrics->rebalance_pass_done.Set(0);
   for (const v1::FileRef& file : extras) {
     if (Stopping()) return;
-    const auto holders = Holders(ShardFileKey(file.dataset(), file.version(), file.seq()), MapMembers(map),
+    const auto holders = Holders(ShardFileKey(file.dataset(), file.version(), file.seq()), PlacementMembers(map),
                                  ReplicationOf(*d_.catalog, file.dataset(), file.version(), map));
     const bool safe = std::all_of(holders.begin(), holders.end(), [&](const std::string& id) {
       const v1::NodeInfo* n = FindNode(map, id);

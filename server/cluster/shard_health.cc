@@ -9,7 +9,7 @@ namespace strata {
 ShardHealth CountShardHealth(const Catalog& catalog, const LocalFiles& files, const std::string& self,
                              const v1::ClusterMap& map) {
   ShardHealth out;
-  const std::vector<std::string> members = MapMembers(map);
+  const PlacementSet members(PlacementMembers(map));
   const auto versions = catalog.ListVersions(/*include_unsealed=*/false).value_or({});
   for (const auto& v : versions) {
     const auto& info = v.info();
@@ -19,7 +19,7 @@ ShardHealth CountShardHealth(const Catalog& catalog, const LocalFiles& files, co
       const uint32_t seq = s.info().seq();
       size_t readable = 0;
       bool short_of_copies = false;
-      for (const std::string& holder : Holders(ShardFileKey(info.name(), info.version(), seq), members, r)) {
+      for (const std::string& holder : members.HolderIds(ShardFileKey(info.name(), info.version(), seq), r)) {
         const v1::NodeInfo* n = FindNode(map, holder);
         bool serves = n != nullptr && n->state() == v1::NODE_UP;
         if (serves && holder == self) serves = files.Has(ShardRef(info.name(), info.version(), seq));

@@ -19,7 +19,8 @@ bool SameNodes(const v1::ClusterMap& a, const v1::ClusterMap& b) {
   if (a.nodes_size() != b.nodes_size()) return false;
   for (int i = 0; i < a.nodes_size(); ++i) {
     if (a.nodes(i).id() != b.nodes(i).id() || a.nodes(i).state() != b.nodes(i).state() ||
-        a.nodes(i).address() != b.nodes(i).address() || a.nodes(i).peer_address() != b.nodes(i).peer_address()) {
+        a.nodes(i).address() != b.nodes(i).address() || a.nodes(i).peer_address() != b.nodes(i).peer_address() ||
+        a.nodes(i).zone() != b.nodes(i).zone() || a.nodes(i).rack() != b.nodes(i).rack()) {
       return false;
     }
   }
@@ -45,6 +46,8 @@ StaticMembership::StaticMembership(const NodeConfig& config, const v1::NodeInfo&
     p.info.set_id(n.id);
     p.info.set_address(n.address);
     p.info.set_peer_address(n.peer_address);
+    p.info.set_zone(n.zone);
+    p.info.set_rack(n.rack);
     p.info.set_state(v1::NODE_UP);  // optimistic until the first failure timeout passes
     p.last_seen = started_;
     others_.emplace(n.id, std::move(p));

@@ -280,6 +280,13 @@ Status Server::Serve() {
   self.set_peer_address(AdvertisedPeerAddress());
   self.set_metrics_address(metrics_address_);
   self.set_state(v1::NODE_UP);
+  self.set_zone(config_.cluster.zone);
+  self.set_rack(config_.cluster.rack);
+  for (const auto& n : config_.cluster.nodes) {  // the static list may name this node's domains instead
+    if (n.id != config_.node_id) continue;
+    if (self.zone().empty()) self.set_zone(n.zone);
+    if (self.rack().empty()) self.set_rack(n.rack);
+  }
   auto membership = Membership::Create(config_, self, peers_.get(), background_->get_executor());
   if (!membership.ok()) return membership.status();
   membership_ = std::move(membership).value();

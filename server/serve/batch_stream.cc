@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
 
 #include "common/dataset_ref.h"
 #include "common/mutex.h"
@@ -69,6 +70,30 @@ struct BatchStream::StepOwner {
   std::vector<std::shared_ptr<const void>> readers;
 };
 
+namespace {
+
+// The request's placement members with their domains (Open checked the lists' lengths).
+std::vector<PlacementMember> StreamMembers(const v1::StreamRequest& r) {
+  std::vector<PlacementMember> out;
+  for (int i = 0; i < r.members_size(); ++i) {
+    out.push_back({r.members(i), i < r.member_zones_size() ? r.member_zones(i) : "",
+                   i < r.member_racks_size() ? r.member_racks(i) : ""});
+  }
+  return out;
+}
+
+// The members in the trainer's zone, whose holders serve its samples first.
+std::vector<std::string> NearMembers(const v1::StreamRequest& r) {
+  std::vector<std::string> out;
+  if (r.zone().empty()) return out;
+  for (int i = 0; i < r.members_size() && i < r.member_zones_size(); ++i) {
+    if (r.member_zones(i) == r.zone()) out.push_back(r.members(i));
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<BatchStream>> BatchStream::Open(const v1::StreamRequest& r, DatasetCache* cache,
                                                        const Catalog* catalog, Metrics* metrics,
                                                        const StreamLimits& limits, StreamServer server) {
@@ -81,6 +106,13 @@ Result<std::unique_ptr<BatchStream>> BatchStream::Open(const v1::StreamRequest& 
   if (r.rank() >= r.world()) {
     return Status::InvalidArgument("rank " + std::to_string(r.rank()) + " is not below world size " +
                                    std::to_string(r.world()));
+  }
+  if ((r.member_zones_size() != 0 && r.member_zones_size() != r.members_size()) ||
+      (r.member_racks_size() != 0 && r.member_racks_size() != r.members_size())) {
+    return Status::InvalidArgument("member_zones and member_racks must be empty or name every member");
+  }
+  if (std::set<std::string>(r.members().begin(), r.members().end()).size() != static_cast<size_t>(r.members_size())) {
+    return Status::InvalidArgument("members lists a node twice");
   }
   auto ref = ParseDatasetRef(r.dataset());
   if (!ref.ok()) return ref.status();
@@ -119,7 +151,8 @@ BatchStream::BatchStream(v1::StreamRequest request, std::shared_ptr<const OpenVe
       limits_(limits),
       server_(std::move(server)),
       placement_(version_->num_shards()),
-      members_(request_.members().begin(), request_.members().end()),
+      members_(StreamMembers(request_)),
+      near_(NearMembers(request_)),
       excluded_(request_.excluded().begin(), request_.excluded().end()),
       claim_scratch_(std::make_unique<Scratch>(version_->num_shards())),
       planned_end_(start) {}
@@ -201,20 +234,20 @@ v1::FileRef BatchStream::ShardFile(size_t shard) const {
 }
 
 bool BatchStream::ServesHere(size_t shard, uint64_t id) {
-  if (members_.empty()) return true;  // a single node serves everything
+  if (members_.size() == 0) return true;  // a single node serves everything
   ShardPlacement& p = placement_[shard];
   if (!p.known.load(std::memory_order_acquire)) {
     MutexLock lock(&placement_mu_);
     if (!p.known.load(std::memory_order_relaxed)) {
       const std::string key = ShardFileKey(version_->shape().name, version_->shape().version,
                                            version_->shard(shard).info().seq());
-      p.ranked = RankMembers(key, members_);
+      p.ranked = members_.RankIds(key);
       p.holders = p.ranked;
       p.holders.resize(std::min<size_t>(p.holders.size(), version_->Replication(members_.size())));
       p.known.store(true, std::memory_order_release);  // holders and ranked do not change after
     }
   }
-  const auto node = ServingNode(p.holders, p.ranked, excluded_, id);
+  const auto node = ServingNode(p.holders, p.ranked, excluded_, id, near_);
   return node.has_value() && *node == server_.node_id;
 }
 

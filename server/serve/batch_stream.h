@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "common/mutex.h"
+#include "common/placement.h"
 #include "plan/epoch_plan.h"
 #include "server/storage/block_cache.h"
 #include "server/storage/catalog.h"
@@ -169,7 +170,8 @@ class BatchStream {
   };
   std::vector<ShardPlacement> placement_;
   Mutex placement_mu_;
-  std::vector<std::string> members_;
+  const PlacementSet members_;
+  const std::vector<std::string> near_;  // members in the request's zone
   std::vector<std::string> excluded_;
   std::unique_ptr<Scratch> claim_scratch_;  // PlanAhead's
   Mutex scratch_mu_;

@@ -76,6 +76,151 @@ TEST(PlacementTest, ServingNodeSkipsExcludedHoldersAndSpreadsLoad) {
   EXPECT_FALSE(ServingNode(holders, ranked, all, 1).has_value());
 }
 
+// `zones` zones of `per_zone` nodes each: "z<zone>-n<i>" in zone "z<zone>".
+std::vector<PlacementMember> ZonedNodes(int zones, int per_zone) {
+  std::vector<PlacementMember> out;
+  for (int z = 0; z < zones; ++z) {
+    for (int i = 0; i < per_zone; ++i) {
+      out.push_back({"z" + std::to_string(z) + "-n" + std::to_string(i), "z" + std::to_string(z), ""});
+    }
+  }
+  return out;
+}
+
+std::map<std::string, std::string> ZoneOf(const std::vector<PlacementMember>& members) {
+  std::map<std::string, std::string> out;
+  for (const auto& m : members) out[m.id] = m.zone;
+  return out;
+}
+
+TEST(PlacementTest, CopiesGoToDistinctZonesWhenThereAreEnough) {
+  const auto members = ZonedNodes(4, 3);
+  const auto zone = ZoneOf(members);
+  for (int i = 0; i < 3000; ++i) {
+    const auto holders = Holders(ShardFileKey("ds", 1, static_cast<uint32_t>(i)), members, 3);
+    ASSERT_EQ(holders.size(), 3u);
+    std::set<std::string> zones;
+    for (const auto& h : holders) zones.insert(zone.at(h));
+    EXPECT_EQ(zones.size(), 3u) << "file " << i;
+  }
+}
+
+TEST(PlacementTest, FewerZonesThanCopiesSpreadAsEvenlyAsTheyCan) {
+  const auto members = ZonedNodes(2, 4);
+  const auto zone = ZoneOf(members);
+  for (int i = 0; i < 2000; ++i) {
+    const auto holders = Holders(ShardFileKey("ds", 1, static_cast<uint32_t>(i)), members, 3);
+    std::map<std::string, int> per_zone;
+    for (const auto& h : holders) ++per_zone[zone.at(h)];
+    ASSERT_EQ(per_zone.size(), 2u) << "file " << i;
+    EXPECT_LE(std::max(per_zone["z0"], per_zone["z1"]), 2);
+  }
+}
+
+TEST(PlacementTest, RacksSpreadCopiesWithinAZone) {
+  std::vector<PlacementMember> members;
+  for (int i = 0; i < 6; ++i) members.push_back({"n" + std::to_string(i), "z", "r" + std::to_string(i % 2)});
+  for (int i = 0; i < 2000; ++i) {
+    const auto holders = Holders(ShardFileKey("ds", 1, static_cast<uint32_t>(i)), members, 2);
+    ASSERT_EQ(holders.size(), 2u);
+    EXPECT_NE(holders[0].back() % 2, holders[1].back() % 2) << "both copies in one rack, file " << i;
+  }
+}
+
+TEST(PlacementTest, WithoutZonesTheOrderIsPlainRendezvous) {
+  const auto nodes = Nodes(7);
+  std::vector<PlacementMember> members;
+  for (const auto& n : nodes) members.push_back({n, "", ""});
+  for (int i = 0; i < 500; ++i) {
+    const std::string key = ShardFileKey("ds", 3, static_cast<uint32_t>(i));
+    std::vector<std::string> expected = nodes;
+    std::sort(expected.begin(), expected.end(), [&](const auto& a, const auto& b) {
+      return RendezvousWeight(key, a) > RendezvousWeight(key, b);
+    });
+    EXPECT_EQ(RankMembers(key, members), expected);
+    EXPECT_EQ(Holders(key, members, 3), std::vector<std::string>(expected.begin(), expected.begin() + 3));
+  }
+}
+
+TEST(PlacementTest, HoldersAreTheRankedListsHead) {
+  // Zones of unequal sizes, racks in some: the pruned Holders agrees with Rank.
+  std::vector<PlacementMember> members;
+  for (int i = 0; i < 23; ++i) {
+    members.push_back({"n" + std::to_string(i), "z" + std::to_string(i % 4), i % 4 == 1 ? "r" + std::to_string(i % 3) : ""});
+  }
+  for (int i = 0; i < 1000; ++i) {
+    const std::string key = ShardFileKey("ds", 4, static_cast<uint32_t>(i));
+    const auto ranked = RankMembers(key, members);
+    for (uint32_t r : {1u, 2u, 3u, 5u}) {
+      EXPECT_EQ(Holders(key, members, r), std::vector<std::string>(ranked.begin(), ranked.begin() + r));
+    }
+  }
+}
+
+// A join moves copies only onto the joining node, at most one per file; a
+// leave only off the leaver; in both cases about R/N of the copies.
+TEST(PlacementTest, ZonedJoinAndLeaveMoveOnlyWhatTheyMust) {
+  const auto before = ZonedNodes(5, 6);
+  auto after = before;
+  after.push_back({"joiner", "z2", ""});
+  const int files = 6000;
+  int joined = 0, left = 0;
+  for (int i = 0; i < files; ++i) {
+    const std::string key = ShardFileKey("ds", 5, static_cast<uint32_t>(i));
+    const auto a = Holders(key, before, 3);
+    const auto b = Holders(key, after, 3);
+    const std::set<std::string> sa(a.begin(), a.end()), sb(b.begin(), b.end());
+    for (const auto& h : b) {
+      if (sa.count(h)) continue;
+      ++joined;
+      EXPECT_EQ(h, "joiner") << "a join put a copy on an old node, file " << i;
+    }
+    // The leave is the join in reverse: `after` loses the joiner.
+    for (const auto& h : b) {
+      if (!sa.count(h)) ++left;
+    }
+    int dropped = 0;
+    for (const auto& h : a) dropped += !sb.count(h);
+    EXPECT_LE(dropped, 1) << "file " << i;
+  }
+  // Each file gains the joiner with probability about 3/31.
+  EXPECT_NEAR(joined, files * 3 / 31, files / 40);
+  EXPECT_EQ(left, joined);
+
+  // Another node leaves: only its copies move.
+  std::vector<PlacementMember> less(before.begin() + 1, before.end());
+  for (int i = 0; i < files; ++i) {
+    const std::string key = ShardFileKey("ds", 6, static_cast<uint32_t>(i));
+    const auto a = Holders(key, before, 3);
+    const auto b = Holders(key, less, 3);
+    const std::set<std::string> sb(b.begin(), b.end());
+    for (const auto& h : a) {
+      if (!sb.count(h)) {
+        EXPECT_EQ(h, before[0].id) << "a leave moved a copy off a staying node, file " << i;
+      }
+    }
+  }
+}
+
+TEST(PlacementTest, ServingNodePrefersHoldersNearTheReader) {
+  const std::vector<std::string> holders = {"a1", "b1", "c1"};
+  const std::vector<std::string> near = {"b1", "b2"};
+  for (uint64_t id = 0; id < 200; ++id) EXPECT_EQ(ServingNode(holders, holders, {}, id, near), "b1");
+  // The near holder is down: the others share its samples as without a zone.
+  const std::vector<std::string> down = {"b1"};
+  std::set<std::string> used;
+  for (uint64_t id = 0; id < 200; ++id) {
+    const auto s = ServingNode(holders, holders, down, id, near);
+    ASSERT_TRUE(s.has_value());
+    EXPECT_NE(*s, "b1");
+    used.insert(*s);
+  }
+  EXPECT_EQ(used.size(), 2u);
+  // No holder near: as without a zone.
+  const std::vector<std::string> far = {"x"};
+  for (uint64_t id = 0; id < 100; ++id) EXPECT_EQ(ServingNode(holders, holders, {}, id, far), ServingNode(holders, holders, {}, id));
+}
+
 TEST(PlacementTest, DefaultReplication) {
   EXPECT_EQ(DefaultReplication(1), 1u);
   EXPECT_EQ(DefaultReplication(2), 2u);

@@ -49,6 +49,7 @@ class LocalCluster {
     std::map<int, std::vector<std::string>> node_args;  // more flags for node i only
     int start = -1;  // nodes started at once (the others later with Start); -1: all
     bool peer_ports = false;  // each node serves the peer service on its own port (--peer-listen)
+    std::vector<std::string> zones;  // node i's zone in the --peers list ("@ZONE"); absent or "": none
   };
 
   explicit LocalCluster(const Options& o) : options_(o) {
@@ -60,6 +61,9 @@ class LocalCluster {
     for (int i = 0; i < o.nodes; ++i) {
       peers_ += (i ? "," : "") + ids_[static_cast<size_t>(i)] + "=" + Address(i);
       if (o.peer_ports) peers_ += "/" + PeerAddress(i);
+      if (static_cast<size_t>(i) < o.zones.size() && !o.zones[static_cast<size_t>(i)].empty()) {
+        peers_ += "@" + o.zones[static_cast<size_t>(i)];
+      }
     }
     procs_.resize(static_cast<size_t>(o.nodes));
     for (int i = 0; i < (o.start < 0 ? o.nodes : o.start); ++i) Start(i);

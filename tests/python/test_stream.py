@@ -39,6 +39,17 @@ def test_one_epoch_delivers_every_sample_once_with_its_payload(client, synthetic
     assert stream.device == "cpu"
 
 
+def test_a_client_in_a_zone_streams_from_a_node_that_names_none(server, synthetic):
+    # zone= only says which holders to prefer: with no node in that zone the
+    # stream is the same as without it.
+    zoned = strata.Client(server.address, zone="zone-a")
+    seen = [i for batch in zoned.stream(synthetic, batch_size=64, seed=3, epoch=0) for i in batch.ids.tolist()]
+    assert sorted(seen) == list(range(SYNTHETIC_SAMPLES))
+    plain = [i for batch in strata.Client(server.address).stream(synthetic, batch_size=64, seed=3, epoch=0)
+             for i in batch.ids.tolist()]
+    assert seen == plain
+
+
 def test_fields_and_sample_views(client, synthetic):
     batch = next(iter(client.stream(synthetic, batch_size=16, seed=1)))
     for i, sample_id in enumerate(batch.ids.tolist()):

@@ -54,6 +54,10 @@ struct ClientOptions {
   std::string tls_key_file;
   // Bearer token sent with every call (needs TLS). Empty: none.
   std::string token;
+  // The trainer's zone (as the nodes' cluster.zone): a sample with a live
+  // copy on a node in this zone is read from such a node; failover is as
+  // without it. Empty: no preference.
+  std::string zone;
 };
 
 // What to stream: one rank's view of one epoch.

@@ -23,6 +23,8 @@ struct NodeInfo {
   NodeState state = NodeState::kUnspecified;
   int64_t down_since_unix_ms = 0;
   std::string peer_address;  // the node's peer service when it has its own (--peer-listen); empty: `address`
+  std::string zone;  // failure domains (stratad --zone, --rack); empty: none
+  std::string rack;
 };
 
 // Every node listed is a placement member (shards are placed over all of

@@ -172,6 +172,47 @@ TEST(ClusterConfigTest, StaticNodesFromTheFileAndPeersFromAFlag) {
   EXPECT_EQ(c->cluster.etcd_endpoints.size(), 2u);
 }
 
+TEST(ClusterConfigTest, ZonesAndRacksInTheFlagsTheListAndTheFile) {
+  testing::TempDir dir;
+  NodeFlags flags;
+  flags.values["node_id"] = "node-2";
+  flags.values["cluster.zone"] = "zone-b";
+  flags.values["cluster.rack"] = "r7";
+  flags.values["cluster.nodes"] = "node-1=127.0.0.1:1/127.0.0.1:11@zone-a/r1,node-2=127.0.0.1:2@zone-b,node-3=127.0.0.1:3";
+  auto c = LoadNodeConfig(flags);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cluster.zone, "zone-b");
+  EXPECT_EQ(c->cluster.rack, "r7");
+  ASSERT_EQ(c->cluster.nodes.size(), 3u);
+  EXPECT_EQ(c->cluster.nodes[0].peer_address, "127.0.0.1:11");
+  EXPECT_EQ(c->cluster.nodes[0].zone, "zone-a");
+  EXPECT_EQ(c->cluster.nodes[0].rack, "r1");
+  EXPECT_EQ(c->cluster.nodes[1].address, "127.0.0.1:2");
+  EXPECT_EQ(c->cluster.nodes[1].zone, "zone-b");
+  EXPECT_EQ(c->cluster.nodes[1].rack, "");
+  EXPECT_EQ(c->cluster.nodes[2].zone, "");
+  // The list disagreeing with this node's own zone.
+  flags.values["cluster.zone"] = "zone-c";
+  EXPECT_FALSE(LoadNodeConfig(flags).ok());
+  for (const char* bad : {"node-1=127.0.0.1:1@", "node-1=127.0.0.1:1@z/", "node-1=127.0.0.1:1@bad zone"}) {
+    NodeFlags f;
+    f.values["node_id"] = "node-1";
+    f.values["cluster.nodes"] = bad;
+    EXPECT_FALSE(LoadNodeConfig(f).ok()) << bad;
+  }
+  NodeFlags f;
+  f.values["cluster.zone"] = "a/b";
+  EXPECT_FALSE(LoadNodeConfig(f).ok());
+  testing::WriteFile(dir.Join("z.yaml"), "node_id: node-1\ncluster:\n  zone: hall-1\n  nodes:\n"
+                                         "    - {id: node-1, address: 10.0.0.1:7400, zone: hall-1, rack: r2}\n");
+  NodeFlags file_flags;
+  file_flags.config_file = dir.Join("z.yaml");
+  c = LoadNodeConfig(file_flags);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cluster.zone, "hall-1");
+  EXPECT_EQ(c->cluster.nodes[0].rack, "r2");
+}
+
 TEST(ClusterConfigTest, BadClusterConfigIsAClearError) {
   struct Case {
     NodeFlags flags;

@@ -96,6 +96,8 @@ class EtcdMembershipTest : public ::testing::Test {
     n.set_id("node-" + std::to_string(i));
     n.set_address("127.0.0.1:" + std::to_string(7400 + i));
     n.set_metrics_address("127.0.0.1:" + std::to_string(9400 + i));
+    n.set_zone("zone-" + std::to_string(i % 2));  // failure domains travel in the registration
+    n.set_rack("rack-" + std::to_string(i));
     return n;
   }
 
@@ -177,6 +179,8 @@ TEST_F(EtcdMembershipTest, AllMembersUpInEveryMap) {
       EXPECT_EQ(map.nodes(i).id(), ids_[i]);  // sorted by id
       EXPECT_EQ(map.nodes(i).address(), Self(i + 1).address());
       EXPECT_EQ(map.nodes(i).metrics_address(), Self(i + 1).metrics_address());
+      EXPECT_EQ(map.nodes(i).zone(), Self(i + 1).zone());
+      EXPECT_EQ(map.nodes(i).rack(), Self(i + 1).rack());
       EXPECT_EQ(map.nodes(i).down_since_unix_ms(), 0);
     }
   }

@@ -114,6 +114,19 @@ TEST_F(BatchStreamTest, RefusesBadRequests) {
   v1::StreamRequest token = Request(0, 1, 4);
   token.set_expect_plan_hash(42);
   EXPECT_EQ(node_->streams().Open(token).status().code(), Code::kFailedPrecondition);
+  // Members' zones must name every member or none; a member listed twice.
+  v1::StreamRequest zones = Request(0, 1, 4);
+  zones.add_members("node-1");
+  zones.add_members("node-2");
+  zones.add_member_zones("zone-a");
+  EXPECT_EQ(node_->streams().Open(zones).status().code(), Code::kInvalidArgument);
+  zones.add_member_zones("zone-b");
+  zones.add_member_racks("r1");
+  EXPECT_EQ(node_->streams().Open(zones).status().code(), Code::kInvalidArgument);
+  v1::StreamRequest twice = Request(0, 1, 4);
+  twice.add_members("node-1");
+  twice.add_members("node-1");
+  EXPECT_EQ(node_->streams().Open(twice).status().code(), Code::kInvalidArgument);
 }
 
 TEST_F(BatchStreamTest, DamagedRecordIsCorruptionAndNeverSent) {
