@@ -46,11 +46,13 @@ for t in range(0, n, per_tar):
         for i in range(t, min(n, t + per_tar)):
             stars = rng.choices([1, 2, 3, 4, 5], [8, 5, 10, 25, 52])[0]
             words = rng.choices(vocab, weights, k=rng.randint(20, 220))
+            # Nested: a tar's json member gives its top-level scalars as
+            # attributes, and the text would be stored twice.
             rec = {"review_id": "R%010d" % i, "product": rng.choice(products), "stars": stars,
                    "helpful": rng.randint(0, 40), "verified": rng.random() < 0.8,
                    "date": "20%02d-%02d-%02d" % (rng.randint(15, 24), rng.randint(1, 12), rng.randint(1, 28)),
                    "title": " ".join(words[:6]), "text": " ".join(words)}
-            for name, data in (("json", json.dumps(rec).encode()), ("cls", str(stars).encode())):
+            for name, data in (("json", json.dumps({"review": rec}).encode()), ("cls", str(stars).encode())):
                 info = tarfile.TarInfo("%010d.%s" % (i, name))
                 info.size = len(data)
                 tar.addfile(info, io.BytesIO(data))

@@ -4,12 +4,14 @@
 // its decompressed bytes are checked against the lengths it declared.
 #include <zstd.h>
 
+#include <atomic>
 #include <climits>
 #include <cstring>
 
 #include "common/checksum.h"
 #include "common/file_util.h"
 #include "common/little_endian.h"
+#include "server/storage/decompressed_cache.h"
 #include "server/storage/shard_format.h"
 
 namespace strata {
@@ -115,6 +117,8 @@ Status ShardReader::CheckBlockLayout(const char* footer, uint64_t footer_len, ui
   }
   records_ = count;
   blocks_ = block_count;
+  static std::atomic<uint64_t> next_serial{1};
+  serial_ = next_serial.fetch_add(1, std::memory_order_relaxed);
   offset_table_ = footer + 8;
   block_table_ = blocks_at + 8;
   if ((count == 0) != (block_count == 0)) return corrupt("records without blocks");
@@ -128,12 +132,8 @@ Status ShardReader::CheckBlockLayout(const char* footer, uint64_t footer_len, ui
 uint64_t ShardReader::BlockOffset(uint64_t b) const { return LoadU64(block_table_ + 8 * b); }
 
 Result<std::shared_ptr<const std::string>> ShardReader::Block(uint64_t b) const {
-  {
-    MutexLock lock(&recent_mu_);
-    for (const auto& [at, block] : recent_) {
-      if (block && at == b) return block;
-    }
-  }
+  DecompressedCache& cache = DecompressedCache::Process();
+  if (auto hit = cache.Find(serial_, b)) return hit;
   auto corrupt = [&](const std::string& what) {
     return Status::Corruption("shard " + path_ + " block " + std::to_string(b) + ": " + what);
   };
@@ -165,9 +165,7 @@ Result<std::shared_ptr<const std::string>> ShardReader::Block(uint64_t b) const 
     return corrupt(std::string("does not decompress: ") + (ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short"));
   }
   std::shared_ptr<const std::string> block = std::move(raw);
-  MutexLock lock(&recent_mu_);
-  recent_[recent_next_] = {b, block};
-  recent_next_ = (recent_next_ + 1) % kRecentBlocks;
+  cache.Insert(serial_, b, block);
   return block;
 }
 

@@ -54,7 +54,6 @@
 #include <utility>
 #include <vector>
 
-#include "common/mutex.h"
 #include "common/unique_fd.h"
 #include "server/storage/aligned_writer.h"
 #include "common/status.h"
@@ -246,8 +245,9 @@ class ShardReader {
   // Format 4: reads record `index` out of its block, which is read with
   // pread, its checksum verified before it is decompressed, and then the
   // record verified as Read does. The views point into *block, which keeps
-  // the decompressed bytes alive (shared with the reader's small cache of
-  // recent blocks). Corruption for a damaged block or record, OutOfRange
+  // the decompressed bytes alive (shared with the process's cache of
+  // decompressed blocks, server/storage/decompressed_cache.h, so that a
+  // block read again is not decompressed again). Corruption for a damaged block or record, OutOfRange
   // past the end; on any error *out is left empty.
   Status ReadBlockRecord(uint64_t index, std::shared_ptr<const std::string>* block, RecordView* out) const;
 
@@ -350,12 +350,9 @@ class ShardReader {
   const char* block_table_ = nullptr;   // format 4: blocks_ u64s in the mapping
   uint64_t blocks_ = 0;
   v1::ShardFooter footer_;
-  // Format 4: the blocks decompressed last, so that the records of a block
-  // read one after another decompress it once. A few blocks per open shard.
-  static constexpr size_t kRecentBlocks = 4;
-  mutable Mutex recent_mu_;
-  mutable std::pair<uint64_t, std::shared_ptr<const std::string>> recent_[kRecentBlocks] GUARDED_BY(recent_mu_);
-  mutable size_t recent_next_ GUARDED_BY(recent_mu_) = 0;
+  // Format 4: names this reader's blocks in the process's cache of
+  // decompressed blocks (server/storage/decompressed_cache.h).
+  uint64_t serial_ = 0;
 };
 
 }  // namespace strata

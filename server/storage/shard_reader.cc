@@ -17,6 +17,7 @@
 #include "common/unique_fd.h"
 #include "common/file_util.h"
 #include "common/little_endian.h"
+#include "server/storage/decompressed_cache.h"
 #include "server/storage/shard_format.h"
 
 namespace strata {
@@ -155,6 +156,7 @@ uint64_t ShardReader::RecordOffset(uint64_t index) const {
 }
 
 ShardReader::~ShardReader() {
+  if (serial_ != 0) DecompressedCache::Process().Forget(serial_);
   if (base_ != nullptr) munmap(const_cast<char*>(base_), size_);
 }
 

@@ -200,5 +200,34 @@ TEST(CompressionTest, DamagedBlockIsServedFromTheOtherReplica) {
   EXPECT_GE(status->checksum_failures, 1u);
 }
 
+TEST(CompressionTest, CliIngestsCompressedAndDescribeShowsTheRatio) {
+  SingleNode node;
+  const std::string dir = node.dir().Join("texts");
+  for (uint64_t i = 0; i < 200; ++i) {
+    const std::string label = i % 2 ? "good" : "bad";
+    std::filesystem::create_directories(dir + "/" + label);
+    WriteFile(dir + "/" + label + "/" + std::to_string(i) + ".json", ReviewPayload(i));
+  }
+  auto cli = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), StrataCliBinary());
+    args.insert(args.end(), {"--server", node.address()});
+    return RunCommand(args);
+  };
+  const CommandResult bad = cli({"ingest", "--dataset", "t", "--compression", "zstd:42", "-q", dir});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("invalid compression 'zstd:42'"), std::string::npos) << bad.err;
+  const CommandResult ingest = cli({"ingest", "--dataset", "t", "--compression", "zstd:5", "-q", dir});
+  ASSERT_EQ(ingest.exit_code, 0) << ingest.err;
+  const CommandResult describe = cli({"describe", "t"});
+  ASSERT_EQ(describe.exit_code, 0) << describe.err;
+  EXPECT_NE(describe.out.find("zstd level 5"), std::string::npos) << describe.out;
+  EXPECT_NE(describe.out.find("redundancy"), std::string::npos) << describe.out;
+  EXPECT_NE(describe.out.find("x smaller)"), std::string::npos) << describe.out;
+  auto d = node.client().Describe("t");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->dataset.compression_level, 5);
+  EXPECT_LT(d->dataset.file_bytes, d->dataset.bytes);
+}
+
 }  // namespace
 }  // namespace strata::testing

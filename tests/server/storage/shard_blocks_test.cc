@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/little_endian.h"
+#include "server/storage/decompressed_cache.h"
 #include "server/storage/shard_format.h"
 #include "tests/server/storage/shard_test_util.h"
 
@@ -91,8 +92,11 @@ TEST(ShardBlocksTest, RoundTripsInBlocksAndIsSmaller) {
   EXPECT_GT((*reader)->num_blocks(), 10u);
   EXPECT_EQ((*reader)->footer().compression(), v1::COMPRESSION_ZSTD);
   EXPECT_EQ((*reader)->num_records(), samples.size());
+  const size_t cached_before = DecompressedCache::Process().bytes();
   EXPECT_TRUE(ReadAll(**reader, samples).empty());
   EXPECT_TRUE((*reader)->VerifyFile().ok());
+  // Its blocks stay decompressed in the process's cache while it is open.
+  EXPECT_GE(DecompressedCache::Process().bytes(), cached_before + packed.record_bytes);
   // Records are not in the mapping as served: Read refuses, RawRecord is empty.
   RecordView view;
   EXPECT_EQ((*reader)->Read(0, &view).code(), Code::kFailedPrecondition);
@@ -110,6 +114,9 @@ TEST(ShardBlocksTest, RoundTripsInBlocksAndIsSmaller) {
   EXPECT_EQ((*old)->format_version(), kShardFormatVersion);
   EXPECT_FALSE((*old)->compressed());
   EXPECT_EQ((*old)->ReadBlockRecord(0, &block, &view).code(), Code::kFailedPrecondition);
+  // Closing the shard drops its blocks from the cache.
+  reader->reset();
+  EXPECT_EQ(DecompressedCache::Process().bytes(), cached_before);
 }
 
 TEST(ShardBlocksTest, EmptyCompressedShardRoundTrips) {
