@@ -4,19 +4,21 @@
 # --repeats runs, interleaved), for --compression none and zstd (level --level).
 # The dataset: product reviews as JSON lines (WebDataset tars, one `json` member per sample,
 # labels = star ratings), words drawn from a Zipf vocabulary, made by this script.
-# Usage: bench/compression.sh [--samples N] [--level L] [--repeats K] [--batch B]
+# Usage: bench/compression.sh [--samples N] [--level L] [--block SIZE] [--repeats K] [--batch B]
 # Needs a build in ./build. Writes bench/results/compression.csv.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bin="$root/build"
 samples=200000
 level=3
+block=64KiB
 repeats=3
 batch=256
 while [ $# -gt 0 ]; do
   case "$1" in
     --samples) samples="$2"; shift 2 ;;
     --level) level="$2"; shift 2 ;;
+    --block) block="$2"; shift 2 ;;
     --repeats) repeats="$2"; shift 2 ;;
     --batch) batch="$2"; shift 2 ;;
     -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
@@ -30,7 +32,7 @@ trap cleanup EXIT
 mkdir -p "$root/bench/results"
 port=$((20000 + RANDOM % 20000))
 
-echo "== making $samples review records"
+echo "== making $samples review records (zstd level $level, blocks of $block)"
 /usr/bin/python3 - "$work/data" "$samples" <<'EOF'
 import io, json, os, random, sys, tarfile
 out, n = sys.argv[1], int(sys.argv[2])
@@ -69,7 +71,7 @@ rate() {  # "elapsed 1.2s: 12,345 samples/s, 12.3 MB/s" -> "12345 12.3"
 declare -A ingest_mbs stored logical
 for codec in none "zstd:$level"; do
   name=${codec%%:*}
-  out=$("$bin/client/strata" ingest --server 127.0.0.1:$port --dataset "$name" --compression "$codec" \
+  out=$("$bin/client/strata" ingest --server 127.0.0.1:$port --dataset "$name" --compression "$codec" --compression-block "$block" \
     "$work/data"/*.tar 2>/dev/null)
   read -r _ mbs <<<"$(echo "$out" | rate)"
   ingest_mbs[$name]=$mbs
@@ -89,7 +91,7 @@ for rep in $(seq "$repeats"); do  # interleaved: the machine is shared and noisy
 done
 
 csv="$root/bench/results/compression.csv"
-/usr/bin/python3 - "$csv" "$samples" "$level" \
+/usr/bin/python3 - "$csv" "$samples" "$level/$block" \
   "${stored[none]}" "${logical[none]}" "${ingest_mbs[none]}" "${runs[none]}" \
   "${stored[zstd]}" "${logical[zstd]}" "${ingest_mbs[zstd]}" "${runs[zstd]}" <<'EOF'
 import statistics, sys

@@ -98,6 +98,7 @@ v1::IngestOptions ToProto(const IngestOptions& options) {
   out.set_write_quorum(options.write_quorum);
   out.set_compression(CastEnum<v1::Compression>(options.compression));
   out.set_compression_level(options.compression_level);
+  out.set_compression_block_bytes(options.compression_block_bytes);
   return out;
 }
 
@@ -113,6 +114,7 @@ IngestOptions FromProto(const v1::IngestOptions& options) {
   out.write_quorum = options.write_quorum();
   out.compression = CastEnum<Compression>(options.compression());
   out.compression_level = options.compression_level();
+  out.compression_block_bytes = options.compression_block_bytes();
   return out;
 }
 
@@ -139,6 +141,7 @@ v1::DatasetInfo ToProto(const DatasetInfo& info) {
   out.set_coordinator(info.coordinator);
   out.set_compression(CastEnum<v1::Compression>(info.compression));
   out.set_compression_level(info.compression_level);
+  out.set_compression_block_bytes(info.compression_block_bytes);
   return out;
 }
 
@@ -165,6 +168,7 @@ DatasetInfo FromProto(const v1::DatasetInfo& info) {
   out.coordinator = info.coordinator();
   out.compression = CastEnum<Compression>(info.compression());
   out.compression_level = info.compression_level();
+  out.compression_block_bytes = info.compression_block_bytes();
   return out;
 }
 

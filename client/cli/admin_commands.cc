@@ -111,8 +111,10 @@ void PrintDescription(const DatasetDescription& reply, bool with_shards) {
       {"samples", FormatCount(d.samples)},
       {"redundancy", d.replication != 0 ? "replication " + std::to_string(d.replication)
                                         : "replication min(3, nodes) (the default)"},
-      {"compression", d.compression == Compression::kZstd ? "zstd level " + std::to_string(d.compression_level)
-                                                          : "none"},
+      {"compression", d.compression == Compression::kZstd
+                          ? "zstd level " + std::to_string(d.compression_level) + ", blocks of " +
+                                FormatBytes(d.compression_block_bytes)
+                          : "none"},
       {"payload", FormatBytes(d.bytes) + " (logical)"},
       {"on disk", FormatBytes(d.file_bytes) + " in " + FormatCount(d.shards) + " shards (one replica)"},
       {"stored/logical", StoredRatio(d.file_bytes, d.bytes)},

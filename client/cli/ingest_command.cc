@@ -31,6 +31,7 @@ struct IngestArgs {
   std::string write_policy = "sync";
   uint32_t write_quorum = 0;
   std::string compression = "none";
+  std::string compression_block;
   std::vector<std::string> sources;
   bool quiet = false;
 };
@@ -82,6 +83,9 @@ IngestOptions MakeOptions(const IngestArgs& args) {
   const CompressionChoice compression = ParseCompression(args.compression).value();
   options.compression = compression.codec;
   options.compression_level = compression.level;
+  if (!args.compression_block.empty()) {
+    options.compression_block_bytes = static_cast<uint32_t>(ParseSize(args.compression_block).value());
+  }
   if (!args.time_bucket.empty()) {
     const TimeBucket bucket = ParseTimeBucket(args.time_bucket).value();
     options.time_bucket_field = bucket.field;
@@ -229,6 +233,18 @@ Command AddIngestCommand(CLI::App& parent) {
                   "about 64 KiB so one sample reads one block; streams deliver the bytes ingested")
       ->type_name("CODEC")
       ->check(StatusValidator([](const std::string& text) { return ParseCompression(text).status(); }));
+  app->add_option("--compression-block", args->compression_block,
+                  "Records per compressed block (default 64KiB; 4KiB..16MiB): one sample read decompresses its "
+                  "block, larger blocks compress better")
+      ->type_name("SIZE")
+      ->check(StatusValidator([](const std::string& text) -> Status {
+        auto size = ParseSize(text);
+        if (!size.ok()) return size.status();
+        if (*size < (4u << 10) || *size > (16u << 20)) {
+          return Status::InvalidArgument("compression block size must be between 4KiB and 16MiB");
+        }
+        return Status::OK();
+      }));
   app->add_flag("-q,--quiet", args->quiet, "Do not show the progress line");
   app->add_option("sources", args->sources,
                   "Folders (label = first sub-folder), .csv/.jsonl manifests, or WebDataset .tar/.tar.gz/.tgz files")

@@ -71,6 +71,13 @@ Result<std::unique_ptr<IngestSession>> IngestSession::Open(const v1::IngestOptio
   ShardWriteOptions write_options;
   write_options.compression = options.compression();
   write_options.level = options.compression_level() != 0 ? options.compression_level() : kDefaultZstdLevel;
+  if (options.compression_block_bytes() != 0) {
+    if (options.compression_block_bytes() < kMinCompressedBlockBytes ||
+        options.compression_block_bytes() > kMaxCompressedBlockBytes) {
+      return Status::InvalidArgument("compression block size must be between 4 KiB and 16 MiB");
+    }
+    write_options.block_bytes = options.compression_block_bytes();
+  }
   auto keyer = StratumKeyer::Create({options.stratify_by().begin(), options.stratify_by().end()},
                                     options.time_bucket_field(), options.time_bucket_seconds());
   if (!keyer.ok()) return keyer.status();
@@ -85,7 +92,10 @@ Result<std::unique_ptr<IngestSession>> IngestSession::Open(const v1::IngestOptio
   initial.mutable_info()->set_write_quorum(options.write_quorum());
   initial.mutable_info()->set_coordinator(coordinator);
   initial.mutable_info()->set_compression(options.compression());
-  if (options.compression() != v1::COMPRESSION_NONE) initial.mutable_info()->set_compression_level(write_options.level);
+  if (options.compression() != v1::COMPRESSION_NONE) {
+    initial.mutable_info()->set_compression_level(write_options.level);
+    initial.mutable_info()->set_compression_block_bytes(static_cast<uint32_t>(write_options.block_bytes));
+  }
   auto created = catalog->CreateVersion(ref->name, ref->version, initial);
   if (!created.ok()) return created.status();
   const uint64_t version = created->info().version();

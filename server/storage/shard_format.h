@@ -66,7 +66,9 @@ inline constexpr uint32_t kCompressedShardFormatVersion = 4;  // what they write
 inline constexpr uint32_t kNewestShardFormatVersion = 4;  // the newest readers accept
 inline constexpr uint32_t kOldestShardFormatVersion = 1;  // the oldest readers accept
 // Format 4: a block is closed once its records reach this many bytes.
-inline constexpr size_t kCompressedBlockBytes = size_t{64} << 10;
+inline constexpr size_t kCompressedBlockBytes = size_t{64} << 10;  // the default
+inline constexpr size_t kMinCompressedBlockBytes = size_t{4} << 10;  // what an ingest may ask for
+inline constexpr size_t kMaxCompressedBlockBytes = size_t{16} << 20;
 inline constexpr size_t kBlockHeaderSize = 16;  // raw_len, stored_len
 inline constexpr int kDefaultZstdLevel = 3;
 inline constexpr size_t kShardHeaderSize = 16;

@@ -126,6 +126,7 @@ TEST(CompressionTest, CompressedStreamsTheSameBytesOnEverySampler) {
   EXPECT_EQ(plain->dataset.compression, Compression::kNone);
   EXPECT_EQ(zstd->dataset.compression, Compression::kZstd);
   EXPECT_EQ(zstd->dataset.compression_level, kDefaultZstdLevel);
+  EXPECT_EQ(zstd->dataset.compression_block_bytes, kCompressedBlockBytes);
   EXPECT_EQ(zstd->dataset.bytes, plain->dataset.bytes);  // the same logical bytes
   EXPECT_LT(zstd->dataset.file_bytes * 2, plain->dataset.file_bytes);  // text: well over 2x smaller
   // On disk, format 4 for the compressed version and 3 for the other.
@@ -216,16 +217,18 @@ TEST(CompressionTest, CliIngestsCompressedAndDescribeShowsTheRatio) {
   const CommandResult bad = cli({"ingest", "--dataset", "t", "--compression", "zstd:42", "-q", dir});
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("invalid compression 'zstd:42'"), std::string::npos) << bad.err;
-  const CommandResult ingest = cli({"ingest", "--dataset", "t", "--compression", "zstd:5", "-q", dir});
+  const CommandResult ingest =
+      cli({"ingest", "--dataset", "t", "--compression", "zstd:5", "--compression-block", "16KiB", "-q", dir});
   ASSERT_EQ(ingest.exit_code, 0) << ingest.err;
   const CommandResult describe = cli({"describe", "t"});
   ASSERT_EQ(describe.exit_code, 0) << describe.err;
-  EXPECT_NE(describe.out.find("zstd level 5"), std::string::npos) << describe.out;
+  EXPECT_NE(describe.out.find("zstd level 5, blocks of 16"), std::string::npos) << describe.out;
   EXPECT_NE(describe.out.find("redundancy"), std::string::npos) << describe.out;
   EXPECT_NE(describe.out.find("x smaller)"), std::string::npos) << describe.out;
   auto d = node.client().Describe("t");
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->dataset.compression_level, 5);
+  EXPECT_EQ(d->dataset.compression_block_bytes, 16u << 10);
   EXPECT_LT(d->dataset.file_bytes, d->dataset.bytes);
 }
 

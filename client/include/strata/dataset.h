@@ -63,6 +63,10 @@ struct IngestOptions {
   Compression compression = Compression::kNone;
   // The codec's level (zstd: 1..19); 0 (default) takes the codec's default (zstd: 3).
   int compression_level = 0;
+  // Records per compressed block, in bytes (4 KiB..16 MiB): a shuffled read
+  // of one sample decompresses its whole block, and larger blocks compress
+  // better. 0 (default): 64 KiB.
+  uint32_t compression_block_bytes = 0;
 };
 
 // Lifecycle of a dataset version.
@@ -101,6 +105,7 @@ struct DatasetInfo {
   std::string coordinator;  // the node that ingested it
   Compression compression = Compression::kNone;
   int compression_level = 0;  // as stored (zstd: 1..19)
+  uint32_t compression_block_bytes = 0;  // as stored
 };
 
 // One shard file of a version.
