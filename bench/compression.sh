@@ -27,7 +27,7 @@ while [ $# -gt 0 ]; do
 done
 work="$(mktemp -d /tmp/strata-bench-XXXXXX)"
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
 mkdir -p "$root/bench/results"
 port=$((20000 + RANDOM % 20000))
