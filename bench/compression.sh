@@ -5,6 +5,8 @@
 # The dataset: product reviews as JSON lines (WebDataset tars, one `json` member per sample,
 # labels = star ratings), words drawn from a Zipf vocabulary, made by this script.
 # Usage: bench/compression.sh [--samples N] [--level L] [--block SIZE] [--repeats K] [--batch B]
+#                             [--decompressed-cache SIZE]   (stratad's decompressed_cache_bytes; 0: every read
+#                                                            decompresses its block, as a dataset far larger would)
 # Needs a build in ./build. Writes bench/results/compression.csv.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -12,6 +14,7 @@ bin="$root/build"
 samples=200000
 level=3
 block=64KiB
+dcache=256MiB
 repeats=3
 batch=256
 while [ $# -gt 0 ]; do
@@ -19,9 +22,10 @@ while [ $# -gt 0 ]; do
     --samples) samples="$2"; shift 2 ;;
     --level) level="$2"; shift 2 ;;
     --block) block="$2"; shift 2 ;;
+    --decompressed-cache) dcache="$2"; shift 2 ;;
     --repeats) repeats="$2"; shift 2 ;;
     --batch) batch="$2"; shift 2 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -32,7 +36,7 @@ trap cleanup EXIT
 mkdir -p "$root/bench/results"
 port=$((20000 + RANDOM % 20000))
 
-echo "== making $samples review records (zstd level $level, blocks of $block)"
+echo "== making $samples review records (zstd level $level, blocks of $block, decompressed cache $dcache)"
 /usr/bin/python3 - "$work/data" "$samples" <<'EOF'
 import io, json, os, random, sys, tarfile
 out, n = sys.argv[1], int(sys.argv[2])
@@ -61,7 +65,8 @@ for t in range(0, n, per_tar):
 EOF
 du -sh "$work/data" | cut -f1 | sed 's/^/tars: /'
 
-"$bin/server/stratad" --listen 127.0.0.1:$port --metrics-listen "" --data-dir "$work/node" >"$work/stratad.log" 2>&1 &
+"$bin/server/stratad" --listen 127.0.0.1:$port --metrics-listen "" --data-dir "$work/node" \
+  --decompressed-cache-bytes "$dcache" >"$work/stratad.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do grep -q "ready:" "$work/stratad.log" && break; sleep 0.1; done
 
@@ -91,7 +96,7 @@ for rep in $(seq "$repeats"); do  # interleaved: the machine is shared and noisy
 done
 
 csv="$root/bench/results/compression.csv"
-/usr/bin/python3 - "$csv" "$samples" "$level/$block" \
+/usr/bin/python3 - "$csv" "$samples" "$level/$block/cache=$dcache" \
   "${stored[none]}" "${logical[none]}" "${ingest_mbs[none]}" "${runs[none]}" \
   "${stored[zstd]}" "${logical[zstd]}" "${ingest_mbs[zstd]}" "${runs[zstd]}" <<'EOF'
 import statistics, sys

@@ -19,8 +19,13 @@ std::shared_ptr<const std::string> DecompressedCache::Find(uint64_t reader, uint
   return it->second->second;
 }
 
+void DecompressedCache::SetCapacity(size_t capacity_bytes) {
+  stripe_capacity_.store(capacity_bytes / kStripes, std::memory_order_relaxed);
+}
+
 void DecompressedCache::Insert(uint64_t reader, uint64_t block, std::shared_ptr<const std::string> bytes) {
-  if (!bytes || bytes->size() > stripe_capacity_) return;
+  const size_t capacity = stripe_capacity_.load(std::memory_order_relaxed);
+  if (!bytes || bytes->size() > capacity) return;
   Stripe& s = StripeOf(reader, block);
   MutexLock lock(&s.mu);
   const Key key{reader, block};
@@ -28,7 +33,7 @@ void DecompressedCache::Insert(uint64_t reader, uint64_t block, std::shared_ptr<
   s.bytes += bytes->size();
   s.lru.emplace_front(key, std::move(bytes));
   s.index.emplace(key, s.lru.begin());
-  while (s.bytes > stripe_capacity_) {
+  while (s.bytes > capacity) {
     auto& last = s.lru.back();
     s.bytes -= last.second->size();
     s.index.erase(last.first);

@@ -12,6 +12,7 @@
 // Thread-safe: striped, each stripe under its own lock.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <list>
@@ -32,9 +33,13 @@ class DecompressedCache {
   DecompressedCache(const DecompressedCache&) = delete;
   DecompressedCache& operator=(const DecompressedCache&) = delete;
 
-  // The one ShardReader uses: 256 MiB.
+  // The one ShardReader uses: 256 MiB until SetCapacity (stratad's
+  // decompressed_cache_bytes).
   static DecompressedCache& Process();
   static constexpr size_t kProcessBytes = size_t{256} << 20;
+
+  // A new capacity; a smaller one evicts as blocks are inserted. 0 keeps nothing.
+  void SetCapacity(size_t capacity_bytes);
 
   // Block `block` of the reader numbered `reader` (ShardReader's serial), or null.
   std::shared_ptr<const std::string> Find(uint64_t reader, uint64_t block);
@@ -60,7 +65,7 @@ class DecompressedCache {
   };
   Stripe& StripeOf(uint64_t reader, uint64_t block) { return stripes_[KeyHash()({reader, block}) % kStripes]; }
 
-  const size_t stripe_capacity_;
+  std::atomic<size_t> stripe_capacity_;
   Stripe stripes_[kStripes];
 };
 

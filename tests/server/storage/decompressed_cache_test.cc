@@ -52,5 +52,14 @@ TEST(DecompressedCacheTest, ForgetDropsOneReadersBlocks) {
   }
 }
 
+TEST(DecompressedCacheTest, ACapacityOfZeroKeepsNothing) {
+  DecompressedCache cache(16 << 20);
+  cache.Insert(1, 0, Block(100, 'a'));
+  cache.SetCapacity(0);
+  cache.Insert(1, 1, Block(100, 'a'));
+  EXPECT_EQ(cache.Find(1, 1), nullptr);
+  EXPECT_NE(cache.Find(1, 0), nullptr);  // a smaller capacity evicts as blocks come in
+}
+
 }  // namespace
 }  // namespace strata
