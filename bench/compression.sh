@@ -110,7 +110,7 @@ with open(csv, "w") as f:
     f.write("codec,samples,logical_bytes,stored_bytes,stored_over_logical,ingest_mb_per_s,stream_best_mb_per_s,stream_median_mb_per_s\n")
     for name, r in rows.items():
         codec = name if name == "none" else "zstd:" + level
-        f.write(f"{codec},{n},{r['logical']},{r['stored']},{r['ratio']:.3f},{r['ingest']},{r['best']},{r['median']}\n")
+        f.write(f"{codec},{n},{r['logical']},{r['stored']},{r['ratio']:.3f},{r['ingest']},{r['best']},{r['median']:.1f}\n")
 z, p = rows["zstd"], rows["none"]
 print()
 print(open(csv).read().replace(",", "\t"), end="")
