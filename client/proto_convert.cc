@@ -96,6 +96,9 @@ v1::IngestOptions ToProto(const IngestOptions& options) {
   out.set_replication(options.replication);
   out.set_write_policy(CastEnum<v1::WritePolicy>(options.write_policy));
   out.set_write_quorum(options.write_quorum);
+  out.set_compression(CastEnum<v1::Compression>(options.compression));
+  out.set_compression_level(options.compression_level);
+  out.set_compression_block_bytes(options.compression_block_bytes);
   return out;
 }
 
@@ -109,6 +112,9 @@ IngestOptions FromProto(const v1::IngestOptions& options) {
   out.replication = options.replication();
   out.write_policy = CastEnum<WritePolicy>(options.write_policy());
   out.write_quorum = options.write_quorum();
+  out.compression = CastEnum<Compression>(options.compression());
+  out.compression_level = options.compression_level();
+  out.compression_block_bytes = options.compression_block_bytes();
   return out;
 }
 
@@ -133,6 +139,9 @@ v1::DatasetInfo ToProto(const DatasetInfo& info) {
   out.set_write_policy(CastEnum<v1::WritePolicy>(info.write_policy));
   out.set_write_quorum(info.write_quorum);
   out.set_coordinator(info.coordinator);
+  out.set_compression(CastEnum<v1::Compression>(info.compression));
+  out.set_compression_level(info.compression_level);
+  out.set_compression_block_bytes(info.compression_block_bytes);
   return out;
 }
 
@@ -157,6 +166,9 @@ DatasetInfo FromProto(const v1::DatasetInfo& info) {
   out.write_policy = CastEnum<WritePolicy>(info.write_policy());
   out.write_quorum = info.write_quorum();
   out.coordinator = info.coordinator();
+  out.compression = CastEnum<Compression>(info.compression());
+  out.compression_level = info.compression_level();
+  out.compression_block_bytes = info.compression_block_bytes();
   return out;
 }
 

@@ -4,7 +4,8 @@
 // way a writer would, so that mutations reach the footer's parser, the offset
 // table and the records instead of stopping at a checksum.
 // Properties: Open and every read either fail with a Status or return views
-// inside the file; a read record's fields add up to its payload.
+// inside the file (or, format 4, its decompressed block); a read record's
+// fields add up to its payload.
 #include <climits>
 #include <string>
 
@@ -72,7 +73,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (uint64_t i = 0; i < n; ++i) {
     const auto [begin, end] = r.RecordRange(i);
     if (end > r.file_size() || begin > end) fuzz::Fail("record range outside the file");
-    const Status read = r.Read(i, &view);
+    // Format 4 serves records out of decompressed blocks, formats 1-3 out of the mapping.
+    std::shared_ptr<const std::string> block;
+    const Status read = r.compressed() ? r.ReadBlockRecord(i, &block, &view) : r.Read(i, &view);
     if (read.ok()) {
       uint64_t total = 0;
       for (uint64_t s : view.field_sizes) total += s;

@@ -91,6 +91,20 @@ struct DescribeArgs {
   bool json = false;
 };
 
+// "0.31 (3.2x smaller)": shard bytes (headers, checksums and footers
+// included) over the payload ingested.
+std::string StoredRatio(uint64_t stored, uint64_t logical) {
+  if (logical == 0) return "-";
+  const double ratio = static_cast<double>(stored) / static_cast<double>(logical);
+  char text[64];
+  if (ratio < 1) {
+    std::snprintf(text, sizeof text, "%.3f (%.1fx smaller)", ratio, 1 / ratio);
+  } else {
+    std::snprintf(text, sizeof text, "%.3f", ratio);
+  }
+  return text;
+}
+
 // `holders`: per shard, with --shards (else empty).
 void PrintDescription(const DatasetDescription& reply, bool with_shards,
                       const std::vector<std::vector<ShardHolder>>& holders) {
@@ -98,8 +112,15 @@ void PrintDescription(const DatasetDescription& reply, bool with_shards,
   std::cout << d.name << "@" << d.version << " (" << StateName(d.state) << ")\n";
   std::vector<std::pair<std::string, std::string>> fields = {
       {"samples", FormatCount(d.samples)},
-      {"payload", FormatBytes(d.bytes)},
+      {"redundancy", d.replication != 0 ? "replication " + std::to_string(d.replication)
+                                        : "replication min(3, nodes) (the default)"},
+      {"compression", d.compression == Compression::kZstd
+                          ? "zstd level " + std::to_string(d.compression_level) + ", blocks of " +
+                                FormatBytes(d.compression_block_bytes)
+                          : "none"},
+      {"payload", FormatBytes(d.bytes) + " (logical)"},
       {"on disk", FormatBytes(d.file_bytes) + " in " + FormatCount(d.shards) + " shards (one replica)"},
+      {"stored/logical", StoredRatio(d.file_bytes, d.bytes)},
       {"stratify by", d.stratify_by.empty() ? "label" : JoinKeys(d.stratify_by, ", ")},
   };
   if (!d.time_bucket_field.empty()) {

@@ -30,6 +30,8 @@ struct IngestArgs {
   uint32_t replication = 0;
   std::string write_policy = "sync";
   uint32_t write_quorum = 0;
+  std::string compression = "none";
+  std::string compression_block;
   std::vector<std::string> sources;
   bool quiet = false;
 };
@@ -49,6 +51,24 @@ Result<TimeBucket> ParseTimeBucket(const std::string& text) {
   return TimeBucket{text.substr(0, colon), *seconds};
 }
 
+struct CompressionChoice {
+  Compression codec = Compression::kNone;
+  int level = 0;
+};
+
+// "none", "zstd" or "zstd:LEVEL" (1..19).
+Result<CompressionChoice> ParseCompression(const std::string& text) {
+  if (text == "none") return CompressionChoice{};
+  if (text == "zstd") return CompressionChoice{Compression::kZstd, 0};
+  const std::string prefix = "zstd:";
+  if (text.starts_with(prefix) && text.size() > prefix.size() && text.size() <= prefix.size() + 2 &&
+      text.find_first_not_of("0123456789", prefix.size()) == std::string::npos) {
+    const int level = std::stoi(text.substr(prefix.size()));
+    if (level >= 1 && level <= 19) return CompressionChoice{Compression::kZstd, level};
+  }
+  return Status::InvalidArgument("invalid compression '" + text + "': expected none, zstd or zstd:LEVEL (1..19)");
+}
+
 // The flags as IngestOptions. REQUIRES: the flags passed their validators.
 IngestOptions MakeOptions(const IngestArgs& args) {
   IngestOptions options;
@@ -60,6 +80,12 @@ IngestOptions MakeOptions(const IngestArgs& args) {
                          : args.write_policy == "quorum" ? WritePolicy::kQuorum
                                                          : WritePolicy::kSync;
   options.write_quorum = args.write_quorum;
+  const CompressionChoice compression = ParseCompression(args.compression).value();
+  options.compression = compression.codec;
+  options.compression_level = compression.level;
+  if (!args.compression_block.empty()) {
+    options.compression_block_bytes = static_cast<uint32_t>(ParseSize(args.compression_block).value());
+  }
   if (!args.time_bucket.empty()) {
     const TimeBucket bucket = ParseTimeBucket(args.time_bucket).value();
     options.time_bucket_field = bucket.field;
@@ -202,6 +228,23 @@ Command AddIngestCommand(CLI::App& parent) {
   app->add_option("--write-quorum", args->write_quorum, "Copies to wait for with --write-policy quorum")
       ->type_name("W")
       ->check(CLI::Range(1u, 64u));
+  app->add_option("--compression", args->compression,
+                  "How shards store records: none (default), zstd or zstd:LEVEL (1..19, default 3), in blocks of "
+                  "about 64 KiB so one sample reads one block; streams deliver the bytes ingested")
+      ->type_name("CODEC")
+      ->check(StatusValidator([](const std::string& text) { return ParseCompression(text).status(); }));
+  app->add_option("--compression-block", args->compression_block,
+                  "Records per compressed block (default 64KiB; 4KiB..16MiB): one sample read decompresses its "
+                  "block, larger blocks compress better")
+      ->type_name("SIZE")
+      ->check(StatusValidator([](const std::string& text) -> Status {
+        auto size = ParseSize(text);
+        if (!size.ok()) return size.status();
+        if (*size < (4u << 10) || *size > (16u << 20)) {
+          return Status::InvalidArgument("compression block size must be between 4KiB and 16MiB");
+        }
+        return Status::OK();
+      }));
   app->add_flag("-q,--quiet", args->quiet, "Do not show the progress line");
   app->add_option("sources", args->sources,
                   "Folders (label = first sub-folder), .csv/.jsonl manifests, or WebDataset .tar/.tar.gz/.tgz files")

@@ -58,6 +58,7 @@ struct NodeConfig {
   uint32_t prefetch_batches = 2;             // batches built ahead of the network, per stream
   uint64_t cache_bytes = DefaultCacheBytes(); // shard bytes kept in memory by the block cache; 0 disables it
   uint64_t cache_block_bytes = 2ull << 20;   // the cache's unit: an aligned range of a shard file
+  uint64_t decompressed_cache_bytes = 256ull << 20;  // compressed datasets' blocks kept decompressed; 0: none
   // The server's whole resident memory (VmRSS: code, heap, mapped shards),
   // kept by giving the block cache only what the rest leaves (see
   // server/storage/block_cache.h). 0: no such budget; cache_bytes alone bounds the cache.

@@ -193,6 +193,14 @@ const std::vector<ConfigField>& ConfigFields() {
        "the cache's unit, an aligned range of a shard file (a multiple of 4 KiB; 2 MiB holds whole page-cache "
        "folios)",
        STRATA_REF(cache_block_bytes), CheckCacheBlockBytes, nullptr},
+      {"decompressed_cache_bytes", nullptr, nullptr,
+       "compressed datasets' blocks kept decompressed for later reads (`0`: none)",
+       STRATA_REF(decompressed_cache_bytes),
+       [](const NodeConfig& c) {
+         return c.decompressed_cache_bytes > (1ull << 40) ? Invalid("decompressed_cache_bytes must be at most 1TiB")
+                                                         : Status::OK();
+       },
+       nullptr},
       {"read_ahead_steps", nullptr, nullptr, "steps each stream plans ahead and whose blocks it reads in",
        STRATA_REF(read_ahead_steps),
        [](const NodeConfig& c) {

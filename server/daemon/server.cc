@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "common/units.h"
+#include "server/storage/decompressed_cache.h"
 
 namespace strata {
 
@@ -91,6 +92,7 @@ Status Server::Build() {
   // The executors, each owned by this Server and joined by Stop() (see the
   // members' comments in server.h, and docs/design.md, "Threads").
   pool_ = std::make_unique<boost::asio::thread_pool>(config_.io_threads);
+  DecompressedCache::Process().SetCapacity(config_.decompressed_cache_bytes);
   blocks_ = std::make_unique<BlockCache>(
       BlockCacheOptions{config_.cache_bytes, config_.cache_block_bytes, config_.memory_budget}, pool_.get(),
       metrics_.get());

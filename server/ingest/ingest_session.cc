@@ -67,6 +67,17 @@ Result<std::unique_ptr<IngestSession>> IngestSession::Open(const v1::IngestOptio
   if (target < 4096 || target > (64ull << 30)) {
     return Status::InvalidArgument("shard target size must be between 4 KiB and 64 GiB");
   }
+  STRATA_RETURN_IF_ERROR(ValidateCompression(options.compression(), options.compression_level()));
+  ShardWriteOptions write_options;
+  write_options.compression = options.compression();
+  write_options.level = options.compression_level() != 0 ? options.compression_level() : kDefaultZstdLevel;
+  if (options.compression_block_bytes() != 0) {
+    if (options.compression_block_bytes() < kMinCompressedBlockBytes ||
+        options.compression_block_bytes() > kMaxCompressedBlockBytes) {
+      return Status::InvalidArgument("compression block size must be between 4 KiB and 16 MiB");
+    }
+    write_options.block_bytes = options.compression_block_bytes();
+  }
   auto keyer = StratumKeyer::Create({options.stratify_by().begin(), options.stratify_by().end()},
                                     options.time_bucket_field(), options.time_bucket_seconds());
   if (!keyer.ok()) return keyer.status();
@@ -80,6 +91,11 @@ Result<std::unique_ptr<IngestSession>> IngestSession::Open(const v1::IngestOptio
   initial.mutable_info()->set_write_policy(options.write_policy());
   initial.mutable_info()->set_write_quorum(options.write_quorum());
   initial.mutable_info()->set_coordinator(coordinator);
+  initial.mutable_info()->set_compression(options.compression());
+  if (options.compression() != v1::COMPRESSION_NONE) {
+    initial.mutable_info()->set_compression_level(write_options.level);
+    initial.mutable_info()->set_compression_block_bytes(static_cast<uint32_t>(write_options.block_bytes));
+  }
   auto created = catalog->CreateVersion(ref->name, ref->version, initial);
   if (!created.ok()) return created.status();
   const uint64_t version = created->info().version();
@@ -89,8 +105,10 @@ Result<std::unique_ptr<IngestSession>> IngestSession::Open(const v1::IngestOptio
   }
   metrics->active_ingests.Increment();
   spdlog::info("ingest {}@{}: started (shard target {} bytes)", ref->name, version, target);
-  return std::unique_ptr<IngestSession>(new IngestSession(ref->name, version, target, std::move(keyer).value(),
-                                                          catalog, dir, metrics, limits, std::move(observer)));
+  auto session = std::unique_ptr<IngestSession>(new IngestSession(
+      ref->name, version, target, std::move(keyer).value(), catalog, dir, metrics, limits, std::move(observer)));
+  session->write_options_ = write_options;
+  return session;
 }
 
 IngestSession::IngestSession(std::string name, uint64_t version, uint64_t shard_target, StratumKeyer keyer,
@@ -157,7 +175,8 @@ Status IngestSession::AddValidated(const v1::Sample& sample) {
   }
   if (!writer_) {
     ShardIdentity id{name_, version_, next_seq_, samples_};
-    auto w = ShardWriter::Create(dir_->Absolute(dir_->ShardRelativePath(name_, version_, next_seq_)), id);
+    auto w = ShardWriter::Create(dir_->Absolute(dir_->ShardRelativePath(name_, version_, next_seq_)), id,
+                                 write_options_);
     if (!w.ok()) return w.status();
     writer_ = std::move(w).value();
   }
@@ -269,8 +288,9 @@ void IngestSession::FillDuplicateExamples(v1::IngestReply* reply) const {
       if (ex.first_id < si.first_id() || ex.first_id >= si.first_id() + si.samples()) continue;
       auto reader = ShardReader::Open(dir_->Absolute(shard.path()));
       RecordView view;
+      std::string raw;
       v1::RecordHeader header;
-      if (reader.ok() && reader.value()->Read(ex.first_id - si.first_id(), &view).ok() &&
+      if (reader.ok() && reader.value()->ReadCopy(ex.first_id - si.first_id(), &raw, &view).ok() &&
           view.ParseHeader(&header).ok()) {
         g->add_keys(header.key());
       }

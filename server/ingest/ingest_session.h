@@ -114,6 +114,7 @@ class IngestSession {
   const std::string name_;
   const uint64_t version_;
   const uint64_t shard_target_;
+  ShardWriteOptions write_options_;  // set by Open
   const StratumKeyer keyer_;
   Catalog* catalog_;
   const DataDir* dir_;

@@ -397,6 +397,12 @@ Status BatchStream::BuildInto(const StepClaim& claim, Scratch& scratch, std::vec
         std::shared_ptr<std::string>& copy = copies[i];
         s = copy->empty() ? shard.ReadCopy(r.record, copy.get(), &view) : shard.ParseRaw(r.record, *copy, &view);
         if (s.ok()) builder.Add(r.slot, view, std::move(copy));  // the buffer owns the bytes
+      } else if (shard.compressed()) {
+        // Decompressed here, on the server (docs/design.md, "Compression"):
+        // the part refers to the decompressed block until it is sent.
+        std::shared_ptr<const std::string> block;
+        s = shard.ReadBlockRecord(r.record, &block, &view);
+        if (s.ok()) builder.Add(r.slot, view, std::move(block));
       } else {
         s = shard.Read(r.record, &view);
         // The mapping stays while the part lives; with a cache, so do the step's pins.

@@ -51,7 +51,9 @@ Status OpenVersion::ReadRaw(uint64_t id, std::string* raw) const {
   if (!found.ok()) return found.status();
   const auto& [reader, record] = found.value();
   RecordView view;
-  STRATA_RETURN_IF_ERROR(reader->Read(record, &view));  // verified before it leaves
+  // Verified before it leaves; a compressed shard's record leaves decompressed.
+  if (reader->compressed()) return reader->ReadCopy(record, raw, &view);
+  STRATA_RETURN_IF_ERROR(reader->Read(record, &view));
   raw->assign(reader->RawRecord(record));
   return Status::OK();
 }

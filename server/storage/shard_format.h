@@ -25,6 +25,22 @@
 // a first batch's cost on a fresh server. Format 1 (still read) kept the
 // offsets as a varint list inside ShardFooter, which every open had to decode
 // into memory: O(records) time and heap.
+// Format 4 (written for a compressed version) stores the same records, each
+// still framed and checksummed as above, in blocks:
+//   record* := block*
+//   block   := u64 raw_len | u64 stored_len | stored (one zstd frame of the
+//              block's records, raw_len bytes once decompressed)
+//              | u64 checksum (XXH3-64 of raw_len, stored_len and stored)
+//   footer  := u64 record_count | u64 record_entry[record_count]
+//              | u64 block_count | u64 block_offset[block_count] (ascending)
+//              | ShardFooter (its compression names the codec)
+//   record_entry := block index << 32 | offset of the record in the block's raw bytes
+// A block holds whole records, about kCompressedBlockBytes of them, so one
+// sample is read by decompressing one block. The block checksum covers the
+// stored bytes and is verified before they are decompressed: a damaged block
+// is Corruption and is never decompressed; each record's own checksum is
+// verified after. The footer checksum covers both counts and the ShardFooter;
+// reads check the table entries they use, as in format 3.
 // A writer writes to a temporary name in the same directory, fsyncs, and renames
 // into place, so a shard path either does not exist or holds a complete file.
 #pragma once
@@ -45,8 +61,16 @@
 
 namespace strata {
 
-inline constexpr uint32_t kShardFormatVersion = 3;  // what writers write
+inline constexpr uint32_t kShardFormatVersion = 3;  // what writers write without compression
+inline constexpr uint32_t kCompressedShardFormatVersion = 4;  // what they write with it
+inline constexpr uint32_t kNewestShardFormatVersion = 4;  // the newest readers accept
 inline constexpr uint32_t kOldestShardFormatVersion = 1;  // the oldest readers accept
+// Format 4: a block is closed once its records reach this many bytes.
+inline constexpr size_t kCompressedBlockBytes = size_t{64} << 10;  // the default
+inline constexpr size_t kMinCompressedBlockBytes = size_t{4} << 10;  // what an ingest may ask for
+inline constexpr size_t kMaxCompressedBlockBytes = size_t{16} << 20;
+inline constexpr size_t kBlockHeaderSize = 16;  // raw_len, stored_len
+inline constexpr int kDefaultZstdLevel = 3;
 inline constexpr size_t kShardHeaderSize = 16;
 inline constexpr size_t kShardTrailerSize = 40;
 
@@ -58,11 +82,23 @@ struct ShardIdentity {
   uint64_t first_id = 0;
 };
 
+// How the writer stores records. The default writes format 3.
+struct ShardWriteOptions {
+  v1::Compression compression = v1::COMPRESSION_NONE;
+  int level = kDefaultZstdLevel;          // zstd's level; REQUIRES: 1..19
+  size_t block_bytes = kCompressedBlockBytes;  // format 4: records per block, in bytes
+};
+
+// Checks a compression choice from the network: the codec is known and the
+// level within its range (0 means the codec's default). InvalidArgument if not.
+Status ValidateCompression(v1::Compression compression, int level);
+
 // What a finished shard looks like.
 struct ShardSummary {
   uint64_t records = 0;
   uint64_t file_bytes = 0;     // size of the final file
   uint64_t payload_bytes = 0;  // sum of field bytes
+  uint64_t record_bytes = 0;   // the records as framed (what format 3 would store)
   uint64_t file_checksum = 0;  // as stored in the trailer
 };
 
@@ -72,7 +108,8 @@ class ShardWriter {
   // Creates "<dir of path>/.tmp.<file name>.<random>" and writes the file header.
   // The file appears at `path` only after Finish() succeeds. Fails with
   // AlreadyExists if `path` exists.
-  static Result<std::unique_ptr<ShardWriter>> Create(std::string path, ShardIdentity identity);
+  static Result<std::unique_ptr<ShardWriter>> Create(std::string path, ShardIdentity identity,
+                                                     const ShardWriteOptions& options = {});
 
   // Removes the temporary file unless Finish() succeeded.
   ~ShardWriter();
@@ -85,7 +122,8 @@ class ShardWriter {
   Status Append(const v1::RecordHeader& header, std::span<const std::string_view> fields);
 
   uint64_t records() const { return records_; }
-  // Bytes in the file so far (header and records, before the footer).
+  // Bytes in the file so far (header and records, before the footer; with
+  // compression, the closed blocks).
   uint64_t bytes_written() const { return out_.size(); }
 
   // Writes the footer and trailer, fsyncs the file, renames it to `path` and
@@ -93,9 +131,15 @@ class ShardWriter {
   Result<ShardSummary> Finish();
 
  private:
-  ShardWriter(std::string path, std::string tmp_path, int fd, ShardIdentity identity);
+  ShardWriter(std::string path, std::string tmp_path, int fd, ShardIdentity identity, ShardWriteOptions options);
   // Appends bytes to the body, adding them to the file checksum.
   Status Write(std::string_view bytes);
+  // Format 4: adds one framed record to the open block, closing it when full.
+  Status AppendToBlock(std::string_view framed);
+  // Format 4: compresses the open block and writes it (no-op when empty).
+  Status CloseBlock();
+  // The footer's tables: format 3's offsets, or format 4's entries and blocks.
+  void AppendTables(std::string* footer) const;
   // Closes and removes the temporary file (no-op once published).
   void RemoveTemp();
   // RemoveTemp(), then returns `why`: every I/O error ends the writer.
@@ -106,9 +150,18 @@ class ShardWriter {
   UniqueFd fd_;  // the temporary file; invalid once finished or failed
   ShardIdentity identity_;
   v1::ShardFooter footer_;  // metadata; the offsets go in the table before it
-  std::vector<uint64_t> record_offsets_;
+  ShardWriteOptions options_;
+  std::vector<uint64_t> record_offsets_;  // format 4: the record entries
+  std::vector<uint64_t> block_offsets_;   // format 4
+  std::string block_;                     // format 4: the open block's records
+  std::string stored_;                    // format 4: scratch, one compressed block
+  struct ZstdCCtxFree {
+    void operator()(void* c) const;
+  };
+  std::unique_ptr<void, ZstdCCtxFree> cctx_;  // format 4: reused for every block
   uint64_t records_ = 0;
   uint64_t payload_bytes_ = 0;
+  uint64_t record_bytes_ = 0;
   std::unique_ptr<class Checksum64Stream> file_sum_;
   AlignedFileWriter out_;
   std::string record_;  // scratch: one record, assembled before it is written
@@ -184,6 +237,22 @@ class ShardReader {
   // the end gives OutOfRange. On any error *out is left empty.
   Status Read(uint64_t index, RecordView* out) const;
 
+  // Whether the records are stored in compressed blocks (format 4). Such a
+  // shard is read with ReadBlockRecord, ReadCopy or CopyRawRecord: Read gives
+  // FailedPrecondition and RawRecord is empty, since no record lies in the
+  // mapping as it is served.
+  bool compressed() const { return block_table_ != nullptr; }
+  uint64_t num_blocks() const { return blocks_; }
+
+  // Format 4: reads record `index` out of its block, which is read with
+  // pread, its checksum verified before it is decompressed, and then the
+  // record verified as Read does. The views point into *block, which keeps
+  // the decompressed bytes alive (shared with the process's cache of
+  // decompressed blocks, server/storage/decompressed_cache.h, so that a
+  // block read again is not decompressed again). Corruption for a damaged block or record, OutOfRange
+  // past the end; on any error *out is left empty.
+  Status ReadBlockRecord(uint64_t index, std::shared_ptr<const std::string>* block, RecordView* out) const;
+
   // Read, but through pread into *buffer instead of the mapping: the views
   // point into *buffer, and no page of the file is mapped into this process.
   // (CopyRawRecord, then ParseRaw.)
@@ -211,7 +280,8 @@ class ShardReader {
   std::string_view RawRecord(uint64_t index) const;
 
   // The bytes [begin, end) record `index` occupies in the file, or {0, 0} where
-  // RawRecord would be empty. REQUIRES: index < num_records().
+  // RawRecord would be empty; for a compressed shard, those of its stored
+  // block. REQUIRES: index < num_records().
   std::pair<uint64_t, uint64_t> RecordRange(uint64_t index) const;
 
   // Hints for a caller about to read many records in a known order: each starts
@@ -258,6 +328,13 @@ class ShardReader {
   ShardReader() = default;
   // Checks header, trailer and footer of the mapped file and fills the members.
   Status CheckLayout();
+  // Format 4: parses the footer's tables and message.
+  Status CheckBlockLayout(const char* footer, uint64_t footer_len, uint64_t footer_checksum);
+  // Format 4: block `b`, read, verified and decompressed (or from the cache).
+  Result<std::shared_ptr<const std::string>> Block(uint64_t b) const;
+  // Format 4: the raw bytes of record `index` within its decompressed block.
+  Status BlockRecord(uint64_t index, std::shared_ptr<const std::string>* block, std::string_view* raw) const;
+  uint64_t BlockOffset(uint64_t b) const;
   // Advises the kernel how the mapping is read: records (before
   // `footer_offset`) in 2 MiB folios, the footer a page at a time.
   void AdviseMapping(uint64_t footer_offset) const;
@@ -271,8 +348,13 @@ class ShardReader {
   uint64_t file_checksum_ = 0;
   uint32_t format_version_ = 0;
   uint64_t records_ = 0;
-  const char* offset_table_ = nullptr;  // formats 2 and 3: records_ u64s in the mapping
+  const char* offset_table_ = nullptr;  // formats 2-4: records_ u64s in the mapping
+  const char* block_table_ = nullptr;   // format 4: blocks_ u64s in the mapping
+  uint64_t blocks_ = 0;
   v1::ShardFooter footer_;
+  // Format 4: names this reader's blocks in the process's cache of
+  // decompressed blocks (server/storage/decompressed_cache.h).
+  uint64_t serial_ = 0;
 };
 
 }  // namespace strata

@@ -17,6 +17,7 @@
 #include "common/unique_fd.h"
 #include "common/file_util.h"
 #include "common/little_endian.h"
+#include "server/storage/decompressed_cache.h"
 #include "server/storage/shard_format.h"
 
 namespace strata {
@@ -76,7 +77,7 @@ Status ShardReader::CheckLayout() {
   if (got.value() != sizeof h) return corrupt("file too small");
   if (std::string_view(h, 8) != kHeaderMagic) return corrupt("bad header magic");
   format_version_ = LoadU32(h + 8);
-  if (format_version_ < kOldestShardFormatVersion || format_version_ > kShardFormatVersion) {
+  if (format_version_ < kOldestShardFormatVersion || format_version_ > kNewestShardFormatVersion) {
     return corrupt("unsupported format version " + std::to_string(format_version_));
   }
   if (LoadU32(h + 12) != 0) return corrupt("unknown header flags");
@@ -106,6 +107,7 @@ Status ShardReader::CheckLayout() {
     return corrupt("footer checksum mismatch");
   }
 
+  if (format_version_ >= 4) return CheckBlockLayout(footer, footer_len, LoadU64(t + 16));
   if (format_version_ >= 2) {
     // u64 count | u64 offsets[count] | ShardFooter.
     if (footer_len < 8) return corrupt("footer too short");
@@ -154,6 +156,7 @@ uint64_t ShardReader::RecordOffset(uint64_t index) const {
 }
 
 ShardReader::~ShardReader() {
+  if (serial_ != 0) DecompressedCache::Process().Forget(serial_);
   if (base_ != nullptr) munmap(const_cast<char*>(base_), size_);
 }
 
@@ -161,6 +164,17 @@ Status ShardReader::CopyRawRecord(uint64_t index, std::string* raw, bool if_cach
   if (index >= num_records()) {
     raw->clear();
     return Status::OutOfRange("record " + std::to_string(index) + " past the end of " + path_);
+  }
+  if (compressed()) {  // decompressed from its block, whether cached or not
+    std::shared_ptr<const std::string> block;
+    std::string_view bytes;
+    Status s = BlockRecord(index, &block, &bytes);
+    if (!s.ok()) {
+      raw->clear();
+      return s;
+    }
+    raw->assign(bytes);
+    return Status::OK();
   }
   const auto [begin, end] = RecordRange(index);
   raw->resize(end - begin);  // an empty range reads nothing and fails to parse
@@ -197,7 +211,7 @@ Status ShardReader::ReadCopy(uint64_t index, std::string* buffer, RecordView* ou
 }
 
 std::string_view ShardReader::RawRecord(uint64_t index) const {
-  if (index >= num_records()) return {};
+  if (index >= num_records() || compressed()) return {};
   const uint64_t begin = RecordOffset(index);
   const uint64_t end = index + 1 < num_records() ? RecordOffset(index + 1) : records_end_;
   // Format 1 checked the order at open; later formats check the pair they use.
@@ -225,6 +239,14 @@ void ShardReader::AdviseMapping(uint64_t footer_offset) const {
 }
 
 std::pair<uint64_t, uint64_t> ShardReader::RecordRange(uint64_t index) const {
+  if (compressed()) {  // the stored block that holds it
+    const uint64_t b = RecordOffset(index) >> 32;
+    if (b >= blocks_) return {0, 0};
+    const uint64_t begin = BlockOffset(b);
+    const uint64_t end = b + 1 < blocks_ ? BlockOffset(b + 1) : records_end_;
+    if (begin < kShardHeaderSize || begin >= end || end > records_end_) return {0, 0};
+    return {begin, end};
+  }
   const std::string_view raw = RawRecord(index);
   if (raw.empty()) return {0, 0};
   const uint64_t begin = static_cast<uint64_t>(raw.data() - base_);
@@ -243,7 +265,7 @@ void ShardReader::AdviseOffset(uint64_t index) const {
 }
 
 void ShardReader::PrefetchRecord(uint64_t index) const {
-  if (index >= records_) return;
+  if (index >= records_ || compressed()) return;
   const auto [begin, end] = RecordRange(index);
   const uint64_t stop = std::min(end, begin + kPrefetchRecordBytes);
   for (uint64_t at = begin; at < stop; at += kCacheLineBytes) __builtin_prefetch(base_ + at);
@@ -288,6 +310,10 @@ Status ShardReader::Read(uint64_t index, RecordView* out) const {
     out->Clear();
     return Status::OutOfRange("record " + std::to_string(index) + " past the end of " + path_ + " (" +
                               std::to_string(num_records()) + " records)");
+  }
+  if (compressed()) {
+    out->Clear();
+    return Status::FailedPrecondition("shard " + path_ + " is compressed: read it with ReadBlockRecord or ReadCopy");
   }
   return ParseRaw(index, RawRecord(index), out);
 }

@@ -44,7 +44,11 @@ bool HeaderStringsAreUtf8(const v1::RecordHeader& h) {
 
 }  // namespace
 
-Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(std::string path, ShardIdentity identity) {
+Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(std::string path, ShardIdentity identity,
+                                                         const ShardWriteOptions& options) {
+  const bool compressed = options.compression != v1::COMPRESSION_NONE;
+  if (compressed) STRATA_RETURN_IF_ERROR(ValidateCompression(options.compression, options.level));
+  if (compressed && options.block_bytes == 0) return Status::InvalidArgument("block size must be positive");
   const std::string dir = DirOf(path);
   const std::string base = path.substr(path.starts_with(dir) ? dir.size() : 0);
   if (base.empty()) return Status::InvalidArgument("shard path '" + path + "' names no file");
@@ -58,9 +62,9 @@ Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(std::string path, Shard
     int fd = Env().Open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) {
       auto writer = std::unique_ptr<ShardWriter>(
-          new ShardWriter(std::move(path), std::move(tmp), fd, std::move(identity)));
+          new ShardWriter(std::move(path), std::move(tmp), fd, std::move(identity), options));
       std::string header(kHeaderMagic);
-      PutU32(&header, kShardFormatVersion);
+      PutU32(&header, compressed ? kCompressedShardFormatVersion : kShardFormatVersion);
       PutU32(&header, 0);  // flags
       STRATA_RETURN_IF_ERROR(writer->Write(header));
       return writer;
@@ -69,17 +73,20 @@ Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(std::string path, Shard
   }
 }
 
-ShardWriter::ShardWriter(std::string path, std::string tmp_path, int fd, ShardIdentity identity)
+ShardWriter::ShardWriter(std::string path, std::string tmp_path, int fd, ShardIdentity identity,
+                         ShardWriteOptions options)
     : path_(std::move(path)),
       tmp_path_(std::move(tmp_path)),
       fd_(fd),
       identity_(std::move(identity)),
+      options_(options),
       file_sum_(std::make_unique<Checksum64Stream>()),
       out_(fd_.get(), tmp_path_) {
   footer_.set_first_id(identity_.first_id);
   footer_.set_dataset(identity_.dataset);
   footer_.set_version(identity_.version);
   footer_.set_seq(identity_.seq);
+  footer_.set_compression(options_.compression);
 }
 
 ShardWriter::~ShardWriter() { RemoveTemp(); }
@@ -137,10 +144,17 @@ Status ShardWriter::Append(const v1::RecordHeader& header, std::span<const std::
   if (!header.AppendToString(&record_)) {
     return Status::InvalidArgument("record " + std::to_string(want_id) + " header does not serialize");
   }
-  record_offsets_.push_back(out_.size());
   payload_bytes_ += payload;
   ++records_;
+  record_bytes_ += record_.size() + payload + 8;
 
+  if (options_.compression != v1::COMPRESSION_NONE) {
+    // The record is framed as in format 3 and goes into the open block.
+    for (std::string_view f : fields) record_.append(f);
+    PutU64(&record_, Checksum64(record_));
+    return AppendToBlock(record_);
+  }
+  record_offsets_.push_back(out_.size());
   if (payload < kDirectWriteBytes) {
     // Small record: stage it whole and checksum it in one pass.
     for (std::string_view f : fields) record_.append(f);
@@ -164,11 +178,12 @@ Result<ShardSummary> ShardWriter::Finish() {
   if (finished_) return Status::InvalidArgument("Finish called twice on " + path_);
   if (!fd_.valid()) return Status::FailedPrecondition("shard writer for " + path_ + " failed earlier");
 
+  STRATA_RETURN_IF_ERROR(CloseBlock());
+  const bool compressed = options_.compression != v1::COMPRESSION_NONE;
   footer_.set_payload_bytes(payload_bytes_);
   std::string footer;
-  footer.reserve(8 + 8 * record_offsets_.size() + 64);
-  PutU64(&footer, record_offsets_.size());
-  footer.append(reinterpret_cast<const char*>(record_offsets_.data()), 8 * record_offsets_.size());
+  AppendTables(&footer);
+  const size_t tables_end = footer.size();
   if (!footer_.AppendToString(&footer) || footer.size() > INT_MAX) {
     return Fail(Status::Internal("footer of " + path_ + " does not serialize"));
   }
@@ -178,18 +193,19 @@ Result<ShardSummary> ShardWriter::Finish() {
   ShardSummary summary;
   summary.records = records_;
   summary.payload_bytes = payload_bytes_;
+  summary.record_bytes = record_bytes_;
   summary.file_checksum = file_sum_->Digest();
   summary.file_bytes = footer_offset + footer.size() + kShardTrailerSize;
 
   std::string trailer;
   PutU64(&trailer, footer_offset);
   PutU32(&trailer, static_cast<uint32_t>(footer.size()));
-  PutU32(&trailer, kShardFormatVersion);
-  // Not the offset table: reads check the entries they use (server/storage/shard_format.h).
+  PutU32(&trailer, compressed ? kCompressedShardFormatVersion : kShardFormatVersion);
+  // Not the tables: reads check the entries they use (server/storage/shard_format.h).
   Checksum64Stream footer_sum;
   footer_sum.Update(footer.data(), 8);
-  const size_t table_end = 8 + 8 * record_offsets_.size();
-  footer_sum.Update(footer.data() + table_end, footer.size() - table_end);
+  if (compressed) footer_sum.Update(footer.data() + 8 + 8 * record_offsets_.size(), 8);  // the block count
+  footer_sum.Update(footer.data() + tables_end, footer.size() - tables_end);
   PutU64(&trailer, footer_sum.Digest());
   PutU64(&trailer, summary.file_checksum);
   trailer.append(kTrailerMagic);

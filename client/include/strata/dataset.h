@@ -36,6 +36,13 @@ enum class WritePolicy : int {
   kQuorum = 2,  // after write_quorum durable copies
 };
 
+// How a version's records are stored on disk. Whatever it is, a stream
+// delivers the bytes that were ingested (the server decompresses them).
+enum class Compression : int {
+  kNone = 0,
+  kZstd = 1,  // blocks of about 64 KiB of records, each a zstd frame
+};
+
 struct IngestOptions {
   // "name" creates the next version; "name@N" names version N, which must not be sealed.
   std::string dataset;
@@ -53,6 +60,13 @@ struct IngestOptions {
   WritePolicy write_policy = WritePolicy::kSync;
   // kQuorum: copies to wait for (1 <= W <= replication).
   uint32_t write_quorum = 0;
+  Compression compression = Compression::kNone;
+  // The codec's level (zstd: 1..19); 0 (default) takes the codec's default (zstd: 3).
+  int compression_level = 0;
+  // Records per compressed block, in bytes (4 KiB..16 MiB): a shuffled read
+  // of one sample decompresses its whole block, and larger blocks compress
+  // better. 0 (default): 64 KiB.
+  uint32_t compression_block_bytes = 0;
 };
 
 // Lifecycle of a dataset version.
@@ -89,6 +103,9 @@ struct DatasetInfo {
   WritePolicy write_policy = WritePolicy::kSync;
   uint32_t write_quorum = 0;
   std::string coordinator;  // the node that ingested it
+  Compression compression = Compression::kNone;
+  int compression_level = 0;  // as stored (zstd: 1..19)
+  uint32_t compression_block_bytes = 0;  // as stored
 };
 
 // One shard file of a version.
