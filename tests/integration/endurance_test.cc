@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <set>
 #include <thread>
@@ -28,8 +29,10 @@ using Steps = std::vector<std::vector<uint64_t>>;  // per step, the rank's ids i
 // connection's buffers: its calls are still sending when it is killed.
 std::string BigPayload(uint64_t i) { return SyntheticPayload(i) + std::string(8 << 10, static_cast<char>('A' + i % 26)); }
 
+// `before_commit` runs after the last write, before the commit.
 Status Ingest(Client& client, const std::string& dataset, uint64_t n, uint32_t replication,
-              const std::function<std::string(uint64_t)>& payload = SyntheticPayload) {
+              const std::function<std::string(uint64_t)>& payload = SyntheticPayload,
+              const std::function<void()>& before_commit = {}) {
   IngestOptions o;
   o.dataset = dataset;
   o.replication = replication;
@@ -43,6 +46,7 @@ Status Ingest(Client& client, const std::string& dataset, uint64_t n, uint32_t r
     s.fields.push_back(Field{"bin", payload(i)});
     STRATA_RETURN_IF_ERROR(writer.value()->Write(s));
   }
+  if (before_commit) before_commit();
   return writer.value()->Commit().status();
 }
 
@@ -339,7 +343,12 @@ TEST(EnduranceTest, HomeKilledMidIngestThenReRunSucceeds) {
     const int other = (home + 1) % 3;
     auto client = cluster.Connect(other);
     Status first;
-    std::jthread ingest([&] { first = Ingest(*client, name, 40000, 2); });
+    // The commit waits for the kill: on a fast run the whole ingest could
+    // otherwise be acknowledged before the home dies. (Bounded, so that a
+    // failed assertion below, which skips the kill, does not hang the join.)
+    std::promise<void> killed;
+    std::shared_future<void> kill_done = killed.get_future().share();
+    std::jthread ingest([&] { first = Ingest(*client, name, 40000, 2, SyntheticPayload, [&] { kill_done.wait_for(300s); }); });
     // Copies of the interrupted version's shards on every node.
     ASSERT_TRUE(Eventually([&] {
       for (int i = 0; i < 3; ++i) {
@@ -348,6 +357,7 @@ TEST(EnduranceTest, HomeKilledMidIngestThenReRunSucceeds) {
       return true;
     }, 60s));
     cluster.Kill(home);
+    killed.set_value();
     ingest.join();
     EXPECT_FALSE(first.ok()) << "an ingest whose home died cannot have been acknowledged";
     Status rerun;
