@@ -3,9 +3,8 @@
 # (-Wthread-safety, findings are errors; see common/thread_annotations.h), in
 # ./build-clang. Builds the libraries, stratad and the strata CLI; fails on a
 # finding or on anything else clang rejects. Incremental, like build.sh.
-# Then a libFuzzer smoke: every fuzz target (fuzz/) for STRATA_FUZZ_SECONDS
-# (default 5) each, instrumented with ASan and UBSan in ./build-fuzz
-# (bench/fuzz.sh); a crash, leak or failed property fails the check.
+# A quick local check: CI gets the same analysis from its TSan build
+# (.ci/sanitize.sh tsan), which is clang's with STRATA_THREAD_SAFETY on.
 # Usage: .ci/clang-check.sh [more targets] [-- ninja options, e.g. -k 0]
 set -euo pipefail
 cd "$(dirname "$0")/.."

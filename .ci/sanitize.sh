@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CI: the server, the client and the Python module under sanitizers.
 #   .ci/sanitize.sh asan   AddressSanitizer + UndefinedBehaviorSanitizer, in ./build-fuzz
-#   .ci/sanitize.sh tsan   ThreadSanitizer (gcc), in ./build-tsan
+#   .ci/sanitize.sh tsan   ThreadSanitizer (clang, with the thread-safety analysis), in ./build-tsan
 # Builds stratad, the strata CLI and a chosen set of test binaries with every
 # target instrumented, runs them, and fails on any sanitizer report. The
 # integration tests start the instrumented stratad as real processes, so a

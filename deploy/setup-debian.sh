@@ -7,7 +7,7 @@ set -euo pipefail
 PACKAGES=(
   # toolchain
   build-essential cmake ninja-build pkg-config git ccache
-  # the second compiler: thread-safety analysis, formatting and lint (.ci/clang-check.sh)
+  # the second compiler: thread-safety analysis and sanitizers (.ci/sanitize.sh), formatting and lint
   clang-14 clang-format-14 clang-tidy-14
   # libFuzzer and the sanitizers' runtimes for clang 14 (fuzz/, bench/fuzz.sh)
   libclang-rt-14-dev

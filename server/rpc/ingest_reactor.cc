@@ -28,6 +28,7 @@ IngestReactor::IngestReactor(const IngestCalls* calls, v1::IngestReply* reply, s
 }
 
 void IngestReactor::OnReadDone(bool ok) {
+  TakeBackFromGrpc(this);
   if (!ok) {
     // The client half-closed or vanished before committing.
     if (session_) session_->Abort("the client ended the stream without a commit");
@@ -111,6 +112,7 @@ Status IngestReactor::Handle(const v1::IngestRequest& request) {
 }
 
 void IngestReactor::OnDone() {
+  TakeBackFromGrpc(this);
   session_.reset();  // aborts if it was not committed
   // A committed ingest gave its heap back before replying; an aborted one does now.
   const IngestCalls* calls = calls_;

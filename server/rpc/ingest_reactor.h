@@ -16,6 +16,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "server/base/active_work.h"
+#include "server/rpc/grpc_handoff.h"
 #include "server/base/metrics.h"
 #include "server/cluster/ingest_coordinator.h"
 #include "server/ingest/ingest_session.h"
@@ -39,7 +40,7 @@ struct IngestCalls {
 // map), so that tests can check a new client against an old server.
 bool LegacyIngestForTests();
 
-class IngestReactor final : public grpc::ServerReadReactor<v1::IngestRequest> {
+class IngestReactor final : public HandOffVisible<grpc::ServerReadReactor<v1::IngestRequest>> {
  public:
   // `context` is the call's: once the ingest is opened the reactor sends
   // initial metadata with kIngestAcceptedKey, so that the client knows at

@@ -10,6 +10,7 @@
 #include "common/unique_fd.h"
 #include "server/cluster/file_transfer.h"
 #include "server/cluster/request_validation.h"
+#include "server/rpc/grpc_handoff.h"
 #include "server/cluster/version_confirm.h"
 #include "server/storage/path_guard.h"
 
@@ -35,18 +36,22 @@ grpc::ServerUnaryReactor* OnExecutor(grpc::CallbackServerContext* context,
 }
 
 // Receives one file; chunks are written on the peer pool, one at a time.
-class PutFileReactor final : public grpc::ServerReadReactor<v1::FileChunk> {
+class PutFileReactor final : public HandOffVisible<grpc::ServerReadReactor<v1::FileChunk>> {
  public:
   PutFileReactor(const PeerServiceImpl::Deps* d, v1::PutFileReply* reply) : d_(d), reply_(reply) { StartRead(&chunk_); }
 
   void OnReadDone(bool ok) override {
+    TakeBackFromGrpc(this);
     if (!ok) {  // the sender is done (or gone)
       boost::asio::post(d_->executor, [this] { Complete(); });
       return;
     }
     boost::asio::post(d_->executor, [this] { Process(); });
   }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    TakeBackFromGrpc(this);
+    delete this;
+  }
 
  private:
   void Process() {
@@ -106,13 +111,14 @@ class PutFileReactor final : public grpc::ServerReadReactor<v1::FileChunk> {
 
 // Sends one local file in chunks. The file is opened, and each chunk read,
 // on the peer pool: never on the gRPC callback thread that created the reactor.
-class GetFileReactor final : public grpc::ServerWriteReactor<v1::FileChunk> {
+class GetFileReactor final : public HandOffVisible<grpc::ServerWriteReactor<v1::FileChunk>> {
  public:
   GetFileReactor(const PeerServiceImpl::Deps* d, const v1::FileRef& file) : d_(d), file_(file) {
     boost::asio::post(d_->executor, [this] { Open(); });
   }
 
   void OnWriteDone(bool ok) override {
+    TakeBackFromGrpc(this);
     if (!ok) {
       Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the receiver went away"));
       return;
@@ -123,7 +129,10 @@ class GetFileReactor final : public grpc::ServerWriteReactor<v1::FileChunk> {
     }
     boost::asio::post(d_->executor, [this] { Next(); });
   }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    TakeBackFromGrpc(this);
+    delete this;
+  }
 
  private:
   void Open() {

@@ -167,6 +167,7 @@ void StreamReactor::Pump(Wake wake) {
 }
 
 void StreamReactor::OnWriteDone(bool ok) {
+  TakeBackFromGrpc(this);
   {
     MutexLock lock(&mu_);
     writing_ = false;
@@ -189,6 +190,7 @@ void StreamReactor::OnWriteDone(bool ok) {
 }
 
 void StreamReactor::OnCancel() {
+  TakeBackFromGrpc(this);
   {
     MutexLock lock(&mu_);
     if (!final_status_) final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the client cancelled the stream");
@@ -213,6 +215,7 @@ void StreamReactor::RecordCursor(uint64_t next_step) {
 }
 
 void StreamReactor::OnDone() {
+  TakeBackFromGrpc(this);
   calls_->metrics->active_streams.Decrement();
   uint64_t completed = 0;
   {

@@ -27,6 +27,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "common/mutex.h"
+#include "server/rpc/grpc_handoff.h"
 #include "server/base/active_work.h"
 #include "server/base/metrics.h"
 #include "server/serve/batch_stream.h"
@@ -50,7 +51,7 @@ struct StreamCalls {
 
 // Parts go out as raw byte buffers (server/serve/wire_part.h), serialised on the
 // pool by the build task, so that payloads reach gRPC without a copy.
-class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+class StreamReactor final : public HandOffVisible<grpc::ServerWriteReactor<grpc::ByteBuffer>> {
  public:
   // Starts building at once. `reserved` bytes were taken from
   // calls->memory for the stream (its first step's estimate); the reactor
