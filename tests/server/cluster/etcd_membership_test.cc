@@ -148,6 +148,15 @@ class EtcdMembershipTest : public ::testing::Test {
     }
   }
 
+  // The map key as etcd holds it, with its mod_revision (the map's epoch).
+  void ReadStoredMap(v1::ClusterMap* map, uint64_t* revision) const {
+    auto map_kv = Client().Get("/strata/test/map");
+    ASSERT_TRUE(map_kv.ok()) << map_kv.status().ToString();
+    ASSERT_EQ(map_kv->kvs.size(), 1u);
+    ASSERT_TRUE(map->ParseFromString(map_kv->kvs[0].value));
+    *revision = static_cast<uint64_t>(map_kv->kvs[0].mod_revision);
+  }
+
   EtcdClient Client() const {
     EtcdClient::Options options;
     options.endpoints = {etcd_->endpoint()};
@@ -187,14 +196,12 @@ TEST_F(EtcdMembershipTest, AllMembersUpInEveryMap) {
     }
   }
   // The keys as documented: the map's epoch is the map key's mod_revision.
-  EtcdClient client = Client();
-  auto map_kv = client.Get("/strata/test/map");
-  ASSERT_TRUE(map_kv.ok()) << map_kv.status().ToString();
-  ASSERT_EQ(map_kv->kvs.size(), 1u);
   v1::ClusterMap stored;
-  ASSERT_TRUE(stored.ParseFromString(map_kv->kvs[0].value));
+  uint64_t revision = 0;
+  ASSERT_NO_FATAL_FAILURE(ReadStoredMap(&stored, &revision));
   EXPECT_EQ(stored.nodes_size(), 3);
-  EXPECT_EQ(members_[0]->Current().epoch(), static_cast<uint64_t>(map_kv->kvs[0].mod_revision));
+  EXPECT_EQ(members_[0]->Current().epoch(), revision);
+  EtcdClient client = Client();
   auto nodes = client.GetPrefix("/strata/test/nodes/");
   ASSERT_TRUE(nodes.ok());
   ASSERT_EQ(nodes->kvs.size(), 3u);
@@ -267,16 +274,11 @@ TEST_F(EtcdMembershipTest, RegistrationsCarryDiskFiguresThatChangeNoEpoch) {
   }
   EXPECT_EQ(Leases(), leases) << "the same leases";
   // The map key: no disk figures, and its revision is still every member's epoch.
-  EtcdClient client = Client();
-  auto map_kv = client.Get("/strata/test/map");
-  ASSERT_TRUE(map_kv.ok()) << map_kv.status().ToString();
-  ASSERT_EQ(map_kv->kvs.size(), 1u);
   v1::ClusterMap stored;
-  ASSERT_TRUE(stored.ParseFromString(map_kv->kvs[0].value));
+  uint64_t revision = 0;
+  ASSERT_NO_FATAL_FAILURE(ReadStoredMap(&stored, &revision));
   for (const auto& n : stored.nodes()) EXPECT_EQ(n.disk_total_bytes(), 0u) << n.id();
-  for (const auto& m : members_) {
-    EXPECT_EQ(m->Current().epoch(), static_cast<uint64_t>(map_kv->kvs[0].mod_revision));
-  }
+  for (const auto& m : members_) EXPECT_EQ(m->Current().epoch(), revision);
 }
 
 TEST_F(EtcdMembershipTest, CrashedMemberGoesDownThenLeavesAndComesBackUp) {
