@@ -57,10 +57,7 @@ else
          periodic_task_test active_work_test "block_cache_test:-*MemoryBudget*" replicator_test)
 fi
 
-launcher=()
-if command -v ccache >/dev/null 2>&1; then
-  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-fi
+source deploy/local/ccache.sh  # sets launcher
 # -O1 -g1: the optimisation level the sanitizers recommend, and line tables
 # for the reports' stacks; both compile faster than RelWithDebInfo's -O2 -g.
 # Warnings are the main build's business (-DSTRATA_WERROR there).

@@ -17,10 +17,7 @@ if [ ${#targets[@]} -eq 0 ]; then
   targets=($(ls fuzz/corpus))
 fi
 if ! command -v clang++-14 >/dev/null 2>&1; then bash deploy/setup-debian.sh; fi
-launcher=()
-if command -v ccache >/dev/null 2>&1; then
-  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-fi
+source deploy/local/ccache.sh  # sets launcher
 if [ ! -f build-fuzz/build.ninja ]; then
   cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DSTRATA_FUZZ=ON \

@@ -20,25 +20,11 @@ while [ $# -gt 0 ]; do
   esac
 done
 export PYTHONPATH="$bin/client/python"
-work="$(mktemp -d /tmp/strata-bench-py-XXXXXX)"
-pid=""
-cleanup() {
-  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=bench/lib/cluster.sh
+source "$root/bench/lib/cluster.sh"
+bench_work strata-bench-py
 mkdir -p "$root/bench/results"
-
-: >"$work/stratad.log"  # exists before the first look at it
-"$bin/server/stratad" --listen 127.0.0.1:0 --metrics-listen "" --data-dir "$work/node" >"$work/stratad.log" 2>&1 &
-pid=$!
-server=""
-for _ in $(seq 200); do
-  server="$(sed -nE 's/.*ready: grpc=([^ ]+).*/\1/p' "$work/stratad.log" | head -1)"
-  [ -n "$server" ] && break
-  sleep 0.1
-done
-[ -n "$server" ] || { cat "$work/stratad.log" >&2; exit 1; }
+bench_stratad node
 
 echo "== $samples samples of 1 KiB, batch 256, stratad on $server; load: $(uptime | sed 's/.*load average/load average/')"
 "$bin/bench/strata-make-dataset" --out "$work/data" --format tar --samples "$samples" --size 1KiB \

@@ -6,10 +6,7 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
 bash deploy/setup-debian.sh
 build_type="${STRATA_BUILD_TYPE:-RelWithDebInfo}"
-launcher=()
-if command -v ccache >/dev/null 2>&1; then  # rebuilds and other checkouts reuse objects
-  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-fi
+source deploy/local/ccache.sh  # sets launcher
 if [ ! -f build/build.ninja ]; then
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="$build_type" -DSTRATA_WERROR=ON "${launcher[@]}"
 fi

@@ -1,6 +1,10 @@
 #include "server/cluster/cluster_view.h"
 
+#include <google/protobuf/util/message_differencer.h>
+
 #include <map>
+
+#include "server/cluster/membership.h"
 
 namespace strata {
 
@@ -21,8 +25,12 @@ void ClusterView::Update(const v1::ClusterMap& map) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (map.epoch() < map_.epoch() && map.membership() == map_.membership()) return;  // stale
+    // New disk figures alone (membership passes them every heartbeat) are
+    // taken but wake no subscriber: nothing to place or repair anew.
+    const bool disks_only = !google::protobuf::util::MessageDifferencer::Equals(map, map_) &&
+                            SameApartFromDisks(map, map_);
     map_ = map;
-    subscribers = on_change_;
+    if (!disks_only) subscribers = on_change_;
   }
   int up = 0;
   std::map<std::string, bool> peers_up;

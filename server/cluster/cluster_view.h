@@ -26,7 +26,8 @@ class ClusterView {
   v1::ClusterMap Current() const;
 
   // Takes `map` unless it is older than the current one of the same
-  // membership kind; then calls the subscribers (outside the lock).
+  // membership kind; then calls the subscribers (outside the lock), unless
+  // only the nodes' disk figures changed.
   void Update(const v1::ClusterMap& map);
   // `fn` runs after every accepted update, on the updating thread.
   void Subscribe(std::function<void()> fn);

@@ -63,7 +63,8 @@ std::string Changes(const v1::ClusterMap& from, const v1::ClusterMap& to) {
   return out.empty() ? "no node changes" : out;
 }
 
-// What a node writes under nodes/<id>: who it is, not how it is doing.
+// Who a node is, as it registers under nodes/<id> (RegistrationNow adds how
+// full its disk is).
 v1::NodeInfo Registration(const v1::NodeInfo& self) {
   v1::NodeInfo reg;
   reg.set_id(self.id());
@@ -75,11 +76,23 @@ v1::NodeInfo Registration(const v1::NodeInfo& self) {
   return reg;
 }
 
+// Disk figures worth writing again: across the watermark, another total, or
+// free space moved by 1% of the total.
+bool DiskMoved(const v1::NodeInfo& was, const v1::NodeInfo& now) {
+  const uint64_t step = std::max<uint64_t>(now.disk_total_bytes() / 100, 1);
+  const uint64_t a = was.disk_free_bytes();
+  const uint64_t b = now.disk_free_bytes();
+  return was.disk_full() != now.disk_full() || was.disk_total_bytes() != now.disk_total_bytes() ||
+         (a > b ? a - b : b - a) >= step;
+}
+
 }  // namespace
 
 std::unique_ptr<Membership> NewEtcdMembership(const NodeConfig& config, const v1::NodeInfo& self,
-                                              boost::asio::any_io_executor executor) {
-  return std::make_unique<EtcdMembership>(config, self, std::move(executor));
+                                              boost::asio::any_io_executor executor, const DiskSpace* disk) {
+  EtcdMembershipOptions options;
+  options.disk = disk;
+  return std::make_unique<EtcdMembership>(config, self, std::move(executor), options);
 }
 
 EtcdMembership::EtcdMembership(const NodeConfig& config, const v1::NodeInfo& self,
@@ -104,7 +117,25 @@ EtcdMembership::~EtcdMembership() { Stop(); }
 
 v1::ClusterMap EtcdMembership::Current() const {
   MutexLock lock(&mu_);
-  return map_;
+  return WithDisks(map_);
+}
+
+v1::ClusterMap EtcdMembership::WithDisks(const v1::ClusterMap& map) const {
+  v1::ClusterMap out = map;
+  for (auto& n : *out.mutable_nodes()) {
+    if (n.id() == self_.id() && options_.disk != nullptr) {
+      SetDisk(*options_.disk, &n);
+    } else if (auto it = disks_.find(n.id()); it != disks_.end()) {
+      CopyDisk(it->second, &n);
+    }
+  }
+  return out;
+}
+
+v1::NodeInfo EtcdMembership::RegistrationNow() const {
+  v1::NodeInfo reg = self_;
+  if (options_.disk != nullptr) SetDisk(*options_.disk, &reg);
+  return reg;
 }
 
 void EtcdMembership::Subscribe(std::function<void(const v1::ClusterMap&)> fn) {
@@ -148,7 +179,8 @@ Status EtcdMembership::Start() {
 Result<int64_t> EtcdMembership::Register(int64_t previous_lease) {
   auto lease = client_.LeaseGrant(std::max<int64_t>(config_.lease_ttl_s, 1));
   if (!lease.ok()) return lease.status();
-  auto revision = client_.Put(node_key_, self_.SerializeAsString(), lease->id);
+  const v1::NodeInfo reg = RegistrationNow();
+  auto revision = client_.Put(node_key_, reg.SerializeAsString(), lease->id);
   if (!revision.ok()) {
     client_.LeaseRevoke(lease->id).IgnoreError();  // best effort: it expires anyway
     return revision.status();
@@ -166,6 +198,7 @@ Result<int64_t> EtcdMembership::Register(int64_t previous_lease) {
   if (previous_lease != 0) client_.LeaseRevoke(previous_lease).IgnoreError();
   lease_ = *lease;
   registered_ = true;
+  registered_as_ = reg;
   return *revision;
 }
 
@@ -187,6 +220,18 @@ std::chrono::milliseconds EtcdMembership::Step() {
       spdlog::info("membership: {} registered again in etcd (lease {:x})", self_.id(), lease_.id);
     } else {
       spdlog::debug("membership: registering {} again: {}", self_.id(), revision.status().ToString());
+    }
+  }
+  if (registered_ && options_.disk != nullptr) {
+    // The disk figures moved: the same registration with the new ones, under the same lease.
+    const v1::NodeInfo reg = RegistrationNow();
+    if (DiskMoved(registered_as_, reg)) {
+      auto put = client_.Put(node_key_, reg.SerializeAsString(), lease_.id);
+      if (put.ok()) {
+        registered_as_ = reg;
+      } else {
+        spdlog::debug("membership: writing the disk figures of {}: {}", self_.id(), put.status().ToString());
+      }
     }
   }
   bool again = false;
@@ -217,6 +262,7 @@ bool EtcdMembership::Reconcile() {
     etcd_ok_ = true;
 
     std::map<std::string, v1::NodeInfo> registered;
+    std::map<std::string, v1::NodeInfo> disks;  // the registrations' disk figures, kept out of the map
     v1::ClusterMap current;
     int64_t map_revision = 0;
     for (const auto& kv : read->kvs) {
@@ -236,11 +282,14 @@ bool EtcdMembership::Reconcile() {
         info.set_id(id);
         info.set_state(v1::NODE_UP);
         info.set_down_since_unix_ms(0);
+        if (info.disk_total_bytes() != 0) CopyDisk(info, &disks[id]);  // 0: none reported
+        ClearDisk(&info);
         registered[id] = std::move(info);
       }
     }
     const bool self_present = registered.count(self_.id()) > 0;
     current.set_epoch(static_cast<uint64_t>(map_revision));
+    PublishDisks(std::move(disks));
     if (map_revision != 0) Publish(current);
 
     // The map as it should be: registered nodes up; the others down since the
@@ -282,6 +331,7 @@ bool EtcdMembership::Reconcile() {
 
 void EtcdMembership::Publish(const v1::ClusterMap& map) {
   std::vector<std::function<void(const v1::ClusterMap&)>> subs;
+  v1::ClusterMap published;
   {
     MutexLock lock(&mu_);
     if (map.epoch() <= map_.epoch()) return;  // already seen (or older)
@@ -290,8 +340,27 @@ void EtcdMembership::Publish(const v1::ClusterMap& map) {
     map_ = map;
     if (!changed) return;
     subs = subs_;
+    published = WithDisks(map_);
   }
-  for (const auto& fn : subs) fn(map);
+  for (const auto& fn : subs) fn(published);
+}
+
+void EtcdMembership::PublishDisks(std::map<std::string, v1::NodeInfo> disks) {
+  std::vector<std::function<void(const v1::ClusterMap&)>> subs;
+  v1::ClusterMap published;
+  {
+    MutexLock lock(&mu_);
+    const bool changed = disks.size() != disks_.size() ||
+                         !std::equal(disks.begin(), disks.end(), disks_.begin(), [](const auto& a, const auto& b) {
+                           return a.first == b.first &&
+                                  google::protobuf::util::MessageDifferencer::Equals(a.second, b.second);
+                         });
+    disks_ = std::move(disks);
+    if (!changed || map_.epoch() == 0) return;  // before the first map read, Publish tells
+    subs = subs_;
+    published = WithDisks(map_);
+  }
+  for (const auto& fn : subs) fn(published);
 }
 
 void EtcdMembership::Stop() { Shutdown(/*revoke=*/true); }

@@ -9,8 +9,8 @@
 namespace strata {
 
 // REQUIRES: config.cluster.membership == "etcd" and etcd_endpoints non-empty.
-// `executor`: see EtcdMembership.
+// `executor`: see EtcdMembership; `disk`: see Membership::Create.
 std::unique_ptr<Membership> NewEtcdMembership(const NodeConfig& config, const v1::NodeInfo& self,
-                                              boost::asio::any_io_executor executor);
+                                              boost::asio::any_io_executor executor, const DiskSpace* disk = nullptr);
 
 }  // namespace strata

@@ -2,10 +2,13 @@
 // crash; everything else uses NewEtcdMembership (etcd_membership.h).
 //
 // Keys, under /strata/<cluster>/:
-//   nodes/<id>  serialized v1::NodeInfo (id, address, metrics_address),
-//               attached to the node's lease: it vanishes when the node does.
+//   nodes/<id>  serialized v1::NodeInfo (id, address, metrics_address, and
+//               the disk figures, rewritten when they move), attached to the
+//               node's lease: it vanishes when the node does.
 //   map         serialized v1::ClusterMap (nodes, membership, cluster; epoch
-//               unset): readers take the epoch from the key's mod_revision.
+//               unset; no disk figures): readers take the epoch from the key's
+//               mod_revision. Current() adds each node's disk figures as last
+//               read from its registration (this node's own from its disk).
 //
 // Every node reconciles (on each watch event, and every reconcile_interval so
 // that grace periods end without events): registered nodes are NODE_UP; nodes
@@ -18,7 +21,9 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <chrono>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/mutex.h"
@@ -35,6 +40,9 @@ struct EtcdMembershipOptions {
   std::chrono::milliseconds reconcile_interval{1000};
   // Deadline of each call to etcd.
   std::chrono::milliseconds call_timeout{2000};
+  // This node's disk, reported in its registration (see Membership::Create);
+  // nullptr: none reported.
+  const DiskSpace* disk = nullptr;
 };
 
 class EtcdMembership final : public Membership {
@@ -71,6 +79,13 @@ class EtcdMembership final : public Membership {
   // Makes `map` (epoch = its revision) the current one; notifies on a change
   // of content. REQUIRES: mu_ not held; called from a run of task_.
   void Publish(const v1::ClusterMap& map) EXCLUDES(mu_);
+  // Takes the disk figures read from the registrations (by id); notifies on
+  // a change once a map has been read.
+  void PublishDisks(std::map<std::string, v1::NodeInfo> disks) EXCLUDES(mu_);
+  // `map` with every node's disk figures as last heard.
+  v1::ClusterMap WithDisks(const v1::ClusterMap& map) const REQUIRES(mu_);
+  // What this node writes under nodes/<id> now: self_ and its disk figures.
+  v1::NodeInfo RegistrationNow() const;
   void Shutdown(bool revoke);
 
   const ClusterConfig config_;
@@ -86,6 +101,7 @@ class EtcdMembership final : public Membership {
   // by the thread that runs Stop(); never two at once.
   EtcdLease lease_;
   bool registered_ = false;
+  v1::NodeInfo registered_as_;  // as last written under nodes/<self>
   bool etcd_ok_ = true;  // for logging transitions only
   std::unique_ptr<EtcdKeepAlive> keep_alive_;
   std::unique_ptr<EtcdWatch> nodes_watch_;
@@ -93,7 +109,8 @@ class EtcdMembership final : public Membership {
 
   mutable Mutex mu_;
   CondVar cv_;
-  v1::ClusterMap map_ GUARDED_BY(mu_);
+  v1::ClusterMap map_ GUARDED_BY(mu_);                        // as in etcd: no disk figures
+  std::map<std::string, v1::NodeInfo> disks_ GUARDED_BY(mu_);  // by id, from the registrations
   std::vector<std::function<void(const v1::ClusterMap&)>> subs_ GUARDED_BY(mu_);
   bool started_ GUARDED_BY(mu_) = false;
   bool stopped_ GUARDED_BY(mu_) = false;

@@ -15,6 +15,14 @@
 //    period: removed; registered again: NODE_UP). Nodes watch the map key.
 //    etcd provides the consensus; strata has none of its own.
 //
+// Each node's disk figures (NodeInfo.disk_*: free, total, below the high
+// watermark) travel with membership: static, in the heartbeat's PingReply;
+// etcd, in the node's registration, written again under the same lease when
+// its figures move (by 1% of the total, or across the watermark). They are
+// not written into the etcd map key and change no epoch; a change of them
+// alone is still passed to the subscribers. A node not heard from yet reports
+// total 0 and is not full.
+//
 // Thread-safety: Current() and Subscribe() are safe from any thread; callbacks
 // run on the membership's executor and must not block for long.
 #pragma once
@@ -22,12 +30,14 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "common/placement.h"
 #include "common/status.h"
 #include "server/cluster/peer_clients.h"
 #include "server/base/config.h"
+#include "server/storage/disk_space.h"
 #include "strata/v1/cluster.pb.h"
 
 namespace strata {
@@ -38,9 +48,12 @@ class Membership {
   // this node (id, advertised address, metrics address). `peers` must outlive
   // the membership. `executor` runs its periodic work (heartbeats, etcd
   // reconciliation), which blocks on network calls for up to their deadline:
-  // the daemon's background pool.
+  // the daemon's background pool. `disk` (nullable; else it must outlive the
+  // membership) is this node's disk, whose last sample its NodeInfo reports;
+  // the membership only reads it (PeerDisks samples it).
   static Result<std::unique_ptr<Membership>> Create(const NodeConfig& config, const v1::NodeInfo& self,
-                                                    PeerClients* peers, boost::asio::any_io_executor executor);
+                                                    PeerClients* peers, boost::asio::any_io_executor executor,
+                                                    const DiskSpace* disk = nullptr);
 
   virtual ~Membership() = default;
 
@@ -69,5 +82,15 @@ std::vector<PlacementMember> PlacementMembers(const v1::ClusterMap& map,
                                               const std::function<bool(const v1::NodeInfo&)>& keep);
 // The node with id `id`, or nullptr.
 const v1::NodeInfo* FindNode(const v1::ClusterMap& map, const std::string& id);
+
+// Disk figures in a NodeInfo: `disk`'s last sample into `node`; the disk
+// fields of `from` into `to`; cleared.
+void SetDisk(const DiskSpace& disk, v1::NodeInfo* node);
+void CopyDisk(const v1::NodeInfo& from, v1::NodeInfo* to);
+void ClearDisk(v1::NodeInfo* node);
+// The listed nodes that report their disk below the high watermark.
+std::set<std::string> FullNodes(const v1::ClusterMap& map);
+// True when the maps are equal but for their nodes' disk figures.
+bool SameApartFromDisks(const v1::ClusterMap& a, const v1::ClusterMap& b);
 
 }  // namespace strata

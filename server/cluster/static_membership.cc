@@ -1,5 +1,6 @@
 #include "server/cluster/static_membership.h"
 
+#include <google/protobuf/util/message_differencer.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -30,10 +31,11 @@ bool SameNodes(const v1::ClusterMap& a, const v1::ClusterMap& b) {
 }  // namespace
 
 StaticMembership::StaticMembership(const NodeConfig& config, const v1::NodeInfo& self, PeerClients* peers,
-                                   boost::asio::any_io_executor executor)
+                                   boost::asio::any_io_executor executor, const DiskSpace* disk)
     : config_(config.cluster),
       self_(self),
       peers_(peers),
+      disk_(disk),
       started_(std::chrono::steady_clock::now()),
       heartbeat_(std::move(executor), [this] {
         PingAll();
@@ -126,6 +128,12 @@ void StaticMembership::PingAll() {
     }
     it->second.last_seen = now;
     it->second.ever_seen = true;
+    const v1::PingReply& r = calls[i]->reply;
+    if (r.disk_total_bytes() != 0) {  // 0: not sampled yet; keep what was heard before
+      it->second.info.set_disk_free_bytes(r.disk_free_bytes());
+      it->second.info.set_disk_total_bytes(r.disk_total_bytes());
+      it->second.info.set_disk_full(r.disk_full());
+    }
   }
 }
 
@@ -139,6 +147,7 @@ void StaticMembership::Recompute() {
     MutexLock lock(&mu_);
     std::vector<v1::NodeInfo> nodes = {self_};
     nodes.back().set_state(v1::NODE_UP);
+    if (disk_ != nullptr) SetDisk(*disk_, &nodes.back());
     for (auto& [id, p] : others_) {
       const auto silent = now - p.last_seen;
       if (silent < failure) {
@@ -158,8 +167,12 @@ void StaticMembership::Recompute() {
     next = map_;
     next.clear_nodes();
     for (auto& n : nodes) *next.add_nodes() = std::move(n);
-    if (SameNodes(next, map_) && map_.epoch() != 0) return;
-    next.set_epoch(map_.epoch() + 1);
+    // The same nodes keep the epoch (new disk figures at most).
+    if (SameNodes(next, map_) && map_.epoch() != 0) {
+      if (google::protobuf::util::MessageDifferencer::Equals(next, map_)) return;
+    } else {
+      next.set_epoch(map_.epoch() + 1);
+    }
     map_ = next;
     subs = subs_;
   }

@@ -3,7 +3,8 @@
 //
 // The heartbeat is a PeriodicTask on the executor it is given: each run pings
 // every other node at once (asynchronous calls, waited for up to the
-// heartbeat interval) and recomputes the map.
+// heartbeat interval) and recomputes the map. A reply's disk figures become
+// the replier's NodeInfo.disk_*; this node's own come from its DiskSpace.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -20,9 +21,9 @@ namespace strata {
 class StaticMembership final : public Membership {
  public:
   // `executor` runs the heartbeat; a run blocks for up to the heartbeat
-  // interval (the pings' deadline).
+  // interval (the pings' deadline). `disk`: see Membership::Create.
   StaticMembership(const NodeConfig& config, const v1::NodeInfo& self, PeerClients* peers,
-                   boost::asio::any_io_executor executor);
+                   boost::asio::any_io_executor executor, const DiskSpace* disk = nullptr);
   ~StaticMembership() override;
 
   Status Start() override;
@@ -44,6 +45,7 @@ class StaticMembership final : public Membership {
   const ClusterConfig config_;
   const v1::NodeInfo self_;
   PeerClients* const peers_;
+  const DiskSpace* const disk_;
   const std::chrono::steady_clock::time_point started_;
 
   mutable Mutex mu_;

@@ -104,7 +104,7 @@ Status Server::Build() {
   // Cluster: a one-node view until Serve() joins.
   peers_ = std::make_unique<PeerClients>();
   view_ = std::make_unique<ClusterView>(config_.node_id, metrics_.get());
-  peer_disks_ = std::make_unique<PeerDisks>(disk_.get(), view_.get(), peers_.get(), background_->get_executor(),
+  peer_disks_ = std::make_unique<PeerDisks>(disk_.get(), view_.get(), background_->get_executor(),
                                             std::chrono::milliseconds(config_.cluster.heartbeat_interval_ms));
   versions_ = std::make_unique<VersionSync>(catalog_.get(), dir_.get(), files_.get(), peers_.get(), view_.get());
   replicator_ = std::make_unique<Replicator>(config_.node_id, dir_.get(), peers_.get(), metrics_.get());
@@ -289,7 +289,7 @@ Status Server::Serve() {
     if (self.zone().empty()) self.set_zone(n.zone);
     if (self.rack().empty()) self.set_rack(n.rack);
   }
-  auto membership = Membership::Create(config_, self, peers_.get(), background_->get_executor());
+  auto membership = Membership::Create(config_, self, peers_.get(), background_->get_executor(), disk_.get());
   if (!membership.ok()) return membership.status();
   membership_ = std::move(membership).value();
   membership_->Subscribe([view = view_.get()](const v1::ClusterMap& map) { view->Update(map); });

@@ -7,9 +7,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "common/status.h"
 #include "strata/client.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
@@ -22,24 +24,44 @@ inline std::string SyntheticPayload(uint64_t i) {
 }
 inline std::string SyntheticLabel(uint64_t i, uint32_t labels) { return "label" + std::to_string(i % labels); }
 
-// Ingests n synthetic samples as `dataset`; fails the test on error.
-inline IngestSummary IngestSynthetic(Client& client, const std::string& dataset, uint64_t n, uint32_t labels,
-                                     const std::function<std::string(uint64_t)>& payload = SyntheticPayload) {
+// How a synthetic dataset is ingested. 0 leaves the server's default.
+struct SyntheticIngest {
+  uint32_t labels = 3;
+  uint32_t replication = 0;
+  uint64_t shard_target_bytes = 0;  // e.g. 16 KiB: many shards, spread over the nodes
+  std::function<std::string(uint64_t)> payload = SyntheticPayload;
+  std::function<void()> before_commit = nullptr;  // runs after the last write, before the commit
+};
+
+// Ingests n synthetic samples as `dataset` (sample i: key "k<i>", label
+// SyntheticLabel(i, labels), field "bin" holding payload(i)). Returns the
+// commit's summary, or the first error of the start, a write or the commit.
+inline Result<IngestSummary> TryIngestSynthetic(Client& client, const std::string& dataset, uint64_t n,
+                                                const SyntheticIngest& how = {}) {
   IngestOptions o;
   o.dataset = dataset;
+  o.replication = how.replication;
+  o.shard_target_bytes = how.shard_target_bytes;
   auto writer = client.StartIngest(o);
-  EXPECT_TRUE(writer.ok()) << writer.status().ToString();
-  if (!writer.ok()) return {};
+  if (!writer.ok()) return writer.status();
   for (uint64_t i = 0; i < n; ++i) {
     Sample s;
     s.key = "k" + std::to_string(i);
-    s.label = SyntheticLabel(i, labels);
-    s.fields.push_back({"bin", payload(i)});
-    Status st = writer.value()->Write(s);
-    EXPECT_TRUE(st.ok()) << st.ToString();
-    if (!st.ok()) return {};
+    s.label = SyntheticLabel(i, how.labels);
+    s.fields.push_back({"bin", how.payload(i)});
+    STRATA_RETURN_IF_ERROR(writer.value()->Write(s));
   }
-  auto reply = writer.value()->Commit();
+  if (how.before_commit) how.before_commit();
+  return writer.value()->Commit();
+}
+
+// The same, failing the test on error (an empty summary then).
+inline IngestSummary IngestSynthetic(Client& client, const std::string& dataset, uint64_t n, uint32_t labels,
+                                     const std::function<std::string(uint64_t)>& payload = SyntheticPayload) {
+  SyntheticIngest how;
+  how.labels = labels;
+  how.payload = payload;
+  auto reply = TryIngestSynthetic(client, dataset, n, how);
   EXPECT_TRUE(reply.ok()) << reply.status().ToString();
   return reply.ok() ? reply.value() : IngestSummary();
 }
@@ -68,15 +90,35 @@ inline RankRun StreamAll(Client& client, const StreamOptions& options) {
   }
 }
 
-// One stratad with a data directory, started fresh for a test suite.
+// One rank's epoch of `dataset` (world 1), `batch` samples a batch.
+inline RankRun StreamDataset(Client& client, const std::string& dataset, uint32_t batch = 50) {
+  StreamOptions o;
+  o.dataset = dataset;
+  o.batch_size = batch;
+  return StreamAll(client, o);
+}
+
+// The distinct sample ids of that epoch; fails the test unless the stream
+// ended at the epoch's end (OutOfRange).
+inline std::set<uint64_t> DistinctIdsStreamed(Client& client, const std::string& dataset, uint32_t batch = 50) {
+  const RankRun run = StreamDataset(client, dataset, batch);
+  EXPECT_EQ(run.end.code(), Code::kOutOfRange) << dataset << ": " << run.end.ToString();
+  std::set<uint64_t> ids;
+  for (const auto& b : run.batches) ids.insert(b.ids().begin(), b.ids().end());
+  return ids;
+}
+
+// One stratad with a data directory, started fresh for a test suite, and a
+// client of it. `binary`: another stratad binary (empty: this build's).
 class SingleNode {
  public:
-  SingleNode() { Start(); }
+  explicit SingleNode(std::string binary = "") : binary_(std::move(binary)) { Start(); }
 
   void Start() {
     StratadProcess::Options o;
     o.data_dir = dir_.Join("data");
     o.extra_args = {"--log-level", "info"};
+    o.binary = binary_;
     process_ = StratadProcess::Start(o);
     ASSERT_NE(process_, nullptr);
     auto client = Client::Connect(process_->address());
@@ -95,6 +137,7 @@ class SingleNode {
   }
 
  private:
+  const std::string binary_;
   TempDir dir_;
   std::unique_ptr<StratadProcess> process_;
   std::unique_ptr<Client> client_;

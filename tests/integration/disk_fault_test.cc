@@ -37,28 +37,9 @@ class FaultRules {
   const std::string path_;
 };
 
+// Many shards, spread over the nodes.
 Status Ingest(Client& client, const std::string& dataset, uint64_t n, uint32_t replication = 0) {
-  IngestOptions o;
-  o.dataset = dataset;
-  o.replication = replication;
-  o.shard_target_bytes = 16 << 10;  // many shards, spread over the nodes
-  auto writer = client.StartIngest(o);
-  if (!writer.ok()) return writer.status();
-  for (uint64_t i = 0; i < n; ++i) {
-    Sample s;
-    s.key = "k" + std::to_string(i);
-    s.label = SyntheticLabel(i, 3);
-    s.fields.push_back(Field{"bin", SyntheticPayload(i)});
-    STRATA_RETURN_IF_ERROR(writer.value()->Write(s));
-  }
-  return writer.value()->Commit().status();
-}
-
-RankRun Stream(Client& client, const std::string& dataset) {
-  StreamOptions o;
-  o.dataset = dataset;
-  o.batch_size = 50;
-  return StreamAll(client, o);
+  return TryIngestSynthetic(client, dataset, n, {.replication = replication, .shard_target_bytes = 16 << 10}).status();
 }
 
 // Every sample of a dataset of n, exactly once, with its payload.
@@ -86,46 +67,56 @@ bool VisibleEverywhere(LocalCluster& cluster, const std::string& dataset) {
   return true;
 }
 
-TEST(DiskFaultTest, ReadsFailingWithEioAreServedByAnotherHolder) {
-  TempDir dir;
-  FaultRules faults(dir);
-  LocalCluster::Options o;
-  o.nodes = 3;
-  LocalCluster cluster(o);
-  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3 && cluster.UpIn(1) == 3 && cluster.UpIn(2) == 3; }, 30s));
-  auto client = Client::Connect(cluster.Addresses());
-  ASSERT_TRUE(client.ok()) << client.status().ToString();
-  ASSERT_TRUE(Ingest(*client.value(), "eio", 2000, 2).ok());
-  ASSERT_TRUE(Eventually([&] { return VisibleEverywhere(cluster, "eio"); }, 30s));
+// Three nodes started with the fault rules, a client of all three, and
+// `dataset` (2000 samples, two copies of each shard) known to every node.
+class DiskFaultTest : public ::testing::Test {
+ protected:
+  DiskFaultTest() : faults_(dir_) {}
+
+  void StartWith(const std::string& dataset) {
+    LocalCluster::Options o;
+    o.nodes = 3;
+    cluster_ = std::make_unique<LocalCluster>(o);
+    LocalCluster& c = *cluster_;
+    ASSERT_TRUE(Eventually([&] { return c.UpIn(0) == 3 && c.UpIn(1) == 3 && c.UpIn(2) == 3; }, 30s));
+    auto client = Client::Connect(c.Addresses());
+    ASSERT_TRUE(client.ok()) << client.status().ToString();
+    client_ = std::move(client).value();
+    const Status ingested = Ingest(*client_, dataset, 2000, 2);
+    ASSERT_TRUE(ingested.ok()) << ingested.ToString();
+    ASSERT_TRUE(Eventually([&] { return VisibleEverywhere(c, dataset); }, 30s));
+  }
+
+  TempDir dir_;
+  FaultRules faults_;
+  std::unique_ptr<LocalCluster> cluster_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(DiskFaultTest, ReadsFailingWithEioAreServedByAnotherHolder) {
+  ASSERT_NO_FATAL_FAILURE(StartWith("eio"));
+  LocalCluster& cluster = *cluster_;
   // node-2's disk cannot read the dataset's shards: the other holder of each serves it.
-  faults.Set("read EIO " + cluster.Id(1) + "/shards/eio/\n");
-  ExpectWhole(Stream(*client.value(), "eio"), 2000);
+  faults_.Set("read EIO " + cluster.Id(1) + "/shards/eio/\n");
+  ExpectWhole(StreamDataset(*client_, "eio"), 2000);
   EXPECT_TRUE(Serving(cluster, 1)) << "node-2 keeps running";
   EXPECT_NE(cluster.Process(1).Log().find("Input/output error"), std::string::npos)
       << "the fault was hit:\n" << cluster.Process(1).Log();
 }
 
-TEST(DiskFaultTest, ReadsFailingOnEveryHolderEndTheStreamWithAStatus) {
-  TempDir dir;
-  FaultRules faults(dir);
-  LocalCluster::Options o;
-  o.nodes = 3;
-  LocalCluster cluster(o);
-  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3 && cluster.UpIn(1) == 3 && cluster.UpIn(2) == 3; }, 30s));
-  auto client = Client::Connect(cluster.Addresses());
-  ASSERT_TRUE(client.ok()) << client.status().ToString();
-  ASSERT_TRUE(Ingest(*client.value(), "gone", 2000, 2).ok());
-  ASSERT_TRUE(Eventually([&] { return VisibleEverywhere(cluster, "gone"); }, 30s));
-  faults.Set("read EIO /shards/gone/\n");
-  const RankRun run = Stream(*client.value(), "gone");
+TEST_F(DiskFaultTest, ReadsFailingOnEveryHolderEndTheStreamWithAStatus) {
+  ASSERT_NO_FATAL_FAILURE(StartWith("gone"));
+  LocalCluster& cluster = *cluster_;
+  faults_.Set("read EIO /shards/gone/\n");
+  const RankRun run = StreamDataset(*client_, "gone");
   EXPECT_TRUE(run.end.code() == Code::kDataLoss || run.end.code() == Code::kUnavailable) << run.end.ToString();
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(Serving(cluster, i)) << cluster.Id(i) << " keeps running";
   if (::testing::Test::HasFailure()) {
     for (int i = 0; i < 3; ++i) ADD_FAILURE() << cluster.Process(i).Log();
   }
-  faults.Set("");
+  faults_.Set("");
   // Nothing was lost: the disks read again, and a new stream is whole.
-  ExpectWhole(Stream(*client.value(), "gone"), 2000);
+  ExpectWhole(StreamDataset(*client_, "gone"), 2000);
 }
 
 class SingleNodeFaultTest : public ::testing::Test {
@@ -145,7 +136,7 @@ TEST_F(SingleNodeFaultTest, WritesFailingWithEnospcFailTheIngestAndNothingIsAckn
   ASSERT_TRUE(Ingest(node_->client(), "other", 100).ok()) << "the server keeps running";
   faults_.Set("");
   ASSERT_TRUE(Ingest(node_->client(), "full", 2000).ok());
-  ExpectWhole(Stream(node_->client(), "full"), 2000);
+  ExpectWhole(StreamDataset(node_->client(), "full"), 2000);
 }
 
 TEST_F(SingleNodeFaultTest, FsyncFailingWithEioFailsTheIngest) {
@@ -156,7 +147,7 @@ TEST_F(SingleNodeFaultTest, FsyncFailingWithEioFailsTheIngest) {
   EXPECT_FALSE(node_->client().Describe("synced").ok()) << "no version of it is visible";
   faults_.Set("");
   ASSERT_TRUE(Ingest(node_->client(), "synced", 2000).ok());
-  ExpectWhole(Stream(node_->client(), "synced"), 2000);
+  ExpectWhole(StreamDataset(node_->client(), "synced"), 2000);
 }
 
 }  // namespace

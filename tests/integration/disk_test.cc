@@ -3,7 +3,8 @@
 // disk is filled: below the low watermark ingests are refused with
 // RESOURCE_EXHAUSTED naming the node and its free space (and so are
 // replicas sent to it); a node below the high
-// watermark gets no new replicas while the others do; `strata status` shows
+// watermark gets no new replicas while the others do (under static and etcd
+// membership, which carry the disk figures); `strata status` shows
 // free and total bytes. Also `strata status` against a node killed with kill -9.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -112,8 +113,9 @@ std::string DatasetHomedAwayFrom(const std::vector<std::string>& members, const 
   }
 }
 
-TEST(DiskTest, ANodeBelowTheHighWatermarkGetsNoNewReplicasWhileTheOthersDo) {
-  LocalCluster::Options o;
+// With `o`'s membership: the others learn from it that node-3 is full (static:
+// its heartbeat's reply; etcd: its registration).
+void ExpectNoNewReplicasOnTheFullNode(LocalCluster::Options o) {
   o.nodes = 3;
   // Watermarks the host's real free space is above, whatever its disk...
   o.node_args[0] = o.node_args[1] = {"--disk-low-watermark", "1MiB", "--disk-high-watermark", "2MiB"};
@@ -122,7 +124,7 @@ TEST(DiskTest, ANodeBelowTheHighWatermarkGetsNoNewReplicasWhileTheOthersDo) {
                     "1TiB"};
   LocalCluster cluster(o);
   const std::vector<std::string> members = {cluster.Id(0), cluster.Id(1), cluster.Id(2)};
-  // The others learn that node-3 is full (they ping it): wait until both say so.
+  // The others learn that node-3 is full: wait until both say so.
   for (int i = 0; i < 2; ++i) {
     ASSERT_TRUE(Eventually([&] {
       const auto s = StatusJson(cluster.Address(i));
@@ -196,6 +198,19 @@ TEST(DiskTest, ANodeBelowTheHighWatermarkGetsNoNewReplicasWhileTheOthersDo) {
   for (const auto& b : run.batches) samples += b.size();
   EXPECT_EQ(run.end.code(), Code::kOutOfRange) << run.end.ToString();
   EXPECT_EQ(samples, 2000u);
+}
+
+TEST(DiskTest, ANodeBelowTheHighWatermarkGetsNoNewReplicasWhileTheOthersDo) {
+  ExpectNoNewReplicasOnTheFullNode(LocalCluster::Options());
+}
+
+TEST(DiskTest, UnderEtcdMembershipTheFullNodeGetsNoNewReplicasEither) {
+  if (auto why = EtcdProcess::Unavailable(); !why.empty()) GTEST_SKIP() << why;
+  auto etcd = EtcdProcess::Start();
+  ASSERT_NE(etcd, nullptr);
+  LocalCluster::Options o;
+  o.etcd = etcd->endpoint();
+  ExpectNoNewReplicasOnTheFullNode(o);
 }
 
 TEST(StatusTest, AKilledNodeIsUnreachableAtOnceBesideMembershipsView) {

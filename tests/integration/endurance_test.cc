@@ -29,25 +29,18 @@ using Steps = std::vector<std::vector<uint64_t>>;  // per step, the rank's ids i
 // connection's buffers: its calls are still sending when it is killed.
 std::string BigPayload(uint64_t i) { return SyntheticPayload(i) + std::string(8 << 10, static_cast<char>('A' + i % 26)); }
 
-// `before_commit` runs after the last write, before the commit.
+// Many shards, spread over the nodes. `before_commit` runs after the last
+// write, before the commit.
 Status Ingest(Client& client, const std::string& dataset, uint64_t n, uint32_t replication,
               const std::function<std::string(uint64_t)>& payload = SyntheticPayload,
               const std::function<void()>& before_commit = {}) {
-  IngestOptions o;
-  o.dataset = dataset;
-  o.replication = replication;
-  o.shard_target_bytes = 16 << 10;  // many shards, spread over the nodes
-  auto writer = client.StartIngest(o);
-  if (!writer.ok()) return writer.status();
-  for (uint64_t i = 0; i < n; ++i) {
-    Sample s;
-    s.key = "k" + std::to_string(i);
-    s.label = SyntheticLabel(i, 5);
-    s.fields.push_back(Field{"bin", payload(i)});
-    STRATA_RETURN_IF_ERROR(writer.value()->Write(s));
-  }
-  if (before_commit) before_commit();
-  return writer.value()->Commit().status();
+  return TryIngestSynthetic(client, dataset, n,
+                            {.labels = 5,
+                             .replication = replication,
+                             .shard_target_bytes = 16 << 10,
+                             .payload = payload,
+                             .before_commit = before_commit})
+      .status();
 }
 
 // One epoch on `world` ranks (threads), each a plain stream (no resume).
@@ -260,17 +253,7 @@ int HomeIndex(const LocalCluster& cluster, const std::string& dataset) {
 }
 
 uint64_t SamplesStreamed(LocalCluster& cluster, int node, const std::string& dataset) {
-  auto client = cluster.Connect(node);
-  RankRun run = StreamAll(*client, [&] {
-    StreamOptions o;
-    o.dataset = dataset;
-    o.batch_size = 100;
-    return o;
-  }());
-  EXPECT_EQ(run.end.code(), Code::kOutOfRange) << run.end.ToString();
-  std::set<uint64_t> ids;
-  for (const auto& b : run.batches) ids.insert(b.ids().begin(), b.ids().end());
-  return ids.size();
+  return DistinctIdsStreamed(*cluster.Connect(node), dataset, 100).size();
 }
 
 // The re-run's payloads differ from the interrupted ingest's, so that a copy of
@@ -281,12 +264,7 @@ std::string RerunPayload(uint64_t i) { return "rerun:" + SyntheticPayload(i); }
 // whose payloads are the re-run's (0 and a failure if any is not).
 uint64_t RerunSamplesStreamed(LocalCluster& cluster, int node, const std::string& dataset) {
   auto client = cluster.Connect(node);
-  RankRun run = StreamAll(*client, [&] {
-    StreamOptions o;
-    o.dataset = dataset;
-    o.batch_size = 100;
-    return o;
-  }());
+  const RankRun run = StreamDataset(*client, dataset, 100);
   EXPECT_EQ(run.end.code(), Code::kOutOfRange) << run.end.ToString();
   std::set<uint64_t> ids;
   for (const auto& b : run.batches) {

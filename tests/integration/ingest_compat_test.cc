@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <set>
+#include <memory>
 
 #include "common/status.h"
 
@@ -20,69 +20,37 @@
 namespace strata::testing {
 namespace {
 
-// Starts a single stratad with the legacy behaviour, or the binary given.
-std::unique_ptr<StratadProcess> StartLegacy(TempDir& dir, const std::string& binary = "") {
-  StratadProcess::Options o;
-  o.data_dir = dir.Join("data");
-  o.extra_args = {"--log-level", "info"};
-  o.binary = binary;
+// A single stratad with the legacy behaviour, or the binary given, and a client of it.
+std::unique_ptr<SingleNode> StartLegacy(const std::string& binary = "") {
   if (binary.empty()) setenv("STRATA_TEST_LEGACY_INGEST", "1", 1);
-  auto p = StratadProcess::Start(o);
+  auto node = std::make_unique<SingleNode>(binary);
   unsetenv("STRATA_TEST_LEGACY_INGEST");
-  return p;
+  return node;
 }
 
-Status IngestN(Client& client, const std::string& dataset, uint64_t n) {
-  IngestOptions o;
-  o.dataset = dataset;
-  auto writer = client.StartIngest(o);
-  if (!writer.ok()) return writer.status();
-  for (uint64_t i = 0; i < n; ++i) {
-    Sample s;
-    s.key = "k" + std::to_string(i);
-    s.label = SyntheticLabel(i, 3);
-    s.fields.push_back(Field{"bin", SyntheticPayload(i)});
-    STRATA_RETURN_IF_ERROR(writer.value()->Write(s));
-  }
-  return writer.value()->Commit().status();
-}
-
-uint64_t Streamed(Client& client, const std::string& dataset) {
-  StreamOptions o;
-  o.dataset = dataset;
-  o.batch_size = 50;
-  RankRun run = StreamAll(client, o);
-  EXPECT_EQ(run.end.code(), Code::kOutOfRange) << run.end.ToString();
-  std::set<uint64_t> ids;
-  for (const auto& b : run.batches) ids.insert(b.ids().begin(), b.ids().end());
-  return ids.size();
-}
+uint64_t Streamed(Client& client, const std::string& dataset) { return DistinctIdsStreamed(client, dataset).size(); }
 
 TEST(IngestCompatTest, NewClientIngestsIntoALegacyServer) {
-  TempDir dir;
-  auto server = StartLegacy(dir);
-  ASSERT_NE(server, nullptr);
-  auto client = Client::Connect(server->address());
-  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  auto server = StartLegacy();
+  ASSERT_FALSE(HasFatalFailure());
+  Client& client = server->client();
   // Twice: the second ingest is version 2, after a server that took the first.
   for (int round = 0; round < 2; ++round) {
-    Status s = IngestN(*client.value(), "legacy", 1500);
+    Status s = TryIngestSynthetic(client, "legacy", 1500).status();
     ASSERT_TRUE(s.ok()) << "round " << round << ": " << s.ToString();
   }
-  EXPECT_EQ(Streamed(*client.value(), "legacy@1"), 1500u);
-  EXPECT_EQ(Streamed(*client.value(), "legacy@2"), 1500u);
+  EXPECT_EQ(Streamed(client, "legacy@1"), 1500u);
+  EXPECT_EQ(Streamed(client, "legacy@2"), 1500u);
 }
 
 // A legacy server's refusal cannot come before the samples: it ends the call,
 // and the write or commit reports the server's own status.
 TEST(IngestCompatTest, LegacyServersRefusalIsReported) {
-  TempDir dir;
-  auto server = StartLegacy(dir);
-  ASSERT_NE(server, nullptr);
-  auto client = Client::Connect(server->address());
-  ASSERT_TRUE(client.ok()) << client.status().ToString();
-  ASSERT_TRUE(IngestN(*client.value(), "sealed", 100).ok());
-  Status s = IngestN(*client.value(), "sealed@1", 100);  // version 1 is sealed: immutable
+  auto server = StartLegacy();
+  ASSERT_FALSE(HasFatalFailure());
+  Client& client = server->client();
+  ASSERT_TRUE(TryIngestSynthetic(client, "sealed", 100).ok());
+  Status s = TryIngestSynthetic(client, "sealed@1", 100).status();  // version 1 is sealed: immutable
   EXPECT_EQ(s.code(), Code::kFailedPrecondition) << s.ToString();
   EXPECT_NE(s.message().find("already sealed"), std::string::npos) << s.ToString();
 }
@@ -91,18 +59,15 @@ TEST(IngestCompatTest, LegacyServersRefusalIsReported) {
 TEST(IngestCompatTest, NewCliIngestsIntoAnOldStratadBinary) {
   const char* old = std::getenv("STRATA_OLD_STRATAD");
   if (old == nullptr || *old == '\0') GTEST_SKIP() << "STRATA_OLD_STRATAD names no old stratad binary";
-  TempDir dir;
-  auto server = StartLegacy(dir, old);
-  ASSERT_NE(server, nullptr);
-  const std::string folder = dir.Join("folder");
+  auto server = StartLegacy(old);
+  ASSERT_FALSE(HasFatalFailure());
+  const std::string folder = server->dir().Join("folder");
   CommandResult gen = RunCommand({STRATA_MAKE_DATASET_BINARY, "--out", folder, "--format", "folder", "--samples",
                                   "300", "--size", "300", "--classes", "3"});
   ASSERT_EQ(gen.exit_code, 0) << gen.err;
   CommandResult r = RunCommand({StrataCliBinary(), "ingest", "--dataset", "old", folder, "--server", server->address()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  auto client = Client::Connect(server->address());
-  ASSERT_TRUE(client.ok()) << client.status().ToString();
-  EXPECT_EQ(Streamed(*client.value(), "old@1"), 300u);
+  EXPECT_EQ(Streamed(server->client(), "old@1"), 300u);
 }
 
 }  // namespace

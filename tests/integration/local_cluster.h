@@ -104,7 +104,9 @@ class LocalCluster {
     WriteFile(config, "cluster:\n  heartbeat_interval_ms: 200\n  failure_timeout_ms: 800\n  lease_ttl_s: 2\n"
                       "  grace_period_s: " + std::to_string(options_.grace_period_s) +
                       "\n  repair_interval_ms: " + std::to_string(options_.repair_interval_ms) +
-                      "\n  scrub_bytes_per_sec: 64MiB\n");
+                      "\n  scrub_bytes_per_sec: 64MiB\n"
+                      // Not the host's disk: a test about watermarks passes its own as flags.
+                      "disk_low_watermark: 1MiB\ndisk_high_watermark: 2MiB\n");
     o.extra_args.insert(o.extra_args.end(), {"--config", config});
     o.extra_args.insert(o.extra_args.end(), options_.extra_args.begin(), options_.extra_args.end());
     if (auto it = options_.node_args.find(i); it != options_.node_args.end()) {

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -95,6 +96,16 @@ std::unique_ptr<StratadProcess> StratadProcess::Start(const Options& o) {
   std::vector<std::string> argv = {o.binary.empty() ? StratadBinary() : o.binary, "--data-dir", o.data_dir, "--listen", o.listen,
                                    "--metrics-listen", o.metrics_listen, "--node-id", o.node_id};
   argv.insert(argv.end(), o.extra_args.begin(), o.extra_args.end());
+  // The default watermarks (5% and 10% free) are about the host's disk, not
+  // the test: on a host with little free space every ingest would be
+  // refused. A test that is about watermarks sets its own (a flag, or a
+  // config file, which LocalCluster writes with the same values).
+  const bool sets_disk = std::any_of(o.extra_args.begin(), o.extra_args.end(), [](const std::string& a) {
+    return a.rfind("--disk-", 0) == 0 || a == "--config";
+  });
+  if (o.binary.empty() && !sets_disk) {
+    argv.insert(argv.end(), {"--disk-low-watermark", "1MiB", "--disk-high-watermark", "2MiB"});
+  }
   p->pid_ = Spawn(argv, p->log_path_, p->log_path_);
   static const std::regex kReady(R"(ready: grpc=(\S+) metrics=(\S+))");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "server/cluster/etcd_client.h"
 #include "server/cluster/etcd_membership.h"
 #include "server/cluster/etcd_membership_impl.h"
+#include "server/storage/disk_space.h"
 #include "tests/support/etcd_process.h"
 
 namespace strata {
@@ -146,6 +148,15 @@ class EtcdMembershipTest : public ::testing::Test {
     }
   }
 
+  // The map key as etcd holds it, with its mod_revision (the map's epoch).
+  void ReadStoredMap(v1::ClusterMap* map, uint64_t* revision) const {
+    auto map_kv = Client().Get("/strata/test/map");
+    ASSERT_TRUE(map_kv.ok()) << map_kv.status().ToString();
+    ASSERT_EQ(map_kv->kvs.size(), 1u);
+    ASSERT_TRUE(map->ParseFromString(map_kv->kvs[0].value));
+    *revision = static_cast<uint64_t>(map_kv->kvs[0].mod_revision);
+  }
+
   EtcdClient Client() const {
     EtcdClient::Options options;
     options.endpoints = {etcd_->endpoint()};
@@ -185,14 +196,12 @@ TEST_F(EtcdMembershipTest, AllMembersUpInEveryMap) {
     }
   }
   // The keys as documented: the map's epoch is the map key's mod_revision.
-  EtcdClient client = Client();
-  auto map_kv = client.Get("/strata/test/map");
-  ASSERT_TRUE(map_kv.ok()) << map_kv.status().ToString();
-  ASSERT_EQ(map_kv->kvs.size(), 1u);
   v1::ClusterMap stored;
-  ASSERT_TRUE(stored.ParseFromString(map_kv->kvs[0].value));
+  uint64_t revision = 0;
+  ASSERT_NO_FATAL_FAILURE(ReadStoredMap(&stored, &revision));
   EXPECT_EQ(stored.nodes_size(), 3);
-  EXPECT_EQ(members_[0]->Current().epoch(), static_cast<uint64_t>(map_kv->kvs[0].mod_revision));
+  EXPECT_EQ(members_[0]->Current().epoch(), revision);
+  EtcdClient client = Client();
   auto nodes = client.GetPrefix("/strata/test/nodes/");
   ASSERT_TRUE(nodes.ok());
   ASSERT_EQ(nodes->kvs.size(), 3u);
@@ -224,6 +233,52 @@ TEST_F(EtcdMembershipTest, EpochsIncreaseAndSubscribersSeeEveryChange) {
   EXPECT_EQ(seen.front().nodes_size(), 1);
   EXPECT_EQ(seen.back().nodes_size(), 3);
   EXPECT_EQ(seen.back().epoch(), members_[0]->Current().epoch());
+}
+
+// Disk figures travel in the registrations, written again when they move:
+// every member sees them in its map, etcd's map key holds none, and the epoch
+// does not change for them.
+TEST_F(EtcdMembershipTest, RegistrationsCarryDiskFiguresThatChangeNoEpoch) {
+  const std::string dir = ::testing::TempDir();
+  // node-1 has room; node-2 has 100 MiB free, below its high watermark (full);
+  // node-3 reports no disk.
+  DiskSpace roomy({"node-1", dir, *ParseByteThreshold("1MiB"), *ParseByteThreshold("2MiB"), 0});
+  DiskSpace full({"node-2", dir, *ParseByteThreshold("10MiB"), *ParseByteThreshold("1TiB"), 100ull << 20});
+  ASSERT_TRUE(roomy.Sample().ok());
+  EtcdMembershipOptions with_roomy;
+  with_roomy.disk = &roomy;
+  EtcdMembershipOptions with_full;
+  with_full.disk = &full;
+  members_.push_back(std::make_unique<EtcdMembership>(Config(), Self(1), Background(), with_roomy));
+  members_.push_back(std::make_unique<EtcdMembership>(Config(), Self(2), Background(), with_full));
+  members_.push_back(StartMember(3));
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(members_[i]->Start().ok());
+  for (const auto& m : members_) {
+    ASSERT_TRUE(WaitFor([&] { return AllUp(*m, ids_); }, std::chrono::seconds(10))) << m->Current().DebugString();
+  }
+  // node-2 registered before its first sample (total 0: not heard); the sample
+  // moves its figures, and it writes them again under the same lease.
+  const std::map<std::string, int64_t> leases = Leases();
+  ASSERT_TRUE(full.Sample().ok());
+  ASSERT_TRUE(full.BelowHigh());
+  for (const auto& m : members_) {
+    ASSERT_TRUE(WaitFor([&] { return FullNodes(m->Current()) == std::set<std::string>{"node-2"}; },
+                        std::chrono::seconds(10)))
+        << m->Current().DebugString();
+    const v1::ClusterMap map = m->Current();
+    EXPECT_EQ(FindNode(map, "node-2")->disk_free_bytes(), 100ull << 20);
+    EXPECT_EQ(FindNode(map, "node-2")->disk_total_bytes(), full.Last().total_bytes);
+    EXPECT_EQ(FindNode(map, "node-1")->disk_total_bytes(), roomy.Last().total_bytes);
+    EXPECT_FALSE(FindNode(map, "node-1")->disk_full());
+    EXPECT_EQ(FindNode(map, "node-3")->disk_total_bytes(), 0u) << "node-3 reports no disk";
+  }
+  EXPECT_EQ(Leases(), leases) << "the same leases";
+  // The map key: no disk figures, and its revision is still every member's epoch.
+  v1::ClusterMap stored;
+  uint64_t revision = 0;
+  ASSERT_NO_FATAL_FAILURE(ReadStoredMap(&stored, &revision));
+  for (const auto& n : stored.nodes()) EXPECT_EQ(n.disk_total_bytes(), 0u) << n.id();
+  for (const auto& m : members_) EXPECT_EQ(m->Current().epoch(), revision);
 }
 
 TEST_F(EtcdMembershipTest, CrashedMemberGoesDownThenLeavesAndComesBackUp) {
