@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <limits>
 
@@ -217,6 +218,11 @@ std::string DefaultText(const ConfigField& f) {
 }
 
 }  // namespace
+
+uint64_t DecompressedCacheBytes(const NodeConfig& config) {
+  if (config.memory_budget == 0) return config.decompressed_cache_bytes;
+  return std::min(config.decompressed_cache_bytes, config.memory_budget / 4);
+}
 
 uint64_t DefaultCacheBytes() {
   const long pages = sysconf(_SC_PHYS_PAGES);

@@ -58,7 +58,7 @@ struct NodeConfig {
   uint32_t prefetch_batches = 2;             // batches built ahead of the network, per stream
   uint64_t cache_bytes = DefaultCacheBytes(); // shard bytes kept in memory by the block cache; 0 disables it
   uint64_t cache_block_bytes = 2ull << 20;   // the cache's unit: an aligned range of a shard file
-  uint64_t decompressed_cache_bytes = 256ull << 20;  // compressed datasets' blocks kept decompressed; 0: none
+  uint64_t decompressed_cache_bytes = 256ull << 20;  // compressed datasets' blocks kept decompressed; 0: none (see DecompressedCacheBytes)
   // The server's whole resident memory (VmRSS: code, heap, mapped shards),
   // kept by giving the block cache only what the rest leaves (see
   // server/storage/block_cache.h). 0: no such budget; cache_bytes alone bounds the cache.
@@ -137,6 +137,12 @@ Result<NodeConfig> LoadNodeConfig(const NodeFlags& flags);
 // Checks every field (addresses parse, sizes in range, level known) with the
 // table's validators, in table order; the error names the key.
 Status ValidateNodeConfig(const NodeConfig& config);
+
+// The decompressed-block cache's capacity: decompressed_cache_bytes, but with
+// a memory_budget at most a quarter of it. Its blocks are heap, which the
+// block cache makes room for as the rest of the process; nothing else bounds
+// them, so a default 256 MiB cache could hold more than a small budget.
+uint64_t DecompressedCacheBytes(const NodeConfig& config);
 
 // Splits "host:port" ("[::1]:7400" too). InvalidArgument if malformed.
 Status ParseHostPort(const std::string& address, std::string* host, int* port);

@@ -33,17 +33,25 @@ Result<uint64_t> VersionNumbers::HighestKnown(const std::string& name) const {
 }
 
 Result<uint64_t> VersionNumbers::Next(const std::string& name, const std::string& self) const {
+  if (etcd_ != nullptr) return NextInEtcd(name);
   auto known = HighestKnown(name);
   if (!known.ok()) return known.status();
-  if (etcd_ == nullptr) {
-    const std::vector<std::string> members =
-        static_members_.empty() ? std::vector<std::string>{self} : static_members_;
-    const std::vector<std::string> ranked = RankMembers(DatasetHomeKey(name), members);
-    const auto at = std::find(ranked.begin(), ranked.end(), self);
-    if (at == ranked.end()) return Status::FailedPrecondition("node " + self + " is not in the configured node list");
-    return StaticVersionNumber(known.value(), static_cast<uint32_t>(at - ranked.begin()),
-                               static_cast<uint32_t>(ranked.size()));
-  }
+  const std::vector<std::string> members =
+      static_members_.empty() ? std::vector<std::string>{self} : static_members_;
+  const std::vector<std::string> ranked = RankMembers(DatasetHomeKey(name), members);
+  const auto at = std::find(ranked.begin(), ranked.end(), self);
+  if (at == ranked.end()) return Status::FailedPrecondition("node " + self + " is not in the configured node list");
+  return StaticVersionNumber(known.value(), static_cast<uint32_t>(at - ranked.begin()),
+                             static_cast<uint32_t>(ranked.size()));
+}
+
+Result<uint64_t> VersionNumbers::NextInEtcd(const std::string& name) const {
+  // One numbering at a time per node (see the header): a lost swap then means
+  // another node took a number, and the loser tries again at once from the
+  // value the swap returned, ahead of that node's next read.
+  MutexLock lock(&etcd_mu_);
+  auto known = HighestKnown(name);
+  if (!known.ok()) return known.status();
   const std::string key = etcd_prefix_ + "versions/" + name;
   auto read = etcd_->Get(key);
   if (!read.ok()) return Status::Unavailable("numbering a version of '" + name + "' in etcd: " + read.status().ToString());

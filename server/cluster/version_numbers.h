@@ -13,13 +13,17 @@
 //     series. The configured list, not the map: a node down past the grace
 //     period leaves the map, and S must not change with it.
 //
-// Thread-safety: safe for concurrent use.
+// Thread-safety: safe for concurrent use. A node numbers one version at a
+// time in etcd: its own concurrent ingests would otherwise race each other's
+// compare-and-swaps, and one of six callers on three nodes lost all of its
+// 32 attempts in about one run in ten of the concurrency test.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "server/cluster/etcd_client.h"
 #include "server/storage/catalog.h"
@@ -47,11 +51,16 @@ class VersionNumbers {
 
  private:
   Result<uint64_t> HighestKnown(const std::string& name) const;
+  // Next with etcd membership: the dataset's counter, advanced by a swap.
+  Result<uint64_t> NextInEtcd(const std::string& name) const;
 
   const Catalog* const catalog_;
   const std::unique_ptr<EtcdClient> etcd_;
   const std::string etcd_prefix_;
   const std::vector<std::string> static_members_;
+  // Held across a numbering in etcd, from reading the known versions to the
+  // swap that takes the number.
+  mutable Mutex etcd_mu_;
 };
 
 }  // namespace strata

@@ -92,7 +92,11 @@ Status Server::Build() {
   // The executors, each owned by this Server and joined by Stop() (see the
   // members' comments in server.h, and docs/design.md, "Threads").
   pool_ = std::make_unique<boost::asio::thread_pool>(config_.io_threads);
-  DecompressedCache::Process().SetCapacity(config_.decompressed_cache_bytes);
+  DecompressedCache::Process().SetCapacity(DecompressedCacheBytes(config_));
+  if (DecompressedCacheBytes(config_) < config_.decompressed_cache_bytes) {
+    spdlog::info("decompressed_cache_bytes {} lowered to {}: a quarter of memory_budget",
+                 FormatBytes(config_.decompressed_cache_bytes), FormatBytes(DecompressedCacheBytes(config_)));
+  }
   blocks_ = std::make_unique<BlockCache>(
       BlockCacheOptions{config_.cache_bytes, config_.cache_block_bytes, config_.memory_budget}, pool_.get(),
       metrics_.get());

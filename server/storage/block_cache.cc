@@ -8,6 +8,7 @@
 #include <chrono>
 #include <limits>
 #include <list>
+#include <tuple>
 #include <unordered_map>
 
 #include "common/mutex.h"
@@ -40,6 +41,10 @@ struct Entry {
   Residency residency = Residency::kAbsent;
   uint64_t load = 0;  // which read-ahead owns a kLoading entry
   bool idle = false;  // resident or loading with no pins: in the idle list
+  // Shed while uses read it through the mapping (Shed): the pages they touch
+  // from then on are mapped beyond the cache's count, so the range is
+  // released once more when the last of those uses ends.
+  bool release_after_uses = false;
   std::list<Key>::iterator idle_at;
 };
 
@@ -132,6 +137,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
         // a 10M-sample set 15 ms.)
         if (resident_ + e.bytes <= budget_ && blocks[i].reader->Cached(blocks[i].use_offset, 1)) {
           e.residency = Residency::kResident;
+          e.release_after_uses = false;  // counted again: released when it is evicted
           resident_ += e.bytes;
           (*mapped)[i] = true;
           ++e.uses;
@@ -159,7 +165,10 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
         auto it = entries_.find(Key{b.reader.get(), b.block});
         if (it == entries_.end() || it->second.pins == 0) continue;  // not pinned: a caller bug, ignored
         Entry& e = it->second;
-        if (mapped != nullptr && (*mapped)[i] && e.uses > 0) --e.uses;
+        if (mapped != nullptr && (*mapped)[i] && e.uses > 0 && --e.uses == 0 && e.release_after_uses) {
+          e.release_after_uses = false;  // shed while read: what the uses mapped since goes now
+          releases.push_back({e.reader, b.block * options_.block_bytes, e.bytes});
+        }
         if (--e.pins > 0) continue;
         if (e.residency == Residency::kAbsent) {
           entries_.erase(it);
@@ -232,27 +241,36 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
   // Brings the resident blocks within a budget that shrank: idle blocks
   // first, then, if every resident block is pinned (small records spread over
   // all blocks keep them so), pinned blocks no use is reading through the
-  // mapping, the least pinned first. Such a block stays pinned, absent: its
-  // coming uses read it with pread unless the budget has room again.
-  // REQUIRES: mu_ held.
+  // mapping, the least pinned first, and last blocks that uses are reading
+  // (with shuffled steps nearly every block is read by some batch waiting for
+  // the socket: keeping those left the process over its budget for as long
+  // as the rest stayed grown). A shed block stays pinned, absent: its coming
+  // uses read it with pread unless the budget has room again. Uses still
+  // reading a shed block read on through the mapping (the pages fault in
+  // again from the page cache, the bytes are the same); its range is released
+  // once more when the last of them ends. REQUIRES: mu_ held.
   void Shed(std::vector<Release>* releases) REQUIRES(mu_) {
     EvictIdle(budget_, releases);
     if (resident_ <= budget_) return;
-    struct Unused {
+    struct Pinned {
+      bool in_use;
       uint32_t pins;
       uint64_t block;
       Entry* entry;
     };
-    std::vector<Unused> unused;
+    std::vector<Pinned> pinned;
     for (auto& [key, e] : entries_) {
-      if (e.residency == Residency::kResident && e.uses == 0) unused.push_back({e.pins, key.block, &e});
+      if (e.residency == Residency::kResident) pinned.push_back({e.uses > 0, e.pins, key.block, &e});
     }
-    std::sort(unused.begin(), unused.end(), [](const Unused& a, const Unused& b) { return a.pins < b.pins; });
-    for (const Unused& u : unused) {
+    std::sort(pinned.begin(), pinned.end(), [](const Pinned& a, const Pinned& b) {
+      return std::tie(a.in_use, a.pins) < std::tie(b.in_use, b.pins);
+    });
+    for (const Pinned& p : pinned) {
       if (resident_ <= budget_) break;
-      u.entry->residency = Residency::kAbsent;  // pinned still: the entry stays
-      resident_ -= u.entry->bytes;
-      releases->push_back({u.entry->reader, u.block * options_.block_bytes, u.entry->bytes});
+      p.entry->residency = Residency::kAbsent;  // pinned still: the entry stays
+      p.entry->release_after_uses = p.in_use;
+      resident_ -= p.entry->bytes;
+      releases->push_back({p.entry->reader, p.block * options_.block_bytes, p.entry->bytes});
       ++evictions_;
       if (metrics_) metrics_->cache_evictions.Increment();
     }

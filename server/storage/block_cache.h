@@ -40,8 +40,11 @@
 // blocks in reserve, never more than budget_bytes. When the rest grows, idle
 // blocks are evicted at once; if that is not enough (small records spread
 // over all blocks keep every block pinned), so are pinned blocks that no use
-// is reading through the mapping, whose coming uses then read with pread; a
-// block being read goes when its use ends. When the rest alone exceeds the
+// is reading through the mapping, whose coming uses then read with pread, and
+// then blocks being read (with shuffled steps nearly every block is read by
+// some batch waiting for the socket): their uses read on through the mapping,
+// the pages fault in again from the page cache, and the block's range is
+// released once more when the last of those uses ends. When the rest alone exceeds the
 // budget, the cache holds nothing and every record is read with pread (and
 // the batches in flight then hold copies: leave room for them).
 //

@@ -347,7 +347,9 @@ TEST(ClusterTest, ScrubberFindsDamageNobodyReads) {
 TEST(ClusterTest, DamagedStratumIndexFailsOverAndIsRepaired) {
   LocalCluster cluster(Nodes(3));
   auto client = cluster.Connect(0);
-  ASSERT_EQ(IngestReplicated(*client, "sidx", 3000, 2).dataset.samples, 3000u);
+  Status error;
+  ASSERT_EQ(IngestReplicated(*client, "sidx", 3000, 2, WritePolicy::kSync, &error).dataset.samples, 3000u)
+      << error.ToString();
   const std::string victim = cluster.DataDir(1) + "/shards/sidx/v1/" + kStratumIndexFileName;
   // The index goes to every node, and the seal does not wait for it.
   ASSERT_TRUE(Eventually([&] { return StratumIndexFile::Open(victim).ok(); }, 20s));

@@ -113,21 +113,22 @@ TEST(MemoryBudgetTest, StratadStaysWithinItsBudgetWhileStreaming) {
   ASSERT_GT(peak.load(), 0u) << "the server's memory could not be read";
   // Within the budget nearly all the time: the budget is governed at most
   // once a millisecond, from the most the rest of the server held lately, so
-  // a sudden growth of the rest can pass it for a moment (a peak of 115.2 MiB
-  // in 20 runs beside the whole suite). Brief excursions to 127-130 MiB were
-  // 64 KiB records sent from their mapping, each holding a 2 MiB block while
-  // it waited for the socket; such sparse records are copied now (README, "A
-  // memory budget for the whole server"). With the budget ignored, the server
-  // is over it in 48 samples of 49 and peaks at 150-160 MiB.
+  // a sudden growth of the rest can pass it for a moment. Brief excursions to
+  // 127-130 MiB were 64 KiB records sent from their mapping, each holding a
+  // 2 MiB block while it waited for the socket; such sparse records are
+  // copied now (docs/performance.md, "A memory budget for the whole server").
+  // Runs over the budget in 10-55% of samples (peaks 116-143 MiB) were the
+  // cache filling while the server was idle and then unable to give blocks
+  // back as the streams' heap grew by ~30 MiB, because nearly every block was
+  // in use by some batch waiting for the socket; such blocks are shed now too
+  // (BlockCacheTest.ShrinkingBudgetShedsPinnedBlocksEvenWhileRead). With the
+  // budget ignored, the server is over it in 48 samples of 49 and peaks at
+  // 150-160 MiB.
   const std::string what = "server VmRSS peaked at " + std::to_string(peak.load() >> 10) + " KiB (" + peak_parts +
                            "); over the budget in " + std::to_string(over) + " of " + std::to_string(samples) +
                            " samples";
-  // The bound a test can hold on two shared cores: the peak stays within the
-  // budget plus 32 MiB (with the budget ignored it reaches 150-160 MiB). How
-  // often it is over the budget at all is printed, not asserted: since
-  // 2026-11-25 some runs are over it in ~40% of samples (peak <= 125 MiB for
-  // 112 MiB), where earlier builds were over in < 20%; being looked into.
-  EXPECT_LE(peak.load(), kBudget + (32ull << 20)) << what;
+  EXPECT_LE(over * 20, samples) << what;
+  EXPECT_LE(peak.load(), kBudget + (16ull << 20)) << what;
   std::printf("%s\n", what.c_str());
   std::printf("server VmRSS peak %llu KiB of %llu\n", static_cast<unsigned long long>(peak.load() >> 10), static_cast<unsigned long long>(kBudget >> 10));
   // The cache had less than the dataset, and held no more than its share.

@@ -54,6 +54,19 @@ TEST(ConfigTest, MemoryBudgetFromTheFileOrAFlag) {
   EXPECT_NE(LoadNodeConfig(flags).status().message().find("--memory-budget"), std::string::npos);
 }
 
+// With a memory budget, the decompressed-block cache holds at most a quarter
+// of it: its default 256 MiB alone would be more than a small budget.
+TEST(ConfigTest, AMemoryBudgetCapsTheDecompressedCache) {
+  NodeConfig c;
+  EXPECT_EQ(DecompressedCacheBytes(c), 256ull << 20) << "no budget: as configured";
+  c.memory_budget = 112ull << 20;
+  EXPECT_EQ(DecompressedCacheBytes(c), 28ull << 20);
+  c.memory_budget = 4ull << 30;
+  EXPECT_EQ(DecompressedCacheBytes(c), 256ull << 20) << "a quarter of the budget is more than configured";
+  c.decompressed_cache_bytes = 0;
+  EXPECT_EQ(DecompressedCacheBytes(c), 0u);
+}
+
 TEST(ConfigTest, DiskWatermarksAsSharesOrSizes) {
   auto c = LoadNodeConfig(NodeFlags{});
   ASSERT_TRUE(c.ok());
