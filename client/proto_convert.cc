@@ -298,6 +298,9 @@ v1::ClusterMap ToProto(const ClusterMap& map) {
     node->set_peer_address(n.peer_address);
     node->set_zone(n.zone);
     node->set_rack(n.rack);
+    node->set_disk_free_bytes(n.disk_free_bytes);
+    node->set_disk_total_bytes(n.disk_total_bytes);
+    node->set_disk_full(n.disk_full);
   }
   out.set_membership(map.membership);
   out.set_cluster(map.cluster);
@@ -311,7 +314,8 @@ ClusterMap FromProto(const v1::ClusterMap& map) {
   out.nodes.reserve(static_cast<size_t>(map.nodes_size()));
   for (const v1::NodeInfo& n : map.nodes()) {
     out.nodes.push_back({n.id(), n.address(), n.metrics_address(), CastEnum<NodeState>(n.state()),
-                         n.down_since_unix_ms(), n.peer_address(), n.zone(), n.rack()});
+                         n.down_since_unix_ms(), n.peer_address(), n.zone(), n.rack(), n.disk_free_bytes(),
+                         n.disk_total_bytes(), n.disk_full()});
   }
   out.membership = map.membership();
   out.cluster = map.cluster();

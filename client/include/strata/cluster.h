@@ -25,6 +25,12 @@ struct NodeInfo {
   std::string peer_address;  // the node's peer service when it has its own (--peer-listen); empty: `address`
   std::string zone;  // failure domains (stratad --zone, --rack); empty: none
   std::string rack;
+  // The node's data directory's file system, as membership last heard
+  // (0 when not known); disk_full: below its high watermark, so it takes no
+  // new copies.
+  uint64_t disk_free_bytes = 0;
+  uint64_t disk_total_bytes = 0;
+  bool disk_full = false;
 };
 
 // Every node listed is a placement member (shards are placed over all of
