@@ -153,8 +153,13 @@ TEST(ErasureTest, SixNodesFourPlusTwo) {
   auto client = cluster.Connect(0);
   ASSERT_TRUE(IngestEc(*client, "ec", 4, 2).ok());
   ASSERT_TRUE(IngestEc(*client, "ec2", 4, 2).ok());
-  auto described = client->Describe("ec@1");
-  ASSERT_TRUE(described.ok()) << described.status().ToString();
+  // The versions reach every node's catalog (the broadcast after the seal,
+  // else anti-entropy) before the node the client asks describes them.
+  Result<DatasetDescription> described = Status::NotFound("not asked");
+  ASSERT_TRUE(Eventually([&] {
+    described = client->Describe("ec@1");
+    return described.ok() && client->Describe("ec2@1").ok();
+  }, 30s)) << described.status().ToString();
   const DatasetInfo& info = described->dataset;
   EXPECT_EQ(info.ec_data, 4u);
   EXPECT_EQ(info.ec_parity, 2u);
