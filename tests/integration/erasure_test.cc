@@ -3,7 +3,8 @@
 // epoch on 4 ranks delivers every sample exactly once, byte-identical, also
 // after kill -9 of 2 nodes mid-epoch (degraded reads rebuild the lost shards
 // from K chunks); with 3 nodes down a stream fails with Unavailable naming
-// the shard; a damaged chunk is never served and is rebuilt.
+// the shard; a damaged shard is never served and is rebuilt; a damaged parity
+// file is found by the scrubber and rebuilt by repair.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -201,6 +202,18 @@ TEST(ErasureTest, SixNodesFourPlusTwo) {
     std::error_code ec;
     return std::filesystem::exists(victim, ec) && ReadFile(victim) == original;
   }, 60s)) << "the damaged shard is rebuilt from its stripe";
+
+  // A damaged parity file, which no stream reads, is found by the scrubber,
+  // quarantined, and rebuilt from the stripe by repair.
+  const int parity_node = HolderOf(cluster, "ec", 0, 5);
+  const std::string parity = ChunkPath(cluster, parity_node, "ec", 1, true);
+  const std::string parity_original = ReadFile(parity);
+  FlipByte(parity, parity_original.size() / 3, 0x04);
+  ASSERT_TRUE(Eventually([&] {
+    std::error_code ec;
+    return std::filesystem::exists(parity, ec) && ReadFile(parity) == parity_original;
+  }, 90s)) << "the damaged parity file is rebuilt";
+  EXPECT_FALSE(std::filesystem::is_empty(cluster.DataDir(parity_node) + "/quarantine"));
 
   // kill -9 of 2 nodes mid-epoch: still every sample once.
   std::atomic<int> kills{0};
