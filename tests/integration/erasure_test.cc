@@ -105,35 +105,66 @@ LocalCluster::Options SixNodes() {
   return o;
 }
 
+struct Version {
+  std::string name;
+  uint64_t version = 0;
+};
+
 // The node index that placement gives chunk `chunk` of `stripe`.
-int HolderOf(const LocalCluster& cluster, const std::string& dataset, uint32_t stripe, uint32_t chunk) {
+int HolderOf(const LocalCluster& cluster, const Version& v, uint32_t stripe, uint32_t chunk) {
   std::vector<std::string> ids;
   for (int i = 0; i < cluster.size(); ++i) ids.push_back(cluster.Id(i));
-  const std::string id = RankMembers(EcStripeKey(dataset, 1, stripe), ids)[chunk];
+  const std::string id = RankMembers(EcStripeKey(v.name, v.version, stripe), ids)[chunk];
   for (int i = 0; i < cluster.size(); ++i) {
     if (cluster.Id(i) == id) return i;
   }
   return -1;
 }
 
-std::string ChunkPath(const LocalCluster& cluster, int node, const std::string& dataset, uint32_t seq,
+std::string ChunkPath(const LocalCluster& cluster, int node, const Version& v, uint32_t seq,
                       bool parity) {
   char name[32];
   std::snprintf(name, sizeof name, parity ? "%06u.parity" : "%06u.shard", seq);
-  return cluster.DataDir(node) + "/shards/" + dataset + "/v1/" + name;
+  return cluster.DataDir(node) + "/shards/" + v.name + "/v" + std::to_string(v.version) + "/" + name;
 }
 
-// Files of `dataset`@1 with `extension` over every node's data directory.
-int CountFiles(const LocalCluster& cluster, const std::string& dataset, const std::string& extension,
+// The node index that placement over `members` (node indexes) gives chunk
+// `chunk` of `stripe` (the list turned at the chunk when members are fewer
+// than K+M).
+int HolderAmong(const LocalCluster& cluster, const std::vector<int>& members, const Version& v,
+                uint32_t stripe, uint32_t chunk) {
+  std::vector<std::string> ids;
+  for (int i : members) ids.push_back(cluster.Id(i));
+  const auto ranked = RankMembers(EcStripeKey(v.name, v.version, stripe), ids);
+  const std::string& id = ranked[chunk % ranked.size()];
+  for (int i = 0; i < cluster.size(); ++i) {
+    if (cluster.Id(i) == id) return i;
+  }
+  return -1;
+}
+
+// Files of version `v` with `extension` over the data directories of `nodes`.
+int CountFiles(const LocalCluster& cluster, const Version& v, const std::string& extension,
                const std::vector<int>& nodes) {
   int n = 0;
   for (int i : nodes) {
     std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(cluster.DataDir(i) + "/shards/" + dataset + "/v1", ec)) {
+    for (const auto& e : std::filesystem::directory_iterator(
+             cluster.DataDir(i) + "/shards/" + v.name + "/v" + std::to_string(v.version), ec)) {
       n += e.path().extension() == extension;
     }
   }
   return n;
+}
+
+// Whether every node's map shows every node up (waits up to 30 s).
+bool AllUp(LocalCluster& cluster) {
+  return Eventually([&] {
+    for (int i = 0; i < cluster.size(); ++i) {
+      if (cluster.UpIn(i) != cluster.size()) return false;
+    }
+    return true;
+  }, 30s);
 }
 
 TEST(ErasureTest, BadRedundancyIsRefused) {
@@ -152,16 +183,21 @@ TEST(ErasureTest, BadRedundancyIsRefused) {
 TEST(ErasureTest, SixNodesFourPlusTwo) {
   LocalCluster cluster(SixNodes());
   auto client = cluster.Connect(0);
+  // Every node sees every other up before the ingest (a node not yet seen
+  // up gets no chunks at ingest: hand-offs, which repair moves later).
+  ASSERT_TRUE(AllUp(cluster));
   ASSERT_TRUE(IngestEc(*client, "ec", 4, 2).ok());
   ASSERT_TRUE(IngestEc(*client, "ec2", 4, 2).ok());
   // The versions reach every node's catalog (the broadcast after the seal,
   // else anti-entropy) before the node the client asks describes them.
   Result<DatasetDescription> described = Status::NotFound("not asked");
   ASSERT_TRUE(Eventually([&] {
-    described = client->Describe("ec@1");
-    return described.ok() && client->Describe("ec2@1").ok();
+    described = client->Describe("ec");
+    return described.ok() && client->Describe("ec2").ok();
   }, 30s)) << described.status().ToString();
   const DatasetInfo& info = described->dataset;
+  const Version ec{"ec", info.version};
+  const Version ec2{"ec2", client->Describe("ec2")->dataset.version};
   EXPECT_EQ(info.ec_data, 4u);
   EXPECT_EQ(info.ec_parity, 2u);
   ASSERT_GT(info.shards, 8u) << "several stripes";
@@ -171,47 +207,47 @@ TEST(ErasureTest, SixNodesFourPlusTwo) {
     for (uint32_t c = 0; c < 6; ++c) {
       const uint32_t seq = c < 4 ? g * 4 + c : g * 2 + (c - 4);
       if (c < 4 && seq >= info.shards) continue;
-      const int holder = HolderOf(cluster, "ec", g, c);
-      EXPECT_TRUE(std::filesystem::exists(ChunkPath(cluster, holder, "ec", seq, c >= 4)))
+      const int holder = HolderOf(cluster, ec, g, c);
+      EXPECT_TRUE(std::filesystem::exists(ChunkPath(cluster, holder, ec, seq, c >= 4)))
           << "stripe " << g << " chunk " << c << " on " << cluster.Id(holder);
     }
   }
   // The ingesting node's own copies of files placed elsewhere are released:
   // then each chunk has one copy, at its holder.
   const std::vector<int> all = {0, 1, 2, 3, 4, 5};
-  for (const std::string dataset : {"ec", "ec2"}) {
-    auto d = client->Describe(dataset + "@1");
+  for (const Version& dataset : {ec, ec2}) {
+    auto d = client->Describe(dataset.name);
     ASSERT_TRUE(d.ok());
     const int shards = static_cast<int>(d->dataset.shards), parity = 2 * ((shards + 3) / 4);
     EXPECT_TRUE(Eventually([&] {
       return CountFiles(cluster, dataset, ".shard", all) == shards &&
              CountFiles(cluster, dataset, ".parity", all) == parity;
-    }, 60s)) << dataset << ": " << CountFiles(cluster, dataset, ".shard", all) << " shard files for " << shards;
+    }, 60s)) << dataset.name << ": " << CountFiles(cluster, dataset, ".shard", all) << " shard files for " << shards;
   }
   // A healthy epoch on 4 ranks: every sample once, byte-identical.
   const auto want = RunRanks(cluster, "ec", 4);
   ExpectSameAndExactlyOnce(RunRanks(cluster, "ec", 4), want);
 
   // A data shard damaged at its holder is never served, and is rebuilt there.
-  const int damaged_node = HolderOf(cluster, "ec", 0, 1);
-  const std::string victim = ChunkPath(cluster, damaged_node, "ec", 1, false);
+  const int damaged_node = HolderOf(cluster, ec, 0, 1);
+  const std::string victim = ChunkPath(cluster, damaged_node, ec, 1, false);
   const std::string original = ReadFile(victim);
   FlipByte(victim, std::filesystem::file_size(victim) / 2, 0x10);
   ExpectSameAndExactlyOnce(RunRanks(cluster, "ec", 4), want);
   ASSERT_TRUE(Eventually([&] {
-    std::error_code ec;
-    return std::filesystem::exists(victim, ec) && ReadFile(victim) == original;
+    std::error_code err;
+    return std::filesystem::exists(victim, err) && ReadFile(victim) == original;
   }, 60s)) << "the damaged shard is rebuilt from its stripe";
 
   // A damaged parity file, which no stream reads, is found by the scrubber,
   // quarantined, and rebuilt from the stripe by repair.
-  const int parity_node = HolderOf(cluster, "ec", 0, 5);
-  const std::string parity = ChunkPath(cluster, parity_node, "ec", 1, true);
+  const int parity_node = HolderOf(cluster, ec, 0, 5);
+  const std::string parity = ChunkPath(cluster, parity_node, ec, 1, true);
   const std::string parity_original = ReadFile(parity);
   FlipByte(parity, parity_original.size() / 3, 0x04);
   ASSERT_TRUE(Eventually([&] {
-    std::error_code ec;
-    return std::filesystem::exists(parity, ec) && ReadFile(parity) == parity_original;
+    std::error_code err;
+    return std::filesystem::exists(parity, err) && ReadFile(parity) == parity_original;
   }, 90s)) << "the damaged parity file is rebuilt";
   EXPECT_FALSE(std::filesystem::is_empty(cluster.DataDir(parity_node) + "/quarantine"));
 
@@ -235,7 +271,7 @@ TEST(ErasureTest, SixNodesFourPlusTwo) {
   // down reads every shard, so each of the dead nodes' shards is rebuilt on
   // a survivor by a degraded read.
   ExpectSameAndExactlyOnce(RunRanks(cluster, "ec", 4), want);
-  EXPECT_GE(CountFiles(cluster, "ec", ".shard", {0, 3, 4, 5}), static_cast<int>(info.shards));
+  EXPECT_GE(CountFiles(cluster, ec, ".shard", {0, 3, 4, 5}), static_cast<int>(info.shards));
 
   // A third node down: stripes of "ec2" (never read, so nothing was rebuilt)
   // have 3 of their 6 chunks left, fewer than K.
@@ -246,9 +282,48 @@ TEST(ErasureTest, SixNodesFourPlusTwo) {
   for (const Status& s : ends) {
     if (s.code() == Code::kOutOfRange) continue;
     EXPECT_EQ(s.code(), Code::kUnavailable) << s.ToString();
-    named |= s.message().find("ec2@1/") != std::string::npos && s.message().find(".shard") != std::string::npos;
+    named |= s.message().find("ec2@" + std::to_string(ec2.version) + "/") != std::string::npos && s.message().find(".shard") != std::string::npos;
   }
   EXPECT_TRUE(named) << "a rank fails naming the shard it cannot read: " << ends[0].ToString();
+}
+
+// A node gone past the grace period leaves the map: each of its chunks is
+// rebuilt from K others at its stripe's next node, and every file of the
+// version is at the holder placement over the 6 left gives it.
+TEST(ErasureTest, ANodeGonePastItsGracePeriodHasItsChunksRebuilt) {
+  LocalCluster::Options o;
+  o.nodes = 7;
+  o.grace_period_s = 1;
+  LocalCluster cluster(o);
+  auto client = cluster.Connect(0);
+  ASSERT_TRUE(AllUp(cluster));
+  ASSERT_TRUE(IngestEc(*client, "heal", 4, 2).ok());
+  Result<DatasetDescription> described = Status::NotFound("not asked");
+  ASSERT_TRUE(Eventually([&] {
+    described = client->Describe("heal");
+    return described.ok();
+  }, 30s)) << described.status().ToString();
+  const uint32_t shards = described->dataset.shards;
+  const Version heal{"heal", described->dataset.version};
+  const auto want = RunRanks(cluster, "heal", 2);
+  cluster.Kill(3);
+  const std::vector<int> left = {0, 1, 2, 4, 5, 6};
+  const auto placed = [&] {
+    for (uint32_t g = 0; g < (shards + 3) / 4; ++g) {
+      for (uint32_t c = 0; c < 6; ++c) {
+        const uint32_t seq = c < 4 ? g * 4 + c : g * 2 + (c - 4);
+        if (c < 4 && seq >= shards) continue;
+        std::error_code ec;
+        if (!std::filesystem::exists(ChunkPath(cluster, HolderAmong(cluster, left, heal, g, c), heal, seq, c >= 4),
+                                     ec)) {
+          return false;
+        }
+      }
+    }
+    return true;
+  };
+  ASSERT_TRUE(Eventually(placed, 90s)) << "every chunk at its holder among the 6 left";
+  ExpectSameAndExactlyOnce(RunRanks(cluster, "heal", 2), want);
 }
 
 }  // namespace
