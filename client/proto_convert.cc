@@ -99,6 +99,8 @@ v1::IngestOptions ToProto(const IngestOptions& options) {
   out.set_compression(CastEnum<v1::Compression>(options.compression));
   out.set_compression_level(options.compression_level);
   out.set_compression_block_bytes(options.compression_block_bytes);
+  out.set_ec_data(options.ec_data);
+  out.set_ec_parity(options.ec_parity);
   return out;
 }
 
@@ -115,6 +117,8 @@ IngestOptions FromProto(const v1::IngestOptions& options) {
   out.compression = CastEnum<Compression>(options.compression());
   out.compression_level = options.compression_level();
   out.compression_block_bytes = options.compression_block_bytes();
+  out.ec_data = options.ec_data();
+  out.ec_parity = options.ec_parity();
   return out;
 }
 
@@ -142,6 +146,8 @@ v1::DatasetInfo ToProto(const DatasetInfo& info) {
   out.set_compression(CastEnum<v1::Compression>(info.compression));
   out.set_compression_level(info.compression_level);
   out.set_compression_block_bytes(info.compression_block_bytes);
+  out.set_ec_data(info.ec_data);
+  out.set_ec_parity(info.ec_parity);
   return out;
 }
 
@@ -169,6 +175,8 @@ DatasetInfo FromProto(const v1::DatasetInfo& info) {
   out.compression = CastEnum<Compression>(info.compression());
   out.compression_level = info.compression_level();
   out.compression_block_bytes = info.compression_block_bytes();
+  out.ec_data = info.ec_data();
+  out.ec_parity = info.ec_parity();
   return out;
 }
 

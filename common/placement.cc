@@ -54,6 +54,10 @@ std::string StrataIndexFileKey(std::string_view dataset, uint64_t version) {
   return std::string(dataset) + "@" + std::to_string(version) + "/strata.idx";
 }
 
+std::string EcStripeKey(std::string_view dataset, uint64_t version, uint32_t stripe) {
+  return std::string(dataset) + "@" + std::to_string(version) + "/stripe/" + std::to_string(stripe);
+}
+
 std::string DatasetHomeKey(std::string_view dataset) { return "dataset:" + std::string(dataset); }
 
 uint64_t RendezvousWeight(std::string_view file_key, std::string_view node) {

@@ -31,6 +31,10 @@ namespace strata {
 // "name@version/seq" for a shard; "name@version/strata.idx" for the index.
 std::string ShardFileKey(std::string_view dataset, uint64_t version, uint32_t seq);
 std::string StrataIndexFileKey(std::string_view dataset, uint64_t version);
+// "name@version/stripe/g": the key that places stripe g of an erasure-coded
+// version, whose chunk i (data shards first, then parity) goes to the i-th
+// member of its ranked list (server/cluster/ec_stripes.h).
+std::string EcStripeKey(std::string_view dataset, uint64_t version, uint32_t stripe);
 
 // The weight of `node` for `file_key`.
 uint64_t RendezvousWeight(std::string_view file_key, std::string_view node);

@@ -17,7 +17,7 @@ PACKAGES=(
   libssl-dev
   # storage, logging, metrics, config, CLI, checksums, archives, JSON
   librocksdb-dev libspdlog-dev libfmt-dev prometheus-cpp-dev libcivetweb-dev libyaml-cpp-dev libsystemd-dev
-  libcli11-dev libxxhash-dev libzstd-dev libarchive-dev libcsv-dev nlohmann-json3-dev libboost1.74-dev
+  libcli11-dev libxxhash-dev libzstd-dev libisal-dev libarchive-dev libcsv-dev nlohmann-json3-dev libboost1.74-dev
   # tests and micro-benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # membership coordinator (issue: real cluster)

@@ -105,6 +105,20 @@ std::string StoredRatio(uint64_t stored, uint64_t logical) {
   return text;
 }
 
+// "replication 3", or "ec 4+2 (...)" for an erasure-coded version.
+std::string RedundancyText(const DatasetInfo& d) {
+  if (d.ec_data != 0) {
+    const uint32_t n = d.ec_data + d.ec_parity;
+    char overhead[32];
+    std::snprintf(overhead, sizeof overhead, "%.2f", static_cast<double>(n) / d.ec_data);
+    return "ec " + std::to_string(d.ec_data) + "+" + std::to_string(d.ec_parity) + " (stripes of " +
+           std::to_string(d.ec_data) + " shards + " + std::to_string(d.ec_parity) + " parity files on " +
+           std::to_string(n) + " nodes; about " + overhead + "x the shards on disk)";
+  }
+  return d.replication != 0 ? "replication " + std::to_string(d.replication)
+                            : "replication min(3, nodes) (the default)";
+}
+
 // `holders`: per shard, with --shards (else empty).
 void PrintDescription(const DatasetDescription& reply, bool with_shards,
                       const std::vector<std::vector<ShardHolder>>& holders) {
@@ -112,14 +126,14 @@ void PrintDescription(const DatasetDescription& reply, bool with_shards,
   std::cout << d.name << "@" << d.version << " (" << StateName(d.state) << ")\n";
   std::vector<std::pair<std::string, std::string>> fields = {
       {"samples", FormatCount(d.samples)},
-      {"redundancy", d.replication != 0 ? "replication " + std::to_string(d.replication)
-                                        : "replication min(3, nodes) (the default)"},
+      {"redundancy", RedundancyText(d)},
       {"compression", d.compression == Compression::kZstd
                           ? "zstd level " + std::to_string(d.compression_level) + ", blocks of " +
                                 FormatBytes(d.compression_block_bytes)
                           : "none"},
       {"payload", FormatBytes(d.bytes) + " (logical)"},
-      {"on disk", FormatBytes(d.file_bytes) + " in " + FormatCount(d.shards) + " shards (one replica)"},
+      {"on disk", FormatBytes(d.file_bytes) + " in " + FormatCount(d.shards) +
+                      (d.ec_data != 0 ? " shards (data shards, without parity)" : " shards (one replica)")},
       {"stored/logical", StoredRatio(d.file_bytes, d.bytes)},
       {"stratify by", d.stratify_by.empty() ? "label" : JoinKeys(d.stratify_by, ", ")},
   };

@@ -14,7 +14,16 @@ std::vector<std::vector<ShardHolder>> ShardHolders(const DatasetDescription& des
   out.reserve(description.shards.size());
   for (const ShardInfo& s : description.shards) {
     std::vector<ShardHolder>& holders = out.emplace_back();
-    for (const std::string& id : set.HolderIds(ShardFileKey(d.name, d.version, s.seq), r)) {
+    // Erasure coded: the shard's one holder, its stripe's member at its
+    // position (server/storage/ec_stripes.h).
+    std::vector<std::string> ids;
+    if (d.ec_data != 0) {
+      const auto ranked = set.RankIds(EcStripeKey(d.name, d.version, s.seq / d.ec_data));
+      if (!ranked.empty()) ids.push_back(ranked[(s.seq % d.ec_data) % ranked.size()]);
+    } else {
+      ids = set.HolderIds(ShardFileKey(d.name, d.version, s.seq), r);
+    }
+    for (const std::string& id : ids) {
       std::string zone;
       for (const NodeInfo& n : map.nodes) {
         if (n.id == id) zone = n.zone;

@@ -148,6 +148,8 @@ Metrics::Metrics(const std::string& node_id)
                                     "Local copies found corrupt (by the scrubber or a read) and quarantined")),
       proxied_records(MakeCounter(*registry_, node_id_, "strata_proxied_records_total",
                                   "Records served from a peer because the local copy was missing or corrupt")),
+      degraded_rebuilds(MakeCounter(*registry_, node_id_, "strata_ec_rebuilds_total",
+                                    "Erasure-coded chunks rebuilt here from K others (degraded reads and repair)")),
       map_epoch(MakeGauge(*registry_, node_id_, "strata_cluster_map_epoch", "Epoch of this node's cluster map")),
       nodes_up(MakeGauge(*registry_, node_id_, "strata_cluster_nodes_up", "Nodes up in this node's cluster map")),
       shards_under_replicated(MakeGauge(*registry_, node_id_, "strata_shards_under_replicated",

@@ -90,6 +90,7 @@ class Metrics {
   prometheus::Counter& scrubbed_bytes;
   prometheus::Counter& corruptions_found;
   prometheus::Counter& proxied_records;
+  prometheus::Counter& degraded_rebuilds;  // erasure-coded chunks rebuilt here
   prometheus::Gauge& map_epoch;
   prometheus::Gauge& nodes_up;
   // Shards as this node sees them (set by each repair round):

@@ -15,6 +15,7 @@
 #include "common/file_env.h"
 #include "plan/stratum_index.h"
 #include "server/storage/local_files.h"
+#include "server/storage/parity_file.h"
 #include "server/storage/shard_format.h"
 
 namespace strata {
@@ -37,6 +38,7 @@ Status VerifyLocalFile(v1::FileRef::Kind kind, const std::string& path,
     if (!reader.ok()) return reader.status();
     return reader.value()->VerifyFile(before_piece);
   }
+  if (kind == v1::FileRef::PARITY) return VerifyParityFile(path, before_piece).status();
   if (before_piece) {
     std::error_code ec;
     const uint64_t size = std::filesystem::file_size(path, ec);
@@ -103,6 +105,15 @@ Result<bool> FileReceiver::Commit() {
 }
 
 Status FileReceiver::CheckIdentity() const {
+  if (kind_ == v1::FileRef::PARITY) {
+    auto trailer = VerifyParityFile(tmp_path_);
+    if (!trailer.ok()) return trailer.status();
+    if (trailer->dataset_hash != ParityDatasetHash(file_.dataset(), file_.version()) ||
+        trailer->version != file_.version() || trailer->seq != file_.seq()) {
+      return Status::InvalidArgument("received copy of " + FileName(file_) + " is another parity file");
+    }
+    return Status::OK();
+  }
   if (kind_ != v1::FileRef::SHARD) return Status::OK();
   auto reader = ShardReader::Open(tmp_path_);
   if (!reader.ok()) return reader.status();

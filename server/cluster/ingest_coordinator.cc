@@ -40,16 +40,40 @@ Result<std::unique_ptr<IngestSession>> IngestCoordinator::Start(const v1::Ingest
     if (!number.ok()) return number.status();
     o.set_dataset(ref->name + "@" + std::to_string(number.value()));
   }
-  if (o.replication() == 0) o.set_replication(DefaultReplication(members.size()));
-  if (o.replication() > members.size()) {
+  const bool ec = o.ec_data() != 0 || o.ec_parity() != 0;
+  if (ec) {
+    // Erasure coded (ec:K+M): each stripe's K+M chunks on distinct nodes.
+    // sync waits for all K+M chunks of every stripe at their holders,
+    // quorum for the K data shards (parity follows), async for none.
+    if (o.replication() != 0) {
+      return Status::InvalidArgument("a version is either replicated or erasure coded (--redundancy), not both");
+    }
+    if (o.ec_data() < 1 || o.ec_parity() < 1 || o.ec_data() + o.ec_parity() > 32) {
+      return Status::InvalidArgument("erasure code ec:" + std::to_string(o.ec_data()) + "+" +
+                                     std::to_string(o.ec_parity()) + " needs K >= 1, M >= 1 and K + M <= 32");
+    }
+    if (o.ec_data() + o.ec_parity() > members.size()) {
+      return Status::InvalidArgument("erasure code ec:" + std::to_string(o.ec_data()) + "+" +
+                                     std::to_string(o.ec_parity()) + " needs at least " +
+                                     std::to_string(o.ec_data() + o.ec_parity()) + " nodes; the cluster has " +
+                                     std::to_string(members.size()));
+    }
+    if (o.write_policy() == v1::WRITE_QUORUM && o.write_quorum() != 0 && o.write_quorum() != o.ec_data()) {
+      return Status::InvalidArgument("with erasure coding, quorum waits for the K data shards of each stripe: "
+                                     "--write-quorum must be " + std::to_string(o.ec_data()) + " or left out");
+    }
+  }
+  if (!ec && o.replication() == 0) o.set_replication(DefaultReplication(members.size()));
+  if (!ec && o.replication() > members.size()) {
     return Status::InvalidArgument("replication " + std::to_string(o.replication()) + " needs at least that many nodes; "
                                    "the cluster has " + std::to_string(members.size()));
   }
-  if (o.write_policy() == v1::WRITE_QUORUM && (o.write_quorum() < 1 || o.write_quorum() > o.replication())) {
+  if (!ec && o.write_policy() == v1::WRITE_QUORUM && (o.write_quorum() < 1 || o.write_quorum() > o.replication())) {
     return Status::InvalidArgument("write quorum must be between 1 and the replication factor (" +
                                    std::to_string(o.replication()) + ")");
   }
-  const uint32_t need = o.write_policy() == v1::WRITE_SYNC     ? o.replication()
+  const uint32_t need = ec                                     ? 1
+                        : o.write_policy() == v1::WRITE_SYNC     ? o.replication()
                         : o.write_policy() == v1::WRITE_QUORUM ? o.write_quorum()
                                                                : 1;
   if (need > up) {
@@ -61,6 +85,7 @@ Result<std::unique_ptr<IngestSession>> IngestCoordinator::Start(const v1::Ingest
   full.erase(self);  // the coordinator writes its own copy; its low watermark is checked above
   auto observer = std::make_unique<IngestReplication>(d_.files, d_.replicator, d_.versions, map, o.replication(),
                                                       o.write_policy(), o.write_quorum(), std::move(full));
+  if (ec) observer->SetErasureCode(d_.dir, o.ec_data(), o.ec_parity());
   return IngestSession::Open(o, d_.catalog, d_.dir, d_.metrics, limits_, std::move(observer), self);
 }
 

@@ -2,9 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
+
 #include "common/mutex.h"
 #include "common/placement.h"
 #include "server/cluster/membership.h"
+#include "server/storage/ec_stripes.h"
 
 namespace strata {
 
@@ -26,36 +29,89 @@ IngestReplication::IngestReplication(LocalFiles* files, Replicator* replicator, 
       quorum_(quorum),
       full_(std::move(full)) {}
 
-void IngestReplication::FileWritten(const v1::FileRef& file, uint64_t bytes) {
-  files_->Add(file);
-  written_.push_back(file);
-  if (map_.nodes_size() <= 1) return;  // a single node keeps its one copy
+void IngestReplication::SetErasureCode(const DataDir* dir, uint32_t k, uint32_t m) {
+  ec_dir_ = dir;
+  ec_k_ = k;
+  ec_m_ = m;
+}
+
+std::shared_ptr<Replicator::Copies> IngestReplication::Place(const v1::FileRef& file, uint64_t bytes) {
   const bool index = file.kind() == v1::FileRef::STRATA_INDEX;
-  const std::string key =
-      index ? StrataIndexFileKey(file.dataset(), file.version()) : ShardFileKey(file.dataset(), file.version(), file.seq());
   // Candidates in placement order; nodes that are down or full are skipped
   // (their share goes to the next node, and rebalance moves it home later,
   // once the home has room: its repair loop pulls nothing while it is full).
   // Ranked over the usable nodes alone, so the copies that land stay in
   // distinct zones when a node is skipped.
-  std::vector<v1::NodeInfo> candidates;
   const auto usable = [this](const v1::NodeInfo& n) { return n.state() == v1::NODE_UP && !full_.count(n.id()); };
-  for (const std::string& id : RankMembers(key, PlacementMembers(map_, usable))) {
+  std::vector<std::string> ranked;
+  if (ec_k_ != 0 && !index) {
+    ranked = EcRanked(PlacementSet(PlacementMembers(map_, usable)), file, ec_k_, ec_m_);
+  } else {
+    const std::string key = index ? StrataIndexFileKey(file.dataset(), file.version())
+                                  : ShardFileKey(file.dataset(), file.version(), file.seq());
+    ranked = RankMembers(key, PlacementMembers(map_, usable));
+  }
+  std::vector<v1::NodeInfo> candidates;
+  for (const std::string& id : ranked) {
     const v1::NodeInfo* n = FindNode(map_, id);
     if (n != nullptr) candidates.push_back(*n);
   }
-  const uint32_t want = index ? static_cast<uint32_t>(candidates.size()) : replication_;
-  auto copies = replicator_->Replicate(file, bytes, std::move(candidates), want);
-  if (!index) shards_.push_back(std::move(copies));
+  const uint32_t want = index ? static_cast<uint32_t>(candidates.size()) : ec_k_ != 0 ? 1 : replication_;
+  return replicator_->Replicate(file, bytes, std::move(candidates), want);
+}
+
+Status IngestReplication::FinishStripe(uint32_t stripe) {
+  const v1::FileRef first = StripeFile(written_.front().dataset(), written_.front().version(), stripe, ec_k_, ec_k_,
+                                       ec_m_);
+  STRATA_RETURN_IF_ERROR(WriteStripeParity(*ec_dir_, first.dataset(), first.version(), stripe, ec_k_, ec_m_,
+                                           data_shards_));
+  for (uint32_t p = 0; p < ec_m_; ++p) {
+    const v1::FileRef file = StripeFile(first.dataset(), first.version(), stripe, ec_k_ + p, ec_k_, ec_m_);
+    files_->Add(file);
+    written_.push_back(file);
+    std::error_code ec;
+    const uint64_t bytes = std::filesystem::file_size(ec_dir_->Absolute(ec_dir_->FileRelativePath(file)), ec);
+    if (ec) return Status::IOError("parity file " + FileName(file) + ": " + ec.message());
+    if (map_.nodes_size() > 1) parity_.push_back(Place(file, bytes));
+  }
+  return Status::OK();
+}
+
+void IngestReplication::FileWritten(const v1::FileRef& file, uint64_t bytes) {
+  files_->Add(file);
+  written_.push_back(file);
+  const bool shard = file.kind() == v1::FileRef::SHARD;
+  if (map_.nodes_size() > 1) {  // a single node keeps its one copy
+    auto copies = Place(file, bytes);
+    if (shard) shards_.push_back(std::move(copies));
+  }
+  if (ec_k_ == 0 || !shard) return;
+  ++data_shards_;
+  if (data_shards_ % ec_k_ == 0 && parity_error_.ok()) {
+    parity_error_ = FinishStripe(static_cast<uint32_t>(data_shards_ / ec_k_ - 1));
+  }
 }
 
 void IngestReplication::BeforeSeal(std::function<void(Status)> done) {
-  const uint32_t need = policy_ == v1::WRITE_SYNC ? replication_ : policy_ == v1::WRITE_QUORUM ? quorum_ : 0;
-  if (need == 0 || shards_.empty()) {
+  if (ec_k_ != 0 && data_shards_ % ec_k_ != 0 && parity_error_.ok()) {
+    parity_error_ = FinishStripe(static_cast<uint32_t>(data_shards_ / ec_k_));  // the last, partial stripe
+  }
+  if (!parity_error_.ok()) {
+    done(parity_error_.WithContext("erasure coding"));
+    return;
+  }
+  uint32_t need = policy_ == v1::WRITE_SYNC ? replication_ : policy_ == v1::WRITE_QUORUM ? quorum_ : 0;
+  std::vector<std::shared_ptr<Replicator::Copies>> waited = shards_;
+  if (ec_k_ != 0) {
+    // One copy of each file; sync waits for the parity too.
+    need = policy_ == v1::WRITE_ASYNC ? 0 : 1;
+    if (policy_ == v1::WRITE_SYNC) waited.insert(waited.end(), parity_.begin(), parity_.end());
+  }
+  if (need == 0 || waited.empty()) {
     done(Status::OK());
     return;
   }
-  // Every shard is waited for at once; the last answer (or the first error,
+  // Every file is waited for at once; the last answer (or the first error,
   // once all have answered) calls `done`.
   struct Pending {
     Mutex mu;
@@ -67,13 +123,12 @@ void IngestReplication::BeforeSeal(std::function<void(Status)> done) {
   pending->done = std::move(done);
   {
     MutexLock lock(&pending->mu);
-    pending->left = shards_.size();
+    pending->left = waited.size();
   }
   const auto deadline = std::chrono::steady_clock::now() + kSealTimeout;
-  // A copy of the list: `done` may let the session (and this observer) go
+  // `waited` is a copy: `done` may let the session (and this observer) go
   // before the loop ends.
-  const std::vector<std::shared_ptr<Replicator::Copies>> shards = shards_;
-  for (const auto& copies : shards) {
+  for (const auto& copies : waited) {
     copies->WhenConfirmed(need, deadline, [pending](Status s) {
       Status result;
       {

@@ -8,6 +8,16 @@
 //   async:    one durable copy (this node's); the rest follow in the background
 // The stratum index goes to every node, never waited for: a node without it
 // fetches it when it first serves the version.
+//
+// Erasure coded (SetErasureCode, ec:K+M): each data shard goes to its
+// stripe's holder for its chunk (server/storage/ec_stripes.h); when a
+// stripe's K shards are written (the last one at the seal) its M parity files
+// are computed here and go to theirs. One copy of each file is placed:
+//
+//   sync:     every data shard and parity file is at its holder
+//   quorum:   every data shard is at its holder (K chunks of each stripe:
+//             enough to read all of it); the parity follows
+//   async:    none waited for
 #pragma once
 
 #include <memory>
@@ -31,6 +41,10 @@ class IngestReplication final : public IngestObserver {
   IngestReplication(LocalFiles* files, Replicator* replicator, const VersionSync* versions, v1::ClusterMap map,
                     uint32_t replication, v1::WritePolicy policy, uint32_t quorum, std::set<std::string> full = {});
 
+  // Makes the version erasure coded, ec:k+m; parity is written in `dir`.
+  // Before the first file. REQUIRES: k, m >= 1.
+  void SetErasureCode(const DataDir* dir, uint32_t k, uint32_t m);
+
   void FileWritten(const v1::FileRef& file, uint64_t bytes) override;
   void BeforeSeal(std::function<void(Status)> done) override;
   void AfterSeal(const v1::VersionRecord& sealed) override;
@@ -45,6 +59,17 @@ class IngestReplication final : public IngestObserver {
   const v1::WritePolicy policy_;
   const uint32_t quorum_;
   const std::set<std::string> full_;
+  // Starts copying `file` to its placement's first `want` usable nodes.
+  std::shared_ptr<Replicator::Copies> Place(const v1::FileRef& file, uint64_t bytes);
+  // Writes and places the parity files of `stripe` (erasure coded).
+  Status FinishStripe(uint32_t stripe);
+
+  const DataDir* ec_dir_ = nullptr;
+  uint32_t ec_k_ = 0;
+  uint32_t ec_m_ = 0;
+  uint64_t data_shards_ = 0;  // SHARD files written so far
+  Status parity_error_;       // the first failed parity write (fails the seal)
+  std::vector<std::shared_ptr<Replicator::Copies>> parity_;
   std::vector<std::shared_ptr<Replicator::Copies>> shards_;
   std::vector<v1::FileRef> written_;
 };

@@ -6,7 +6,9 @@
 
 #include "common/dataset_ref.h"
 #include "common/placement.h"
+#include "server/cluster/ec_rebuild.h"
 #include "server/cluster/membership.h"
+#include "server/storage/ec_stripes.h"
 
 namespace strata {
 
@@ -40,12 +42,20 @@ Status PeerRecords::ReadLocal(const v1::FileRef& shard, uint64_t index, std::str
 
 Status PeerRecords::Fetch(const v1::FileRef& shard, std::span<const uint64_t> indexes, std::vector<std::string>* raw) {
   const v1::ClusterMap map = view_->Current();
-  const std::string key = ShardFileKey(shard.dataset(), shard.version(), shard.seq());
+  auto version = cache_->Open(DatasetRef{shard.dataset(), shard.version()});
+  const bool ec = version.ok() && IsErasureCoded(version.value()->record().info());
+  // Erasure coded: a shard rebuilt here by an earlier degraded read serves
+  // from here.
+  if (ec && files_->Has(shard) && ReadAllLocal(shard, indexes, raw).ok()) return Status::OK();
+  raw->clear();
+  const std::vector<std::string> ranked =
+      ec ? FileRanked(version.value()->record().info(), shard, PlacementSet(PlacementMembers(map)))
+         : RankMembers(ShardFileKey(shard.dataset(), shard.version(), shard.seq()), PlacementMembers(map));
   v1::ReadRecordsRequest request;
   *request.mutable_file() = shard;
   for (uint64_t i : indexes) request.add_indexes(i);
   std::string errors;
-  for (const std::string& id : RankMembers(key, PlacementMembers(map))) {
+  for (const std::string& id : ranked) {
     const v1::NodeInfo* n = FindNode(map, id);
     if (id == view_->self_id() || n == nullptr || n->state() != v1::NODE_UP) continue;
     grpc::ClientContext context;
@@ -58,7 +68,38 @@ Status PeerRecords::Fetch(const v1::FileRef& shard, std::span<const uint64_t> in
     }
     errors += " " + id + ": " + s.error_message() + ";";
   }
+  if (ec) {
+    // A degraded read: no node serves the shard, so it is rebuilt here from
+    // K chunks of its stripe (one rebuild at a time; a stream waiting for
+    // the same shard then finds it here).
+    Status rebuilt;
+    {
+      MutexLock lock(&rebuild_mu_);
+      if (!files_->Has(shard)) {
+        std::vector<uint64_t> bytes;
+        for (size_t i = 0; i < version.value()->num_shards(); ++i) bytes.push_back(version.value()->shard(i).info().bytes());
+        auto read = RebuildChunk(RebuildDeps{view_, peers_, dir_, files_}, version.value()->record().info(), bytes,
+                                 shard, /*limiter=*/nullptr);
+        rebuilt = read.status();
+        if (read.ok()) metrics_->degraded_rebuilds.Increment();
+      }
+    }
+    if (rebuilt.ok()) rebuilt = ReadAllLocal(shard, indexes, raw);
+    if (rebuilt.ok()) return Status::OK();
+    raw->clear();
+    errors += " degraded read: " + rebuilt.ToString() + ";";
+  }
   return Status::Unavailable("no node could provide records of " + FileName(shard) + ":" + errors);
+}
+
+Status PeerRecords::ReadAllLocal(const v1::FileRef& shard, std::span<const uint64_t> indexes,
+                                 std::vector<std::string>* raw) {
+  for (uint64_t i : indexes) {
+    std::string record;
+    STRATA_RETURN_IF_ERROR(ReadLocal(shard, i, &record));
+    raw->push_back(std::move(record));
+  }
+  return Status::OK();
 }
 
 void PeerRecords::Quarantine(const v1::FileRef& file) {

@@ -1,6 +1,8 @@
 // PeerRecords: single records between nodes, and what happens to a damaged
 // local copy. It is the serving layer's RecordFetcher: a stream whose shard
-// has no intact copy here reads the records from another holder; a copy that
+// has no intact copy here reads the records from another holder (for an
+// erasure-coded version whose shard's holder is down: rebuilds the shard here
+// from K chunks of its stripe, server/cluster/ec_rebuild.h, a degraded read); a copy that
 // fails its checksum is quarantined so that repair fetches a good one. On the
 // other side, ReadLocal answers a peer's ReadRecords.
 //
@@ -38,6 +40,10 @@ class PeerRecords final : public RecordFetcher {
   Status ReadLocal(const v1::FileRef& shard, uint64_t index, std::string* raw);
 
  private:
+  // Reads records `indexes` of a local shard into *raw.
+  Status ReadAllLocal(const v1::FileRef& shard, std::span<const uint64_t> indexes, std::vector<std::string>* raw);
+
+  Mutex rebuild_mu_;  // one degraded-read rebuild at a time
   const ClusterView* const view_;
   PeerClients* const peers_;
   DatasetCache* const cache_;

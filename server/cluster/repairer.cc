@@ -8,10 +8,12 @@
 #include "common/grpc_status.h"
 #include "common/mutex.h"
 #include "common/placement.h"
+#include "server/cluster/ec_rebuild.h"
 #include "server/cluster/file_transfer.h"
 #include "server/cluster/file_placement.h"
 #include "server/cluster/membership.h"
 #include "server/cluster/shard_health.h"
+#include "server/storage/ec_stripes.h"
 
 namespace strata {
 
@@ -137,10 +139,18 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
   d_.metrics->repair_pass_done.Set(0);
   for (const v1::FileRef& file : missing) {
     if (Stopping()) return;
-    const std::string key = file.kind() == v1::FileRef::SHARD ? ShardFileKey(file.dataset(), file.version(), file.seq())
-                                                               : StrataIndexFileKey(file.dataset(), file.version());
+    auto record = d_.catalog->GetVersion(file.dataset(), file.version());
+    const bool ec = record.ok() && IsErasureCoded(record->info()) && file.kind() != v1::FileRef::STRATA_INDEX;
+    std::vector<std::string> sources;
+    if (ec || file.kind() == v1::FileRef::PARITY) {
+      if (record.ok()) sources = FileRanked(record->info(), file, members);
+    } else {
+      sources = members.RankIds(file.kind() == v1::FileRef::SHARD
+                                    ? ShardFileKey(file.dataset(), file.version(), file.seq())
+                                    : StrataIndexFileKey(file.dataset(), file.version()));
+    }
     bool copied = false;
-    for (const std::string& source : members.RankIds(key)) {
+    for (const std::string& source : sources) {
       const v1::NodeInfo* info = FindNode(map, source);
       if (source == self || info == nullptr || info->state() != v1::NODE_UP) continue;
       auto pulled = PullFile(d_.peers->Peer(*info).get(), *d_.dir, file,
@@ -164,6 +174,27 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
         spdlog::warn("repair: copying {} from {}: {}", FileName(file), source, pulled.status().ToString());
       }
     }
+    if (!copied && ec && !Stopping()) {
+      // No node holds a copy of this chunk: rebuilt here from K others of
+      // its stripe, throttled like a copy.
+      std::vector<uint64_t> bytes;
+      for (const auto& s : d_.catalog->ListShards(file.dataset(), file.version()).value_or({})) {
+        bytes.push_back(s.info().bytes());
+      }
+      auto rebuilt = RebuildChunk(RebuildDeps{d_.view, d_.peers, d_.dir, d_.files}, record->info(), bytes, file,
+                                  &limiter_);
+      if (rebuilt.ok()) {
+        ++files_copied_;
+        bytes_copied_ += rebuilt.value();
+        d_.metrics->repair_files_copied.Increment();
+        d_.metrics->repair_bytes_copied.Increment(static_cast<double>(rebuilt.value()));
+        d_.metrics->degraded_rebuilds.Increment();
+        d_.metrics->repair_pass_done.Increment();
+        copied = true;
+      } else {
+        spdlog::warn("repair: rebuilding {}: {}", FileName(file), rebuilt.status().ToString());
+      }
+    }
     if (copied && files_missing_ > 0) {
       --files_missing_;
       d_.metrics->repair_files_pending.Set(static_cast<double>(files_missing_.load()));
@@ -177,6 +208,7 @@ void Repairer::ReleaseExtras(const v1::ClusterMap& map) {
   const auto settle = 4 * interval_;
   if (!all_up || std::chrono::steady_clock::now() - map_changed_at_ < settle) return;
   // What each holder holds, per version, asked at most once per round.
+  const PlacementSet members(PlacementMembers(map));
   std::map<std::pair<std::string, std::string>, std::set<LocalFiles::Key>> held;  // (node, dataset@version)
   auto holds = [&](const v1::NodeInfo& node, const v1::FileRef& file) {
     const auto key = std::make_pair(node.id(), file.dataset() + "@" + std::to_string(file.version()));
@@ -200,8 +232,9 @@ void Repairer::ReleaseExtras(const v1::ClusterMap& map) {
   d_.metrics->rebalance_pass_done.Set(0);
   for (const v1::FileRef& file : extras) {
     if (Stopping()) return;
-    const auto holders = Holders(ShardFileKey(file.dataset(), file.version(), file.seq()), PlacementMembers(map),
-                                 ReplicationOf(*d_.catalog, file.dataset(), file.version(), map));
+    auto record = d_.catalog->GetVersion(file.dataset(), file.version());
+    if (!record.ok()) continue;
+    const auto holders = FileHolders(record->info(), file, members);
     const bool safe = std::all_of(holders.begin(), holders.end(), [&](const std::string& id) {
       const v1::NodeInfo* n = FindNode(map, id);
       return n != nullptr && holds(*n, file);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <set>
 
+#include "server/storage/erasure_code.h"
 #include "common/dataset_ref.h"
 
 namespace strata {
@@ -68,6 +69,13 @@ Result<std::unique_ptr<IngestSession>> IngestSession::Open(const v1::IngestOptio
     return Status::InvalidArgument("shard target size must be between 4 KiB and 64 GiB");
   }
   STRATA_RETURN_IF_ERROR(ValidateCompression(options.compression(), options.compression_level()));
+  if (options.ec_data() != 0 || options.ec_parity() != 0) {
+    auto code = ErasureCode::Create(options.ec_data(), options.ec_parity());
+    if (!code.ok()) return code.status();
+    if (options.replication() != 0) {
+      return Status::InvalidArgument("a version is either replicated or erasure coded, not both");
+    }
+  }
   ShardWriteOptions write_options;
   write_options.compression = options.compression();
   write_options.level = options.compression_level() != 0 ? options.compression_level() : kDefaultZstdLevel;
@@ -92,6 +100,8 @@ Result<std::unique_ptr<IngestSession>> IngestSession::Open(const v1::IngestOptio
   initial.mutable_info()->set_write_quorum(options.write_quorum());
   initial.mutable_info()->set_coordinator(coordinator);
   initial.mutable_info()->set_compression(options.compression());
+  initial.mutable_info()->set_ec_data(options.ec_data());
+  initial.mutable_info()->set_ec_parity(options.ec_parity());
   if (options.compression() != v1::COMPRESSION_NONE) {
     initial.mutable_info()->set_compression_level(write_options.level);
     initial.mutable_info()->set_compression_block_bytes(static_cast<uint32_t>(write_options.block_bytes));

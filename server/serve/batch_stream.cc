@@ -10,6 +10,7 @@
 #include "common/placement.h"
 #include "common/serving_errors.h"
 #include "server/serve/part_builder.h"
+#include "server/storage/ec_stripes.h"
 #include "server/storage/local_files.h"
 
 namespace strata {
@@ -239,11 +240,12 @@ bool BatchStream::ServesHere(size_t shard, uint64_t id) {
   if (!p.known.load(std::memory_order_acquire)) {
     MutexLock lock(&placement_mu_);
     if (!p.known.load(std::memory_order_relaxed)) {
-      const std::string key = ShardFileKey(version_->shape().name, version_->shape().version,
-                                           version_->shard(shard).info().seq());
-      p.ranked = members_.RankIds(key);
-      p.holders = p.ranked;
-      p.holders.resize(std::min<size_t>(p.holders.size(), version_->Replication(members_.size())));
+      // Replicated: the shard's first R ranked members; erasure coded: the
+      // holder of its chunk, then the members that take over from it
+      // (server/storage/ec_stripes.h).
+      const v1::FileRef file = ShardFile(shard);
+      p.ranked = FileRanked(version_->record().info(), file, members_);
+      p.holders = FileHolders(version_->record().info(), file, members_);
       p.known.store(true, std::memory_order_release);  // holders and ranked do not change after
     }
   }

@@ -100,6 +100,11 @@ std::string DataDir::FileRelativePath(const v1::FileRef& file) const {
   if (file.kind() == v1::FileRef::STRATA_INDEX) {
     return "shards/" + file.dataset() + "/v" + std::to_string(file.version()) + "/strata.idx";
   }
+  if (file.kind() == v1::FileRef::PARITY) {
+    char name[32];
+    std::snprintf(name, sizeof(name), "%06u.parity", file.seq());
+    return "shards/" + file.dataset() + "/v" + std::to_string(file.version()) + "/" + name;
+  }
   return ShardRelativePath(file.dataset(), file.version(), file.seq());
 }
 
@@ -136,6 +141,9 @@ Result<std::vector<v1::FileRef>> DataDir::ScanFiles() const {
       ref.set_kind(v1::FileRef::STRATA_INDEX);
     } else if (file.size() == 12 && file.substr(6) == ".shard") {
       ref.set_kind(v1::FileRef::SHARD);
+      ref.set_seq(static_cast<uint32_t>(std::strtoul(file.c_str(), nullptr, 10)));
+    } else if (file.size() == 13 && file.substr(6) == ".parity") {
+      ref.set_kind(v1::FileRef::PARITY);
       ref.set_seq(static_cast<uint32_t>(std::strtoul(file.c_str(), nullptr, 10)));
     } else {
       continue;

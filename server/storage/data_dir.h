@@ -3,6 +3,7 @@
 //   <data_dir>/meta/                          RocksDB metadata (the catalog)
 //   <data_dir>/shards/<name>/v<version>/<seq>.shard   shard files (seq: 6 digits)
 //   <data_dir>/shards/<name>/v<version>/strata.idx    the version's stratum member index
+//   <data_dir>/shards/<name>/v<version>/<seq>.parity  parity files of erasure-coded versions
 //   <data_dir>/quarantine/                    corrupt copies set aside by the scrubber
 //
 // Shard paths recorded in the catalog are relative to <data_dir>, so a data

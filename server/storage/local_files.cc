@@ -68,6 +68,7 @@ v1::FileRef IndexRef(const std::string& dataset, uint64_t version) {
 std::string FileName(const v1::FileRef& file) {
   std::string s = file.dataset() + "@" + std::to_string(file.version()) + "/";
   if (file.kind() == v1::FileRef::STRATA_INDEX) return s + "strata.idx";
+  if (file.kind() == v1::FileRef::PARITY) return s + std::to_string(file.seq()) + ".parity";
   return s + std::to_string(file.seq()) + ".shard";
 }
 

@@ -15,7 +15,7 @@ Status ValidateFileRef(const v1::FileRef& file) {
   if (!v1::FileRef::Kind_IsValid(file.kind())) {
     return Status::InvalidArgument("unknown file kind " + std::to_string(static_cast<int>(file.kind())));
   }
-  if (file.kind() == v1::FileRef::SHARD && file.seq() > kMaxShardSeq) {
+  if ((file.kind() == v1::FileRef::SHARD || file.kind() == v1::FileRef::PARITY) && file.seq() > kMaxShardSeq) {
     return Status::InvalidArgument("shard seq " + std::to_string(file.seq()) + " is over the limit of " +
                                    std::to_string(kMaxShardSeq));
   }

@@ -67,6 +67,12 @@ struct IngestOptions {
   // of one sample decompresses its whole block, and larger blocks compress
   // better. 0 (default): 64 KiB.
   uint32_t compression_block_bytes = 0;
+  // Erasure coding ec:K+M instead of replication (both 0: replicated): K data
+  // shards and M parity files a stripe, each on its own node; a healthy read
+  // reads one node, and any M nodes of a stripe may be lost. 1 <= K, 1 <= M,
+  // K + M <= 32 and at most the cluster's nodes; `replication` must be 0.
+  uint32_t ec_data = 0;
+  uint32_t ec_parity = 0;
 };
 
 // Lifecycle of a dataset version.
@@ -106,6 +112,8 @@ struct DatasetInfo {
   Compression compression = Compression::kNone;
   int compression_level = 0;  // as stored (zstd: 1..19)
   uint32_t compression_block_bytes = 0;  // as stored
+  uint32_t ec_data = 0;    // erasure coded ec:K+M: K (0: replicated)
+  uint32_t ec_parity = 0;  // and M
 };
 
 // One shard file of a version.

@@ -1,0 +1,51 @@
+// Rebuilding one chunk (a data shard or a parity file) of an erasure-coded
+// stripe from K others: what a degraded read does for a shard whose holder is
+// down (server/cluster/peer_records.h) and what repair does for a chunk no
+// node holds any more (server/cluster/repairer.h).
+//
+// The other chunks of the stripe are read whole, from this node when it holds
+// them, else from the nodes that are up in their placement order (the peer
+// service's GetFile), until K are in hand; the wanted chunk is decoded
+// (server/storage/erasure_code.h) and committed like a received copy
+// (server/cluster/file_transfer.h: verified by its own format's checksums and
+// identity, then linked into place), so a wrong or damaged source can never
+// produce a file that is served. Memory: K + 1 chunks of the stripe's longest
+// data shard.
+//
+// Thread-safety: safe for concurrent use for different files; two rebuilds
+// of one file race harmlessly (the first committed copy wins).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/status.h"
+#include "server/cluster/cluster_view.h"
+#include "server/cluster/peer_clients.h"
+#include "server/cluster/rate_limiter.h"
+#include "server/storage/data_dir.h"
+#include "server/storage/local_files.h"
+#include "strata/v1/cluster.pb.h"
+#include "strata/v1/types.pb.h"
+
+namespace strata {
+
+struct RebuildDeps {
+  const ClusterView* view = nullptr;
+  PeerClients* peers = nullptr;
+  const DataDir* dir = nullptr;
+  LocalFiles* files = nullptr;
+};
+
+// Rebuilds `file` (a SHARD or PARITY of the erasure-coded version `info`,
+// whose data shards are `shard_bytes` long, in seq order) here and adds it
+// to the local files. Returns the bytes read to do it. `limiter` (may be
+// null) paces the reads. Unavailable naming the file if fewer than K other
+// chunks could be read; InvalidArgument if the version is not erasure coded
+// or the file is not one of its chunks; Corruption if the result fails its
+// checks.
+Result<uint64_t> RebuildChunk(const RebuildDeps& d, const v1::DatasetInfo& info,
+                              const std::vector<uint64_t>& shard_bytes, const v1::FileRef& file,
+                              RateLimiter* limiter);
+
+}  // namespace strata
