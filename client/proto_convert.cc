@@ -99,6 +99,7 @@ v1::IngestOptions ToProto(const IngestOptions& options) {
   out.set_compression(CastEnum<v1::Compression>(options.compression));
   out.set_compression_level(options.compression_level);
   out.set_compression_block_bytes(options.compression_block_bytes);
+  out.set_keep_versions(options.keep_versions);
   return out;
 }
 
@@ -115,6 +116,7 @@ IngestOptions FromProto(const v1::IngestOptions& options) {
   out.compression = CastEnum<Compression>(options.compression());
   out.compression_level = options.compression_level();
   out.compression_block_bytes = options.compression_block_bytes();
+  out.keep_versions = options.keep_versions();
   return out;
 }
 
@@ -142,6 +144,7 @@ v1::DatasetInfo ToProto(const DatasetInfo& info) {
   out.set_compression(CastEnum<v1::Compression>(info.compression));
   out.set_compression_level(info.compression_level);
   out.set_compression_block_bytes(info.compression_block_bytes);
+  out.set_keep_versions(info.keep_versions);
   return out;
 }
 
@@ -169,6 +172,7 @@ DatasetInfo FromProto(const v1::DatasetInfo& info) {
   out.compression = CastEnum<Compression>(info.compression());
   out.compression_level = info.compression_level();
   out.compression_block_bytes = info.compression_block_bytes();
+  out.keep_versions = info.keep_versions();
   return out;
 }
 

@@ -61,6 +61,7 @@ Result<std::unique_ptr<IngestSession>> IngestCoordinator::Start(const v1::Ingest
   full.erase(self);  // the coordinator writes its own copy; its low watermark is checked above
   auto observer = std::make_unique<IngestReplication>(d_.files, d_.replicator, d_.versions, map, o.replication(),
                                                       o.write_policy(), o.write_quorum(), std::move(full));
+  observer->set_deleter(d_.deleter);
   return IngestSession::Open(o, d_.catalog, d_.dir, d_.metrics, limits_, std::move(observer), self);
 }
 

@@ -91,6 +91,7 @@ Result<std::unique_ptr<IngestSession>> IngestSession::Open(const v1::IngestOptio
   initial.mutable_info()->set_write_policy(options.write_policy());
   initial.mutable_info()->set_write_quorum(options.write_quorum());
   initial.mutable_info()->set_coordinator(coordinator);
+  initial.mutable_info()->set_keep_versions(options.keep_versions());
   initial.mutable_info()->set_compression(options.compression());
   if (options.compression() != v1::COMPRESSION_NONE) {
     initial.mutable_info()->set_compression_level(write_options.level);

@@ -67,6 +67,10 @@ struct IngestOptions {
   // of one sample decompresses its whole block, and larger blocks compress
   // better. 0 (default): 64 KiB.
   uint32_t compression_block_bytes = 0;
+  // Retention: once this version seals, the dataset's sealed versions older
+  // than the newest keep_versions are deleted as by Client::DeleteVersion.
+  // 0 (default): keep every version.
+  uint32_t keep_versions = 0;
 };
 
 // Lifecycle of a dataset version.
@@ -75,6 +79,7 @@ enum class VersionState : int {
   kIngesting = 1,  // open for samples
   kSealed = 2,     // immutable, servable
   kAborted = 3,    // ingest failed; files removed, number reusable
+  kDeleted = 4,    // deleted (Client::DeleteVersion, retention); its number is never reused
 };
 
 struct StratumCount {
@@ -106,6 +111,14 @@ struct DatasetInfo {
   Compression compression = Compression::kNone;
   int compression_level = 0;  // as stored (zstd: 1..19)
   uint32_t compression_block_bytes = 0;  // as stored
+  uint32_t keep_versions = 0;  // the retention it was ingested with (0: none)
+};
+
+// Client::DeleteVersion: what was deleted and which nodes have removed it.
+struct DeleteResult {
+  DatasetInfo dataset;                     // state kDeleted
+  std::vector<std::string> nodes_told;     // other nodes that removed their copies before the reply
+  std::vector<std::string> nodes_pending;  // down or unreachable: they remove theirs when they return
 };
 
 // One shard file of a version.
