@@ -125,8 +125,20 @@ Result<std::shared_ptr<const OpenVersion>> DatasetCache::Open(const DatasetRef& 
   auto shards = catalog_->ListShards(info.name(), info.version());
   if (!shards.ok()) return shards.status();
   auto version = std::make_shared<const OpenVersion>(std::move(record).value(), std::move(shards).value(), dir_);
-  MutexLock lock(&mu_);
-  return open_.try_emplace(key, std::move(version)).first->second;
+  std::shared_ptr<const OpenVersion> open;
+  {
+    MutexLock lock(&mu_);
+    open = open_.try_emplace(key, std::move(version)).first->second;
+  }
+  // A delete between the read above and the insert: its Forget came before
+  // the entry existed. Its tombstone is in the catalog by now, so look again.
+  auto now = catalog_->GetVersion(key.first, key.second);
+  if (now.ok() && now->info().state() == v1::VERSION_DELETED) {
+    Forget(key.first, key.second);
+    return Status::FailedPrecondition("dataset '" + key.first + "' version " + std::to_string(key.second) +
+                                      " was deleted");
+  }
+  return open;
 }
 
 void DatasetCache::Forget(const std::string& name, uint64_t version) {

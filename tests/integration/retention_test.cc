@@ -88,14 +88,20 @@ TEST_F(RetentionTest, RmRemovesTheVersionFromEveryListingAndEveryDisk) {
   LocalCluster& cluster = *cluster_;
   auto client = cluster.Connect(0);
   ASSERT_NE(client, nullptr);
-  ASSERT_GT(Ingest3(*client, "gone", 400).dataset.samples, 0u);
-  ASSERT_GT(Ingest3(*client, "gone", 300).dataset.samples, 0u);
+  // Version numbers in a cluster are unique, not consecutive (version_numbers.h).
+  const uint64_t v1 = Ingest3(*client, "gone", 400).dataset.version;
+  const uint64_t v2 = Ingest3(*client, "gone", 300).dataset.version;
+  ASSERT_GT(v1, 0u);
+  ASSERT_GT(v2, v1);
+  const std::string first = "gone@" + std::to_string(v1);
   for (int i = 0; i < 3; ++i) {
-    ASSERT_GT(FilesOf(cluster, i, "gone", 1), 0u) << "node " << i << " holds no copy: the test would prove nothing";
-    ASSERT_EQ(Listed(cluster, i, "gone"), (std::set<uint64_t>{1, 2})) << "node " << i;
+    ASSERT_GT(FilesOf(cluster, i, "gone", v1), 0u) << "node " << i << " holds no copy: the test would prove nothing";
+    // A sealed version reaches the other nodes by broadcast or anti-entropy.
+    ASSERT_TRUE(Eventually([&] { return Listed(cluster, i, "gone") == std::set<uint64_t>{v1, v2}; }, 30s))
+        << "node " << i;
   }
 
-  auto deleted = client->DeleteVersion("gone@1");
+  auto deleted = client->DeleteVersion(first);
   ASSERT_TRUE(deleted.ok()) << deleted.status().ToString();
   EXPECT_EQ(deleted->dataset.state, VersionState::kDeleted);
   EXPECT_EQ(deleted->dataset.samples, 400u);
@@ -103,61 +109,64 @@ TEST_F(RetentionTest, RmRemovesTheVersionFromEveryListingAndEveryDisk) {
   EXPECT_TRUE(deleted->nodes_pending.empty());
   // Every node that was told applied it before the reply: no waiting.
   for (int i = 0; i < 3; ++i) {
-    EXPECT_EQ(Listed(cluster, i, "gone"), (std::set<uint64_t>{2})) << "node " << i;
-    EXPECT_EQ(FilesOf(cluster, i, "gone", 1), 0u) << "node " << i;
-    EXPECT_GT(FilesOf(cluster, i, "gone", 2), 0u) << "node " << i;
+    EXPECT_EQ(Listed(cluster, i, "gone"), (std::set<uint64_t>{v2})) << "node " << i;
+    EXPECT_EQ(FilesOf(cluster, i, "gone", v1), 0u) << "node " << i;
+    EXPECT_GT(FilesOf(cluster, i, "gone", v2), 0u) << "node " << i;
   }
   // With unsealed versions the tombstone shows as deleted.
   auto all = client->ListDatasets(/*include_unsealed=*/true);
   ASSERT_TRUE(all.ok());
   bool tombstone = false;
-  for (const auto& d : *all) tombstone |= d.name == "gone" && d.version == 1 && d.state == VersionState::kDeleted;
+  for (const auto& d : *all) tombstone |= d.name == "gone" && d.version == v1 && d.state == VersionState::kDeleted;
   EXPECT_TRUE(tombstone);
 
-  // The latest is now 2; the deleted number is never reused.
+  // The latest is now v2; the deleted number is never reused.
   auto latest = client->Describe("gone");
   ASSERT_TRUE(latest.ok());
-  EXPECT_EQ(latest->dataset.version, 2u);
+  EXPECT_EQ(latest->dataset.version, v2);
   IngestOptions again;
-  again.dataset = "gone@1";
+  again.dataset = first;
   auto writer = client->StartIngest(again);
   Status reuse = writer.ok() ? writer.value()->Commit().status() : writer.status();
   EXPECT_EQ(reuse.code(), Code::kFailedPrecondition) << reuse.ToString();
 
   // Errors name what is wrong.
-  auto unknown = client->DeleteVersion("gone@9");
+  auto unknown = client->DeleteVersion("gone@999");
   EXPECT_EQ(unknown.status().code(), Code::kNotFound);
-  EXPECT_NE(unknown.status().message().find("'gone' has no version 9"), std::string::npos)
+  EXPECT_NE(unknown.status().message().find("'gone' has no version 999"), std::string::npos)
       << unknown.status().ToString();
   auto nobody = cluster.Connect(1)->DeleteVersion("never@1");
   EXPECT_EQ(nobody.status().code(), Code::kNotFound) << nobody.status().ToString();
   EXPECT_EQ(client->DeleteVersion("gone").status().code(), Code::kInvalidArgument);
   EXPECT_EQ(client->DeleteVersion("../../etc@1").status().code(), Code::kInvalidArgument);
   // Deleting it again is harmless.
-  EXPECT_TRUE(client->DeleteVersion("gone@1").ok());
+  EXPECT_TRUE(client->DeleteVersion(first).ok());
 }
 
 TEST_F(RetentionTest, KeepVersionsKeepsTheNewestK) {
   LocalCluster& cluster = *cluster_;
   auto client = cluster.Connect(1);
   ASSERT_NE(client, nullptr);
-  ASSERT_GT(Ingest3(*client, "keep", 100).dataset.samples, 0u);
-  ASSERT_GT(Ingest3(*client, "keep", 100).dataset.samples, 0u);
-  for (int i = 0; i < 3; ++i) ASSERT_GT(FilesOf(cluster, i, "keep", 1), 0u);
+  const uint64_t v1 = Ingest3(*client, "keep", 100).dataset.version;
+  const uint64_t v2 = Ingest3(*client, "keep", 100).dataset.version;
+  ASSERT_GT(v1, 0u);
+  ASSERT_GT(v2, v1);
+  for (int i = 0; i < 3; ++i) ASSERT_GT(FilesOf(cluster, i, "keep", v1), 0u);
   auto third = Ingest3(*client, "keep", 100, /*keep_versions=*/2);
-  ASSERT_EQ(third.dataset.version, 3u);
+  const uint64_t v3 = third.dataset.version;
+  ASSERT_GT(v3, v2);
   EXPECT_EQ(third.dataset.keep_versions, 2u);
   // Retention runs as the version seals, before the ingest's reply.
   for (int i = 0; i < 3; ++i) {
-    EXPECT_EQ(Listed(cluster, i, "keep"), (std::set<uint64_t>{2, 3})) << "node " << i;
-    EXPECT_EQ(FilesOf(cluster, i, "keep", 1), 0u) << "node " << i;
-    EXPECT_GT(FilesOf(cluster, i, "keep", 2), 0u) << "node " << i;
+    EXPECT_EQ(Listed(cluster, i, "keep"), (std::set<uint64_t>{v2, v3})) << "node " << i;
+    EXPECT_EQ(FilesOf(cluster, i, "keep", v1), 0u) << "node " << i;
+    EXPECT_GT(FilesOf(cluster, i, "keep", v2), 0u) << "node " << i;
   }
-  auto fourth = Ingest3(*client, "keep", 100, /*keep_versions=*/1);
-  ASSERT_EQ(fourth.dataset.version, 4u);
+  const uint64_t v4 = Ingest3(*client, "keep", 100, /*keep_versions=*/1).dataset.version;
+  ASSERT_GT(v4, v3);
   for (int i = 0; i < 3; ++i) {
-    EXPECT_EQ(Listed(cluster, i, "keep"), (std::set<uint64_t>{4})) << "node " << i;
-    EXPECT_EQ(FilesOf(cluster, i, "keep", 2) + FilesOf(cluster, i, "keep", 3), 0u) << "node " << i;
+    EXPECT_EQ(Listed(cluster, i, "keep"), (std::set<uint64_t>{v4})) << "node " << i;
+    EXPECT_EQ(FilesOf(cluster, i, "keep", v2) + FilesOf(cluster, i, "keep", v3), 0u) << "node " << i;
   }
 }
 
@@ -165,15 +174,17 @@ TEST_F(RetentionTest, AStreamOpenOnADeletedVersionEndsWithFailedPrecondition) {
   LocalCluster& cluster = *cluster_;
   auto client = cluster.Connect(0, /*stall_ms=*/10000);
   ASSERT_NE(client, nullptr);
-  ASSERT_GT(Ingest3(*client, "live", 3000).dataset.samples, 0u);
+  const uint64_t v = Ingest3(*client, "live", 3000).dataset.version;
+  ASSERT_GT(v, 0u);
+  const std::string live = "live@" + std::to_string(v);
   StreamOptions o;
-  o.dataset = "live@1";
+  o.dataset = live;
   o.batch_size = 1;  // 3000 steps: far more than any node builds ahead
   auto stream = client->OpenStream(o);
   ASSERT_TRUE(stream.ok()) << stream.status().ToString();
   Batch b;
   ASSERT_TRUE(stream.value()->Next(&b).ok());
-  ASSERT_TRUE(cluster.Connect(2)->DeleteVersion("live@1").ok());
+  ASSERT_TRUE(cluster.Connect(2)->DeleteVersion(live).ok());
   Status end;
   uint64_t after = 0;
   while ((end = stream.value()->Next(&b)).ok()) ++after;
@@ -191,28 +202,29 @@ TEST_F(RetentionTest, ANodeDownDuringRmRemovesItsCopyWhenItReturns) {
   LocalCluster& cluster = *cluster_;
   auto client = cluster.Connect(0);
   ASSERT_NE(client, nullptr);
-  ASSERT_GT(Ingest3(*client, "away", 300).dataset.samples, 0u);
-  ASSERT_GT(FilesOf(cluster, 2, "away", 1), 0u);
+  const uint64_t v = Ingest3(*client, "away", 300).dataset.version;
+  ASSERT_GT(v, 0u);
+  ASSERT_GT(FilesOf(cluster, 2, "away", v), 0u);
   ASSERT_EQ(cluster.Process(2).Terminate(), 0) << cluster.Process(2).Log();
 
-  auto deleted = client->DeleteVersion("away@1");
+  auto deleted = client->DeleteVersion("away@" + std::to_string(v));
   ASSERT_TRUE(deleted.ok()) << deleted.status().ToString();
   EXPECT_EQ(std::set<std::string>(deleted->nodes_pending.begin(), deleted->nodes_pending.end()),
             std::set<std::string>{cluster.Id(2)});
   for (int i = 0; i < 2; ++i) {
     EXPECT_TRUE(Listed(cluster, i, "away").empty()) << "node " << i;
-    EXPECT_EQ(FilesOf(cluster, i, "away", 1), 0u) << "node " << i;
+    EXPECT_EQ(FilesOf(cluster, i, "away", v), 0u) << "node " << i;
   }
-  EXPECT_GT(FilesOf(cluster, 2, "away", 1), 0u) << "the stopped node's copy is still on its disk";
+  EXPECT_GT(FilesOf(cluster, 2, "away", v), 0u) << "the stopped node's copy is still on its disk";
 
   cluster.Start(2);
   // Anti-entropy brings it the tombstone (a repair round every 200 ms).
-  EXPECT_TRUE(Eventually([&] { return FilesOf(cluster, 2, "away", 1) == 0; }, 60s)) << cluster.Process(2).Log();
+  EXPECT_TRUE(Eventually([&] { return FilesOf(cluster, 2, "away", v) == 0; }, 60s)) << cluster.Process(2).Log();
   EXPECT_TRUE(Eventually([&] { return Listed(cluster, 2, "away").empty(); }, 60s));
   // And it never serves or lists it again, nor pulls it back.
   WaitAllUp(cluster);
   EXPECT_TRUE(Listed(cluster, 2, "away").empty());
-  EXPECT_EQ(FilesOf(cluster, 2, "away", 1), 0u);
+  EXPECT_EQ(FilesOf(cluster, 2, "away", v), 0u);
 }
 
 }  // namespace
