@@ -151,6 +151,7 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
                              &limiter_, kCopyTimeout);
       if (pulled.ok()) {
         d_.files->Add(file);
+        if (d_.versions->DropIfDeleted(file)) break;  // deleted while it was copied
         if (pulled.value() == 0) {  // it was here all along: the inventory had missed it
           copied = true;
           break;

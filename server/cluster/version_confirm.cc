@@ -27,6 +27,10 @@ Result<v1::VersionMeta> ConfirmWithCoordinator(const v1::VersionRecord& claimed,
   }
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + timeout);
+  // The coordinator is usually the sender, so up: a channel still backing off
+  // from a refused connect (a node started before the other listened) waits
+  // for its next attempt instead of failing at once.
+  context.set_wait_for_ready(true);
   v1::ListVersionsRequest request;
   request.set_include_shards(true);
   request.set_dataset(info.name());

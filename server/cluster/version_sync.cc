@@ -25,6 +25,15 @@ Status VersionSync::RemoveLocalCopy(const std::string& name, uint64_t version) c
   return dir_->RemoveVersion(name, version);
 }
 
+bool VersionSync::DropIfDeleted(const v1::FileRef& file) const {
+  auto record = catalog_->GetVersion(file.dataset(), file.version());
+  if (!record.ok() || record->info().state() != v1::VERSION_DELETED) return false;
+  Status removed = RemoveLocalCopy(file.dataset(), file.version());
+  if (!removed.ok()) spdlog::warn("removing a late copy of deleted {}@{}: {}", file.dataset(), file.version(),
+                                  removed.ToString());
+  return true;
+}
+
 Result<size_t> VersionSync::RemoveDeadCopies() const {
   auto versions = catalog_->ListVersions(/*include_unsealed=*/true);
   if (!versions.ok()) return versions.status();

@@ -52,6 +52,12 @@ class VersionSync {
   // DatasetCache::Forget) and removes this node's files of it: shards, stratum
   // index and the version's directory. The catalog is not touched.
   Status RemoveLocalCopy(const std::string& name, uint64_t version) const;
+  // After a file arrived from another node (a replica, a repair pull): if its
+  // version was deleted meanwhile (the copy was in flight during the delete),
+  // removes this node's copy of the version again and returns true. The
+  // tombstone is written before a delete removes files, so a copy added after
+  // that removal is always caught here.
+  bool DropIfDeleted(const v1::FileRef& file) const;
   // At startup: removes files this node still holds of aborted or deleted
   // versions (a crash between the catalog write and the removal). Returns how
   // many versions had files.
