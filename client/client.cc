@@ -134,6 +134,25 @@ class GrpcClient final : public Client {
     return client_internal::FromProto(reply);
   }
 
+  Result<DeleteResult> DeleteVersion(const std::string& dataset) override {
+    auto ref = ParseDatasetRef(dataset);
+    if (!ref.ok()) return ref.status();
+    if (!ref->version) {
+      return Status::InvalidArgument("name the version to delete as NAME@N ('" + dataset + "' names none)");
+    }
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::DeleteVersionRequest request;
+    request.set_dataset(dataset);
+    v1::DeleteVersionReply reply;
+    STRATA_RETURN_IF_ERROR(FromGrpcStatus(admin_->DeleteVersion(&context, request, &reply)));
+    DeleteResult out;
+    out.dataset = client_internal::FromProto(reply.dataset());
+    out.nodes_told.assign(reply.nodes_told().begin(), reply.nodes_told().end());
+    out.nodes_pending.assign(reply.nodes_pending().begin(), reply.nodes_pending().end());
+    return out;
+  }
+
   Result<NodeStatus> GetStatus() override {
     grpc::ClientContext context;
     SetDeadline(&context);

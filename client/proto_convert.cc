@@ -101,6 +101,7 @@ v1::IngestOptions ToProto(const IngestOptions& options) {
   out.set_compression_block_bytes(options.compression_block_bytes);
   out.set_ec_data(options.ec_data);
   out.set_ec_parity(options.ec_parity);
+  out.set_keep_versions(options.keep_versions);
   return out;
 }
 
@@ -119,6 +120,7 @@ IngestOptions FromProto(const v1::IngestOptions& options) {
   out.compression_block_bytes = options.compression_block_bytes();
   out.ec_data = options.ec_data();
   out.ec_parity = options.ec_parity();
+  out.keep_versions = options.keep_versions();
   return out;
 }
 
@@ -148,6 +150,7 @@ v1::DatasetInfo ToProto(const DatasetInfo& info) {
   out.set_compression_block_bytes(info.compression_block_bytes);
   out.set_ec_data(info.ec_data);
   out.set_ec_parity(info.ec_parity);
+  out.set_keep_versions(info.keep_versions);
   return out;
 }
 
@@ -177,6 +180,7 @@ DatasetInfo FromProto(const v1::DatasetInfo& info) {
   out.compression_block_bytes = info.compression_block_bytes();
   out.ec_data = info.ec_data();
   out.ec_parity = info.ec_parity();
+  out.keep_versions = info.keep_versions();
   return out;
 }
 

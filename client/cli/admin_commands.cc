@@ -1,4 +1,5 @@
-// strata ls | describe | status: what a server holds and how it is doing.
+// strata ls | describe | status | rm: what a server holds, how it is doing,
+// and deleting a version.
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -22,6 +23,7 @@ std::string StateName(VersionState state) {
     case VersionState::kIngesting: return "ingesting";
     case VersionState::kSealed: return "sealed";
     case VersionState::kAborted: return "aborted";
+    case VersionState::kDeleted: return "deleted";
     default: return "unknown";
   }
 }
@@ -141,6 +143,7 @@ void PrintDescription(const DatasetDescription& reply, bool with_shards,
     fields.emplace_back("time bucket", d.time_bucket_field + " every " +
                                            FormatDuration(static_cast<double>(d.time_bucket_seconds)));
   }
+  if (d.keep_versions != 0) fields.emplace_back("retention", "keeps the newest " + std::to_string(d.keep_versions) + " versions");
   fields.emplace_back("duplicates", FormatCount(d.duplicate_samples) + " exact duplicate samples");
   fields.emplace_back("created", FormatTimeUtc(d.created_unix_ms));
   fields.emplace_back("sealed", FormatTimeUtc(d.sealed_unix_ms));
@@ -195,6 +198,39 @@ int RunDescribe(const DescribeArgs& args) {
     return 0;
   }
   PrintDescription(*reply, args.shards, holders);
+  return 0;
+}
+
+// ---- rm
+
+struct RmArgs {
+  std::vector<std::string> servers;
+  std::string dataset;
+  bool json = false;
+};
+
+int RunRm(const RmArgs& args) {
+  auto client = ConnectToServer(args.servers);
+  if (!client.ok()) return PrintError(client.status());
+  auto deleted = (*client)->DeleteVersion(args.dataset);
+  if (!deleted.ok()) return PrintError(deleted.status());
+  if (args.json) {
+    v1::DeleteVersionReply reply;
+    *reply.mutable_dataset() = client_internal::ToProto(deleted->dataset);
+    for (const auto& n : deleted->nodes_told) reply.add_nodes_told(n);
+    for (const auto& n : deleted->nodes_pending) reply.add_nodes_pending(n);
+    return PrintJson(reply);
+  }
+  const DatasetInfo& d = deleted->dataset;
+  std::cout << "deleted " << d.name << "@" << d.version << " (" << FormatCount(d.samples) << " samples, "
+            << FormatBytes(d.file_bytes) << " per replica)\n";
+  if (!deleted->nodes_told.empty()) {
+    std::cout << "  removed on " << (*client)->address() << " and " << JoinKeys(deleted->nodes_told, ", ") << "\n";
+  }
+  if (!deleted->nodes_pending.empty()) {
+    std::cout << "  pending on " << JoinKeys(deleted->nodes_pending, ", ")
+              << " (down or unreachable now: they remove their copies when they return)\n";
+  }
   return 0;
 }
 
@@ -277,6 +313,20 @@ Command AddDescribeCommand(CLI::App& parent) {
   app->add_flag("--shards", args->shards, "Also list every shard: sequence, first id, samples, size, checksum, and the nodes that hold it with their zones");
   app->add_flag("--json", args->json, "Print the server's reply as JSON");
   return {app, [args] { return RunDescribe(*args); }};
+}
+
+Command AddRmCommand(CLI::App& parent) {
+  auto args = std::make_shared<RmArgs>();
+  CLI::App* app = parent.add_subcommand(
+      "rm", "Delete one dataset version on every node: it leaves every listing at once and each node removes its "
+            "files (a node that is down removes them when it returns). Streams open on it end with "
+            "FAILED_PRECONDITION. Needs an admin token where tokens are on");
+  AddServerOption(app, &args->servers);
+  app->add_option("dataset", args->dataset, "The version to delete, as NAME@N (a version is always named)")
+      ->required()
+      ->type_name("NAME@N");
+  app->add_flag("--json", args->json, "Print the server's reply as JSON");
+  return {app, [args] { return RunRm(*args); }};
 }
 
 Command AddStatusCommand(CLI::App& parent) {

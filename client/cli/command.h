@@ -31,6 +31,7 @@ Command AddStreamCommand(CLI::App& parent);    // stream_command.cc
 Command AddLsCommand(CLI::App& parent);        // admin_commands.cc
 Command AddDescribeCommand(CLI::App& parent);  // admin_commands.cc
 Command AddStatusCommand(CLI::App& parent);    // admin_commands.cc
+Command AddRmCommand(CLI::App& parent);        // admin_commands.cc
 
 inline constexpr const char* kDefaultServer = "127.0.0.1:7400";
 

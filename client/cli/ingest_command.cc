@@ -33,6 +33,7 @@ struct IngestArgs {
   std::string compression = "none";
   std::string compression_block;
   std::string redundancy;  // ec:K+M
+  uint32_t keep_versions = 0;
   std::vector<std::string> sources;
   bool quiet = false;
 };
@@ -111,6 +112,7 @@ IngestOptions MakeOptions(const IngestArgs& args) {
                          : args.write_policy == "quorum" ? WritePolicy::kQuorum
                                                          : WritePolicy::kSync;
   options.write_quorum = args.write_quorum;
+  options.keep_versions = args.keep_versions;
   const CompressionChoice compression = ParseCompression(args.compression).value();
   options.compression = compression.codec;
   options.compression_level = compression.level;
@@ -282,6 +284,12 @@ Command AddIngestCommand(CLI::App& parent) {
         }
         return Status::OK();
       }));
+  app->add_option("--keep-versions", args->keep_versions,
+                  "Retention: once this version seals, delete the dataset's older sealed versions beyond the "
+                  "newest K (this one included), on every node, as `strata rm` does; recorded with the version "
+                  "(describe shows it). Default: keep every version")
+      ->type_name("K")
+      ->check(CLI::Range(1u, 1000000u));
   app->add_flag("-q,--quiet", args->quiet, "Do not show the progress line");
   app->add_option("sources", args->sources,
                   "Folders (label = first sub-folder), .csv/.jsonl manifests, or WebDataset .tar/.tar.gz/.tgz files")

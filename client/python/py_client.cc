@@ -1,5 +1,5 @@
 // strata.Client: a connection to a stratad; opens streams, runs the admin
-// calls (list, describe, status) and ingests samples from Python.
+// calls (list, describe, status, delete) and ingests samples from Python.
 //
 // Thread-safety: a Client may be used from several Python threads.
 #include <pybind11/stl.h>
@@ -168,6 +168,14 @@ class PyClient {
   py::dict Describe(const std::string& dataset) {
     return ToDict(client_internal::ToProto(Call([&] { return client_->Describe(dataset); })));
   }
+  py::dict Delete(const std::string& dataset) {
+    DeleteResult r = Call([&] { return client_->DeleteVersion(dataset); });
+    v1::DeleteVersionReply reply;
+    *reply.mutable_dataset() = client_internal::ToProto(r.dataset);
+    for (const auto& n : r.nodes_told) reply.add_nodes_told(n);
+    for (const auto& n : r.nodes_pending) reply.add_nodes_pending(n);
+    return ToDict(reply);
+  }
   py::dict GetStatus() { return ToDict(client_internal::ToProto(Call([&] { return client_->GetStatus(); }))); }
 
   py::object OpenStream(const std::string& dataset, uint32_t batch_size, uint32_t rank, uint32_t world, uint64_t seed,
@@ -276,6 +284,13 @@ connect_timeout_ms.)")
       .def_property_readonly("address", &PyClient::address)
       .def("list", &PyClient::List, py::arg("include_unsealed") = false, "Datasets and versions, as dicts.")
       .def("describe", &PyClient::Describe, py::arg("dataset"), "One version ('name' or 'name@N') in detail.")
+      .def("delete", &PyClient::Delete, py::arg("dataset"),
+           R"(Deletes version 'name@N' on every node (strata rm; needs an admin token where tokens are on).
+
+Returns {'dataset': its info (state VERSION_DELETED), 'nodes_told': nodes that
+removed their copies, 'nodes_pending': nodes down now, which remove theirs when
+they return}. Raises strata.Error: NotFound for an unknown version,
+InvalidArgument for a name without @N, FailedPrecondition while it is ingesting.)")
       .def("status", &PyClient::GetStatus, "The node's health and counters.")
       .def("stream", &PyClient::OpenStream, py::arg("dataset"), py::arg("batch_size"), py::arg("rank") = 0,
            py::arg("world") = 1, py::arg("seed") = 0, py::arg("epoch") = 0, py::arg("start_step") = 0,

@@ -86,6 +86,7 @@ Result<std::unique_ptr<IngestSession>> IngestCoordinator::Start(const v1::Ingest
   auto observer = std::make_unique<IngestReplication>(d_.files, d_.replicator, d_.versions, map, o.replication(),
                                                       o.write_policy(), o.write_quorum(), std::move(full));
   if (ec) observer->SetErasureCode(d_.dir, o.ec_data(), o.ec_parity());
+  observer->set_deleter(d_.deleter);
   return IngestSession::Open(o, d_.catalog, d_.dir, d_.metrics, limits_, std::move(observer), self);
 }
 

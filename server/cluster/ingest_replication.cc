@@ -144,9 +144,17 @@ void IngestReplication::BeforeSeal(std::function<void(Status)> done) {
 
 void IngestReplication::AfterSeal(const v1::VersionRecord& sealed) {
   if (map_.nodes_size() > 1) versions_->Broadcast(sealed.info().name(), sealed.info().version());
+  if (deleter_ != nullptr && sealed.info().keep_versions() > 0) {
+    auto deleted = deleter_->ApplyRetention(sealed.info().name(), sealed.info().keep_versions());
+    if (!deleted.ok()) spdlog::warn("after sealing {}@{}: {}", sealed.info().name(), sealed.info().version(),
+                                    deleted.status().ToString());
+  }
 }
 
 void IngestReplication::AfterAbort() {
+  // Copies already sent to other nodes go when their anti-entropy learns the
+  // aborted record (VersionSync::Import): no broadcast here, where a gRPC
+  // thread may be running the abort.
   for (const auto& f : written_) files_->Remove(f);
 }
 

@@ -1,7 +1,10 @@
 // The node's IngestObserver: records every file an ingest writes in the
 // node's file inventory and, in a cluster, copies it to its holders
 // (Replicator), holds the seal until the version's write policy is met, and
-// broadcasts the sealed version's metadata.
+// broadcasts the sealed version's metadata, then applies the dataset's
+// retention (keep_versions, version_delete.h). An aborted ingest's files go
+// here at once, and on the nodes it had copied them to at their next
+// anti-entropy round (the aborted record reaches them there).
 //
 //   sync:     every shard has `replication` durable copies
 //   quorum W: every shard has W durable copies
@@ -26,6 +29,7 @@
 #include <vector>
 
 #include "server/cluster/replicator.h"
+#include "server/cluster/version_delete.h"
 #include "server/cluster/version_sync.h"
 #include "server/ingest/ingest_session.h"
 #include "server/storage/local_files.h"
@@ -44,6 +48,8 @@ class IngestReplication final : public IngestObserver {
   // Makes the version erasure coded, ec:k+m; parity is written in `dir`.
   // Before the first file. REQUIRES: k, m >= 1.
   void SetErasureCode(const DataDir* dir, uint32_t k, uint32_t m);
+  // Retention after a seal; without one (nullptr), keep_versions is ignored.
+  void set_deleter(VersionDeleter* deleter) { deleter_ = deleter; }
 
   void FileWritten(const v1::FileRef& file, uint64_t bytes) override;
   void BeforeSeal(std::function<void(Status)> done) override;
@@ -55,6 +61,7 @@ class IngestReplication final : public IngestObserver {
   Replicator* const replicator_;
   const VersionSync* const versions_;
   const v1::ClusterMap map_;
+  VersionDeleter* deleter_ = nullptr;
   const uint32_t replication_;
   const v1::WritePolicy policy_;
   const uint32_t quorum_;

@@ -92,8 +92,12 @@ void Repairer::SyncCatalog(const v1::ClusterMap& map) {
       if (!incoming.ParseFromString(meta.version_record())) continue;
       const auto& info = incoming.info();
       auto local = d_.catalog->GetVersion(info.name(), info.version());
-      if (local.ok() && (local->info().state() == v1::VERSION_SEALED || local->info().state() == info.state())) {
-        continue;
+      // Deleted is final, then sealed (Catalog::ImportVersion): only a
+      // tombstone changes a sealed version here.
+      if (local.ok()) {
+        const v1::VersionState mine = local->info().state();
+        if (mine == info.state() || mine == v1::VERSION_DELETED) continue;
+        if (mine == v1::VERSION_SEALED && info.state() != v1::VERSION_DELETED) continue;
       }
       // Fetch it whole, with its shard records.
       auto full_context = Context(kRpcTimeout);
@@ -157,6 +161,7 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
                              &limiter_, kCopyTimeout);
       if (pulled.ok()) {
         d_.files->Add(file);
+        if (d_.versions->DropIfDeleted(file)) break;  // deleted while it was copied
         if (pulled.value() == 0) {  // it was here all along: the inventory had missed it
           copied = true;
           break;

@@ -64,6 +64,15 @@ Status ValidateDescribeRequest(const v1::DescribeDatasetRequest& r) {
   return CheckDatasetRef("the dataset", r.dataset());
 }
 
+Status ValidateDeleteRequest(const v1::DeleteVersionRequest& r) {
+  STRATA_RETURN_IF_ERROR(CheckDatasetRef("the dataset", r.dataset()));
+  if (!ParseDatasetRef(r.dataset())->version) {
+    return Status::InvalidArgument("name the version to delete as NAME@N (" + QuotePrefix(r.dataset()) +
+                                   " names none)");
+  }
+  return Status::OK();
+}
+
 Status ValidatePing(const v1::PingRequest& r) {
   return CheckLength("the sender's node id", r.from(), L::kMaxNodeIdBytes);
 }
@@ -86,10 +95,15 @@ Status ValidateVersionMeta(const v1::VersionMeta& meta, const DataDir& dir, v1::
   const v1::DatasetInfo& info = record->info();
   STRATA_RETURN_IF_ERROR(ValidateDatasetName(info.name()));
   if (info.version() == 0) return Status::InvalidArgument("dataset versions are numbered from 1");
-  if (info.state() != v1::VERSION_SEALED && info.state() != v1::VERSION_ABORTED) {
-    return Status::InvalidArgument("only sealed or aborted versions are shared between nodes");
+  if (info.state() != v1::VERSION_SEALED && info.state() != v1::VERSION_ABORTED &&
+      info.state() != v1::VERSION_DELETED) {
+    return Status::InvalidArgument("only sealed, aborted or deleted versions are shared between nodes");
   }
   STRATA_RETURN_IF_ERROR(CheckLength("the coordinator's node id", info.coordinator(), L::kMaxNodeIdBytes));
+  STRATA_RETURN_IF_ERROR(CheckLength("the deleting node's id", record->deleted_by(), L::kMaxNodeIdBytes));
+  if (info.state() == v1::VERSION_DELETED && record->deleted_by().empty()) {
+    return Status::InvalidArgument("a deleted version must name the node that deleted it");
+  }
   STRATA_RETURN_IF_ERROR(CheckStrings("stratify_by", info.stratify_by(), L::kMaxStratifyBy, L::kMaxFieldNameBytes));
   shards->assign(static_cast<size_t>(meta.shard_records_size()), v1::ShardRecord());
   std::set<uint32_t> seqs;

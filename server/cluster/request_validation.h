@@ -27,6 +27,8 @@ Status ValidateIngestOptions(const v1::IngestOptions& options);
 
 // Admin service.
 Status ValidateDescribeRequest(const v1::DescribeDatasetRequest& request);
+// "name@N": a delete always names its version (never "the latest").
+Status ValidateDeleteRequest(const v1::DeleteVersionRequest& request);
 
 // Peer service.
 Status ValidatePing(const v1::PingRequest& request);

@@ -10,19 +10,27 @@ Result<v1::VersionMeta> ConfirmWithCoordinator(const v1::VersionRecord& claimed,
                                                std::chrono::milliseconds timeout) {
   const v1::DatasetInfo& info = claimed.info();
   const std::string what = "dataset " + QuotePrefix(info.name()) + " version " + std::to_string(info.version());
-  if (info.coordinator() == self) {
-    return Status(Code::kPermissionDenied, what + " is coordinated by this node; only its own catalog changes it");
+  // A tombstone's authority is the node that deleted the version.
+  const bool deleted = info.state() == v1::VERSION_DELETED;
+  const std::string& authority = deleted ? claimed.deleted_by() : info.coordinator();
+  if (authority == self) {
+    return Status(Code::kPermissionDenied, what + (deleted ? " was deleted" : " is coordinated") +
+                                               " by this node; only its own catalog changes it");
   }
   const v1::NodeInfo* coordinator = nullptr;
   for (const auto& n : map.nodes()) {
-    if (n.id() == info.coordinator()) coordinator = &n;
+    if (n.id() == authority) coordinator = &n;
   }
   if (coordinator == nullptr) {
-    return Status(Code::kPermissionDenied, what + " names coordinator " + QuotePrefix(info.coordinator()) +
-                                    ", which is not a member of this cluster");
+    return Status(Code::kPermissionDenied, what + " names " + (deleted ? "deleter " : "coordinator ") +
+                                               QuotePrefix(authority) + ", which is not a member of this cluster");
   }
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + timeout);
+  // The coordinator is usually the sender, so up: a channel still backing off
+  // from a refused connect (a node started before the other listened) waits
+  // for its next attempt instead of failing at once.
+  context.set_wait_for_ready(true);
   v1::ListVersionsRequest request;
   request.set_include_shards(true);
   request.set_dataset(info.name());
@@ -34,12 +42,15 @@ Result<v1::VersionMeta> ConfirmWithCoordinator(const v1::VersionRecord& claimed,
     v1::VersionRecord theirs;
     if (!theirs.ParseFromString(meta.version_record())) continue;
     if (theirs.info().name() == info.name() && theirs.info().version() == info.version() &&
-        theirs.info().coordinator() == coordinator->id() && theirs.info().state() == info.state()) {
+        theirs.info().state() == info.state() &&
+        (deleted ? theirs.deleted_by() == coordinator->id() : theirs.info().coordinator() == coordinator->id())) {
       return meta;
     }
   }
-  return Status(Code::kPermissionDenied, what + " is not " + (info.state() == v1::VERSION_SEALED ? "sealed" : "aborted") +
-                                  " on its coordinator " + coordinator->id());
+  const char* state = info.state() == v1::VERSION_SEALED ? "sealed" : deleted ? "deleted" : "aborted";
+  return Status(Code::kPermissionDenied, what + " is not " + state + " on " +
+                                             (deleted ? "the node named as its deleter " : "its coordinator ") +
+                                             coordinator->id());
 }
 
 }  // namespace strata

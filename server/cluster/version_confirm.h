@@ -5,7 +5,10 @@
 // address the map gives) for its copy, and imports that copy, never the
 // message. So only the node that created a version can make it visible or
 // abort it, and a forged "name@99" naming a real node as its coordinator is
-// refused because that node has no such version.
+// refused because that node has no such version. A deleted version's claim
+// (a tombstone) is confirmed the same way with the node it names as its
+// deleter (deleted_by): any member may delete, and only a member's own
+// tombstone is believed.
 //
 // Thread-safety: a pure function over its arguments (it makes one RPC).
 #pragma once

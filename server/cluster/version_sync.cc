@@ -9,9 +9,42 @@
 
 namespace strata {
 
+namespace {
+
+bool Dead(v1::VersionState state) { return state == v1::VERSION_ABORTED || state == v1::VERSION_DELETED; }
+
+}  // namespace
+
 VersionSync::VersionSync(Catalog* catalog, DataDir* dir, LocalFiles* files, PeerClients* peers,
-                         const ClusterView* view)
-    : catalog_(catalog), dir_(dir), files_(files), peers_(peers), view_(view) {}
+                         const ClusterView* view, DatasetCache* cache)
+    : catalog_(catalog), dir_(dir), files_(files), peers_(peers), view_(view), cache_(cache) {}
+
+Status VersionSync::RemoveLocalCopy(const std::string& name, uint64_t version) const {
+  if (cache_ != nullptr) cache_->Forget(name, version);
+  for (const auto& f : files_->List(name, version)) files_->Remove(f);
+  return dir_->RemoveVersion(name, version);
+}
+
+bool VersionSync::DropIfDeleted(const v1::FileRef& file) const {
+  auto record = catalog_->GetVersion(file.dataset(), file.version());
+  if (!record.ok() || record->info().state() != v1::VERSION_DELETED) return false;
+  Status removed = RemoveLocalCopy(file.dataset(), file.version());
+  if (!removed.ok()) spdlog::warn("removing a late copy of deleted {}@{}: {}", file.dataset(), file.version(),
+                                  removed.ToString());
+  return true;
+}
+
+Result<size_t> VersionSync::RemoveDeadCopies() const {
+  auto versions = catalog_->ListVersions(/*include_unsealed=*/true);
+  if (!versions.ok()) return versions.status();
+  size_t removed = 0;
+  for (const auto& v : versions.value()) {
+    if (!Dead(v.info().state()) || files_->List(v.info().name(), v.info().version()).empty()) continue;
+    STRATA_RETURN_IF_ERROR(RemoveLocalCopy(v.info().name(), v.info().version()));
+    ++removed;
+  }
+  return removed;
+}
 
 Result<bool> VersionSync::Import(const v1::VersionMeta& meta) {
   v1::VersionRecord record;
@@ -19,9 +52,12 @@ Result<bool> VersionSync::Import(const v1::VersionMeta& meta) {
   STRATA_RETURN_IF_ERROR(ValidateVersionMeta(meta, *dir_, &record, &shards));
   auto changed = catalog_->ImportVersion(record, shards);
   if (!changed.ok()) return changed.status();
-  if (changed.value() && record.info().state() == v1::VERSION_ABORTED) {
-    for (const auto& f : files_->List(record.info().name(), record.info().version())) files_->Remove(f);
-    STRATA_RETURN_IF_ERROR(dir_->RemoveVersion(record.info().name(), record.info().version()));
+  if (changed.value() && Dead(record.info().state())) {
+    STRATA_RETURN_IF_ERROR(RemoveLocalCopy(record.info().name(), record.info().version()));
+    if (record.info().state() == v1::VERSION_DELETED) {
+      spdlog::info("{}@{} was deleted by {}: removed this node's copy", record.info().name(),
+                   record.info().version(), record.deleted_by());
+    }
   }
   return changed.value();
 }
@@ -31,7 +67,7 @@ Status VersionSync::Export(const v1::ListVersionsRequest& request, v1::ListVersi
   if (!versions.ok()) return versions.status();
   for (const auto& v : versions.value()) {
     const auto& info = v.info();
-    if (info.state() != v1::VERSION_SEALED && info.state() != v1::VERSION_ABORTED) continue;
+    if (info.state() != v1::VERSION_SEALED && !Dead(info.state())) continue;
     if (!request.dataset().empty() && (info.name() != request.dataset() ||
                                        (request.version() != 0 && info.version() != request.version()))) {
       continue;
@@ -47,30 +83,39 @@ Status VersionSync::Export(const v1::ListVersionsRequest& request, v1::ListVersi
   return Status::OK();
 }
 
-void VersionSync::Broadcast(const std::string& name, uint64_t version) const {
+VersionSync::BroadcastResult VersionSync::Broadcast(const std::string& name, uint64_t version) const {
+  BroadcastResult result;
   v1::ListVersionsRequest one;
   one.set_include_shards(true);
   one.set_dataset(name);
   one.set_version(version);
   v1::ListVersionsReply mine;
-  if (!Export(one, &mine).ok() || mine.versions_size() != 1) return;
+  if (!Export(one, &mine).ok() || mine.versions_size() != 1) return result;
   v1::PutVersionRequest request;
   *request.mutable_meta() = mine.versions(0);
   const v1::ClusterMap map = view_->Current();
   for (const auto& n : map.nodes()) {
-    if (n.id() == view_->self_id() || n.state() != v1::NODE_UP) continue;
+    if (n.id() == view_->self_id()) continue;
+    if (n.state() != v1::NODE_UP) {
+      result.pending.push_back(n.id());
+      continue;
+    }
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     v1::PutVersionReply reply;
     grpc::Status s = peers_->Peer(n)->PutVersion(&context, request, &reply);
     if (!s.ok()) spdlog::warn("telling {} about {}@{}: {}", n.id(), name, version, s.error_message());
+    (s.ok() ? result.told : result.pending).push_back(n.id());
   }
+  return result;
 }
 
 void VersionSync::BroadcastOwnAborted() const {
   const auto versions = catalog_->ListVersions(true).value_or({});
   for (const auto& v : versions) {
-    if (v.info().state() == v1::VERSION_ABORTED && v.info().coordinator() == view_->self_id()) {
+    const bool aborted_here = v.info().state() == v1::VERSION_ABORTED && v.info().coordinator() == view_->self_id();
+    const bool deleted_here = v.info().state() == v1::VERSION_DELETED && v.deleted_by() == view_->self_id();
+    if (aborted_here || deleted_here) {
       Broadcast(v.info().name(), v.info().version());
     }
   }

@@ -1,17 +1,21 @@
 // VersionSync: version metadata between nodes. Every node keeps the catalog
-// of every version (sealed or aborted); a coordinator broadcasts a version
-// when it seals or aborts it, peers import what they are sent, and the repair
-// loop's anti-entropy exports and imports what a node missed.
+// of every version (sealed, aborted or deleted); a coordinator broadcasts a
+// version when it seals or aborts it, the node that deletes one broadcasts its
+// tombstone, peers import what they are sent, and the repair loop's
+// anti-entropy exports and imports what a node missed (so a node that was
+// down during a delete removes its copy when it returns).
 //
 // Thread-safety: safe for concurrent use.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "server/cluster/cluster_view.h"
 #include "server/cluster/peer_clients.h"
 #include "server/storage/catalog.h"
+#include "server/storage/dataset_cache.h"
 #include "server/storage/data_dir.h"
 #include "server/storage/local_files.h"
 #include "strata/v1/cluster.pb.h"
@@ -20,21 +24,44 @@ namespace strata {
 
 class VersionSync {
  public:
-  // Every pointer must outlive the VersionSync.
-  VersionSync(Catalog* catalog, DataDir* dir, LocalFiles* files, PeerClients* peers, const ClusterView* view);
+  // Every pointer must outlive the VersionSync; `cache` may be null.
+  VersionSync(Catalog* catalog, DataDir* dir, LocalFiles* files, PeerClients* peers, const ClusterView* view,
+              DatasetCache* cache = nullptr);
 
   // Merges a version from another node; removes local files of a version that
-  // arrives aborted. Returns whether the catalog changed. InvalidArgument for
-  // an unparsable record.
+  // arrives aborted or deleted (RemoveLocalCopy). Returns whether the catalog
+  // changed. InvalidArgument for an unparsable record.
   Result<bool> Import(const v1::VersionMeta& meta);
-  // This node's versions (sealed and aborted), optionally with shard records.
+  // This node's versions (sealed, aborted and deleted), optionally with shard
+  // records.
   Status Export(const v1::ListVersionsRequest& request, v1::ListVersionsReply* reply) const;
-  // Sends a version's metadata to every other node that is up (best effort:
-  // anti-entropy catches up the rest). Blocks for the calls (5 s deadline each).
-  void Broadcast(const std::string& name, uint64_t version) const;
-  // Broadcasts the versions this node coordinated and aborted (while it was
-  // down, say), so that the others drop them too.
+
+  struct BroadcastResult {
+    std::vector<std::string> told;     // answered OK: they applied it
+    std::vector<std::string> pending;  // down or failed: anti-entropy catches them up
+  };
+  // Sends a version's metadata to every other node (best effort: anti-entropy
+  // catches up the rest). Blocks for the calls (5 s deadline each), one node
+  // after another.
+  BroadcastResult Broadcast(const std::string& name, uint64_t version) const;
+  // Broadcasts the versions this node coordinated and aborted, and those it
+  // deleted (while it was down, or before a crash), so the others drop them.
   void BroadcastOwnAborted() const;
+
+  // Forgets the version's open readers (streams on it end at their next step,
+  // DatasetCache::Forget) and removes this node's files of it: shards, stratum
+  // index and the version's directory. The catalog is not touched.
+  Status RemoveLocalCopy(const std::string& name, uint64_t version) const;
+  // After a file arrived from another node (a replica, a repair pull): if its
+  // version was deleted meanwhile (the copy was in flight during the delete),
+  // removes this node's copy of the version again and returns true. The
+  // tombstone is written before a delete removes files, so a copy added after
+  // that removal is always caught here.
+  bool DropIfDeleted(const v1::FileRef& file) const;
+  // At startup: removes files this node still holds of aborted or deleted
+  // versions (a crash between the catalog write and the removal). Returns how
+  // many versions had files.
+  Result<size_t> RemoveDeadCopies() const;
 
  private:
   Catalog* const catalog_;
@@ -42,6 +69,7 @@ class VersionSync {
   LocalFiles* const files_;
   PeerClients* const peers_;
   const ClusterView* const view_;
+  DatasetCache* const cache_;
 };
 
 }  // namespace strata

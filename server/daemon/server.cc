@@ -104,13 +104,16 @@ Status Server::Build() {
   background_ = std::make_unique<boost::asio::thread_pool>(2);
   scrub_pool_ = std::make_unique<boost::asio::thread_pool>(1);
   peer_pool_ = std::make_unique<boost::asio::thread_pool>(2);
+  admin_pool_ = std::make_unique<boost::asio::thread_pool>(1);
 
   // Cluster: a one-node view until Serve() joins.
   peers_ = std::make_unique<PeerClients>();
   view_ = std::make_unique<ClusterView>(config_.node_id, metrics_.get());
   peer_disks_ = std::make_unique<PeerDisks>(disk_.get(), view_.get(), background_->get_executor(),
                                             std::chrono::milliseconds(config_.cluster.heartbeat_interval_ms));
-  versions_ = std::make_unique<VersionSync>(catalog_.get(), dir_.get(), files_.get(), peers_.get(), view_.get());
+  versions_ = std::make_unique<VersionSync>(catalog_.get(), dir_.get(), files_.get(), peers_.get(), view_.get(),
+                                            cache_.get());
+  deleter_ = std::make_unique<VersionDeleter>(catalog_.get(), versions_.get(), view_.get());
   replicator_ = std::make_unique<Replicator>(config_.node_id, dir_.get(), peers_.get(), metrics_.get());
   repairer_ = std::make_unique<Repairer>(
       Repairer::Deps{view_.get(), peers_.get(), catalog_.get(), dir_.get(), files_.get(), cache_.get(),
@@ -148,7 +151,7 @@ Status Server::Build() {
   ingest_ = std::make_unique<IngestCoordinator>(
       IngestCoordinator::Deps{view_.get(), catalog_.get(), dir_.get(), files_.get(), replicator_.get(),
                               versions_.get(), metrics_.get(), disk_.get(), peer_disks_.get(),
-                              numbers_.get()},
+                              numbers_.get(), deleter_.get()},
       ingest_limits);
   StreamLimits stream_limits;
   stream_limits.max_part_bytes = config_.max_part_bytes;
@@ -161,7 +164,8 @@ Status Server::Build() {
   data_ = std::make_unique<DataServiceImpl>(DataServiceImpl::Deps{
       pool_->get_executor(), streams_.get(), ingest_.get(), catalog_.get(), metrics_.get(), active_streams_.get(),
       active_ingests_.get(), config_.max_streams, config_.prefetch_batches, StreamBufferBudget(config_)});
-  admin_ = std::make_unique<AdminServiceImpl>(catalog_.get(), status_.get(), view_.get());
+  admin_ = std::make_unique<AdminServiceImpl>(catalog_.get(), status_.get(), view_.get(), deleter_.get(),
+                                              admin_pool_->get_executor());
   peer_ = std::make_unique<PeerServiceImpl>(PeerServiceImpl::Deps{peer_pool_->get_executor(), view_.get(), dir_.get(),
                                                                   files_.get(), records_.get(), versions_.get(),
                                                                   repairer_.get(), peers_.get(), disk_.get()});
@@ -182,7 +186,13 @@ Status Server::Recover() {
     STRATA_RETURN_IF_ERROR(dir_->RemoveVersion(v.info().name(), v.info().version()));
     STRATA_RETURN_IF_ERROR(catalog_->AbortVersion(v.info().name(), v.info().version()));
   }
-  return files_->Load();
+  STRATA_RETURN_IF_ERROR(files_->Load());
+  // Aborted or deleted versions whose files are still here (a crash between
+  // the catalog write and the removal, or copies from an aborted ingest).
+  auto dead = versions_->RemoveDeadCopies();
+  if (!dead.ok()) return dead.status();
+  if (dead.value() > 0) spdlog::warn("recovery: removed the files of {} aborted or deleted versions", dead.value());
+  return Status::OK();
 }
 
 // The options both ports share: message sizes and keepalives.
@@ -371,6 +381,7 @@ Status Server::Stop() {
   if (background_) background_->join();
   if (scrub_pool_) scrub_pool_->join();
   if (peer_pool_) peer_pool_->join();
+  if (admin_pool_) admin_pool_->join();
   if (pool_) pool_->join();
   Status closed = kv_->Close();
   spdlog::info("stopped: storage closed{}", closed.ok() ? "" : " with an error: " + closed.ToString());

@@ -127,10 +127,14 @@ class Server {
   // record read: a node whose I/O threads all wait so still answers the
   // reads the other node's builds wait on.
   std::unique_ptr<boost::asio::thread_pool> peer_pool_;
+  // The admin pool (1 thread): deletes (`strata rm`), which block on the
+  // broadcast of the tombstone to the other nodes.
+  std::unique_ptr<boost::asio::thread_pool> admin_pool_;
   std::unique_ptr<PeerClients> peers_;
   std::unique_ptr<ClusterView> view_;
   std::unique_ptr<PeerDisks> peer_disks_;
   std::unique_ptr<VersionSync> versions_;
+  std::unique_ptr<VersionDeleter> deleter_;
   std::unique_ptr<Replicator> replicator_;
   std::unique_ptr<Repairer> repairer_;
   std::unique_ptr<PeerRecords> records_;

@@ -99,6 +99,7 @@ Result<std::unique_ptr<IngestSession>> IngestSession::Open(const v1::IngestOptio
   initial.mutable_info()->set_write_policy(options.write_policy());
   initial.mutable_info()->set_write_quorum(options.write_quorum());
   initial.mutable_info()->set_coordinator(coordinator);
+  initial.mutable_info()->set_keep_versions(options.keep_versions());
   initial.mutable_info()->set_compression(options.compression());
   initial.mutable_info()->set_ec_data(options.ec_data());
   initial.mutable_info()->set_ec_parity(options.ec_parity());

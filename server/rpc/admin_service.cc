@@ -1,9 +1,12 @@
 #include "server/rpc/admin_service.h"
 
+#include <boost/asio/post.hpp>
+
 #include "common/grpc_status.h"
 #include "server/cluster/request_validation.h"
 #include "server/rpc/ingest_reactor.h"
 #include "server/storage/dataset_queries.h"
+#include "common/dataset_ref.h"
 
 namespace strata {
 
@@ -50,6 +53,26 @@ grpc::ServerUnaryReactor* AdminServiceImpl::GetClusterMap(grpc::CallbackServerCo
   v1::ClusterMap map = view_->Current();
   map.set_ingest_accept_signal(!LegacyIngestForTests());
   return FinishUnary(context, Result<v1::ClusterMap>(std::move(map)), reply);
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::DeleteVersion(grpc::CallbackServerContext* context,
+                                                          const v1::DeleteVersionRequest* request,
+                                                          v1::DeleteVersionReply* reply) {
+  if (Status valid = ValidateDeleteRequest(*request); !valid.ok()) {
+    return FinishUnary(context, Result<v1::DeleteVersionReply>(valid), reply);
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  boost::asio::post(executor_, [this, reactor, request, reply] {
+    const DatasetRef ref = ParseDatasetRef(request->dataset()).value();
+    auto deleted = deleter_->Delete(ref.name, *ref.version);
+    if (deleted.ok()) {
+      *reply->mutable_dataset() = deleted->info;
+      for (auto& n : deleted->told) reply->add_nodes_told(std::move(n));
+      for (auto& n : deleted->pending) reply->add_nodes_pending(std::move(n));
+    }
+    reactor->Finish(ToGrpcStatus(deleted.status()));
+  });
+  return reactor;
 }
 
 }  // namespace strata

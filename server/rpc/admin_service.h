@@ -1,9 +1,12 @@
-// AdminService: what `strata ls`, `describe`, `status` and `cluster` ask.
-// Thin: each method calls a component and maps the status at the edge.
+// AdminService: what `strata ls`, `describe`, `status`, `cluster` and `rm`
+// ask. Thin: each method calls a component and maps the status at the edge.
 #pragma once
+
+#include <boost/asio/thread_pool.hpp>
 
 #include "server/cluster/cluster_view.h"
 #include "server/cluster/node_status.h"
+#include "server/cluster/version_delete.h"
 #include "server/storage/catalog.h"
 #include "strata/v1/admin.grpc.pb.h"
 
@@ -11,9 +14,11 @@ namespace strata {
 
 class AdminServiceImpl final : public v1::AdminService::CallbackService {
  public:
-  // The pointers must outlive the service.
-  AdminServiceImpl(const Catalog* catalog, const NodeStatus* status, const ClusterView* view)
-      : catalog_(catalog), status_(status), view_(view) {}
+  // The pointers must outlive the service. DeleteVersion runs on `executor`
+  // (it blocks for the broadcast to the other nodes).
+  AdminServiceImpl(const Catalog* catalog, const NodeStatus* status, const ClusterView* view, VersionDeleter* deleter,
+                   boost::asio::thread_pool::executor_type executor)
+      : catalog_(catalog), status_(status), view_(view), deleter_(deleter), executor_(executor) {}
 
   grpc::ServerUnaryReactor* ListDatasets(grpc::CallbackServerContext* context, const v1::ListDatasetsRequest* request,
                                          v1::ListDatasetsReply* reply) override;
@@ -24,11 +29,16 @@ class AdminServiceImpl final : public v1::AdminService::CallbackService {
                                       v1::StatusReply* reply) override;
   grpc::ServerUnaryReactor* GetClusterMap(grpc::CallbackServerContext* context,
                                           const v1::GetClusterMapRequest* request, v1::ClusterMap* reply) override;
+  grpc::ServerUnaryReactor* DeleteVersion(grpc::CallbackServerContext* context,
+                                          const v1::DeleteVersionRequest* request,
+                                          v1::DeleteVersionReply* reply) override;
 
  private:
   const Catalog* const catalog_;
   const NodeStatus* const status_;
   const ClusterView* const view_;
+  VersionDeleter* const deleter_;
+  boost::asio::thread_pool::executor_type executor_;
 };
 
 }  // namespace strata

@@ -98,6 +98,12 @@ class PutFileReactor final : public HandOffVisible<grpc::ServerReadReactor<v1::F
       return;
     }
     d_->files->Add(file_);
+    if (d_->versions->DropIfDeleted(file_)) {
+      Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          "dataset version " + file_.dataset().substr(0, 64) + "@" + std::to_string(file_.version()) +
+                              " was deleted"));
+      return;
+    }
     reply_->set_already_present(committed.value());
     Finish(grpc::Status::OK);
   }

@@ -258,6 +258,10 @@ bool BatchStream::Local(size_t shard) const { return placement_[shard].local.loa
 Status BatchStream::Claim(StepClaim* claim) {
   claim->started = std::chrono::steady_clock::now();
   claim->step = next_step_;
+  if (version_->deleted()) {  // strata rm or retention (docs/operations.md, "Deleting versions")
+    return Status::FailedPrecondition("dataset '" + version_->shape().name + "' version " +
+                                      std::to_string(version_->shape().version) + " was deleted while streaming");
+  }
   claim->owner = nullptr;
   claim->unmapped.clear();
   claim->sparse.clear();

@@ -125,7 +125,9 @@ class BatchStream {
 
   // Takes the next step and advances: its sample ids and, with a block cache,
   // its pinned blocks, planning the steps ahead. Corruption if the stratum
-  // index the plan read is damaged. REQUIRES: !done().
+  // index the plan read is damaged; FailedPrecondition ("... was deleted
+  // while streaming") once the version was deleted (OpenVersion::deleted).
+  // REQUIRES: !done().
   Status Claim(StepClaim* claim);
   // Appends a claimed step's batch (one or more parts) to *parts.
   // Corruption if a record is damaged (no bytes of it are sent).

@@ -96,6 +96,7 @@ std::string_view StateWord(v1::VersionState state) {
     case v1::VERSION_INGESTING: return "still being ingested";
     case v1::VERSION_SEALED: return "sealed";
     case v1::VERSION_ABORTED: return "aborted";
+    case v1::VERSION_DELETED: return "deleted";
     default: return "in an unknown state";
   }
 }
@@ -128,6 +129,11 @@ Result<v1::VersionRecord> Catalog::CreateVersion(const std::string& name, std::o
       return Status::FailedPrecondition(Describe(name, number) +
                                         " is already sealed; versions are immutable — ingest without @N to "
                                         "create version " + std::to_string(next));
+    }
+    if (state == v1::VERSION_DELETED) {
+      return Status::FailedPrecondition(Describe(name, number) +
+                                        " was deleted; a deleted version's number is never reused — ingest "
+                                        "without @N to create version " + std::to_string(next));
     }
     if (state == v1::VERSION_INGESTING) {
       return Status::FailedPrecondition(Describe(name, number) +
@@ -181,14 +187,17 @@ Result<bool> Catalog::ImportVersion(const v1::VersionRecord& record, const std::
   const uint64_t version = record.info().version();
   STRATA_RETURN_IF_ERROR(ValidateDatasetName(name));
   const v1::VersionState incoming = record.info().state();
-  if (incoming != v1::VERSION_SEALED && incoming != v1::VERSION_ABORTED) return false;
+  if (incoming != v1::VERSION_SEALED && incoming != v1::VERSION_ABORTED && incoming != v1::VERSION_DELETED) {
+    return false;
+  }
   MutexLock lock(&create_mu_);
   Result<v1::VersionRecord> stored = GetVersion(name, version);
   if (!stored.ok() && !stored.status().IsNotFound()) return stored.status();
   const v1::VersionState local = stored.ok() ? stored->info().state() : v1::VERSION_STATE_UNSPECIFIED;
-  // Sealed is final, and an ingest running here is this node's own: a record
-  // from elsewhere never aborts it.
-  if (local == v1::VERSION_SEALED || local == v1::VERSION_INGESTING || local == incoming) return false;
+  // Deleted is final, then sealed; an ingest running here is this node's own:
+  // a record from elsewhere never ends it.
+  if (local == v1::VERSION_DELETED || local == v1::VERSION_INGESTING || local == incoming) return false;
+  if (local == v1::VERSION_SEALED && incoming != v1::VERSION_DELETED) return false;
   KvWriteBatch batch;
   STRATA_RETURN_IF_ERROR(DeleteShards(*kv_, name, version, &batch));
   batch.Put(KvSpace::kDatasets, VersionKey(name, version), record.SerializeAsString());
@@ -206,7 +215,7 @@ Status Catalog::AbortVersion(const std::string& name, uint64_t version) {
   Result<v1::VersionRecord> stored = GetVersion(name, version);
   if (!stored.ok()) return stored.status();
   const v1::VersionState state = stored->info().state();
-  if (state == v1::VERSION_ABORTED) return Status::OK();
+  if (state == v1::VERSION_ABORTED || state == v1::VERSION_DELETED) return Status::OK();
   if (state == v1::VERSION_SEALED) {
     return Status::FailedPrecondition("cannot abort " + Describe(name, version) + ": it is sealed; delete it instead");
   }
@@ -225,6 +234,27 @@ Status Catalog::DeleteVersion(const std::string& name, uint64_t version) {
   batch.Delete(KvSpace::kDatasets, VersionKey(name, version));
   STRATA_RETURN_IF_ERROR(DeleteShards(*kv_, name, version, &batch));
   return kv_->Write(batch);
+}
+
+Result<v1::VersionRecord> Catalog::MarkDeleted(const std::string& name, uint64_t version, const std::string& by) {
+  MutexLock lock(&create_mu_);
+  Result<v1::VersionRecord> stored = GetVersion(name, version);
+  if (!stored.ok()) return stored.status();
+  const v1::VersionState state = stored->info().state();
+  if (state == v1::VERSION_DELETED) return stored;
+  if (state == v1::VERSION_INGESTING) {
+    return Status::FailedPrecondition("cannot delete " + Describe(name, version) +
+                                      ": it is still being ingested; abort that ingest first");
+  }
+  v1::VersionRecord tombstone = std::move(stored).value();
+  tombstone.mutable_info()->set_state(v1::VERSION_DELETED);
+  tombstone.set_deleted_by(by);
+  tombstone.set_deleted_unix_ms(NowUnixMs());
+  KvWriteBatch batch;
+  batch.Put(KvSpace::kDatasets, VersionKey(name, version), tombstone.SerializeAsString());
+  STRATA_RETURN_IF_ERROR(DeleteShards(*kv_, name, version, &batch));
+  STRATA_RETURN_IF_ERROR(kv_->Write(batch).WithContext("deleting " + Describe(name, version)));
+  return tombstone;
 }
 
 Result<v1::VersionRecord> Catalog::GetVersion(const std::string& name, uint64_t version) const {

@@ -49,10 +49,13 @@ class Catalog {
   // FailedPrecondition if it is sealed; OK if it is already aborted.
   Status AbortVersion(const std::string& name, uint64_t version);
 
-  // Merges a version recorded by another node (its coordinator) into this
-  // catalog, atomically with its shard records. A sealed version is final:
-  // an incoming sealed record replaces anything that is not sealed here, and
-  // anything incoming is ignored when this catalog already has it sealed. An
+  // Merges a version recorded by another node (its coordinator, or for a
+  // deleted one the node that deleted it) into this catalog, atomically with
+  // its shard records. A deleted version is final: an incoming deleted record
+  // replaces anything that is not ingesting here (its shard records go), and
+  // anything incoming is ignored when this catalog has it deleted. Sealed
+  // comes next: an incoming sealed record replaces an aborted or unknown one,
+  // and an aborted one is ignored when this catalog has it sealed. An
   // incoming aborted record marks a local non-sealed version aborted (its shard
   // records go), never one that is ingesting here (a running ingest is this
   // node's own). Ingesting records are ignored (only a coordinator writes
@@ -62,6 +65,14 @@ class Catalog {
   // Deletes a version and its shard records entirely, in any state. NotFound
   // if there is no such version.
   Status DeleteVersion(const std::string& name, uint64_t version);
+
+  // Turns a sealed or aborted version into a tombstone: state
+  // VERSION_DELETED, deleted_by = `by`, its shard records removed, its other
+  // fields kept (so listings with unsealed versions still say what it was).
+  // Returns the tombstone. NotFound naming the version if there is none;
+  // FailedPrecondition if it is being ingested; an already deleted version is
+  // returned as it is. The number is never reused (CreateVersion refuses it).
+  Result<v1::VersionRecord> MarkDeleted(const std::string& name, uint64_t version, const std::string& by);
 
   // NotFound with a message naming the dataset and version.
   Result<v1::VersionRecord> GetVersion(const std::string& name, uint64_t version) const;
@@ -79,7 +90,7 @@ class Catalog {
  private:
   KvStore* kv_;
   // Serialises CreateVersion and every check-then-write of a version's state
-  // (PutShard, SealVersion, AbortVersion, DeleteVersion).
+  // (PutShard, SealVersion, AbortVersion, DeleteVersion, MarkDeleted).
   Mutex create_mu_;
 };
 

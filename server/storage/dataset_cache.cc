@@ -108,6 +108,10 @@ Result<std::shared_ptr<const OpenVersion>> DatasetCache::Open(const DatasetRef& 
                                                  : catalog_->LatestSealed(ref.name);
   if (!record.ok()) return record.status();
   const v1::DatasetInfo& info = record->info();
+  if (info.state() == v1::VERSION_DELETED) {
+    return Status::FailedPrecondition("dataset '" + info.name() + "' version " + std::to_string(info.version()) +
+                                      " was deleted");
+  }
   if (info.state() != v1::VERSION_SEALED) {
     return Status::FailedPrecondition("dataset " + ref.ToString() + " is not sealed (state " +
                                       v1::VersionState_Name(info.state()) + "); only sealed versions can be streamed");
@@ -121,8 +125,32 @@ Result<std::shared_ptr<const OpenVersion>> DatasetCache::Open(const DatasetRef& 
   auto shards = catalog_->ListShards(info.name(), info.version());
   if (!shards.ok()) return shards.status();
   auto version = std::make_shared<const OpenVersion>(std::move(record).value(), std::move(shards).value(), dir_);
-  MutexLock lock(&mu_);
-  return open_.try_emplace(key, std::move(version)).first->second;
+  std::shared_ptr<const OpenVersion> open;
+  {
+    MutexLock lock(&mu_);
+    open = open_.try_emplace(key, std::move(version)).first->second;
+  }
+  // A delete between the read above and the insert: its Forget came before
+  // the entry existed. Its tombstone is in the catalog by now, so look again.
+  auto now = catalog_->GetVersion(key.first, key.second);
+  if (now.ok() && now->info().state() == v1::VERSION_DELETED) {
+    Forget(key.first, key.second);
+    return Status::FailedPrecondition("dataset '" + key.first + "' version " + std::to_string(key.second) +
+                                      " was deleted");
+  }
+  return open;
+}
+
+void DatasetCache::Forget(const std::string& name, uint64_t version) {
+  std::shared_ptr<const OpenVersion> gone;
+  {
+    MutexLock lock(&mu_);
+    auto it = open_.find(std::make_pair(name, version));
+    if (it == open_.end()) return;
+    gone = std::move(it->second);
+    open_.erase(it);
+  }
+  gone->MarkDeleted();
 }
 
 }  // namespace strata

@@ -4,6 +4,7 @@
 // Thread-safety: DatasetCache and OpenVersion are safe for concurrent use.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -66,6 +67,10 @@ class OpenVersion {
   // Copies of each shard this version keeps (its recorded replication, or the
   // default for `members` nodes when it recorded none).
   uint32_t Replication(size_t members) const;
+  // Set once the version was deleted (DatasetCache::Forget): a stream on it
+  // ends at the next step it builds, with FailedPrecondition.
+  bool deleted() const { return deleted_.load(std::memory_order_acquire); }
+  void MarkDeleted() const { deleted_.store(true, std::memory_order_release); }
 
  private:
   // The reader of sample `id`'s shard and its record index there (OutOfRange
@@ -86,6 +91,7 @@ class OpenVersion {
   mutable Mutex members_mu_;
   mutable std::shared_ptr<const StratumMembers> members_ GUARDED_BY(members_mu_);
   mutable SamplerCache samplers_;
+  mutable std::atomic<bool> deleted_{false};
 };
 
 class DatasetCache {
@@ -97,12 +103,16 @@ class DatasetCache {
   // version). NotFound if the dataset or version does not exist;
   // FailedPrecondition if the version is not sealed.
   Result<std::shared_ptr<const OpenVersion>> Open(const DatasetRef& ref);
+  // Drops the cached entry of name@version and marks it deleted (streams
+  // holding it end at their next step). No-op if it is not open.
+  void Forget(const std::string& name, uint64_t version);
 
  private:
   const Catalog* catalog_;
   const DataDir* dir_;
   Mutex mu_;
-  // Sealed versions are immutable, so cached entries never go stale.
+  // Sealed versions are immutable, so cached entries go stale only when the
+  // version is deleted (Forget).
   std::map<std::pair<std::string, uint64_t>, std::shared_ptr<const OpenVersion>> open_ GUARDED_BY(mu_);
 };
 

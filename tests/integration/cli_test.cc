@@ -150,6 +150,32 @@ TEST_F(CliTest, LsDescribeAndStatusReportTheDataset) {
   EXPECT_NE(status.out.find("node-1"), std::string::npos) << status.out;
 }
 
+TEST_F(CliTest, RmDeletesOneVersionWithKeepVersionsAndClearErrors) {
+  const std::string dir = Generate("rm", "folder", 20);
+  ASSERT_EQ(Cli({"ingest", "--dataset", "rmme", dir}).exit_code, 0);
+  ASSERT_EQ(Cli({"ingest", "--dataset", "rmme", dir}).exit_code, 0);
+  CommandResult rm = Cli({"rm", "rmme@1"});
+  ASSERT_EQ(rm.exit_code, 0) << rm.err;
+  EXPECT_NE(rm.out.find("deleted rmme@1"), std::string::npos) << rm.out;
+  CommandResult ls = Cli({"ls"});
+  EXPECT_EQ(ls.out.find("rmme@1"), std::string::npos) << ls.out;
+  EXPECT_NE(ls.out.find("rmme@2"), std::string::npos) << ls.out;
+  EXPECT_NE(Cli({"ls", "--all"}).out.find("deleted"), std::string::npos);
+  CommandResult unknown = Cli({"rm", "rmme@7"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("NotFound: dataset 'rmme' has no version 7"), std::string::npos) << unknown.err;
+  CommandResult bare = Cli({"rm", "rmme"});
+  EXPECT_EQ(bare.exit_code, 1);
+  EXPECT_NE(bare.err.find("NAME@N"), std::string::npos) << bare.err;
+  EXPECT_NE(Cli({"rm", "--help"}).out.find("every node"), std::string::npos);
+  // --keep-versions 1 on the third ingest leaves only it.
+  ASSERT_EQ(Cli({"ingest", "--dataset", "rmme", "--keep-versions", "1", dir}).exit_code, 0);
+  ls = Cli({"ls"});
+  EXPECT_EQ(ls.out.find("rmme@2"), std::string::npos) << ls.out;
+  EXPECT_NE(ls.out.find("rmme@3"), std::string::npos) << ls.out;
+  EXPECT_NE(Cli({"describe", "rmme"}).out.find("keeps the newest 1 versions"), std::string::npos);
+}
+
 TEST_F(CliTest, StreamWritesOneJsonLinePerBatchAndEveryIdOnce) {
   const std::string dir = Generate("stream", "folder", 250);
   ASSERT_EQ(Cli({"ingest", "--dataset", "to-stream", dir}).exit_code, 0);

@@ -188,6 +188,23 @@ TEST_F(PeerAttackTest, AForgedVersionNeverBecomesVisible) {
   EXPECT_FALSE(s.ok());
 }
 
+TEST_F(PeerAttackTest, AForgedTombstoneDeletesNothing) {
+  // A tombstone is believed only from the member it names as its deleter, and
+  // only if that member holds it: this node itself, a stranger and nobody fail.
+  for (const std::string deleter : {"node-1", "node-7", ""}) {
+    v1::VersionMeta meta = Meta("good", 1, v1::VERSION_DELETED, "node-1");
+    v1::VersionRecord record;
+    ASSERT_TRUE(record.ParseFromString(meta.version_record()));
+    record.set_deleted_by(deleter);
+    meta.set_version_record(record.SerializeAsString());
+    grpc::Status s = PutVersion(meta);
+    EXPECT_FALSE(s.ok()) << "deleter '" << deleter << "'";
+    EXPECT_FALSE(fs::is_empty(DataPath() + "/shards/good/v1")) << "a forged tombstone removed good@1's files";
+  }
+  v1::VersionMeta escape = Meta("../../victim", 1, v1::VERSION_DELETED, "node-1");
+  EXPECT_EQ(PutVersion(escape).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
 TEST_F(PeerAttackTest, ARunningIngestIsNotAborted) {
   IngestOptions options;
   options.dataset = "running";

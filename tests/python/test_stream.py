@@ -231,6 +231,25 @@ def test_admin_calls_return_dicts(client, synthetic):
     assert status["datasets"] >= 1 and isinstance(status["node_id"], str)
 
 
+def test_delete_removes_a_version_and_keep_versions_keeps_the_newest(client):
+    rows = lambda n: ({"key": f"k{i}", "label": "l", "fields": {"bin": b"x" * i}} for i in range(n))  # noqa: E731
+    first = client.ingest("pydel", rows(20))["dataset"]["version"]
+    second = client.ingest("pydel", rows(30))["dataset"]["version"]
+    deleted = client.delete("pydel@%d" % first)
+    assert deleted["dataset"]["state"] == "VERSION_DELETED" and deleted["dataset"]["samples"] == 20
+    assert deleted["nodes_told"] == [] and deleted["nodes_pending"] == []  # one node: nobody else
+    assert [d["version"] for d in client.list() if d["name"] == "pydel"] == [second]
+    with pytest.raises(strata.Error) as e:
+        client.delete("pydel@%d" % (second + 5))
+    assert e.value.code == "NotFound" and "'pydel' has no version" in str(e.value)
+    with pytest.raises(strata.Error) as e:
+        client.delete("pydel")
+    assert e.value.code == "InvalidArgument"
+    third = client.ingest("pydel", rows(10), options={"keep_versions": 1})["dataset"]
+    assert third["keep_versions"] == 1
+    assert [d["version"] for d in client.list() if d["name"] == "pydel"] == [third["version"]]
+
+
 def test_close_and_context_manager(client, synthetic):
     with client.stream(synthetic, batch_size=10) as stream:
         batch = next(stream)

@@ -140,6 +140,14 @@ class Client {
 
   virtual Result<std::vector<DatasetInfo>> ListDatasets(bool include_unsealed = false) = 0;
   virtual Result<DatasetDescription> Describe(const std::string& dataset) = 0;
+  // Deletes version "name@N" on every node (needs an admin token where tokens
+  // are on): it leaves every listing at once, every node that is up removes
+  // its files before this returns, and a node that is down removes them when
+  // it returns. Streams open on it end with FailedPrecondition ("... was
+  // deleted"). NotFound naming it if there is no such version;
+  // InvalidArgument for a name without @N; FailedPrecondition while it is
+  // being ingested. Deleting a deleted version again is OK.
+  virtual Result<DeleteResult> DeleteVersion(const std::string& dataset) = 0;
   virtual Result<NodeStatus> GetStatus() = 0;
   // The cluster map as the connected node sees it.
   virtual Result<ClusterMap> GetClusterMap() = 0;

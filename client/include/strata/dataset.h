@@ -73,6 +73,10 @@ struct IngestOptions {
   // K + M <= 32 and at most the cluster's nodes; `replication` must be 0.
   uint32_t ec_data = 0;
   uint32_t ec_parity = 0;
+  // Retention: once this version seals, the dataset's sealed versions older
+  // than the newest keep_versions are deleted as by Client::DeleteVersion.
+  // 0 (default): keep every version.
+  uint32_t keep_versions = 0;
 };
 
 // Lifecycle of a dataset version.
@@ -81,6 +85,7 @@ enum class VersionState : int {
   kIngesting = 1,  // open for samples
   kSealed = 2,     // immutable, servable
   kAborted = 3,    // ingest failed; files removed, number reusable
+  kDeleted = 4,    // deleted (Client::DeleteVersion, retention); its number is never reused
 };
 
 struct StratumCount {
@@ -114,6 +119,14 @@ struct DatasetInfo {
   uint32_t compression_block_bytes = 0;  // as stored
   uint32_t ec_data = 0;    // erasure coded ec:K+M: K (0: replicated)
   uint32_t ec_parity = 0;  // and M
+  uint32_t keep_versions = 0;  // the retention it was ingested with (0: none)
+};
+
+// Client::DeleteVersion: what was deleted and which nodes have removed it.
+struct DeleteResult {
+  DatasetInfo dataset;                     // state kDeleted
+  std::vector<std::string> nodes_told;     // other nodes that removed their copies before the reply
+  std::vector<std::string> nodes_pending;  // down or unreachable: they remove theirs when they return
 };
 
 // One shard file of a version.

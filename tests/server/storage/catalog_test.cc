@@ -206,6 +206,61 @@ TEST_P(CatalogTest, DeleteRemovesVersionAndShards) {
   EXPECT_EQ(catalog_->DeleteVersion("cats", 1).code(), Code::kNotFound);
 }
 
+TEST_P(CatalogTest, MarkDeletedLeavesATombstoneWhoseNumberIsNeverReused) {
+  Create("cats");
+  ASSERT_TRUE(catalog_->PutShard("cats", 1, Shard(0)).ok());
+  Seal("cats", 1);
+  Create("cats");
+  EXPECT_EQ(catalog_->MarkDeleted("cats", 2, "node-1").status().code(), Code::kFailedPrecondition);  // ingesting
+  Result<v1::VersionRecord> gone = catalog_->MarkDeleted("cats", 1, "node-1");
+  ASSERT_TRUE(gone.ok()) << gone.status().ToString();
+  EXPECT_EQ(gone->info().state(), v1::VERSION_DELETED);
+  EXPECT_EQ(gone->info().samples(), 100u);  // what it was stays readable
+  EXPECT_EQ(gone->deleted_by(), "node-1");
+  EXPECT_GT(gone->deleted_unix_ms(), 0);
+  EXPECT_TRUE(catalog_->ListShards("cats", 1)->empty());
+  EXPECT_TRUE(Names(catalog_->ListVersions(false).value()).empty());
+  EXPECT_EQ(catalog_->LatestSealed("cats").status().code(), Code::kNotFound);
+  EXPECT_EQ(catalog_->GetVersion("cats", 1)->info().state(), v1::VERSION_DELETED);
+  // Idempotent; an abort or a re-ingest of that number never revives it.
+  EXPECT_TRUE(catalog_->MarkDeleted("cats", 1, "node-2").ok());
+  EXPECT_EQ(catalog_->GetVersion("cats", 1)->deleted_by(), "node-1");
+  EXPECT_TRUE(catalog_->AbortVersion("cats", 1).ok());
+  EXPECT_EQ(catalog_->GetVersion("cats", 1)->info().state(), v1::VERSION_DELETED);
+  Result<v1::VersionRecord> again = catalog_->CreateVersion("cats", 1, v1::VersionRecord());
+  EXPECT_EQ(again.status().code(), Code::kFailedPrecondition);
+  EXPECT_THAT(again.status().message(), HasSubstr("was deleted"));
+  Result<v1::VersionRecord> unknown = catalog_->MarkDeleted("cats", 9, "node-1");
+  EXPECT_EQ(unknown.status().code(), Code::kNotFound);
+  EXPECT_THAT(unknown.status().message(), HasSubstr("'cats' has no version 9"));
+}
+
+TEST_P(CatalogTest, AnImportedTombstoneReplacesASealedVersionAndIsFinal) {
+  Create("cats");
+  ASSERT_TRUE(catalog_->PutShard("cats", 1, Shard(0)).ok());
+  Seal("cats", 1);
+  v1::VersionRecord sealed = catalog_->GetVersion("cats", 1).value();
+  v1::VersionRecord tombstone = sealed;
+  tombstone.mutable_info()->set_state(v1::VERSION_DELETED);
+  tombstone.set_deleted_by("node-2");
+  Result<bool> changed = catalog_->ImportVersion(tombstone, {});
+  ASSERT_TRUE(changed.ok()) << changed.status().ToString();
+  EXPECT_TRUE(changed.value());
+  EXPECT_EQ(catalog_->GetVersion("cats", 1)->info().state(), v1::VERSION_DELETED);
+  EXPECT_TRUE(catalog_->ListShards("cats", 1)->empty());
+  // Neither a sealed nor an aborted record brings it back.
+  changed = catalog_->ImportVersion(sealed, {Shard(0)});
+  ASSERT_TRUE(changed.ok());
+  EXPECT_FALSE(changed.value());
+  EXPECT_EQ(catalog_->GetVersion("cats", 1)->info().state(), v1::VERSION_DELETED);
+  EXPECT_TRUE(catalog_->ListShards("cats", 1)->empty());
+  // A tombstone for a version this node never had is kept too.
+  tombstone.mutable_info()->set_version(5);
+  changed = catalog_->ImportVersion(tombstone, {});
+  ASSERT_TRUE(changed.ok());
+  EXPECT_TRUE(changed.value());
+}
+
 TEST_P(CatalogTest, GetVersionNotFoundNamesIt) {
   Result<v1::VersionRecord> r = catalog_->GetVersion("cats", 3);
   EXPECT_EQ(r.status().code(), Code::kNotFound);
