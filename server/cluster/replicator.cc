@@ -18,8 +18,10 @@ namespace {
 constexpr std::chrono::minutes kPushTimeout{5};
 // A peer that cannot be reached is tried again this often before the copy is
 // handed to another node (its channel may still be backing off from a failed
-// connection attempt made before it started).
-constexpr int kPushAttempts = 4;
+// connection attempt made before it started). The attempts span 2.1 s, more
+// than the peer channels' longest reconnect backoff (1 s, plus gRPC's 20%
+// jitter: server/cluster/peer_clients.cc), so a peer that is up is reached.
+constexpr int kPushAttempts = 8;
 constexpr std::chrono::milliseconds kRetryPause{300};
 
 }  // namespace
