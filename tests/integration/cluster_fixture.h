@@ -31,14 +31,17 @@ struct SyntheticIngest {
   uint64_t shard_target_bytes = 0;  // e.g. 16 KiB: many shards, spread over the nodes
   std::function<std::string(uint64_t)> payload = SyntheticPayload;
   std::function<void()> before_commit = nullptr;  // runs after the last write, before the commit
+  IngestOptions options = {};      // the rest (write policy, compression, retention); dataset and the two above are set
+  std::string key_prefix = "k";    // sample i's key: key_prefix + i
+  std::string field = "bin";       // the field that holds payload(i)
 };
 
 // Ingests n synthetic samples as `dataset` (sample i: key "k<i>", label
-// SyntheticLabel(i, labels), field "bin" holding payload(i)). Returns the
+// SyntheticLabel(i, labels), field "bin" holding payload(i), by default). Returns the
 // commit's summary, or the first error of the start, a write or the commit.
 inline Result<IngestSummary> TryIngestSynthetic(Client& client, const std::string& dataset, uint64_t n,
                                                 const SyntheticIngest& how = {}) {
-  IngestOptions o;
+  IngestOptions o = how.options;
   o.dataset = dataset;
   o.replication = how.replication;
   o.shard_target_bytes = how.shard_target_bytes;
@@ -46,9 +49,9 @@ inline Result<IngestSummary> TryIngestSynthetic(Client& client, const std::strin
   if (!writer.ok()) return writer.status();
   for (uint64_t i = 0; i < n; ++i) {
     Sample s;
-    s.key = "k" + std::to_string(i);
+    s.key = how.key_prefix + std::to_string(i);
     s.label = SyntheticLabel(i, how.labels);
-    s.fields.push_back({"bin", how.payload(i)});
+    s.fields.push_back({how.field, how.payload(i)});
     STRATA_RETURN_IF_ERROR(writer.value()->Write(s));
   }
   if (how.before_commit) how.before_commit();

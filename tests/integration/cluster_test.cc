@@ -26,28 +26,9 @@ using Steps = std::vector<std::vector<uint64_t>>;  // per step, the rank's ids i
 
 IngestSummary IngestReplicated(Client& client, const std::string& dataset, uint64_t n, uint32_t replication,
                                WritePolicy policy = WritePolicy::kSync, Status* error = nullptr) {
-  IngestOptions o;
-  o.dataset = dataset;
-  o.replication = replication;
-  o.write_policy = policy;
-  o.shard_target_bytes = 16 << 10;  // many shards, spread over the nodes
-  auto writer = client.StartIngest(o);
-  if (!writer.ok()) {
-    if (error) *error = writer.status();
-    return {};
-  }
-  for (uint64_t i = 0; i < n; ++i) {
-    Sample s;
-    s.key = "k" + std::to_string(i);
-    s.label = SyntheticLabel(i, 5);
-    s.fields.push_back({"bin", SyntheticPayload(i)});
-    Status st = writer.value()->Write(s);
-    if (!st.ok()) {
-      if (error) *error = st;
-      return {};
-    }
-  }
-  auto reply = writer.value()->Commit();
+  SyntheticIngest how{.labels = 5, .replication = replication, .shard_target_bytes = 16 << 10};  // many shards
+  how.options.write_policy = policy;
+  auto reply = TryIngestSynthetic(client, dataset, n, how);
   if (!reply.ok()) {
     if (error) *error = reply.status();
     return {};

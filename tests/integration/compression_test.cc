@@ -32,27 +32,11 @@ std::string ReviewPayload(uint64_t i) {
 
 IngestSummary IngestReviews(Client& client, const std::string& dataset, uint64_t n, Compression compression,
                             uint32_t replication = 0, Status* error = nullptr) {
-  IngestOptions o;
-  o.dataset = dataset;
-  o.compression = compression;
-  o.replication = replication;
-  o.shard_target_bytes = 16 << 10;  // many shards, spread over the nodes
-  auto writer = client.StartIngest(o);
-  if (!writer.ok()) {
-    if (error) *error = writer.status();
-    return {};
-  }
-  for (uint64_t i = 0; i < n; ++i) {
-    Sample s;
-    s.key = "r" + std::to_string(i);
-    s.label = SyntheticLabel(i, 4);
-    s.fields.push_back({"json", ReviewPayload(i)});
-    if (Status st = writer.value()->Write(s); !st.ok()) {
-      if (error) *error = st;
-      return {};
-    }
-  }
-  auto reply = writer.value()->Commit();
+  SyntheticIngest how{.labels = 4, .replication = replication, .shard_target_bytes = 16 << 10, .payload = ReviewPayload};
+  how.options.compression = compression;
+  how.key_prefix = "r";
+  how.field = "json";
+  auto reply = TryIngestSynthetic(client, dataset, n, how);
   if (!reply.ok()) {
     if (error) *error = reply.status();
     return {};

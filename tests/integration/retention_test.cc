@@ -18,24 +18,9 @@ using namespace std::chrono_literals;
 
 // Ingests n samples as `dataset` with every shard on every node (replication 3).
 IngestSummary Ingest3(Client& client, const std::string& dataset, uint64_t n, uint32_t keep_versions = 0) {
-  IngestOptions o;
-  o.dataset = dataset;
-  o.replication = 3;
-  o.shard_target_bytes = 16 << 10;
-  o.keep_versions = keep_versions;
-  auto writer = client.StartIngest(o);
-  EXPECT_TRUE(writer.ok()) << writer.status().ToString();
-  if (!writer.ok()) return {};
-  for (uint64_t i = 0; i < n; ++i) {
-    Sample s;
-    s.key = "k" + std::to_string(i);
-    s.label = SyntheticLabel(i, 4);
-    s.fields.push_back({"bin", SyntheticPayload(i)});
-    Status st = writer.value()->Write(s);
-    EXPECT_TRUE(st.ok()) << st.ToString();
-    if (!st.ok()) return {};
-  }
-  auto reply = writer.value()->Commit();
+  SyntheticIngest how{.labels = 4, .replication = 3, .shard_target_bytes = 16 << 10};
+  how.options.keep_versions = keep_versions;
+  auto reply = TryIngestSynthetic(client, dataset, n, how);
   EXPECT_TRUE(reply.ok()) << reply.status().ToString();
   return reply.ok() ? reply.value() : IngestSummary();
 }
