@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
-#include <set>
 
 #include "common/dataset_ref.h"
 #include "common/mutex.h"
 #include "common/placement.h"
 #include "common/serving_errors.h"
 #include "server/serve/part_builder.h"
+#include "server/serve/stream_members.h"
 #include "server/storage/ec_stripes.h"
 #include "server/storage/local_files.h"
 
@@ -71,30 +71,6 @@ struct BatchStream::StepOwner {
   std::vector<std::shared_ptr<const void>> readers;
 };
 
-namespace {
-
-// The request's placement members with their domains (Open checked the lists' lengths).
-std::vector<PlacementMember> StreamMembers(const v1::StreamRequest& r) {
-  std::vector<PlacementMember> out;
-  for (int i = 0; i < r.members_size(); ++i) {
-    out.push_back({r.members(i), i < r.member_zones_size() ? r.member_zones(i) : "",
-                   i < r.member_racks_size() ? r.member_racks(i) : ""});
-  }
-  return out;
-}
-
-// The members in the trainer's zone, whose holders serve its samples first.
-std::vector<std::string> NearMembers(const v1::StreamRequest& r) {
-  std::vector<std::string> out;
-  if (r.zone().empty()) return out;
-  for (int i = 0; i < r.members_size() && i < r.member_zones_size(); ++i) {
-    if (r.member_zones(i) == r.zone()) out.push_back(r.members(i));
-  }
-  return out;
-}
-
-}  // namespace
-
 Result<std::unique_ptr<BatchStream>> BatchStream::Open(const v1::StreamRequest& r, DatasetCache* cache,
                                                        const Catalog* catalog, Metrics* metrics,
                                                        const StreamLimits& limits, StreamServer server) {
@@ -108,13 +84,7 @@ Result<std::unique_ptr<BatchStream>> BatchStream::Open(const v1::StreamRequest& 
     return Status::InvalidArgument("rank " + std::to_string(r.rank()) + " is not below world size " +
                                    std::to_string(r.world()));
   }
-  if ((r.member_zones_size() != 0 && r.member_zones_size() != r.members_size()) ||
-      (r.member_racks_size() != 0 && r.member_racks_size() != r.members_size())) {
-    return Status::InvalidArgument("member_zones and member_racks must be empty or name every member");
-  }
-  if (std::set<std::string>(r.members().begin(), r.members().end()).size() != static_cast<size_t>(r.members_size())) {
-    return Status::InvalidArgument("members lists a node twice");
-  }
+  STRATA_RETURN_IF_ERROR(ValidateStreamMembers(r));
   auto ref = ParseDatasetRef(r.dataset());
   if (!ref.ok()) return ref.status();
   auto version = cache->Open(ref.value());
