@@ -74,9 +74,11 @@ CLI::Validator DatasetRefValidator() {
   return StatusValidator([](const std::string& text) { return ParseDatasetRef(text).status(); });
 }
 
-Result<std::unique_ptr<Client>> ConnectToServer(const std::vector<std::string>& servers, const std::string& zone) {
+Result<std::unique_ptr<Client>> ConnectToServer(const std::vector<std::string>& servers, const std::string& zone,
+                                                int64_t stall_timeout_ms) {
   ClientOptions options;
   options.zone = zone;
+  if (stall_timeout_ms > 0) options.stall_timeout_ms = stall_timeout_ms;
   options.tls_ca_file = Security().tls_ca;
   options.tls_cert_file = Security().tls_cert;
   options.tls_key_file = Security().tls_key;

@@ -45,8 +45,10 @@ CLI::Validator DatasetRefValidator();
 
 // Connects to the first of `servers` that answers, or to the default when it is empty.
 // (The others are for the cluster client; today only the first is used.)
-// `zone`: ClientOptions::zone (the trainer's zone; empty: none).
-Result<std::unique_ptr<Client>> ConnectToServer(const std::vector<std::string>& servers, const std::string& zone = "");
+// `zone`: ClientOptions::zone (the trainer's zone; empty: none). `stall_timeout_ms`:
+// ClientOptions::stall_timeout_ms (0: the library's default).
+Result<std::unique_ptr<Client>> ConnectToServer(const std::vector<std::string>& servers, const std::string& zone = "",
+                                                int64_t stall_timeout_ms = 0);
 
 // Prints "error: <Code>: <message>" on stderr and returns 1, the exit code.
 int PrintError(const Status& status);

@@ -114,7 +114,7 @@ int RunStream(const StreamArgs& args) {
   options.max_steps = args.max_steps;
   options.remainder = args.drop_last ? Remainder::kDrop : Remainder::kShort;
 
-  auto client = ConnectToServer(args.servers, args.zone);
+  auto client = ConnectToServer(args.servers, args.zone, args.stall_timeout_ms);
   if (!client.ok()) return PrintError(client.status());
   auto stream = token->has_value() ? (*client)->ResumeStream(**token, options) : (*client)->OpenStream(options);
   if (!stream.ok()) return PrintError(stream.status());
@@ -232,6 +232,11 @@ Command AddStreamCommand(CLI::App& parent) {
                   "This trainer's zone (as the nodes' --zone): samples with a copy on a node in it are read "
                   "from that node")
       ->type_name("ZONE");
+  app->add_option("--stall-timeout", args->stall_timeout_ms,
+                  "Milliseconds a node may deliver nothing while the trainer waits before its share moves to "
+                  "other holders (default 5000)")
+      ->type_name("MS")
+      ->check(CLI::Range(int64_t{1}, int64_t{3'600'000}));
   app->add_flag("-q,--quiet", args->quiet, "Do not show the progress line");
   return {app, [args, rank] {
             args->rank_given = rank->count() > 0;

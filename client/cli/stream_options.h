@@ -49,6 +49,7 @@ struct StreamArgs {
   bool report = false;  // stream every rank and print the balance report
   std::string plot;     // with the report: draw per-batch composition here
   std::string zone;     // the trainer's zone (ClientOptions::zone)
+  int64_t stall_timeout_ms = 0;  // ClientOptions::stall_timeout_ms; 0: the library's default (5 s)
 };
 
 // One --output line: {"epoch","step","rank","ids","labels"}, and with

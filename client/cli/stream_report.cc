@@ -97,7 +97,7 @@ int RunStreamReport(const StreamArgs& args, const SamplerSpec& spec) {
     return PrintUsageError("--report covers an epoch from its first step; leave out --resume and --start-step");
   }
   if (args.dataset.empty()) return PrintUsageError("--dataset is required");
-  auto client = ConnectToServer(args.servers, args.zone);
+  auto client = ConnectToServer(args.servers, args.zone, args.stall_timeout_ms);
   if (!client.ok()) return PrintError(client.status());
   auto described = (*client)->Describe(args.dataset);
   if (!described.ok()) return PrintError(described.status());

@@ -183,7 +183,8 @@ TEST_F(CliTest, StreamWritesOneJsonLinePerBatchAndEveryIdOnce) {
   for (int rank = 0; rank < 2; ++rank) {
     const std::string out = node_->dir().Join("rank" + std::to_string(rank) + ".jsonl");
     CommandResult r = Cli({"stream", "--dataset", "to-stream", "--batch-size", "16", "--world", "2", "--rank",
-                           std::to_string(rank), "--seed", "4", "--epoch", "2", "--output", out, "--quiet"});
+                           std::to_string(rank), "--seed", "4", "--epoch", "2", "--output", out, "--quiet",
+                           "--stall-timeout", "60000"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("samples/s"), std::string::npos) << "prints throughput";
     EXPECT_NE(r.out.find("class00"), std::string::npos) << "prints a per-label summary";
@@ -207,6 +208,9 @@ TEST_F(CliTest, StreamWritesOneJsonLinePerBatchAndEveryIdOnce) {
   }
   EXPECT_EQ(ids.size(), 250u);
   EXPECT_EQ(*ids.rbegin(), 249u) << "ids are the dense indexes 0..n-1";
+  const CommandResult zero = Cli({"stream", "--dataset", "to-stream", "--batch-size", "16", "--stall-timeout", "0"});
+  EXPECT_EQ(zero.exit_code, 2) << "a stall timeout must be positive";
+  EXPECT_NE(zero.err.find("--stall-timeout"), std::string::npos) << zero.err;
 }
 
 TEST_F(CliTest, StreamStoppedEarlyPrintsAResumeTokenThatContinues) {
