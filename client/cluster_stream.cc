@@ -135,6 +135,7 @@ class ClusterStream final : public Stream {
     std::unique_ptr<PartReader> reader;
     bool ended = false;                   // its call ended OK: it owes nothing more
     bool holders_down = false;            // its call ended reporting a shard with no live holder
+    bool unknown = false;                 // answered NotFound before any node sent a part
     int64_t completed_through = -1;       // last step whose share it finished
   };
 
@@ -145,6 +146,11 @@ class ClusterStream final : public Stream {
   }
   Status Open(uint64_t from_step);
   Status Failover(const std::string& node, const std::string& why);
+  // The nodes that answered NotFound before the version was known: when every
+  // node did, the dataset is not there (the stream fails NotFound); once a part
+  // shows the others serve it, they are behind (just sealed, or back from
+  // down before the version reached them) and fail over.
+  Status SettleUnknown();
   Status Handle(PartEvent& e);
   Status CheckStalls(Clock::time_point waiting_since);
   // Takes back the excluded nodes that answered their probe.
@@ -173,6 +179,7 @@ class ClusterStream final : public Stream {
   bool opened_ = false;
   Status final_;
   std::string last_failure_;  // why the last node was excluded
+  Status unknown_;            // the first NotFound answered before the version was known
   std::atomic<bool> cancelled_{false};
 };
 
@@ -180,6 +187,7 @@ Status ClusterStream::Open(uint64_t from_step) {
   readers_.clear();  // cancels and joins the previous generation
   ++generation_;
   holders_down_ = Status::OK();
+  unknown_ = Status::OK();
   request_.clear_excluded();
   for (const auto& x : excluded_.ids()) request_.add_excluded(x);
   request_.set_start_step(from_step);
@@ -240,7 +248,7 @@ Status ClusterStream::Handle(PartEvent& e) {
   if (e.end) {
     if (e.status.ok()) {
       node.ended = true;
-      return Status::OK();
+      return unknown_.ok() ? Status::OK() : SettleUnknown();
     }
     if (cancelled_) return Fail(e.status);
     if (IsHoldersDown(e.status)) {
@@ -253,6 +261,11 @@ Status ClusterStream::Handle(PartEvent& e) {
         excluded_.ProbeNow(Clock::now());
       }
       return Status::OK();
+    }
+    if (e.status.IsNotFound() && position_.version == 0) {
+      node.unknown = true;
+      if (unknown_.ok()) unknown_ = e.status;
+      return SettleUnknown();
     }
     // A node that does not know a version the others serve (it was down when
     // it was sealed) is behind, not the request wrong.
@@ -292,7 +305,33 @@ Status ClusterStream::Handle(PartEvent& e) {
                                  std::to_string(part.step())));
   }
   queue_.Recycle(std::move(part));  // holds what AddPart swapped out: buffers to parse into
-  return Status::OK();
+  return unknown_.ok() ? Status::OK() : SettleUnknown();
+}
+
+Status ClusterStream::SettleUnknown() {
+  std::vector<std::string> unknown;
+  bool served = position_.version != 0, open = false;
+  for (const auto& [id, node] : readers_) {
+    if (node.unknown) {
+      unknown.push_back(id);
+    } else if (node.ended) {
+      served = true;  // it finished its share: the version exists
+    } else {
+      open = true;
+    }
+  }
+  if (unknown.empty()) return Status::OK();
+  if (!served) return open ? Status::OK() : Fail(unknown_);  // wait for the others, or every node said so
+  const auto now = Clock::now();
+  for (const auto& id : unknown) {
+    excluded_.Exclude(id, Address(id), now);
+    ++stats_.failovers;
+    last_failure_ = id + " does not know the version yet (" + unknown_.ToString() + ")";
+    spdlog::warn("strata: node {} does not know {} yet; the other holders take over its share from step {}", id,
+                 request_.dataset(), position_.step);
+  }
+  unknown_ = Status::OK();
+  return Open(position_.step);
 }
 
 Status ClusterStream::CheckStalls(Clock::time_point waiting_since) {

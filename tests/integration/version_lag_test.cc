@@ -1,0 +1,76 @@
+// A node that does not know a version yet: it was unreachable (stopped) when
+// the version was sealed and is back before anti-entropy reached it (a long
+// repair interval here). It answers a stream on that dataset NotFound at once, before the
+// other nodes have planned; the stream must not end there: the nodes that know
+// the version serve, the behind node's share fails over, every sample exactly
+// once. A dataset that no node knows still ends the stream with NotFound.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "tests/integration/cluster_fixture.h"
+#include "tests/integration/local_cluster.h"
+
+namespace strata::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr uint64_t kSamples = 900;
+
+TEST(VersionLagTest, ANodeBehindOnVersionsDoesNotEndTheStream) {
+  LocalCluster::Options options;
+  options.repair_interval_ms = 3'600'000;  // no anti-entropy during the test
+  LocalCluster cluster(options);
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
+
+  cluster.Pause(2);  // SIGSTOP: the others see it down; its own timers stand still
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 2; }, 20s));
+  auto client = cluster.Connect(0, 30000);
+  ASSERT_NE(client, nullptr);
+  SyntheticIngest how;
+  how.replication = 2;
+  how.shard_target_bytes = 8 << 10;  // many shards: node-3 is a holder of some
+  auto summary = TryIngestSynthetic(*client, "fresh", kSamples, how);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+
+  cluster.Resume(2);
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
+  auto behind = Client::Connect(cluster.Address(2));
+  ASSERT_TRUE(behind.ok());
+  ASSERT_EQ(behind.value()->Describe("fresh").status().code(), Code::kNotFound)
+      << "node-3 must not know the version for this test to mean anything";
+
+  // Several streams: whether the NotFound comes before the first part is a race.
+  for (uint32_t stream = 0; stream < 8; ++stream) {
+    const uint32_t rank = stream % 2;
+    std::map<uint64_t, int> seen;
+    StreamOptions o;
+    o.dataset = "fresh";  // the latest: each node resolves it itself
+    o.batch_size = 30;
+    o.world = 2;
+    o.rank = rank;
+    o.seed = 3;
+    o.epoch = stream / 2;
+    const RankRun run = StreamAll(*client, o);
+    ASSERT_EQ(run.end.code(), Code::kOutOfRange) << "stream " << stream << ": " << run.end.ToString();
+    for (const Batch& b : run.batches) {
+      for (size_t i = 0; i < b.size(); ++i) {
+        ++seen[b.ids()[i]];
+        EXPECT_EQ(b.sample(i), SyntheticPayload(b.ids()[i]));
+      }
+    }
+    EXPECT_EQ(seen.size(), kSamples / 2) << "stream " << stream;
+    for (const auto& [id, n] : seen) EXPECT_EQ(n, 1) << "id " << id;
+  }
+
+  StreamOptions missing;
+  missing.dataset = "never-ingested";
+  missing.batch_size = 8;
+  const RankRun none = StreamAll(*client, missing);
+  EXPECT_EQ(none.end.code(), Code::kNotFound) << none.end.ToString();
+  EXPECT_NE(none.end.message().find("never-ingested"), std::string::npos) << none.end.ToString();
+}
+
+}  // namespace
+}  // namespace strata::testing
