@@ -10,10 +10,12 @@
 // deleter (deleted_by): any member may delete, and only a member's own
 // tombstone is believed.
 //
-// Thread-safety: a pure function over its arguments (it makes one RPC).
+// Thread-safety: a function over its arguments; it makes one asynchronous RPC
+// and holds no thread while it waits.
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include "common/status.h"
@@ -23,13 +25,16 @@
 
 namespace strata {
 
-// The coordinator's own metadata (with shard records) of the version `claimed`
-// names. PermissionDenied if the coordinator is this node (`self`: its catalog
-// is the truth) or not a member of `map`, or if the coordinator does not hold
+// Asks the coordinator of the version `claimed` names for its own metadata
+// (with shard records) and calls `done` with it, once. Errors:
+// PermissionDenied if the coordinator is this node (`self`: its catalog is
+// the truth) or not a member of `map`, or if the coordinator does not hold
 // that version in the claimed state; Unavailable if it cannot be asked now
-// (anti-entropy catches up later).
-Result<v1::VersionMeta> ConfirmWithCoordinator(const v1::VersionRecord& claimed, const v1::ClusterMap& map,
-                                               const std::string& self, PeerClients& peers,
-                                               std::chrono::milliseconds timeout);
+// (anti-entropy catches up later). A refusal found without asking runs `done`
+// before this returns; otherwise `done` runs on a gRPC thread, so it must not
+// block (post disk or catalog work to an executor).
+void ConfirmWithCoordinator(const v1::VersionRecord& claimed, const v1::ClusterMap& map, const std::string& self,
+                            PeerClients& peers, std::chrono::milliseconds timeout,
+                            std::function<void(Result<v1::VersionMeta>)> done);
 
 }  // namespace strata

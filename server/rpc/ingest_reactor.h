@@ -16,7 +16,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "server/base/active_work.h"
-#include "server/rpc/grpc_handoff.h"
+#include "server/base/grpc_handoff.h"
 #include "server/base/metrics.h"
 #include "server/cluster/ingest_coordinator.h"
 #include "server/ingest/ingest_session.h"

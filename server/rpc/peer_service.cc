@@ -10,7 +10,7 @@
 #include "common/unique_fd.h"
 #include "server/cluster/file_transfer.h"
 #include "server/cluster/request_validation.h"
-#include "server/rpc/grpc_handoff.h"
+#include "server/base/grpc_handoff.h"
 #include "server/cluster/version_confirm.h"
 #include "server/storage/path_guard.h"
 
@@ -229,19 +229,23 @@ grpc::ServerUnaryReactor* PeerServiceImpl::PutVersion(grpc::CallbackServerContex
   if (Status valid = ValidateVersionMeta(request->meta(), *d_.dir, &claimed, &shards); !valid.ok()) {
     return Done(context, valid);
   }
+  // The confirmation waits on the coordinator without holding a thread; its
+  // import (RocksDB and the version's files) runs on the peer pool.
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  boost::asio::post(d_.executor, [d = &d_, reactor, claimed = std::move(claimed)] {
-    auto confirmed = ConfirmWithCoordinator(claimed, d->view->Current(), d->view->self_id(), *d->peers,
-                                            std::chrono::seconds(5));
-    Status s = confirmed.status();
-    if (confirmed.ok()) {
-      auto changed = d->versions->Import(confirmed.value());
-      if (changed.ok() && changed.value()) d->repairer->Kick();
-      s = changed.status();
-    }
-    if (!s.ok()) spdlog::warn("PutVersion refused: {}", s.ToString());
-    reactor->Finish(ToGrpcStatus(s));
-  });
+  ConfirmWithCoordinator(
+      claimed, d_.view->Current(), d_.view->self_id(), *d_.peers, std::chrono::seconds(5),
+      [d = &d_, reactor](Result<v1::VersionMeta> confirmed) {
+        boost::asio::post(d->executor, [d, reactor, confirmed = std::move(confirmed)] {
+          Status s = confirmed.status();
+          if (confirmed.ok()) {
+            auto changed = d->versions->Import(confirmed.value());
+            if (changed.ok() && changed.value()) d->repairer->Kick();
+            s = changed.status();
+          }
+          if (!s.ok()) spdlog::warn("PutVersion refused: {}", s.ToString());
+          reactor->Finish(ToGrpcStatus(s));
+        });
+      });
   return reactor;
 }
 

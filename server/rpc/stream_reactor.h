@@ -27,7 +27,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "common/mutex.h"
-#include "server/rpc/grpc_handoff.h"
+#include "server/base/grpc_handoff.h"
 #include "server/base/active_work.h"
 #include "server/base/metrics.h"
 #include "server/serve/batch_stream.h"

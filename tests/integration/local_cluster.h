@@ -45,6 +45,11 @@ class LocalCluster {
     std::string etcd;  // endpoint: etcd membership instead of the static list
     uint32_t grace_period_s = 300;
     uint32_t repair_interval_ms = 200;
+    // Unanswered pings this long mark a node down. Short, so tests that kill
+    // nodes see it soon; a test that counts per-node work raises it, since on a
+    // loaded machine a live node can miss pings that long and the client's
+    // calls would then be opened again.
+    uint32_t failure_timeout_ms = 800;
     std::vector<std::string> extra_args;
     std::map<int, std::vector<std::string>> node_args;  // more flags for node i only
     int start = -1;  // nodes started at once (the others later with Start); -1: all
@@ -101,7 +106,8 @@ class LocalCluster {
     }
     // Timings short enough for tests, written as a config file.
     const std::string config = dir_.Join(Id(i) + ".yaml");
-    WriteFile(config, "cluster:\n  heartbeat_interval_ms: 200\n  failure_timeout_ms: 800\n  lease_ttl_s: 2\n"
+    WriteFile(config, "cluster:\n  heartbeat_interval_ms: 200\n  failure_timeout_ms: " +
+                          std::to_string(options_.failure_timeout_ms) + "\n  lease_ttl_s: 2\n"
                       "  grace_period_s: " + std::to_string(options_.grace_period_s) +
                       "\n  repair_interval_ms: " + std::to_string(options_.repair_interval_ms) +
                       "\n  scrub_bytes_per_sec: 64MiB\n"
