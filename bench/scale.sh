@@ -169,7 +169,7 @@ nice -n 19 "$bin/bench/strata-make-dataset" --out "$work/data" --format tar --sa
 mapfile -t tars < <(find "$work/data" -name '*.tar' | sort)
 hz=$(getconf CLK_TCK)
 link_mb=$(/usr/bin/python3 -c "print(f'{$rate_mbit/8:.1f}')")
-csv="$root/bench/results/scale.csv"
+csv="$work/scale.csv"  # copied to bench/results/ once every N has run
 echo "nodes,client_mb_per_s,link_sum_mb_per_s,ratio,placement_bound,cpu_s_per_M_samples_mean,cpu_s_per_M_samples_worst,samples,samples_max_node,rate_mbit,delay_ms,sample_size,world" >"$csv"
 
 for n in $node_counts; do
@@ -237,5 +237,6 @@ print(f'{$mbs/($n*$rate_mbit/8):.2f} {$samples/$n/top:.2f} {sum(per)/len(per):.1
   for i in $(seq 1 "$n"); do del_node_net "$i"; done
   rm -rf "$work/n$n"
 done
+cp "$csv" "$root/bench/results/scale.csv"
 echo
 column -s, -t "$csv"
