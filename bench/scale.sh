@@ -9,9 +9,10 @@
 # from the client namespace. Prints N, the client's MB/s, N x link rate, their ratio
 # (target >= 0.9), the ratio placement allows (mean / most samples on one node: at
 # R=1 the fullest node finishes last), and each node's CPU seconds (utime+stime
-# from /proc) per million samples it delivered, mean and worst node.
+# from /proc) per million samples it delivered, mean and worst node, its idle CPU
+# (ms per second, over as long as an epoch takes, streaming nothing) and the mean net of it.
 # Usage: bench/scale.sh [--nodes "1 2 4 8"] [--rate-mbit 400] [--delay-ms 0.5]
-#          [--per-node-mb 96] [--size 64KiB] [--shard-size 256KiB] [--replication 1]
+#          [--per-node-mb 192] [--size 64KiB] [--shard-size 256KiB] [--replication 1]
 #          [--world 2] [--batch-size 64]
 # Needs root (ip netns, veth, tc) and a build in ./build. Writes bench/results/scale.csv.
 set -euo pipefail
@@ -20,7 +21,7 @@ bin="$root/build"
 node_counts="1 2 4 8"
 rate_mbit=400
 delay_ms=0.5
-per_node_mb=96
+per_node_mb=192
 size=64KiB
 world=2
 batch=64
@@ -37,7 +38,7 @@ while [ $# -gt 0 ]; do
     --batch-size) batch="$2"; shift 2 ;;
     --shard-size) shard="$2"; shift 2 ;;
     --replication) replication="$2"; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "scale.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -170,7 +171,7 @@ mapfile -t tars < <(find "$work/data" -name '*.tar' | sort)
 hz=$(getconf CLK_TCK)
 link_mb=$(/usr/bin/python3 -c "print(f'{$rate_mbit/8:.1f}')")
 csv="$work/scale.csv"  # copied to bench/results/ once every N has run
-echo "nodes,client_mb_per_s,link_sum_mb_per_s,ratio,placement_bound,cpu_s_per_M_samples_mean,cpu_s_per_M_samples_worst,samples,samples_max_node,rate_mbit,delay_ms,sample_size,world" >"$csv"
+echo "nodes,client_mb_per_s,link_sum_mb_per_s,ratio,placement_bound,cpu_s_per_M_samples_mean,cpu_s_per_M_samples_worst,samples,samples_max_node,idle_cpu_ms_per_s,cpu_s_per_M_samples_net_mean,rate_mbit,delay_ms,sample_size,world" >"$csv"
 
 for n in $node_counts; do
   echo "== $n node(s): links of $rate_mbit mbit ($link_mb MB/s), $delay_ms ms"
@@ -207,6 +208,11 @@ print(" ".join(f"{k}:{v}" for k,v in sorted(c.items())))')
   out=$(in_client "$bin/bench/strata-stream-probe" --server "$servers" --dataset scale --world "$world" \
     --batch-size "$batch" --epoch 0 --stall-ms 10000)
   [ "$(echo "$out" | field exactly_once)" = yes ] || { echo "scale.sh: not exactly once: $out" >&2; exit 1; }
+  # Idle: the nodes' CPU over as long as that epoch took, streaming nothing (heartbeats, timers).
+  idle_s=$(echo "$out" | field seconds)
+  idle0=(); for p in "${node_pids[@]}"; do idle0+=("$(cpu_ticks "$p")"); done
+  sleep "$idle_s"
+  idle1=(); for p in "${node_pids[@]}"; do idle1+=("$(cpu_ticks "$p")"); done
   served_before=$(served_by_node "$n")
   before=(); for p in "${node_pids[@]}"; do before+=("$(cpu_ticks "$p")"); done
   out=$(in_client "$bin/bench/strata-stream-probe" --server "$servers" --dataset scale --world "$world" \
@@ -222,16 +228,20 @@ print(" ".join(f"{k}:{v}" for k,v in sorted(c.items())))')
     sleep 0.1
   done
   mbs=$(echo "$out" | field mb_per_s)
-  read -r ratio bound cpu_mean cpu_worst max_node <<<"$(/usr/bin/python3 -c "
+  read -r ratio bound cpu_mean cpu_worst max_node idle_ms cpu_net <<<"$(/usr/bin/python3 -c "
 b=[int(x) for x in '$served_before'.split()]; a=[int(x) for x in '$served_after'.split()]
 served=[y-x for x,y in zip(b,a)] if len(a)==len(b) else []
 cpu=[(y-x)/$hz for x,y in zip([${before[*]/%/,}], [${after[*]/%/,}])]
 # Per node: its CPU seconds per million samples it delivered.
 per=[c/(s/1e6) for c,s in zip(cpu,served) if s>0] or [sum(cpu)/($samples/1e6)]
 top=max(served) if served else $samples
-print(f'{$mbs/($n*$rate_mbit/8):.2f} {$samples/$n/top:.2f} {sum(per)/len(per):.1f} {max(per):.1f} {top}')")"
-  echo "   $mbs MB/s of $((n * rate_mbit / 8)) MB/s (x$ratio; placement allows x$bound); CPU s per M samples per node: mean $cpu_mean, worst $cpu_worst; most samples on one node: $max_node of $samples"
-  echo "$n,$mbs,$(/usr/bin/python3 -c "print(f'{$n*$rate_mbit/8:.1f}')"),$ratio,$bound,$cpu_mean,$cpu_worst,$samples,$max_node,$rate_mbit,$delay_ms,$size,$world" >>"$csv"
+idle=[(y-x)/$hz for x,y in zip([${idle0[*]/%/,}], [${idle1[*]/%/,}])]
+# Net: less each node's idle CPU over the measured epoch's length.
+net=[(c-i/$idle_s*$(echo "$out" | field seconds))/(s/1e6) for c,i,s in zip(cpu,idle,served) if s>0] or [0]
+print(f'{$mbs/($n*$rate_mbit/8):.2f} {$samples/$n/top:.2f} {sum(per)/len(per):.1f} {max(per):.1f} {top}',
+      f'{1000*sum(idle)/len(idle)/$idle_s:.1f} {sum(net)/len(net):.1f}')")"
+  echo "   $mbs MB/s of $((n * rate_mbit / 8)) MB/s (x$ratio; placement allows x$bound); CPU s per M samples per node: mean $cpu_mean, worst $cpu_worst; most samples on one node: $max_node of $samples; idle CPU ${idle_ms} ms/s a node (net of it: $cpu_net)"
+  echo "$n,$mbs,$(/usr/bin/python3 -c "print(f'{$n*$rate_mbit/8:.1f}')"),$ratio,$bound,$cpu_mean,$cpu_worst,$samples,$max_node,$idle_ms,$cpu_net,$rate_mbit,$delay_ms,$size,$world" >>"$csv"
   for p in "${node_pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${node_pids[@]}"; do wait "$p" 2>/dev/null || true; done
   for i in $(seq 1 "$n"); do del_node_net "$i"; done
