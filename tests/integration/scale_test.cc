@@ -87,6 +87,9 @@ uint64_t ServedTotal(const std::map<std::string, NodeStatus>& s) {
 TEST(ScaleTest, SixteenNodesEightRanksEverySampleOnceEachNodeItsShare) {
   LocalCluster::Options options;
   options.nodes = kNodes;
+  // 16 nodes on a loaded 2-core machine: fewer heartbeats (16 x 15 of them), and
+  // a node is called down only after 5 s without one (no node stops here).
+  options.extra_args = {"--cluster-heartbeat-interval-ms", "500", "--cluster-failure-timeout-ms", "5000"};
   LocalCluster cluster(options);
   ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == kNodes; }, 60s)) << cluster.UpIn(0) << " up";
   auto client = cluster.Connect(0, 30000);
