@@ -1,0 +1,205 @@
+// Scale-out on loopback: 16 stratad processes, a dataset spread over all of
+// them at R=1, and 8 ranks (threads) streaming one epoch. Checks what can be
+// observed of a node today: every sample reaches exactly one rank once; each
+// node serves exactly the samples of the shards placed on it (so every node
+// serves, and none serves more than its placement share); a node accepts at
+// most one stream per rank (strata_streams_opened_total), so a rank opens at
+// most 16; and every stream is closed once the epoch is over.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/integration/cluster_fixture.h"
+#include "tests/integration/local_cluster.h"
+
+namespace strata::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int kNodes = 16;
+constexpr uint32_t kRanks = 8;
+constexpr uint64_t kSamples = 4000;
+constexpr char kDataset[] = "wide";
+
+// About 200 bytes: some 20 samples fill a shard of the smallest target size (4 KiB).
+std::string Payload(uint64_t i) { return SyntheticPayload(i) + std::string(150, static_cast<char>('A' + i % 26)); }
+
+// Per node id, its status (nodes that do not answer are left out).
+std::map<std::string, NodeStatus> Statuses(LocalCluster& cluster, Client& client) {
+  std::map<std::string, NodeStatus> out;
+  for (int i = 0; i < cluster.size(); ++i) {
+    auto s = client.GetNodeStatus(cluster.Address(i));
+    if (s.ok()) out[cluster.Id(i)] = *s;
+  }
+  return out;
+}
+
+// Per shard seq of `kDataset`, the nodes that hold its file.
+std::map<uint32_t, std::set<std::string>> CopiesOf(LocalCluster& cluster, Client& client) {
+  std::map<uint32_t, std::set<std::string>> out;
+  for (int i = 0; i < cluster.size(); ++i) {
+    auto files = client.ListNodeFiles(cluster.Address(i));
+    if (!files.ok()) continue;
+    for (const FileRef& f : *files) {
+      if (f.dataset == kDataset && f.kind == FileRef::Kind::kShard) out[f.seq].insert(cluster.Id(i));
+    }
+  }
+  return out;
+}
+
+bool OneCopyEach(const std::map<uint32_t, std::set<std::string>>& copies, size_t shards) {
+  if (copies.size() != shards) return false;
+  for (const auto& [seq, nodes] : copies) {
+    if (nodes.size() != 1) return false;
+  }
+  return true;
+}
+
+// Per node id, its strata_streams_opened_total from /metrics (nodes that do not
+// answer, or whose page lacks it, are left out).
+std::map<std::string, uint64_t> StreamsOpened(LocalCluster& cluster) {
+  std::map<std::string, uint64_t> out;
+  for (int i = 0; i < cluster.size(); ++i) {
+    const CommandResult r =
+        RunCommand({"/usr/bin/curl", "-s", "http://" + cluster.Process(i).metrics_address() + "/metrics"}, 10);
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.starts_with("strata_streams_opened_total")) continue;
+      const size_t space = line.rfind(' ');
+      if (space != std::string::npos) out[cluster.Id(i)] = std::stoull(line.substr(space + 1));
+    }
+  }
+  return out;
+}
+
+uint64_t ServedTotal(const std::map<std::string, NodeStatus>& s) {
+  uint64_t sum = 0;
+  for (const auto& [id, st] : s) sum += st.samples_served;
+  return sum;
+}
+
+TEST(ScaleTest, SixteenNodesEightRanksEverySampleOnceEachNodeItsShare) {
+  LocalCluster::Options options;
+  options.nodes = kNodes;
+  // 16 nodes on a loaded 2-core machine: fewer heartbeats (16 x 15 of them), and
+  // a node is called down only after 5 s without one (no node stops here).
+  options.extra_args = {"--cluster-heartbeat-interval-ms", "500", "--cluster-failure-timeout-ms", "5000"};
+  LocalCluster cluster(options);
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == kNodes; }, 60s)) << cluster.UpIn(0) << " up";
+  auto client = cluster.Connect(0, 30000);
+  ASSERT_NE(client, nullptr);
+
+  // Small shards (about 20 samples each): some 200 of them over 16 nodes.
+  SyntheticIngest how{.labels = 4, .replication = 1, .shard_target_bytes = 4 << 10, .payload = Payload};
+  auto ingested = TryIngestSynthetic(*client, kDataset, kSamples, how);
+  ASSERT_TRUE(ingested.ok()) << ingested.status().ToString();
+  auto described = client->Describe(kDataset);
+  ASSERT_TRUE(described.ok()) << described.status().ToString();
+  const std::vector<ShardInfo>& shards = described->shards;
+  ASSERT_GE(shards.size(), 4u * kNodes);
+  // The ingesting node's hand-off copies go once each holder has its file.
+  ASSERT_TRUE(Eventually([&] { return OneCopyEach(CopiesOf(cluster, *client), shards.size()); }, 60s));
+  std::map<std::string, uint64_t> placed;  // samples of the shards each node holds
+  const auto copies = CopiesOf(cluster, *client);
+  for (const ShardInfo& s : shards) placed[*copies.at(s.seq).begin()] += s.samples;
+  ASSERT_EQ(placed.size(), static_cast<size_t>(kNodes)) << "every node holds part of the dataset";
+
+  const auto before = Statuses(cluster, *client);
+  ASSERT_EQ(before.size(), static_cast<size_t>(kNodes));
+
+  const auto opened_before = StreamsOpened(cluster);
+  ASSERT_EQ(opened_before.size(), static_cast<size_t>(kNodes));
+
+  // 8 ranks, one client each, their seeds spread over the nodes.
+  std::vector<std::vector<uint64_t>> ids(kRanks);
+  std::vector<Status> ends(kRanks);
+  std::vector<std::jthread> ranks;
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    ranks.emplace_back([&, r] {
+      auto rank_client = cluster.Connect(static_cast<int>(r * 2), 30000);
+      ASSERT_NE(rank_client, nullptr);
+      StreamOptions o;
+      o.dataset = kDataset;
+      o.rank = r;
+      o.world = kRanks;
+      o.batch_size = 16;
+      o.seed = 5;
+      auto stream = rank_client->OpenStream(o);
+      for (;;) {
+        Batch b;
+        const Status s = stream.ok() ? stream.value()->Next(&b) : stream.status();
+        if (!s.ok()) {
+          ends[r] = s;
+          break;
+        }
+        for (size_t i = 0; i < b.size(); ++i) {
+          EXPECT_EQ(b.sample(i), Payload(b.ids()[i])) << "rank " << r << " id " << b.ids()[i];
+        }
+        ids[r].insert(ids[r].end(), b.ids().begin(), b.ids().end());
+      }
+      if (stream.ok()) {
+        EXPECT_EQ(stream.value()->stats().failovers, 0u) << "rank " << r;
+      }
+    });
+  }
+  for (auto& t : ranks) t.join();
+
+  // A node accepts at most one stream from each rank: at most 8 a node, so a
+  // rank opens at most 16 (one per node) and the ranks 128 together.
+  const auto opened_after = StreamsOpened(cluster);
+  ASSERT_EQ(opened_after.size(), static_cast<size_t>(kNodes));
+  uint64_t opened = 0;
+  for (const auto& [id, n] : opened_after) {
+    const uint64_t mine = n - opened_before.at(id);
+    EXPECT_LE(mine, kRanks) << id;
+    opened += mine;
+  }
+  EXPECT_LE(opened, uint64_t{kRanks} * kNodes);
+
+  // Exactly once over the ranks.
+  std::map<uint64_t, int> seen;
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(ends[r].code(), Code::kOutOfRange) << "rank " << r << ": " << ends[r].ToString();
+    EXPECT_FALSE(ids[r].empty()) << "rank " << r;
+    for (uint64_t id : ids[r]) ++seen[id];
+  }
+  ASSERT_EQ(seen.size(), kSamples);
+  EXPECT_EQ(seen.begin()->first, 0u);
+  EXPECT_EQ(seen.rbegin()->first, kSamples - 1);
+  for (const auto& [id, n] : seen) ASSERT_EQ(n, 1) << "id " << id;
+
+  // Each node served exactly the samples placed on it. A server counts a part
+  // when gRPC reports it written, which may be just after the rank has it.
+  std::map<std::string, NodeStatus> after;
+  Eventually(
+      [&] {
+        after = Statuses(cluster, *client);
+        return after.size() == before.size() && ServedTotal(after) - ServedTotal(before) >= kSamples;
+      },
+      20s);
+  ASSERT_EQ(after.size(), static_cast<size_t>(kNodes));
+  for (const auto& [id, st] : after) {
+    const uint64_t served = st.samples_served - before.at(id).samples_served;
+    EXPECT_EQ(served, placed[id]) << id;
+    EXPECT_GT(served, 0u) << id;
+  }
+
+  // Every stream is closed once the epoch is over.
+  EXPECT_TRUE(Eventually(
+      [&] {
+        for (const auto& [id, st] : Statuses(cluster, *client)) {
+          if (st.active_streams != 0) return false;
+        }
+        return true;
+      },
+      20s));
+}
+
+}  // namespace
+}  // namespace strata::testing
