@@ -2,25 +2,30 @@
 
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/post.hpp>
+
 #include <chrono>
 
 #include "common/dataset_ref.h"
 #include "common/placement.h"
 #include "server/cluster/ec_rebuild.h"
+#include "server/base/grpc_handoff.h"
 #include "server/cluster/membership.h"
 #include "server/storage/ec_stripes.h"
 
 namespace strata {
 
 PeerRecords::PeerRecords(const ClusterView* view, PeerClients* peers, DatasetCache* cache, DataDir* dir,
-                         LocalFiles* files, Repairer* repairer, Metrics* metrics)
+                         LocalFiles* files, Repairer* repairer, Metrics* metrics,
+                         boost::asio::any_io_executor rebuilds)
     : view_(view),
       peers_(peers),
       cache_(cache),
       dir_(dir),
       files_(files),
       repairer_(repairer),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      rebuilds_(std::move(rebuilds)) {}
 
 Status PeerRecords::ReadLocal(const v1::FileRef& shard, uint64_t index, std::string* raw) {
   if (!files_->Has(shard)) return Status::NotFound(FileName(shard) + " is not held by " + view_->self_id());
@@ -40,17 +45,46 @@ Status PeerRecords::ReadLocal(const v1::FileRef& shard, uint64_t index, std::str
   return s;
 }
 
+std::vector<std::string> PeerRecords::Ranked(const v1::FileRef& shard, const v1::ClusterMap& map,
+                                             std::shared_ptr<const OpenVersion>* version, bool* ec) {
+  auto open = cache_->Open(DatasetRef{shard.dataset(), shard.version()});
+  *ec = open.ok() && IsErasureCoded(open.value()->record().info());
+  if (open.ok()) *version = open.value();
+  return *ec ? FileRanked((*version)->record().info(), shard, PlacementSet(PlacementMembers(map)))
+             : RankMembers(ShardFileKey(shard.dataset(), shard.version(), shard.seq()), PlacementMembers(map));
+}
+
+Status PeerRecords::DegradedRead(const OpenVersion& version, const v1::FileRef& shard,
+                                 std::span<const uint64_t> indexes, std::vector<std::string>* raw) {
+  // No node serves the shard, so it is rebuilt here from K chunks of its
+  // stripe (one rebuild at a time; a stream waiting for the same shard then
+  // finds it here).
+  Status rebuilt;
+  {
+    MutexLock lock(&rebuild_mu_);
+    if (!files_->Has(shard)) {
+      std::vector<uint64_t> bytes;
+      for (size_t i = 0; i < version.num_shards(); ++i) bytes.push_back(version.shard(i).info().bytes());
+      auto read = RebuildChunk(RebuildDeps{view_, peers_, dir_, files_}, version.record().info(), bytes, shard,
+                               /*limiter=*/nullptr);
+      rebuilt = read.status();
+      if (read.ok()) metrics_->degraded_rebuilds.Increment();
+    }
+  }
+  if (rebuilt.ok()) rebuilt = ReadAllLocal(shard, indexes, raw);
+  if (!rebuilt.ok()) raw->clear();
+  return rebuilt;
+}
+
 Status PeerRecords::Fetch(const v1::FileRef& shard, std::span<const uint64_t> indexes, std::vector<std::string>* raw) {
   const v1::ClusterMap map = view_->Current();
-  auto version = cache_->Open(DatasetRef{shard.dataset(), shard.version()});
-  const bool ec = version.ok() && IsErasureCoded(version.value()->record().info());
+  std::shared_ptr<const OpenVersion> version;
+  bool ec = false;
+  const std::vector<std::string> ranked = Ranked(shard, map, &version, &ec);
   // Erasure coded: a shard rebuilt here by an earlier degraded read serves
   // from here.
   if (ec && files_->Has(shard) && ReadAllLocal(shard, indexes, raw).ok()) return Status::OK();
   raw->clear();
-  const std::vector<std::string> ranked =
-      ec ? FileRanked(version.value()->record().info(), shard, PlacementSet(PlacementMembers(map)))
-         : RankMembers(ShardFileKey(shard.dataset(), shard.version(), shard.seq()), PlacementMembers(map));
   v1::ReadRecordsRequest request;
   *request.mutable_file() = shard;
   for (uint64_t i : indexes) request.add_indexes(i);
@@ -69,27 +103,85 @@ Status PeerRecords::Fetch(const v1::FileRef& shard, std::span<const uint64_t> in
     errors += " " + id + ": " + s.error_message() + ";";
   }
   if (ec) {
-    // A degraded read: no node serves the shard, so it is rebuilt here from
-    // K chunks of its stripe (one rebuild at a time; a stream waiting for
-    // the same shard then finds it here).
-    Status rebuilt;
-    {
-      MutexLock lock(&rebuild_mu_);
-      if (!files_->Has(shard)) {
-        std::vector<uint64_t> bytes;
-        for (size_t i = 0; i < version.value()->num_shards(); ++i) bytes.push_back(version.value()->shard(i).info().bytes());
-        auto read = RebuildChunk(RebuildDeps{view_, peers_, dir_, files_}, version.value()->record().info(), bytes,
-                                 shard, /*limiter=*/nullptr);
-        rebuilt = read.status();
-        if (read.ok()) metrics_->degraded_rebuilds.Increment();
-      }
-    }
-    if (rebuilt.ok()) rebuilt = ReadAllLocal(shard, indexes, raw);
+    Status rebuilt = DegradedRead(*version, shard, indexes, raw);
     if (rebuilt.ok()) return Status::OK();
-    raw->clear();
     errors += " degraded read: " + rebuilt.ToString() + ";";
   }
   return Status::Unavailable("no node could provide records of " + FileName(shard) + ":" + errors);
+}
+
+// One FetchAsync: the holders still to ask, the call to the current one.
+struct PeerRecords::AsyncFetch {
+  v1::FileRef shard;
+  std::vector<uint64_t> indexes;
+  FetchDone done;
+  v1::ClusterMap map;
+  std::vector<std::string> ranked;
+  size_t next = 0;  // in ranked
+  std::shared_ptr<const OpenVersion> version;
+  bool ec = false;
+  std::string errors;
+  v1::ReadRecordsRequest request;
+  std::unique_ptr<grpc::ClientContext> context;  // one per call
+  v1::ReadRecordsReply reply;
+};
+
+void PeerRecords::FetchAsync(const v1::FileRef& shard, std::vector<uint64_t> indexes, FetchDone done) {
+  auto f = std::make_shared<AsyncFetch>();
+  f->shard = shard;
+  f->indexes = std::move(indexes);
+  f->done = std::move(done);
+  f->map = view_->Current();
+  f->ranked = Ranked(shard, f->map, &f->version, &f->ec);
+  std::vector<std::string> raw;
+  // Erasure coded: a shard rebuilt here by an earlier degraded read serves
+  // from here (a local read, as the caller's own would be).
+  if (f->ec && files_->Has(shard) && ReadAllLocal(shard, f->indexes, &raw).ok()) {
+    return f->done(Status::OK(), std::move(raw));
+  }
+  *f->request.mutable_file() = shard;
+  for (uint64_t i : f->indexes) f->request.add_indexes(i);
+  AskNext(std::move(f));
+}
+
+void PeerRecords::AskNext(std::shared_ptr<AsyncFetch> f) {
+  while (f->next < f->ranked.size()) {
+    const std::string& id = f->ranked[f->next++];
+    const v1::NodeInfo* n = FindNode(f->map, id);
+    if (id == view_->self_id() || n == nullptr || n->state() != v1::NODE_UP) continue;
+    f->context = std::make_unique<grpc::ClientContext>();
+    f->context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    f->reply.Clear();
+    AsyncFetch* call = f.get();
+    HandOffToGrpc(call);
+    peers_->Peer(*n)->async()->ReadRecords(
+        call->context.get(), &call->request, &call->reply, [this, f = std::move(f), id](grpc::Status s) mutable {
+          TakeBackFromGrpc(f.get());
+          if (s.ok() && f->reply.records_size() == static_cast<int>(f->indexes.size())) {
+            std::vector<std::string> raw;
+            raw.reserve(f->indexes.size());
+            for (auto& r : *f->reply.mutable_records()) raw.push_back(std::move(r));
+            return f->done(Status::OK(), std::move(raw));
+          }
+          f->errors += " " + id + ": " + s.error_message() + ";";
+          AskNext(std::move(f));
+        });
+    return;
+  }
+  if (!f->ec) {
+    return f->done(Status::Unavailable("no node could provide records of " + FileName(f->shard) + ":" + f->errors),
+                   {});
+  }
+  // A degraded read blocks (K chunk reads and the decode): on its executor,
+  // never on the gRPC thread that ran the last call's callback.
+  boost::asio::post(rebuilds_, [this, f = std::move(f)] {
+    std::vector<std::string> raw;
+    Status rebuilt = DegradedRead(*f->version, f->shard, f->indexes, &raw);
+    if (rebuilt.ok()) return f->done(Status::OK(), std::move(raw));
+    f->done(Status::Unavailable("no node could provide records of " + FileName(f->shard) + ":" + f->errors +
+                                " degraded read: " + rebuilt.ToString() + ";"),
+            {});
+  });
 }
 
 Status PeerRecords::ReadAllLocal(const v1::FileRef& shard, std::span<const uint64_t> indexes,

@@ -9,6 +9,9 @@
 // Thread-safety: safe for concurrent use.
 #pragma once
 
+#include <boost/asio/any_io_executor.hpp>
+
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -26,12 +29,17 @@ namespace strata {
 
 class PeerRecords final : public RecordFetcher {
  public:
-  // Every pointer must outlive the PeerRecords.
+  // Every pointer must outlive the PeerRecords, and `rebuilds` the last
+  // FetchAsync's callback. `rebuilds` runs the degraded-read rebuilds that
+  // FetchAsync starts (blocking: K chunk reads and the decode).
   PeerRecords(const ClusterView* view, PeerClients* peers, DatasetCache* cache, DataDir* dir, LocalFiles* files,
-              Repairer* repairer, Metrics* metrics);
+              Repairer* repairer, Metrics* metrics, boost::asio::any_io_executor rebuilds);
 
   // RecordFetcher. Fetch blocks on peer calls (10 s deadline each).
+  // FetchAsync asks the holders one after another with asynchronous calls
+  // (10 s deadline each); a degraded read's rebuild runs on `rebuilds`.
   Status Fetch(const v1::FileRef& shard, std::span<const uint64_t> indexes, std::vector<std::string>* raw) override;
+  void FetchAsync(const v1::FileRef& shard, std::vector<uint64_t> indexes, FetchDone done) override;
   void Quarantine(const v1::FileRef& file) override;
 
   // Reads record `index` of a local shard, verified, as raw bytes (for a
@@ -40,6 +48,18 @@ class PeerRecords final : public RecordFetcher {
   Status ReadLocal(const v1::FileRef& shard, uint64_t index, std::string* raw);
 
  private:
+  struct AsyncFetch;
+  // Asks the next holder in f's order, or, past the last, ends f (a
+  // degraded read first, for an erasure-coded shard).
+  void AskNext(std::shared_ptr<AsyncFetch> f);
+  // The holders to ask for `shard`, best first, and whether it is erasure
+  // coded; sets *version when the version is open here.
+  std::vector<std::string> Ranked(const v1::FileRef& shard, const v1::ClusterMap& map,
+                                  std::shared_ptr<const OpenVersion>* version, bool* ec);
+  // Rebuilds `shard` here from K chunks of its stripe unless it is here
+  // already (one at a time), then reads `indexes` from it.
+  Status DegradedRead(const OpenVersion& version, const v1::FileRef& shard, std::span<const uint64_t> indexes,
+                      std::vector<std::string>* raw);
   // Reads records `indexes` of a local shard into *raw.
   Status ReadAllLocal(const v1::FileRef& shard, std::span<const uint64_t> indexes, std::vector<std::string>* raw);
 
@@ -51,6 +71,7 @@ class PeerRecords final : public RecordFetcher {
   LocalFiles* const files_;
   Repairer* const repairer_;
   Metrics* const metrics_;
+  const boost::asio::any_io_executor rebuilds_;
 };
 
 }  // namespace strata

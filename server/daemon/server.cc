@@ -122,7 +122,7 @@ Status Server::Build() {
       config_.cluster.repair_bytes_per_sec);
   view_->Subscribe([r = repairer_.get()] { r->Kick(); });
   records_ = std::make_unique<PeerRecords>(view_.get(), peers_.get(), cache_.get(), dir_.get(), files_.get(),
-                                           repairer_.get(), metrics_.get());
+                                           repairer_.get(), metrics_.get(), pool_->get_executor());
   scrubber_ = std::make_unique<Scrubber>(
       files_.get(), dir_.get(), metrics_.get(), [r = records_.get()](const v1::FileRef& f) { r->Quarantine(f); },
       config_.cluster.scrub_bytes_per_sec, scrub_pool_->get_executor());

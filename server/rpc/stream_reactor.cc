@@ -86,46 +86,68 @@ void StreamReactor::BuildTask() {
     }
     const uint64_t step = claim.step;
     std::vector<WirePart> parts;
-    if (s.ok()) s = stream_->Build(std::move(claim), &parts);
-    std::vector<grpc::ByteBuffer> wire;  // serialised here, off the lock and off gRPC's threads
     if (s.ok()) {
-      for (const WirePart& p : parts) wire.push_back(p.Serialize());
+      // Records from other nodes are asked for without holding this thread:
+      // the task goes on in ResumeBuild once they have come, still counted in
+      // builders_ (so the call cannot finish, and the reactor go, meanwhile).
+      const bool built = stream_->BuildOrDefer(std::move(claim), &parts, &s,
+                                               [this](std::shared_ptr<BatchStream::DeferredStep> deferred) {
+                                                 boost::asio::post(calls_->executor, [this, deferred] {
+                                                   ResumeBuild(*deferred);
+                                                 });
+                                               });
+      if (!built) return;
     }
-    MutexLock lock(&mu_);
-    --in_build_;
-    if (!s.ok()) {
-      spdlog::error("stream {} rank {}: {}", request_.dataset(), request_.rank(), s.ToString());
-      if (!final_status_) final_status_ = ToGrpcStatus(s);
-    } else {
-      std::vector<Outgoing>& out = built_[step];
-      uint64_t step_bytes = 0;
-      for (size_t i = 0; i < parts.size(); ++i) {
-        const uint64_t bytes = wire[i].Length();
-        step_bytes += bytes;
-        out.push_back(Outgoing{std::move(wire[i]), parts[i].payload_bytes(), bytes,
-                               static_cast<uint64_t>(parts[i].message().ids_size()), step, i + 1 == parts.size()});
-      }
-      buffered_ += step_bytes;
-      step_estimate_ = std::max(step_estimate_, step_bytes);
-      // Steps built out of order wait for the ones before them.
-      while (!built_.empty() && built_.begin()->first == next_queued_step_) {
-        for (Outgoing& o : built_.begin()->second) ready_.push_back(std::move(o));
-        built_.erase(built_.begin());
-        ++next_queued_step_;
-      }
-    }
-    if (!writing_ && !kicking_ && !ready_.empty()) {
-      // The writer is idle: another thread starts the write, so that this
-      // one goes on building while the batch is sent (on two cores the send,
-      // the kernel's loopback included, is as long as the build).
-      kicking_ = true;
-      boost::asio::post(calls_->executor, [this] { Pump(Wake::kKick); });
-    }
+    Queue(step, s, parts);
   }
   // Takes this task off builders_ under the same lock that decides whether to
   // finish: had it left builders_ first, another thread's Pump could finish
   // the call, and gRPC delete the reactor, before this Pump ran.
   Pump(Wake::kBuilderEnded);  // may finish the call: no member is touched after
+}
+
+void StreamReactor::ResumeBuild(BatchStream::DeferredStep& deferred) {
+  std::vector<WirePart> parts;
+  const Status s = stream_->FinishDeferred(deferred, &parts);
+  Queue(BatchStream::DeferredStepNumber(deferred), s, parts);
+  BuildTask();  // the task that deferred goes on
+}
+
+void StreamReactor::Queue(uint64_t step, const Status& s, std::vector<WirePart>& parts) {
+  std::vector<grpc::ByteBuffer> wire;  // serialised here, off the lock and off gRPC's threads
+  if (s.ok()) {
+    for (const WirePart& p : parts) wire.push_back(p.Serialize());
+  }
+  MutexLock lock(&mu_);
+  --in_build_;
+  if (!s.ok()) {
+    spdlog::error("stream {} rank {}: {}", request_.dataset(), request_.rank(), s.ToString());
+    if (!final_status_) final_status_ = ToGrpcStatus(s);
+  } else {
+    std::vector<Outgoing>& out = built_[step];
+    uint64_t step_bytes = 0;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const uint64_t bytes = wire[i].Length();
+      step_bytes += bytes;
+      out.push_back(Outgoing{std::move(wire[i]), parts[i].payload_bytes(), bytes,
+                             static_cast<uint64_t>(parts[i].message().ids_size()), step, i + 1 == parts.size()});
+    }
+    buffered_ += step_bytes;
+    step_estimate_ = std::max(step_estimate_, step_bytes);
+    // Steps built out of order wait for the ones before them.
+    while (!built_.empty() && built_.begin()->first == next_queued_step_) {
+      for (Outgoing& o : built_.begin()->second) ready_.push_back(std::move(o));
+      built_.erase(built_.begin());
+      ++next_queued_step_;
+    }
+  }
+  if (!writing_ && !kicking_ && !ready_.empty()) {
+    // The writer is idle: another thread starts the write, so that this
+    // one goes on building while the batch is sent (on two cores the send,
+    // the kernel's loopback included, is as long as the build).
+    kicking_ = true;
+    boost::asio::post(calls_->executor, [this] { Pump(Wake::kKick); });
+  }
 }
 
 void StreamReactor::Pump(Wake wake) {

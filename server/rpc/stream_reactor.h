@@ -80,6 +80,12 @@ class StreamReactor final : public HandOffVisible<grpc::ServerWriteReactor<grpc:
   void ShrinkGrant() REQUIRES(mu_);
   void MaybeScheduleBuild() REQUIRES(mu_);
   void BuildTask();
+  // Completes a step whose records came from other nodes, then goes on as
+  // the BuildTask that deferred it (on the I/O pool).
+  void ResumeBuild(BatchStream::DeferredStep& deferred);
+  // Queues a built step's parts for writing (in step order), or records its
+  // error as the call's end; counts it off in_build_.
+  void Queue(uint64_t step, const Status& s, std::vector<WirePart>& parts);
   // Who calls Pump. A posted Pump and an ending build task are counted
   // (kicking_, builders_) until their Pump takes them off under mu_, so the
   // call never finishes while one of them is still to touch the reactor.

@@ -282,14 +282,85 @@ Status BatchStream::BuildNext(std::vector<WirePart>* parts) {
   return Build(std::move(claim), parts);
 }
 
+// A step built but for its samples from other nodes: the parts so far (the
+// builder writes into `out`, so the step stays at one address), and per shard
+// what to fetch and, once fetched, the records.
+struct BatchStream::DeferredStep {
+  uint64_t step = 0;
+  uint32_t batch_size = 0;
+  std::chrono::steady_clock::time_point started, asked;
+  v1::Batch header;
+  std::vector<WirePart> out;
+  std::optional<PartBuilder> builder;
+  struct Remote {
+    size_t shard = 0;
+    std::vector<std::pair<uint32_t, uint64_t>> wanted;  // (slot, record)
+    Status local_error;                                 // why the local copy could not serve them, if it was asked
+    Status fetched;
+    std::shared_ptr<std::vector<std::string>> raw = std::make_shared<std::vector<std::string>>();  // until sent
+    std::vector<uint64_t> Indexes() const {
+      std::vector<uint64_t> out;
+      for (const auto& w : wanted) out.push_back(w.second);
+      return out;
+    }
+  };
+  std::vector<Remote> remote;
+};
+
+uint64_t BatchStream::DeferredStepNumber(const DeferredStep& step) { return step.step; }
+
 Status BatchStream::Build(StepClaim claim, std::vector<WirePart>* parts) {
-  std::unique_ptr<Scratch> scratch = TakeScratch();
-  Status s = BuildInto(claim, *scratch, parts);
-  ReturnScratch(std::move(scratch));
-  return s;
+  Status status;
+  BuildOrDefer(std::move(claim), parts, &status, nullptr);
+  return status;
 }
 
-Status BatchStream::BuildInto(const StepClaim& claim, Scratch& scratch, std::vector<WirePart>* parts) {
+bool BatchStream::BuildOrDefer(StepClaim claim, std::vector<WirePart>* parts, Status* status, Resume resume) {
+  auto d = std::make_shared<DeferredStep>();
+  std::unique_ptr<Scratch> scratch = TakeScratch();
+  Status s = BuildLocal(claim, *scratch, *d);
+  ReturnScratch(std::move(scratch));
+  if (!s.ok() || d->remote.empty()) {
+    *status = s.ok() ? FinishDeferred(*d, parts) : s;
+    return true;
+  }
+  if (!resume) {  // fetch here, waiting
+    for (auto& r : d->remote) {
+      d->asked = std::chrono::steady_clock::now();
+      r.fetched = server_.fetcher->Fetch(ShardFile(r.shard), r.Indexes(), r.raw.get());
+      if (metrics_) {
+        metrics_->peer_fetch_seconds.Observe(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - d->asked).count());
+      }
+    }
+    *status = FinishDeferred(*d, parts);
+    return true;
+  }
+  // Ask every shard's holders at once; the last answer resumes the step.
+  // Nothing here touches `d` after the asking: the last answer may come before
+  // this returns.
+  d->asked = std::chrono::steady_clock::now();
+  auto pending = std::make_shared<std::atomic<size_t>>(d->remote.size());
+  Metrics* metrics = metrics_;
+  std::vector<std::pair<v1::FileRef, std::vector<uint64_t>>> asks;
+  for (const auto& r : d->remote) asks.emplace_back(ShardFile(r.shard), r.Indexes());
+  for (size_t i = 0; i < asks.size(); ++i) {
+    server_.fetcher->FetchAsync(
+        asks[i].first, std::move(asks[i].second),
+        [d, i, pending, resume, metrics](Status fetched, std::vector<std::string> raw) {
+          d->remote[i].fetched = std::move(fetched);
+          *d->remote[i].raw = std::move(raw);
+          if (metrics) {
+            metrics->peer_fetch_seconds.Observe(
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - d->asked).count());
+          }
+          if (pending->fetch_sub(1, std::memory_order_acq_rel) == 1) resume(d);
+        });
+  }
+  return false;
+}
+
+Status BatchStream::BuildLocal(const StepClaim& claim, Scratch& scratch, DeferredStep& d) {
   const uint32_t batch_size = static_cast<uint32_t>(claim.ids.size());
   const uint64_t step = claim.step;
   const std::string where = "step " + std::to_string(step);
@@ -297,8 +368,10 @@ Status BatchStream::BuildInto(const StepClaim& claim, Scratch& scratch, std::vec
   const std::vector<std::pair<const void*, uint64_t>>& sparse = claim.sparse;
   const std::shared_ptr<StepOwner>& step_owner = claim.owner;
   auto& reads = scratch.reads;
-  std::vector<WirePart> out;
-  v1::Batch header;
+  d.step = step;
+  d.batch_size = batch_size;
+  d.started = claim.started;
+  v1::Batch& header = d.header;
   header.set_epoch(request_.epoch());
   header.set_step(step);
   header.set_rank(request_.rank());
@@ -307,7 +380,7 @@ Status BatchStream::BuildInto(const StepClaim& claim, Scratch& scratch, std::vec
   header.set_batch_size(batch_size);
   header.set_plan_hash(plan_.plan_hash());
   header.set_node_id(server_.node_id);
-  PartBuilder builder(header, limits_.max_part_bytes, &out);
+  PartBuilder& builder = d.builder.emplace(header, limits_.max_part_bytes, &d.out);
   // Samples this node serves but has no good copy of, per shard: (slot, record),
   // and why the local copy could not serve them.
   std::map<size_t, std::vector<std::pair<uint32_t, uint64_t>>> remote;
@@ -420,50 +493,59 @@ Status BatchStream::BuildInto(const StepClaim& claim, Scratch& scratch, std::vec
       if (scratch.readers[shard]->ok()) step_owner->readers.push_back(scratch.readers[shard]->value());
     }
   }
-  for (const auto& [shard, wanted] : remote) {
-    std::vector<uint64_t> indexes;
-    for (const auto& w : wanted) indexes.push_back(w.second);
-    auto raw = std::make_shared<std::vector<std::string>>();  // owns the records until they are sent
-    const auto fetch_start = std::chrono::steady_clock::now();
-    Status s = server_.fetcher->Fetch(ShardFile(shard), indexes, raw.get());
-    if (metrics_) {
-      metrics_->peer_fetch_seconds.Observe(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - fetch_start).count());
-    }
-    if (!s.ok()) {
+  for (auto& [shard, wanted] : remote) {
+    DeferredStep::Remote& r = d.remote.emplace_back();
+    r.shard = shard;
+    r.wanted = std::move(wanted);
+    if (auto it = local_error.find(shard); it != local_error.end()) r.local_error = it->second;
+  }
+  return Status::OK();
+}
+
+Status BatchStream::FinishDeferred(DeferredStep& d, std::vector<WirePart>* parts) {
+  const std::string where = "step " + std::to_string(d.step);
+  RecordView view;
+  for (const DeferredStep::Remote& r : d.remote) {
+    if (!r.fetched.ok()) {
       // No holder that is up could give them: Unavailable naming the shard
       // (never the local NotFound, which the client would take for a bad
       // request), with the local reason (a damaged or missing copy) said.
-      auto it = local_error.find(shard);
-      if (it != local_error.end() && it->second.IsCorruption()) {
+      if (r.local_error.IsCorruption()) {
         // A damaged copy and no good one anywhere: the data is lost, not
         // merely out of reach (a Corruption, never served).
-        return Status(it->second.code(), it->second.message() + "; no other node could serve it: " + s.message())
+        return Status(r.local_error.code(), r.local_error.message() + "; no other node could serve it: " +
+                                                r.fetched.message())
             .WithContext(where);
       }
-      const std::string local = it != local_error.end() ? "here: " + it->second.ToString() + "; " : std::string();
-      return HoldersDown(FileName(ShardFile(shard)), local + "others: " + s.message()).WithContext(where);
+      const std::string local = !r.local_error.ok() ? "here: " + r.local_error.ToString() + "; " : std::string();
+      return HoldersDown(FileName(ShardFile(r.shard)), local + "others: " + r.fetched.message()).WithContext(where);
     }
-    for (size_t i = 0; i < wanted.size(); ++i) {
-      const uint64_t id = version_->shard(shard).info().first_id() + wanted[i].second;
-      STRATA_RETURN_IF_ERROR(ParseRecord((*raw)[i], id, &view).WithContext(where + ", record from a peer"));
-      builder.Add(wanted[i].first, view, raw);
+    if (r.raw->size() != r.wanted.size()) {
+      return Status::Internal("a peer fetch of " + FileName(ShardFile(r.shard)) + " returned " +
+                              std::to_string(r.raw->size()) + " records for " + std::to_string(r.wanted.size()))
+          .WithContext(where);
     }
-    if (metrics_) metrics_->proxied_records.Increment(static_cast<double>(wanted.size()));
+    for (size_t i = 0; i < r.wanted.size(); ++i) {
+      const uint64_t id = version_->shard(r.shard).info().first_id() + r.wanted[i].second;
+      STRATA_RETURN_IF_ERROR(ParseRecord((*r.raw)[i], id, &view).WithContext(where + ", record from a peer"));
+      d.builder->Add(r.wanted[i].first, view, r.raw);
+    }
+    if (metrics_) metrics_->proxied_records.Increment(static_cast<double>(r.wanted.size()));
   }
-  builder.Finish();
+  d.builder->Finish();
   if (metrics_) {
     MutexLock lock(&composition_mu_);
     if (!composition_) {
       composition_ = std::make_unique<CompositionRecorder>(version_->shape(), plan_.sampler().TargetShares(),
                                                            &metrics_->strata());
     }
-    composition_->Record(out, batch_size);
+    composition_->Record(d.out, d.batch_size);
   }
-  for (auto& p : out) parts->push_back(std::move(p));
+  for (auto& p : d.out) parts->push_back(std::move(p));
+  d.out.clear();
   if (metrics_) {
     metrics_->batch_build_seconds.Observe(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - claim.started).count());
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - d.started).count());
   }
   return Status::OK();
 }

@@ -32,14 +32,15 @@
 // one stream's batches are built on more than one core.
 //
 // Thread-safety: Claim, BuildNext, next_step() and done() are not
-// thread-safe (one caller at a time); Build may run concurrently with other
-// Build calls and with Claim.
+// thread-safe (one caller at a time); Build, BuildOrDefer and FinishDeferred
+// may run concurrently with each other and with Claim.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -72,8 +73,14 @@ class RecordFetcher {
   virtual ~RecordFetcher() = default;
   // Appends the verified raw records `indexes` of `shard`, in order, from
   // another node that holds it. Unavailable if no holder can provide them.
+  // Blocks on the other nodes.
   virtual Status Fetch(const v1::FileRef& shard, std::span<const uint64_t> indexes,
                        std::vector<std::string>* raw) = 0;
+  // The same without waiting: asks and returns; `done` runs once with the
+  // records (or the error), on a thread of gRPC's or of the fetcher's own, so
+  // it must not block.
+  using FetchDone = std::function<void(Status, std::vector<std::string>)>;
+  virtual void FetchAsync(const v1::FileRef& shard, std::vector<uint64_t> indexes, FetchDone done) = 0;
   // Sets a damaged local copy aside so that it is never read again and
   // repair replaces it.
   virtual void Quarantine(const v1::FileRef& shard) = 0;
@@ -130,8 +137,25 @@ class BatchStream {
   // REQUIRES: !done().
   Status Claim(StepClaim* claim);
   // Appends a claimed step's batch (one or more parts) to *parts.
-  // Corruption if a record is damaged (no bytes of it are sent).
+  // Corruption if a record is damaged (no bytes of it are sent). Samples this
+  // node serves without a good copy are fetched from other nodes, waiting.
   Status Build(StepClaim claim, std::vector<WirePart>* parts);
+
+  // A step waiting for records from other nodes (opaque).
+  struct DeferredStep;
+  static uint64_t DeferredStepNumber(const DeferredStep& step);
+  using Resume = std::function<void(std::shared_ptr<DeferredStep>)>;
+  // Build without waiting for other nodes. When the step needs no records
+  // from them: builds it, sets *parts and *status as Build does, and returns
+  // true. Otherwise asks for them (RecordFetcher::FetchAsync) and returns
+  // false; `resume` then runs once, when the last answer has come, on a
+  // thread of gRPC's or the fetcher's (it must not block: post the rest), and
+  // FinishDeferred completes the step. The stream must outlive that.
+  bool BuildOrDefer(StepClaim claim, std::vector<WirePart>* parts, Status* status, Resume resume);
+  // Completes a deferred step with what was fetched: appends its parts, or
+  // returns the error (Unavailable naming the shard when no node could give
+  // its records; Corruption when the local copy was damaged too).
+  Status FinishDeferred(DeferredStep& step, std::vector<WirePart>* parts);
   // Claim, then Build. REQUIRES: !done().
   Status BuildNext(std::vector<WirePart>* parts);
 
@@ -142,7 +166,9 @@ class BatchStream {
   struct Scratch;
   std::unique_ptr<Scratch> TakeScratch();
   void ReturnScratch(std::unique_ptr<Scratch> scratch);
-  Status BuildInto(const StepClaim& claim, Scratch& scratch, std::vector<WirePart>* parts);
+  // Reads the step's samples that this node serves from its own shards into
+  // step's parts, and lists those it must fetch (step.remote).
+  Status BuildLocal(const StepClaim& claim, Scratch& scratch, DeferredStep& step);
   // Whether this node serves sample `id` of shard `shard`. Thread-safe.
   bool ServesHere(size_t shard, uint64_t id);
   bool Local(size_t shard) const;
