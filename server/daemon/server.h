@@ -122,10 +122,10 @@ class Server {
   // thread, so that no timer or other work waits behind it.
   std::unique_ptr<boost::asio::thread_pool> scrub_pool_;
   // The peer pool (2 threads): the peer service's disk and RocksDB work
-  // (file chunks, record reads, version listings, PutVersion's confirmation).
-  // Apart from the I/O pool, whose stream builds may wait on another node's
-  // record read: a node whose I/O threads all wait so still answers the
-  // reads the other node's builds wait on.
+  // (file chunks, record reads, version listings, PutVersion's import once
+  // its asynchronous confirmation came). Apart from the I/O pool: a node
+  // whose I/O threads are all busy (degraded-read rebuilds) still answers the
+  // reads another node's builds wait on.
   std::unique_ptr<boost::asio::thread_pool> peer_pool_;
   // The admin pool (1 thread): deletes (`strata rm`), which block on the
   // broadcast of the tombstone to the other nodes.
