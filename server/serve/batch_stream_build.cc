@@ -31,9 +31,9 @@ struct BatchStream::DeferredStep {
     Status fetched;
     std::shared_ptr<std::vector<std::string>> raw = std::make_shared<std::vector<std::string>>();  // until sent
     std::vector<uint64_t> Indexes() const {
-      std::vector<uint64_t> out;
-      for (const auto& w : wanted) out.push_back(w.second);
-      return out;
+      std::vector<uint64_t> indexes;
+      for (const auto& w : wanted) indexes.push_back(w.second);
+      return indexes;
     }
   };
   std::vector<Remote> remote;

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -160,5 +161,20 @@ class LocalCluster {
   std::string peers_;
   std::vector<std::unique_ptr<StratadProcess>> procs_;
 };
+
+// Per shard seq of `dataset`, the nodes of `cluster` that hold its shard file
+// (as each node lists its files; a node that does not answer lists none).
+inline std::map<uint32_t, std::set<std::string>> ShardHolders(LocalCluster& cluster, Client& client,
+                                                               const std::string& dataset) {
+  std::map<uint32_t, std::set<std::string>> out;
+  for (int i = 0; i < cluster.size(); ++i) {
+    auto files = client.ListNodeFiles(cluster.Address(i));
+    if (!files.ok()) continue;
+    for (const FileRef& f : *files) {
+      if (f.dataset == dataset && f.kind == FileRef::Kind::kShard) out[f.seq].insert(cluster.Id(i));
+    }
+  }
+  return out;
+}
 
 }  // namespace strata::testing

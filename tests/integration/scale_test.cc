@@ -40,19 +40,6 @@ std::map<std::string, NodeStatus> Statuses(LocalCluster& cluster, Client& client
   return out;
 }
 
-// Per shard seq of `kDataset`, the nodes that hold its file.
-std::map<uint32_t, std::set<std::string>> CopiesOf(LocalCluster& cluster, Client& client) {
-  std::map<uint32_t, std::set<std::string>> out;
-  for (int i = 0; i < cluster.size(); ++i) {
-    auto files = client.ListNodeFiles(cluster.Address(i));
-    if (!files.ok()) continue;
-    for (const FileRef& f : *files) {
-      if (f.dataset == kDataset && f.kind == FileRef::Kind::kShard) out[f.seq].insert(cluster.Id(i));
-    }
-  }
-  return out;
-}
-
 bool OneCopyEach(const std::map<uint32_t, std::set<std::string>>& copies, size_t shards) {
   if (copies.size() != shards) return false;
   for (const auto& [seq, nodes] : copies) {
@@ -104,9 +91,9 @@ TEST(ScaleTest, SixteenNodesEightRanksEverySampleOnceEachNodeItsShare) {
   const std::vector<ShardInfo>& shards = described->shards;
   ASSERT_GE(shards.size(), 4u * kNodes);
   // The ingesting node's hand-off copies go once each holder has its file.
-  ASSERT_TRUE(Eventually([&] { return OneCopyEach(CopiesOf(cluster, *client), shards.size()); }, 60s));
+  ASSERT_TRUE(Eventually([&] { return OneCopyEach(ShardHolders(cluster, *client, kDataset), shards.size()); }, 60s));
   std::map<std::string, uint64_t> placed;  // samples of the shards each node holds
-  const auto copies = CopiesOf(cluster, *client);
+  const auto copies = ShardHolders(cluster, *client, kDataset);
   for (const ShardInfo& s : shards) placed[*copies.at(s.seq).begin()] += s.samples;
   ASSERT_EQ(placed.size(), static_cast<size_t>(kNodes)) << "every node holds part of the dataset";
 

@@ -61,19 +61,6 @@ IngestSummary Ingest(Client& client, const std::string& dataset) {
   return reply.ok() ? reply.value() : IngestSummary();
 }
 
-// Per shard seq of `dataset`, the nodes that hold a copy.
-std::map<uint32_t, std::set<std::string>> CopiesOf(LocalCluster& cluster, Client& client, const std::string& dataset) {
-  std::map<uint32_t, std::set<std::string>> out;
-  for (int i = 0; i < cluster.size(); ++i) {
-    auto files = client.ListNodeFiles(cluster.Address(i));
-    if (!files.ok()) continue;
-    for (const FileRef& f : *files) {
-      if (f.dataset == dataset && f.kind == FileRef::Kind::kShard) out[f.seq].insert(cluster.Id(i));
-    }
-  }
-  return out;
-}
-
 bool OneCopyPerZone(const std::map<uint32_t, std::set<std::string>>& copies, uint32_t shards) {
   if (copies.size() != shards) return false;
   for (const auto& [seq, nodes] : copies) {
@@ -158,8 +145,8 @@ TEST(ZonesTest, CopiesSpanZonesAndZonedReadersReadNearby) {
   ASSERT_GE(shards, 12u);
   // Copies beyond the placement (the ingesting node's own) are released once
   // the holders have theirs.
-  EXPECT_TRUE(Eventually([&] { return OneCopyPerZone(CopiesOf(cluster, *client, "zoned"), shards); }, 60s));
-  const auto copies = CopiesOf(cluster, *client, "zoned");
+  EXPECT_TRUE(Eventually([&] { return OneCopyPerZone(ShardHolders(cluster, *client, "zoned"), shards); }, 60s));
+  const auto copies = ShardHolders(cluster, *client, "zoned");
 
   // describe --shards: the same holders, with their zones.
   const CommandResult json =
