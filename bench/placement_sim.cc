@@ -14,7 +14,6 @@
 //    fair share, 1/(N+1); the leaver's copies, 1/N), and the copies that
 //    moved between two nodes that neither joined nor left (ideally 0).
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -30,13 +29,13 @@ using strata::PlacementMember;
 using strata::PlacementSet;
 
 struct Counts {
-  std::vector<uint64_t> per_node;     // base placement: copies per node
+  std::vector<uint64_t> per_node;  // base placement: copies per node
   std::vector<uint64_t> per_zone;
   uint64_t shards_sharing_a_zone = 0;  // two or more copies in one zone
   uint64_t join_moved = 0;             // copies whose holder changed on the join
   uint64_t join_stray = 0;             // ... onto a node other than the joiner
   uint64_t leave_moved = 0;
-  uint64_t leave_stray = 0;            // ... off a node other than the leaver
+  uint64_t leave_stray = 0;  // ... off a node other than the leaver
 
   void Add(const Counts& o) {
     for (size_t i = 0; i < per_node.size(); ++i) per_node[i] += o.per_node[i];
@@ -110,7 +109,8 @@ int main(int argc, char** argv) {
   for (uint32_t i = 0; i <= nodes; ++i) {
     char id[32];
     std::snprintf(id, sizeof(id), "node-%05u", i);
-    members.push_back({id, "zone-" + std::to_string(i % zones), racks == 0 ? "" : "rack-" + std::to_string(i / zones % racks)});
+    members.push_back(
+        {id, "zone-" + std::to_string(i % zones), racks == 0 ? "" : "rack-" + std::to_string(i / zones % racks)});
   }
   const PlacementSet joined(members);
   const PlacementSet base(std::vector<PlacementMember>(members.begin(), members.end() - 1));

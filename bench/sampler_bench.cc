@@ -17,9 +17,9 @@
 //    share of neighbouring samples with the same label) and its locality
 //    (distinct 1024-id blocks a global batch touches); and for the stratified
 //    sampler, whose balance the window cannot change, the locality alone.
-#include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -73,7 +73,8 @@ std::vector<uint64_t> ZipfCounts(uint64_t n, uint32_t strata) {
   for (uint32_t k = 0; k < strata; ++k) total += w[k] = 1.0 / (k + 1.0);
   std::vector<uint64_t> counts(strata);
   uint64_t given = 0;
-  for (uint32_t k = 0; k < strata; ++k) given += counts[k] = std::max<uint64_t>(1, static_cast<uint64_t>(n * w[k] / total));
+  for (uint32_t k = 0; k < strata; ++k)
+    given += counts[k] = std::max<uint64_t>(1, static_cast<uint64_t>(n * w[k] / total));
   counts[0] += n - given;  // exact total
   return counts;
 }
@@ -101,8 +102,8 @@ void PlanBenchmark(uint64_t n, uint32_t strata, uint32_t batch, uint32_t world) 
   v1::SamplerSpec spec;
   spec.set_kind(v1::SamplerSpec::STRATIFIED);
   std::printf("== plan: %llu samples, %u Zipf strata (rarest %llu), global batch %u (%u ranks x %u)\n",
-              static_cast<unsigned long long>(n), strata, static_cast<unsigned long long>(counts.back()),
-              batch * world, world, batch);
+              static_cast<unsigned long long>(n), strata, static_cast<unsigned long long>(counts.back()), batch * world,
+              world, batch);
 
   const double rss0 = RssMiB();
   auto t0 = Clock::now();
@@ -156,8 +157,7 @@ void PlanBenchmark(uint64_t n, uint32_t strata, uint32_t batch, uint32_t world) 
   std::printf("  plan ready                 %10.3f ms   RSS +%.1f MiB\n", build_s * 1e3, rss1 - rss0);
   std::printf("  first global batch         %10.3f ms\n", first_s * 1e3);
   std::printf("  sequential steps           %10.1f ns/sample over %llu steps x %u ranks (RSS now +%.1f MiB)\n",
-              seq_s * 1e9 / static_cast<double>(samples), static_cast<unsigned long long>(steps), world,
-              rss2 - rss0);
+              seq_s * 1e9 / static_cast<double>(samples), static_cast<unsigned long long>(steps), world, rss2 - rss0);
   std::printf("  resume at step %-10llu  %10.3f ms (replay from a checkpoint), then %.3f ms for a step near it\n",
               static_cast<unsigned long long>(plan->num_steps() / 2), resume_s * 1e3, near_s * 1e3);
   std::printf("  peer: randperm(n) per epoch%10.3f ms   RSS +%.1f MiB\n", peer_s * 1e3, peer_mib);
@@ -193,8 +193,10 @@ void IndexBenchmark(uint64_t n, uint32_t strata) {
               summary.ok() ? static_cast<double>(summary->file_bytes) / (1 << 20) : 0.0);
   std::printf("  ingest-time Add            %10.1f ns/sample\n", add_s * 1e9 / static_cast<double>(n));
   std::printf("  Finish (sort, write, fsync)%10.3f s\n", finish_s);
-  std::printf("  open + verify all          %10.3f s (%s)\n", open_s, file.ok() ? "ok" : file.status().ToString().c_str());
-  std::printf("  open, verify blocks on use %10.3f s (%s)\n", lazy_s, lazy.ok() ? "ok" : lazy.status().ToString().c_str());
+  std::printf("  open + verify all          %10.3f s (%s)\n", open_s,
+              file.ok() ? "ok" : file.status().ToString().c_str());
+  std::printf("  open, verify blocks on use %10.3f s (%s)\n", lazy_s,
+              lazy.ok() ? "ok" : lazy.status().ToString().c_str());
   std::filesystem::remove_all(dir);
 }
 
@@ -256,8 +258,8 @@ void WindowBenchmark() {
   }
   std::printf("== block window: %llu samples sorted by label, %u Zipf strata, global batch %u, 1 rank\n",
               static_cast<unsigned long long>(n), strata, batch);
-  std::printf("  %-11s %7s %11s %11s %13s %12s %15s\n", "sampler", "window", "max dev", "mean dev", "lacking", "same-label",
-              "1024-id blocks");
+  std::printf("  %-11s %7s %11s %11s %13s %12s %15s\n", "sampler", "window", "max dev", "mean dev", "lacking",
+              "same-label", "1024-id blocks");
   for (const char* kind : {"shuffle", "stratified"}) {
     for (uint64_t window : {0, 64, 1024, 16384}) {
       v1::SamplerSpec spec;
@@ -266,13 +268,14 @@ void WindowBenchmark() {
       auto plan = EpochPlan::Create(shape, spec, 1, 0, batch, 1, v1::REMAINDER_SHORT);
       const Quality q = Measure(plan.value(), label_of, share);
       std::printf("  %-11s %7llu %11.2f %11.2f %12.1f%% %11.1f%% %15.1f\n", kind,
-                  static_cast<unsigned long long>(window), q.max_dev, q.mean_dev, 100 * q.missing,
-                  100 * q.same_label, q.blocks);
+                  static_cast<unsigned long long>(window), q.max_dev, q.mean_dev, 100 * q.missing, 100 * q.same_label,
+                  q.blocks);
     }
   }
-  std::printf("  (same-label: share of neighbouring samples in a batch with the same label; %.1f%% in a random "
-              "order, but the stratified sampler's keyed within-batch order does not follow positions)\n",
-              100 * expected_same);
+  std::printf(
+      "  (same-label: share of neighbouring samples in a batch with the same label; %.1f%% in a random "
+      "order, but the stratified sampler's keyed within-batch order does not follow positions)\n",
+      100 * expected_same);
 }
 
 }  // namespace

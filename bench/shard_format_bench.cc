@@ -45,7 +45,9 @@ const std::string& Pool() {
   return pool;
 }
 
-std::string_view Field(uint64_t i, size_t size) { return std::string_view(Pool()).substr((i * 4099) % (2 << 20), size); }
+std::string_view Field(uint64_t i, size_t size) {
+  return std::string_view(Pool()).substr((i * 4099) % (2 << 20), size);
+}
 
 void WriteShardFile(const std::string& path, size_t record_bytes) {
   auto writer = ShardWriter::Create(path, {"bench", 1, 0, 0});
@@ -128,7 +130,8 @@ void BM_RawRead(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kTotalBytes));
 }
 
-#define SHARD_CASES(fn) BENCHMARK(fn)->Arg(1 << 10)->Arg(1 << 20)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2)
+#define SHARD_CASES(fn) \
+  BENCHMARK(fn)->Arg(1 << 10)->Arg(1 << 20)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2)
 SHARD_CASES(BM_RawWrite);
 SHARD_CASES(BM_ShardWrite);
 SHARD_CASES(BM_RawRead);

@@ -14,7 +14,6 @@
 //
 //   strata-staging-bench [--batch-bytes 67108864] [--batches 50] [--prefetch 2]
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -190,8 +189,7 @@ int main(int argc, char** argv) {
   CLI::App app{"strata-staging-bench: staging ring throughput and copy/compute overlap beside plain copies"};
   app.add_option("--batch-bytes", o.batch_bytes, "payload bytes per batch")
       ->check(CLI::Range(size_t{1}, size_t{1} << 32));
-  app.add_option("--batches", o.batches, "batches per measurement")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
+  app.add_option("--batches", o.batches, "batches per measurement")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
   app.add_option("--prefetch", o.prefetch, "prefetch depth")->check(CLI::Range(1, 64));
   CLI11_PARSE(app, argc, argv);
   std::printf("%llu batches of %zu bytes, prefetch %d\n", static_cast<unsigned long long>(o.batches), o.batch_bytes,

@@ -21,9 +21,9 @@
 #include "client/proto_convert.h"
 #include "client/resume_plan.h"
 #include "common/dataset_ref.h"
+#include "common/grpc_status.h"
 #include "common/mutex.h"
 #include "common/placement.h"
-#include "common/grpc_status.h"
 #include "strata/v1/admin.grpc.pb.h"
 #include "strata/v1/cluster.grpc.pb.h"
 
@@ -247,22 +247,22 @@ class GrpcClient final : public Client {
       for (const std::string& id : RankMembers(DatasetHomeKey(ref->name), members)) {
         for (const auto& n : map->nodes()) {
           if (n.id() != id || n.state() != v1::NODE_UP) continue;
-          auto writer = client_internal::StartGrpcIngest(
-              map->nodes_size() == 1 ? channel_ : Channel(n.address()), client_internal::ToProto(options), attempt);
+          auto writer = client_internal::StartGrpcIngest(map->nodes_size() == 1 ? channel_ : Channel(n.address()),
+                                                         client_internal::ToProto(options), attempt);
           if (writer.ok()) return writer;
           const Status& s = writer.status();
-          const bool elsewhere = s.code() == Code::kFailedPrecondition &&
-                                 s.message().find("are coordinated by") != std::string::npos;
-          if (s.code() != Code::kUnavailable && s.code() != Code::kDeadlineExceeded &&
-              s.code() != Code::kCancelled && !elsewhere) {
+          const bool elsewhere =
+              s.code() == Code::kFailedPrecondition && s.message().find("are coordinated by") != std::string::npos;
+          if (s.code() != Code::kUnavailable && s.code() != Code::kDeadlineExceeded && s.code() != Code::kCancelled &&
+              !elsewhere) {
             return s;  // the request's fault: every node would say the same
           }
           last = Status(s.code(), id + ": " + s.message());
         }
       }
       if (std::chrono::steady_clock::now() > deadline) {
-        return Status::Unavailable("no node took the ingest within " +
-                                   std::to_string(kIngestFailoverWindow.count()) + " s; last: " + last.ToString());
+        return Status::Unavailable("no node took the ingest within " + std::to_string(kIngestFailoverWindow.count()) +
+                                   " s; last: " + last.ToString());
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
@@ -326,7 +326,8 @@ Result<std::unique_ptr<Client>> Client::Connect(const std::string& address, cons
   if (address.empty()) return Status::InvalidArgument("no server address given");
   auto credentials = client_internal::MakeChannelCredentials(options);
   if (!credentials.ok()) return credentials.status();
-  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(address, credentials.value(), ChannelArgs(options));
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateCustomChannel(address, credentials.value(), ChannelArgs(options));
   const auto deadline = std::chrono::system_clock::now() + std::chrono::milliseconds(options.connect_timeout_ms);
   // A refused or unreachable address fails at once; a slow one gets the timeout.
   for (grpc_connectivity_state state = channel->GetState(true); state != GRPC_CHANNEL_READY;
@@ -356,8 +357,9 @@ Result<std::unique_ptr<Client>> Client::Connect(const std::vector<std::string>& 
     if (client.ok()) return client;
     last = client.status();
   }
-  return seeds.size() == 1 ? last : Status::Unavailable("none of the " + std::to_string(seeds.size()) +
-                                                        " servers answered; last: " + last.message());
+  return seeds.size() == 1 ? last
+                           : Status::Unavailable("none of the " + std::to_string(seeds.size()) +
+                                                 " servers answered; last: " + last.message());
 }
 
 }  // namespace strata

@@ -52,10 +52,8 @@ bool IsRequestError(const Status& s) {
     case Code::kOutOfRange:
     case Code::kUnimplemented:
     case Code::kPermissionDenied:
-    case Code::kUnauthenticated:
-      return true;
-    default:
-      return false;
+    case Code::kUnauthenticated: return true;
+    default: return false;
   }
 }
 
@@ -133,10 +131,10 @@ class ClusterStream final : public Stream {
   using Clock = std::chrono::steady_clock;
   struct ReaderState {
     std::unique_ptr<PartReader> reader;
-    bool ended = false;                   // its call ended OK: it owes nothing more
-    bool holders_down = false;            // its call ended reporting a shard with no live holder
-    bool unknown = false;                 // answered NotFound before any node sent a part
-    int64_t completed_through = -1;       // last step whose share it finished
+    bool ended = false;              // its call ended OK: it owes nothing more
+    bool holders_down = false;       // its call ended reporting a shard with no live holder
+    bool unknown = false;            // answered NotFound before any node sent a part
+    int64_t completed_through = -1;  // last step whose share it finished
   };
 
   Status Fail(Status s) {
@@ -274,7 +272,8 @@ Status ClusterStream::Handle(PartEvent& e) {
     return Failover(e.node, "failed (" + e.status.ToString() + ")");
   }
   v1::Batch& part = e.part;
-  if (part.last_part()) node.completed_through = std::max<int64_t>(node.completed_through, static_cast<int64_t>(part.step()));
+  if (part.last_part())
+    node.completed_through = std::max<int64_t>(node.completed_through, static_cast<int64_t>(part.step()));
   if (part.step() < position_.step) return Status::OK();  // already delivered
   if (part.epoch() != position_.epoch || part.rank() != request_.rank() ||
       (position_.version != 0 && part.dataset_version() != position_.version) ||
@@ -296,13 +295,13 @@ Status ClusterStream::Handle(PartEvent& e) {
       batch = std::move(spare_batches_.back());
       spare_batches_.pop_back();
     }
-    BatchAssembler::Reset(&batch, part.epoch(), part.step(), part.rank(), part.dataset_version(),
-                          part.steps_in_epoch(), part.batch_size());
+    BatchAssembler::Reset(&batch, part.epoch(), part.step(), part.rank(), part.dataset_version(), part.steps_in_epoch(),
+                          part.batch_size());
   }
   DropFilledSlots(batch, &part);
   if (!BatchAssembler::AddPart(&batch, &part)) {
-    return Fail(Status::Internal("node " + e.node + " sent an inconsistent part of step " +
-                                 std::to_string(part.step())));
+    return Fail(
+        Status::Internal("node " + e.node + " sent an inconsistent part of step " + std::to_string(part.step())));
   }
   queue_.Recycle(std::move(part));  // holds what AddPart swapped out: buffers to parse into
   return unknown_.ok() ? Status::OK() : SettleUnknown();
@@ -338,7 +337,8 @@ Status ClusterStream::CheckStalls(Clock::time_point waiting_since) {
   const auto now = Clock::now();
   if (now - waiting_since <= stall_) return Status::OK();
   for (const auto& [id, node] : readers_) {
-    const bool owes = !node.ended && !node.holders_down && node.completed_through < static_cast<int64_t>(position_.step);
+    const bool owes =
+        !node.ended && !node.holders_down && node.completed_through < static_cast<int64_t>(position_.step);
     const int64_t reading = node.reader->reading_since_ns();
     if (!owes || reading == 0) continue;
     const Clock::time_point silent_since = Clock::time_point(std::chrono::nanoseconds(reading));
@@ -396,8 +396,8 @@ Status ClusterStream::Next(Batch* batch) {
 
 std::unique_ptr<Stream> NewClusterStream(ChannelSource channels, v1::ClusterMap map, v1::StreamRequest request,
                                          ResumeToken position, const ClientOptions& options) {
-  return std::make_unique<ClusterStream>(std::move(channels), std::move(map), std::move(request),
-                                         std::move(position), options);
+  return std::make_unique<ClusterStream>(std::move(channels), std::move(map), std::move(request), std::move(position),
+                                         options);
 }
 
 }  // namespace strata::client_internal

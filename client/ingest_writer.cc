@@ -8,8 +8,8 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "client/client_internal.h"

@@ -78,11 +78,11 @@ void PartReader::Cancel() {
 void PartReader::Run() {
   auto reader = stub_->StreamBatches(&context_, request_);
   for (;;) {
-    PartEvent e;  // the queue takes it whole, payload and all
+    PartEvent e;                   // the queue takes it whole, payload and all
     e.part = queue_->TakeSpare();  // parsing reuses its buffers' capacity
     reading_since_ns_.store(std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                        std::chrono::steady_clock::now().time_since_epoch())
-                                                        .count()),
+                                                     std::chrono::steady_clock::now().time_since_epoch())
+                                                     .count()),
                             std::memory_order_release);
     const bool got = reader->Read(&e.part);
     reading_since_ns_.store(0, std::memory_order_release);

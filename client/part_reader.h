@@ -67,8 +67,8 @@ class PartQueue {
 
 class PartReader {
  public:
-  PartReader(std::shared_ptr<grpc::Channel> channel, v1::StreamRequest request, std::string node,
-             uint64_t generation, PartQueue* queue);
+  PartReader(std::shared_ptr<grpc::Channel> channel, v1::StreamRequest request, std::string node, uint64_t generation,
+             PartQueue* queue);
   ~PartReader();  // cancels the call and joins the thread
 
   void Cancel();

@@ -285,8 +285,9 @@ NodeStatus FromProto(const v1::StatusReply& reply) {
   out.checksum_failures = reply.checksum_failures();
   out.disk_bytes = reply.disk_bytes();
   const v1::RepairProgress& r = reply.repair();
-  out.repair = {r.files_missing(),  r.files_copied(),   r.bytes_copied(),   r.files_quarantined(),
-                r.files_released(), r.replication_backlog_bytes(), r.bytes_scrubbed(), r.corruptions_found()};
+  out.repair = {r.files_missing(),     r.files_copied(),     r.bytes_copied(),
+                r.files_quarantined(), r.files_released(),   r.replication_backlog_bytes(),
+                r.bytes_scrubbed(),    r.corruptions_found()};
   out.map_epoch = reply.map_epoch();
   out.disk_free_bytes = reply.disk_free_bytes();
   out.disk_total_bytes = reply.disk_total_bytes();

@@ -91,8 +91,9 @@ Result<ResumeToken> ResumeToken::Decode(std::string_view text) {
   // Dataset names cannot contain ':', so the fields split cleanly.
   const std::vector<std::string_view> fields = Split(text.substr(kPrefix1.size()), ':');
   if (v2 && fields.size() != 8) {
-    return bad("expected strata2:<dataset>@<version>:<plan hash>:<global batch>:<short|drop>:<sampler>:<seed>:"
-               "<epoch>:<step>");
+    return bad(
+        "expected strata2:<dataset>@<version>:<plan hash>:<global batch>:<short|drop>:<sampler>:<seed>:"
+        "<epoch>:<step>");
   }
   if (!v2 && fields.size() != 5) return bad("expected strata1:<dataset>@<version>:<plan hash>:<seed>:<epoch>:<step>");
 

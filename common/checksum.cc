@@ -6,9 +6,7 @@ namespace strata {
 
 uint64_t Checksum64(const void* data, size_t size) { return XXH3_64bits(data, size); }
 
-uint64_t Hash64(std::string_view data, uint64_t seed) {
-  return XXH3_64bits_withSeed(data.data(), data.size(), seed);
-}
+uint64_t Hash64(std::string_view data, uint64_t seed) { return XXH3_64bits_withSeed(data.data(), data.size(), seed); }
 
 Hash128 ContentHash(std::string_view data) {
   XXH128_hash_t h = XXH3_128bits(data.data(), data.size());

@@ -22,13 +22,13 @@ struct InputLimits {
   static constexpr size_t kMaxDatasetRefBytes = 160;   // "name@18446744073709551615"
   static constexpr size_t kMaxJobIdBytes = 256;
   static constexpr size_t kMaxNodeIdBytes = 128;
-  static constexpr size_t kMaxMembers = 4096;           // StreamRequest.members, .excluded
-  static constexpr size_t kMaxStratumKeyBytes = 1024;   // weights and min_per_batch keys
-  static constexpr size_t kMaxWeights = 65536;          // SamplerSpec.weights, .min_per_batch entries
-  static constexpr size_t kMaxStratifyBy = 16;          // IngestOptions.stratify_by
-  static constexpr size_t kMaxFieldNameBytes = 256;     // stratify_by entries, time_bucket_field
-  static constexpr size_t kMaxShardsPerVersion = 1u << 20;   // VersionMeta.shard_records
-  static constexpr size_t kMaxRecordsPerRead = 65536;   // ReadRecordsRequest.indexes
+  static constexpr size_t kMaxMembers = 4096;               // StreamRequest.members, .excluded
+  static constexpr size_t kMaxStratumKeyBytes = 1024;       // weights and min_per_batch keys
+  static constexpr size_t kMaxWeights = 65536;              // SamplerSpec.weights, .min_per_batch entries
+  static constexpr size_t kMaxStratifyBy = 16;              // IngestOptions.stratify_by
+  static constexpr size_t kMaxFieldNameBytes = 256;         // stratify_by entries, time_bucket_field
+  static constexpr size_t kMaxShardsPerVersion = 1u << 20;  // VersionMeta.shard_records
+  static constexpr size_t kMaxRecordsPerRead = 65536;       // ReadRecordsRequest.indexes
   static constexpr size_t kMaxShardPathBytes = 512;
   static constexpr size_t kQuotedPrefixBytes = 40;
 };

@@ -123,8 +123,8 @@ class CondVar {
   }
   // As Wait, for at most `timeout`. Returns ready().
   template <typename Rep, typename Period, typename Predicate>
-  bool WaitFor(Mutex* mu, std::chrono::duration<Rep, Period> timeout, Predicate ready) REQUIRES(mu)
-      NO_THREAD_SAFETY_ANALYSIS {
+  bool WaitFor(Mutex* mu, std::chrono::duration<Rep, Period> timeout, Predicate ready)
+      REQUIRES(mu) NO_THREAD_SAFETY_ANALYSIS {
     std::unique_lock<std::mutex> lock(mu->mu_, std::adopt_lock);
     const bool result = cv_.wait_for(lock, timeout, ready);
     lock.release();
@@ -132,8 +132,8 @@ class CondVar {
   }
   // As Wait, until `deadline` at the latest. Returns ready().
   template <typename Clock, typename Duration, typename Predicate>
-  bool WaitUntil(Mutex* mu, std::chrono::time_point<Clock, Duration> deadline, Predicate ready) REQUIRES(mu)
-      NO_THREAD_SAFETY_ANALYSIS {
+  bool WaitUntil(Mutex* mu, std::chrono::time_point<Clock, Duration> deadline, Predicate ready)
+      REQUIRES(mu) NO_THREAD_SAFETY_ANALYSIS {
     std::unique_lock<std::mutex> lock(mu->mu_, std::adopt_lock);
     const bool result = cv_.wait_until(lock, deadline, ready);
     lock.release();

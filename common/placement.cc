@@ -129,8 +129,7 @@ void PlacementSet::Rank(std::span<const uint64_t> weights, std::vector<uint32_t>
   RankSome(weights, out);
 }
 
-void PlacementSet::Holders(std::span<const uint64_t> weights, uint32_t replication,
-                           std::vector<uint32_t>* out) const {
+void PlacementSet::Holders(std::span<const uint64_t> weights, uint32_t replication, std::vector<uint32_t>* out) const {
   out->clear();
   if (replication == 0) return;
   if (replication >= members_.size()) return Rank(weights, out);
@@ -193,7 +192,9 @@ std::vector<std::string> Holders(std::string_view file_key, std::span<const std:
   return Holders(file_key, WithoutDomains(members), replication);
 }
 
-uint32_t DefaultReplication(size_t members) { return static_cast<uint32_t>(std::min<size_t>(3, std::max<size_t>(1, members))); }
+uint32_t DefaultReplication(size_t members) {
+  return static_cast<uint32_t>(std::min<size_t>(3, std::max<size_t>(1, members)));
+}
 
 std::optional<std::string> ServingNode(std::span<const std::string> holders, std::span<const std::string> ranked,
                                        std::span<const std::string> excluded, uint64_t sample_id,

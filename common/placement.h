@@ -92,8 +92,7 @@ std::vector<std::string> Holders(std::string_view file_key, std::span<const Plac
 // The same with every member in zone "": plain rendezvous order (ties: by node
 // id). For keys placed by weight alone (a dataset's home node) and for tests.
 std::vector<std::string> RankMembers(std::string_view file_key, std::span<const std::string> members);
-std::vector<std::string> Holders(std::string_view file_key, std::span<const std::string> members,
-                                 uint32_t replication);
+std::vector<std::string> Holders(std::string_view file_key, std::span<const std::string> members, uint32_t replication);
 
 // The key that places a dataset's home node: the first member up in its
 // ranked list coordinates the dataset's ingests (and numbers its versions).

@@ -12,7 +12,8 @@ namespace {
 std::string Lower(std::string_view s) {
   std::string out;
   for (char c : s) {
-    if (!std::isspace(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (!std::isspace(static_cast<unsigned char>(c)))
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
   return out;
 }
@@ -87,7 +88,8 @@ Result<ByteThreshold> ParseByteThreshold(std::string_view text) {
   }
   auto bytes = ParseByteSize(text);
   if (!bytes.ok()) {
-    return Status::InvalidArgument("invalid amount '" + std::string(text) + "' (use a size such as 1GiB or a share such as 5%)");
+    return Status::InvalidArgument("invalid amount '" + std::string(text) +
+                                   "' (use a size such as 1GiB or a share such as 5%)");
   }
   t.bytes = bytes.value();
   return t;

@@ -19,9 +19,7 @@ const std::string& ScratchDir();
 std::string WriteScratchFile(const std::string& name, std::string_view bytes);
 
 // The input as a string_view.
-inline std::string_view AsView(const uint8_t* data, size_t size) {
-  return {reinterpret_cast<const char*>(data), size};
-}
+inline std::string_view AsView(const uint8_t* data, size_t size) { return {reinterpret_cast<const char*>(data), size}; }
 
 // Aborts with `what` on stderr: a harness's own property check failed (as a
 // sanitizer would report it, so libFuzzer saves the input).

@@ -110,8 +110,9 @@ Result<EpochPlan> EpochPlan::Create(const DatasetShape& shape, const v1::Sampler
   }
   if (sampler_ptr->num_steps() == 0) {
     return Status::InvalidArgument("the epoch is empty: dataset " + shape.name + "@" + std::to_string(shape.version) +
-                                   " has " + std::to_string(shape.num_samples) + " samples, fewer than one global batch of " +
-                                   std::to_string(spec.global_batch) + ", and the remainder policy drops it");
+                                   " has " + std::to_string(shape.num_samples) +
+                                   " samples, fewer than one global batch of " + std::to_string(spec.global_batch) +
+                                   ", and the remainder policy drops it");
   }
   return EpochPlan(std::move(sampler_ptr), batch_size, world, PlanHash(shape, spec));
 }

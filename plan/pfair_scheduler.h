@@ -80,8 +80,8 @@ class PfairScheduler {
     uint64_t gquot = 0, grem = 0;
   };
   struct Rate {
-    uint64_t r = 0, q = 0, m = 0;       // r, D / r, D % r
-    uint64_t c = 0, cq = 0, cm = 0;     // heavy: D - r, D / (D - r), D % (D - r)
+    uint64_t r = 0, q = 0, m = 0;    // r, D / r, D % r
+    uint64_t c = 0, cq = 0, cm = 0;  // heavy: D - r, D / (D - r), D % (D - r)
     bool heavy = false;
   };
   // Strict weak orders for the heaps: true when a ranks below b (heap top = highest priority, earliest release).

@@ -160,8 +160,9 @@ Result<QuotaPlan> PlanQuotas(const DatasetShape& shape, const PlanSpec& spec) {
     }
   }
   if (v_rest == 0) {
-    return Status::InvalidArgument("min_per_batch covers every stratum with a share; nothing is left to fill the "
-                                   "rest of each batch");
+    return Status::InvalidArgument(
+        "min_per_batch covers every stratum with a share; nothing is left to fill the "
+        "rest of each batch");
   }
   if (v_rest >= kMaxDenom) return Status::InvalidArgument("too many samples for an exact stratified plan");
 

@@ -12,8 +12,8 @@ namespace {
 // The permutation key: a function of dataset version, seed and epoch only, so
 // the order is the same for every global batch size and number of ranks.
 uint64_t ShuffleKey(const DatasetShape& shape, const PlanSpec& spec) {
-  const std::string id = "strata.shuffle.v1|" + shape.name + "@" + std::to_string(shape.version) + "|" +
-                         std::to_string(spec.epoch);
+  const std::string id =
+      "strata.shuffle.v1|" + shape.name + "@" + std::to_string(shape.version) + "|" + std::to_string(spec.epoch);
   return Hash64(id, spec.seed);
 }
 

@@ -156,9 +156,8 @@ void StratifiedSampler::ApportionLast(const std::vector<uint64_t>& picks, std::v
     const i128 lag = static_cast<i128>(k * q.rate) - static_cast<i128>(d * picks[i]);  // in units of 1/D
     behind.emplace_back(static_cast<i128>(frac) + lag * static_cast<i128>(g), i);
   }
-  std::sort(behind.begin(), behind.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first > b.first : a.second < b.second;
-  });
+  std::sort(behind.begin(), behind.end(),
+            [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
   const uint64_t extra = quotas_.last_batch - given;
   for (uint64_t e = 0; e < extra && e < behind.size(); ++e) ++(*counts)[behind[e].second];
 }

@@ -86,7 +86,7 @@ class StratifiedSampler final : public Sampler {
   const QuotaPlan quotas_;
   const uint64_t window_;
   const size_t num_shape_strata_;
-  std::vector<uint64_t> stratum_keys_;          // per plan stratum
+  std::vector<uint64_t> stratum_keys_;            // per plan stratum
   std::vector<WindowedPermutation> first_cycle_;  // per plan stratum: its first permutation
   uint64_t order_key_ = 0;
   uint64_t interval_ = 1024;  // slots between checkpoints
@@ -98,7 +98,7 @@ class StratifiedSampler final : public Sampler {
   // this sampler) that ask for nearby steps do not replay the schedule.
   static constexpr size_t kRecent = 64;
   mutable std::vector<std::shared_ptr<const Layout>> recent_ GUARDED_BY(mu_);
-  mutable std::vector<uint32_t> picked_ GUARDED_BY(mu_);                   // scratch
+  mutable std::vector<uint32_t> picked_ GUARDED_BY(mu_);  // scratch
 };
 
 }  // namespace strata

@@ -292,8 +292,8 @@ Status StratumIndexFile::VerifyV1(int fd, const StratumIndexExpect* expect) {
         prev = id;
       }
       if (wrong) {
-        structure = Corrupt("ids of stratum " + std::to_string(s) + " are not ascending ids below " +
-                            std::to_string(samples));
+        structure =
+            Corrupt("ids of stratum " + std::to_string(s) + " are not ascending ids below " + std::to_string(samples));
       }
     }
   }

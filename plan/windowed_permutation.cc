@@ -14,10 +14,7 @@ uint64_t BlockKey(uint64_t key, uint64_t block) {
 }  // namespace
 
 WindowedPermutation::WindowedPermutation(uint64_t n, uint64_t window, uint64_t key)
-    : n_(n),
-      window_(window >= n ? 0 : window),
-      key_(key),
-      order_(window_ == 0 ? n : (n + window_ - 1) / window_, key) {
+    : n_(n), window_(window >= n ? 0 : window), key_(key), order_(window_ == 0 ? n : (n + window_ - 1) / window_, key) {
   if (window_ == 0) return;
   blocks_ = (n + window_ - 1) / window_;
   last_size_ = n - (blocks_ - 1) * window_;

@@ -30,12 +30,12 @@ class WindowedPermutation {
 
  private:
   uint64_t n_;
-  uint64_t window_;        // 0: no blocks
-  uint64_t blocks_ = 0;    // ceil(n / window)
-  uint64_t last_size_ = 0; // size of the last block (window if n divides evenly)
-  uint64_t last_slot_ = 0; // output slot that holds the last block
+  uint64_t window_;         // 0: no blocks
+  uint64_t blocks_ = 0;     // ceil(n / window)
+  uint64_t last_size_ = 0;  // size of the last block (window if n divides evenly)
+  uint64_t last_slot_ = 0;  // output slot that holds the last block
   uint64_t key_;
-  KeyedPermutation order_; // of values (window 0) or of blocks
+  KeyedPermutation order_;  // of values (window 0) or of blocks
 };
 
 }  // namespace strata

@@ -5,10 +5,10 @@
 // classes are rare. A sample's bytes are drawn from a class-specific
 // distribution, so a small model can learn the label from the payload.
 // The same --seed gives the same files.
-#include <CLI/CLI.hpp>
 #include <archive.h>
 #include <archive_entry.h>
 
+#include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>

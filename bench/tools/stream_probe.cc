@@ -12,9 +12,9 @@
 // error before the end of the epoch).
 //
 // Output: one line of key=value pairs, for scripts.
-#include <CLI/CLI.hpp>
 #include <signal.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -134,19 +134,19 @@ int main(int argc, char** argv) {
   std::sort(ids.begin(), ids.end());
   const bool unique = std::adjacent_find(ids.begin(), ids.end()) == ids.end();
   const bool dense = !ids.empty() && ids.front() == 0 && ids.back() == ids.size() - 1;
-  const uint64_t distinct =
-      static_cast<uint64_t>(std::distance(ids.begin(), std::unique(ids.begin(), ids.end())));
+  const uint64_t distinct = static_cast<uint64_t>(std::distance(ids.begin(), std::unique(ids.begin(), ids.end())));
   const uint64_t duplicated = ids.size() - distinct;
   const uint64_t lost = expected > distinct ? expected - distinct : 0;
-  std::printf("samples=%llu seconds=%.3f samples_per_s=%.0f mb_per_s=%.1f max_gap_ms=%.1f failover_pause_ms=%.1f "
-              "exactly_once=%s delivered=%llu lost=%llu duplicated=%llu failovers=%llu stalls=%llu readmissions=%llu "
-              "aborts=%llu\n",
-              static_cast<unsigned long long>(samples.load()), secs, static_cast<double>(samples) / secs,
-              static_cast<double>(bytes) / secs / 1e6, *std::max_element(max_gap.begin(), max_gap.end()),
-              *std::max_element(gap_after_kill.begin(), gap_after_kill.end()),
-              unique && dense && !failed ? "yes" : "no", static_cast<unsigned long long>(samples.load()),
-              static_cast<unsigned long long>(lost), static_cast<unsigned long long>(duplicated),
-              static_cast<unsigned long long>(failovers.load()), static_cast<unsigned long long>(stalls.load()),
-              static_cast<unsigned long long>(readmissions.load()), static_cast<unsigned long long>(aborts.load()));
+  std::printf(
+      "samples=%llu seconds=%.3f samples_per_s=%.0f mb_per_s=%.1f max_gap_ms=%.1f failover_pause_ms=%.1f "
+      "exactly_once=%s delivered=%llu lost=%llu duplicated=%llu failovers=%llu stalls=%llu readmissions=%llu "
+      "aborts=%llu\n",
+      static_cast<unsigned long long>(samples.load()), secs, static_cast<double>(samples) / secs,
+      static_cast<double>(bytes) / secs / 1e6, *std::max_element(max_gap.begin(), max_gap.end()),
+      *std::max_element(gap_after_kill.begin(), gap_after_kill.end()), unique && dense && !failed ? "yes" : "no",
+      static_cast<unsigned long long>(samples.load()), static_cast<unsigned long long>(lost),
+      static_cast<unsigned long long>(duplicated), static_cast<unsigned long long>(failovers.load()),
+      static_cast<unsigned long long>(stalls.load()), static_cast<unsigned long long>(readmissions.load()),
+      static_cast<unsigned long long>(aborts.load()));
   return failed ? 1 : 0;
 }

@@ -1,11 +1,11 @@
 // strata ls | describe | status | rm: what a server holds, how it is doing,
 // and deleting a version.
+#include <google/protobuf/util/json_util.h>
+
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <limits>
-
-#include <google/protobuf/util/json_util.h>
 
 #include "client/cli/cluster_status.h"
 #include "client/cli/command.h"
@@ -129,10 +129,9 @@ void PrintDescription(const DatasetDescription& reply, bool with_shards,
   std::vector<std::pair<std::string, std::string>> fields = {
       {"samples", FormatCount(d.samples)},
       {"redundancy", RedundancyText(d)},
-      {"compression", d.compression == Compression::kZstd
-                          ? "zstd level " + std::to_string(d.compression_level) + ", blocks of " +
-                                FormatBytes(d.compression_block_bytes)
-                          : "none"},
+      {"compression", d.compression == Compression::kZstd ? "zstd level " + std::to_string(d.compression_level) +
+                                                                ", blocks of " + FormatBytes(d.compression_block_bytes)
+                                                          : "none"},
       {"payload", FormatBytes(d.bytes) + " (logical)"},
       {"on disk", FormatBytes(d.file_bytes) + " in " + FormatCount(d.shards) +
                       (d.ec_data != 0 ? " shards (data shards, without parity)" : " shards (one replica)")},
@@ -140,10 +139,11 @@ void PrintDescription(const DatasetDescription& reply, bool with_shards,
       {"stratify by", d.stratify_by.empty() ? "label" : JoinKeys(d.stratify_by, ", ")},
   };
   if (!d.time_bucket_field.empty()) {
-    fields.emplace_back("time bucket", d.time_bucket_field + " every " +
-                                           FormatDuration(static_cast<double>(d.time_bucket_seconds)));
+    fields.emplace_back("time bucket",
+                        d.time_bucket_field + " every " + FormatDuration(static_cast<double>(d.time_bucket_seconds)));
   }
-  if (d.keep_versions != 0) fields.emplace_back("retention", "keeps the newest " + std::to_string(d.keep_versions) + " versions");
+  if (d.keep_versions != 0)
+    fields.emplace_back("retention", "keeps the newest " + std::to_string(d.keep_versions) + " versions");
   fields.emplace_back("duplicates", FormatCount(d.duplicate_samples) + " exact duplicate samples");
   fields.emplace_back("created", FormatTimeUtc(d.created_unix_ms));
   fields.emplace_back("sealed", FormatTimeUtc(d.sealed_unix_ms));
@@ -158,14 +158,18 @@ void PrintDescription(const DatasetDescription& reply, bool with_shards,
 
   std::cout << "\nshards (" << reply.shards.size() << ")\n";
   using A = Table::Align;
-  Table table({{"SEQ", A::kRight}, {"FIRST ID", A::kRight}, {"SAMPLES", A::kRight}, {"SIZE", A::kRight}, {"CHECKSUM"},
+  Table table({{"SEQ", A::kRight},
+               {"FIRST ID", A::kRight},
+               {"SAMPLES", A::kRight},
+               {"SIZE", A::kRight},
+               {"CHECKSUM"},
                {"HOLDERS (ZONE)"}});
   for (size_t i = 0; i < reply.shards.size(); ++i) {
     const ShardInfo& s = reply.shards[i];
     char checksum[17];
     std::snprintf(checksum, sizeof(checksum), "%016llx", static_cast<unsigned long long>(s.checksum));
-    table.AddRow({std::to_string(s.seq), std::to_string(s.first_id), FormatCount(s.samples),
-                  FormatBytes(s.bytes), checksum, i < holders.size() ? HoldersText(holders[i]) : "-"});
+    table.AddRow({std::to_string(s.seq), std::to_string(s.first_id), FormatCount(s.samples), FormatBytes(s.bytes),
+                  checksum, i < holders.size() ? HoldersText(holders[i]) : "-"});
   }
   table.Print(std::cout, "  ");
 }
@@ -193,7 +197,8 @@ int RunDescribe(const DescribeArgs& args) {
     o.preserve_proto_field_names = true;
     (void)google::protobuf::util::MessageToJsonString(client_internal::ToProto(*reply), &text, o);
     nlohmann::json j = nlohmann::json::parse(text);
-    for (size_t i = 0; i < holders.size() && i < j["shards"].size(); ++i) j["shards"][i]["holders"] = HoldersJson(holders[i]);
+    for (size_t i = 0; i < holders.size() && i < j["shards"].size(); ++i)
+      j["shards"][i]["holders"] = HoldersJson(holders[i]);
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -310,7 +315,9 @@ Command AddDescribeCommand(CLI::App& parent) {
   app->add_option("dataset", args->dataset, "Dataset as NAME (latest version) or NAME@N")
       ->required()
       ->type_name("NAME[@N]");
-  app->add_flag("--shards", args->shards, "Also list every shard: sequence, first id, samples, size, checksum, and the nodes that hold it with their zones");
+  app->add_flag("--shards", args->shards,
+                "Also list every shard: sequence, first id, samples, size, checksum, and the nodes that hold it with "
+                "their zones");
   app->add_flag("--json", args->json, "Print the server's reply as JSON");
   return {app, [args] { return RunDescribe(*args); }};
 }
@@ -318,9 +325,10 @@ Command AddDescribeCommand(CLI::App& parent) {
 Command AddRmCommand(CLI::App& parent) {
   auto args = std::make_shared<RmArgs>();
   CLI::App* app = parent.add_subcommand(
-      "rm", "Delete one dataset version on every node: it leaves every listing at once and each node removes its "
-            "files (a node that is down removes them when it returns). Streams open on it end with "
-            "FAILED_PRECONDITION. Needs an admin token where tokens are on");
+      "rm",
+      "Delete one dataset version on every node: it leaves every listing at once and each node removes its "
+      "files (a node that is down removes them when it returns). Streams open on it end with "
+      "FAILED_PRECONDITION. Needs an admin token where tokens are on");
   AddServerOption(app, &args->servers);
   app->add_option("dataset", args->dataset, "The version to delete, as NAME@N (a version is always named)")
       ->required()
@@ -332,8 +340,9 @@ Command AddRmCommand(CLI::App& parent) {
 Command AddStatusCommand(CLI::App& parent) {
   auto args = std::make_shared<StatusArgs>();
   CLI::App* app = parent.add_subcommand(
-      "status", "Show the cluster's health: this node's counters, every node's state, repair and scrub progress, "
-                "and each dataset's replica health");
+      "status",
+      "Show the cluster's health: this node's counters, every node's state, repair and scrub progress, "
+      "and each dataset's replica health");
   AddServerOption(app, &args->servers);
   app->add_flag("--json", args->json, "Print the server's reply as JSON");
   return {app, [args] { return RunStatus(*args); }};

@@ -24,9 +24,9 @@ namespace strata::cli {
 namespace {
 
 constexpr const char* kPython = "/usr/bin/python3";
-constexpr size_t kPlotSteps = 100;     // batches drawn
-constexpr size_t kPlotStrata = 10;     // largest strata drawn by name; the rest as "other"
-constexpr size_t kHeatStrata = 30;     // strata in the deviation heat map
+constexpr size_t kPlotSteps = 100;  // batches drawn
+constexpr size_t kPlotStrata = 10;  // largest strata drawn by name; the rest as "other"
+constexpr size_t kHeatStrata = 30;  // strata in the deviation heat map
 
 // Strata shown when there are too many: the largest and the smallest by share.
 std::vector<size_t> RowsToShow(const std::vector<double>& shares, size_t max_rows, size_t* hidden) {
@@ -110,7 +110,8 @@ SamplerFigures Measure(const Compositions& batches, const std::vector<double>& s
 std::vector<uint32_t> FillUnseen(const std::vector<int64_t>& seen, const std::vector<uint64_t>& counts) {
   std::vector<uint64_t> left = counts;
   for (int64_t s : seen) {
-    if (s >= 0 && static_cast<size_t>(s) < left.size() && left[static_cast<size_t>(s)] > 0) --left[static_cast<size_t>(s)];
+    if (s >= 0 && static_cast<size_t>(s) < left.size() && left[static_cast<size_t>(s)] > 0)
+      --left[static_cast<size_t>(s)];
   }
   std::vector<uint32_t> out(seen.size(), 0);
   size_t next = 0;
@@ -227,7 +228,8 @@ Status WritePlot(const BalanceReport& r, const std::string& png) {
       }
       p["stacked"].push_back(stacked);
       std::vector<double> dev;
-      for (size_t s : heat) dev.push_back(static_cast<double>(count[s]) - shares[s] * static_cast<double>(batches[k].size()));
+      for (size_t s : heat)
+        dev.push_back(static_cast<double>(count[s]) - shares[s] * static_cast<double>(batches[k].size()));
       p["deviation"].push_back(dev);
     }
     return p;
@@ -248,8 +250,8 @@ Status WritePlot(const BalanceReport& r, const std::string& png) {
     }
   }
   std::string script(kPlotScript);
-  std::vector<char*> argv = {const_cast<char*>(kPython), const_cast<char*>("-c"), script.data(), tmp,
-                             const_cast<char*>(png.c_str()), nullptr};
+  std::vector<char*> argv = {
+      const_cast<char*>(kPython), const_cast<char*>("-c"), script.data(), tmp, const_cast<char*>(png.c_str()), nullptr};
   pid_t pid;
   const int spawned = posix_spawn(&pid, kPython, nullptr, nullptr, argv.data(), environ);
   int wstatus = 0;

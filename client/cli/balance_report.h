@@ -48,10 +48,10 @@ struct SamplerFigures {
 SamplerFigures Measure(const Compositions& batches, const std::vector<double>& shares);
 
 struct BalanceReport {
-  std::string title;                 // dataset, epoch, world, batch, sampler
-  std::vector<std::string> strata;   // keys
-  std::vector<double> shares;        // the plan's target shares
-  std::vector<double> natural;       // count / n: DistributedSampler's expectation
+  std::string title;                // dataset, epoch, world, batch, sampler
+  std::vector<std::string> strata;  // keys
+  std::vector<double> shares;       // the plan's target shares
+  std::vector<double> natural;      // count / n: DistributedSampler's expectation
   Compositions ours;
   Compositions distributed;
   SamplerFigures ours_figures;

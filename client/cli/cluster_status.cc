@@ -37,18 +37,16 @@ Result<ClusterStatus> GatherClusterStatus(Client& client) {
   // before membership's failure timeout marks it down.
   std::vector<std::future<Result<NodeStatus>>> asked;
   for (const auto& n : out.map.nodes) {
-    asked.push_back(std::async(std::launch::async, [&client, address = n.address] {
-      return client.GetNodeStatus(address);
-    }));
+    asked.push_back(
+        std::async(std::launch::async, [&client, address = n.address] { return client.GetNodeStatus(address); }));
   }
   for (auto& a : asked) out.nodes.push_back(a.get());
   // Copies of each file, counted over the nodes that answer.
   std::vector<std::future<Result<std::vector<FileRef>>>> listed;
   for (size_t i = 0; i < out.map.nodes.size(); ++i) {
     if (!out.nodes[i].ok()) continue;
-    listed.push_back(std::async(std::launch::async, [&client, address = out.map.nodes[i].address] {
-      return client.ListNodeFiles(address);
-    }));
+    listed.push_back(std::async(
+        std::launch::async, [&client, address = out.map.nodes[i].address] { return client.ListNodeFiles(address); }));
   }
   std::map<std::tuple<std::string, uint64_t, int, uint32_t>, int> copies;
   for (auto& l : listed) {
@@ -85,12 +83,22 @@ void PrintClusterStatus(std::ostream& out, const ClusterStatus& s) {
   out << "\ncluster " << (s.map.cluster.empty() ? "-" : s.map.cluster) << " (" << s.map.membership
       << " membership, map epoch " << s.map.epoch << ")\n";
   // MAP is membership's view; ANSWER whether the node answered just now.
-  Table nodes({{"NODE"}, {"MAP"}, {"ANSWER"}, {"ADDRESS"}, {"STREAMS", Table::Align::kRight},
-               {"DISK", Table::Align::kRight}, {"FREE", Table::Align::kRight}, {"DISK STATE"},
-               {"UNDER-REPL", Table::Align::kRight}, {"MISSING", Table::Align::kRight},
-               {"REPAIR MISSING", Table::Align::kRight}, {"COPIED", Table::Align::kRight},
-               {"RELEASED", Table::Align::kRight}, {"BACKLOG", Table::Align::kRight},
-               {"SCRUBBED", Table::Align::kRight}, {"CORRUPT", Table::Align::kRight}});
+  Table nodes({{"NODE"},
+               {"MAP"},
+               {"ANSWER"},
+               {"ADDRESS"},
+               {"STREAMS", Table::Align::kRight},
+               {"DISK", Table::Align::kRight},
+               {"FREE", Table::Align::kRight},
+               {"DISK STATE"},
+               {"UNDER-REPL", Table::Align::kRight},
+               {"MISSING", Table::Align::kRight},
+               {"REPAIR MISSING", Table::Align::kRight},
+               {"COPIED", Table::Align::kRight},
+               {"RELEASED", Table::Align::kRight},
+               {"BACKLOG", Table::Align::kRight},
+               {"SCRUBBED", Table::Align::kRight},
+               {"CORRUPT", Table::Align::kRight}});
   for (size_t i = 0; i < s.map.nodes.size(); ++i) {
     const auto& n = s.map.nodes[i];
     const auto& st = s.nodes[i];
@@ -100,9 +108,8 @@ void PrintClusterStatus(std::ostream& out, const ClusterStatus& s) {
       continue;
     }
     const auto& r = st->repair;
-    const std::string free = st->disk_total_bytes == 0 ? "-"
-                                                       : FormatBytes(st->disk_free_bytes) + " of " +
-                                                             FormatBytes(st->disk_total_bytes);
+    const std::string free =
+        st->disk_total_bytes == 0 ? "-" : FormatBytes(st->disk_free_bytes) + " of " + FormatBytes(st->disk_total_bytes);
     nodes.AddRow({n.id, StateName(n.state), "ok", n.address, FormatCount(st->active_streams),
                   FormatBytes(st->disk_bytes), free, st->disk_state.empty() ? "-" : st->disk_state,
                   FormatCount(st->shards_under_replicated), FormatCount(st->shards_missing),
@@ -113,9 +120,13 @@ void PrintClusterStatus(std::ostream& out, const ClusterStatus& s) {
   nodes.Print(out, "  ");
   if (s.datasets.empty()) return;
   out << "\nreplica health\n";
-  Table health({{"DATASET"}, {"R", Table::Align::kRight}, {"SHARDS", Table::Align::kRight},
-                {"HEALTHY", Table::Align::kRight}, {"UNDER-REPLICATED", Table::Align::kRight},
-                {"MISSING", Table::Align::kRight}, {"INDEX COPIES", Table::Align::kRight}});
+  Table health({{"DATASET"},
+                {"R", Table::Align::kRight},
+                {"SHARDS", Table::Align::kRight},
+                {"HEALTHY", Table::Align::kRight},
+                {"UNDER-REPLICATED", Table::Align::kRight},
+                {"MISSING", Table::Align::kRight},
+                {"INDEX COPIES", Table::Align::kRight}});
   for (const auto& h : s.datasets) {
     health.AddRow({h.dataset, std::to_string(h.replication), FormatCount(h.shards), FormatCount(h.healthy),
                    FormatCount(h.under_replicated), FormatCount(h.missing), FormatCount(h.index_copies)});
@@ -134,9 +145,13 @@ nlohmann::json ClusterStatusJson(const ClusterStatus& s) {
   }
   j["datasets"] = nlohmann::json::array();
   for (const auto& h : s.datasets) {
-    j["datasets"].push_back({{"dataset", h.dataset}, {"replication", h.replication}, {"shards", h.shards},
-                             {"healthy", h.healthy}, {"under_replicated", h.under_replicated},
-                             {"missing", h.missing}, {"index_copies", h.index_copies}});
+    j["datasets"].push_back({{"dataset", h.dataset},
+                             {"replication", h.replication},
+                             {"shards", h.shards},
+                             {"healthy", h.healthy},
+                             {"under_replicated", h.under_replicated},
+                             {"missing", h.missing},
+                             {"index_copies", h.index_copies}});
   }
   return j;
 }

@@ -47,8 +47,9 @@ void AddServerOption(CLI::App* command, std::vector<std::string>* servers) {
   command->add_option("--tls-cert", Security().tls_cert, "client certificate (PEM) for servers that require one")
       ->check(CLI::ExistingFile);
   command->add_option("--tls-key", Security().tls_key, "the private key of --tls-cert")->check(CLI::ExistingFile);
-  command->add_option("--token-file", Security().token_file,
-                      "file holding the bearer token to send (default: $STRATA_TOKEN; needs --tls-ca)")
+  command
+      ->add_option("--token-file", Security().token_file,
+                   "file holding the bearer token to send (default: $STRATA_TOKEN; needs --tls-ca)")
       ->check(CLI::ExistingFile);
   command
       ->add_option("--server", *servers,

@@ -12,7 +12,7 @@ int main(int argc, char** argv) {
   using namespace strata::cli;
   CLI::App app("strata: ingest datasets into a strata cluster, stream balanced minibatches, inspect servers", "strata");
   app.require_subcommand(0, 1);  // none: help below; an unknown word: CLI11's "not expected"
-  const std::vector<Command> commands = {AddIngestCommand(app), AddStreamCommand(app), AddLsCommand(app),
+  const std::vector<Command> commands = {AddIngestCommand(app),   AddStreamCommand(app), AddLsCommand(app),
                                          AddDescribeCommand(app), AddStatusCommand(app), AddRmCommand(app)};
   try {
     app.parse(argc, argv);

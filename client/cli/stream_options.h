@@ -2,14 +2,13 @@
 // server plans with (and that the resume token's plan hash covers).
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "common/status.h"
 #include "strata/sampler.h"
@@ -46,9 +45,9 @@ struct StreamArgs {
   std::string resume;
   bool quiet = false;
   SamplerArgs sampler;
-  bool report = false;  // stream every rank and print the balance report
-  std::string plot;     // with the report: draw per-batch composition here
-  std::string zone;     // the trainer's zone (ClientOptions::zone)
+  bool report = false;           // stream every rank and print the balance report
+  std::string plot;              // with the report: draw per-batch composition here
+  std::string zone;              // the trainer's zone (ClientOptions::zone)
   int64_t stall_timeout_ms = 0;  // ClientOptions::stall_timeout_ms; 0: the library's default (5 s)
 };
 

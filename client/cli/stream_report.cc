@@ -59,8 +59,8 @@ Result<std::vector<double>> TargetShares(const DatasetInfo& info, const SamplerS
   return shares;
 }
 
-void StreamRank(Client& client, StreamOptions options, const std::map<std::string, uint32_t>& index,
-                bool keep_lines, std::atomic<uint64_t>* samples, RankRun* run) {
+void StreamRank(Client& client, StreamOptions options, const std::map<std::string, uint32_t>& index, bool keep_lines,
+                std::atomic<uint64_t>* samples, RankRun* run) {
   auto stream = client.OpenStream(options);
   if (!stream.ok()) {
     run->end = stream.status();
@@ -163,10 +163,10 @@ int RunStreamReport(const StreamArgs& args, const SamplerSpec& spec) {
     }
     if (!out) return PrintError(Status::IOError("cannot write " + args.output));
   }
-  const std::string title = info.name + "@" + std::to_string(info.version) + ", epoch " +
-                            std::to_string(args.epoch) + ", sampler " + args.sampler.sampler + ", " +
-                            std::to_string(args.world) + " ranks x " + std::to_string(args.batch_size) +
-                            " = global batch " + std::to_string(uint64_t{args.batch_size} * args.world) + ", seed " +
+  const std::string title = info.name + "@" + std::to_string(info.version) + ", epoch " + std::to_string(args.epoch) +
+                            ", sampler " + args.sampler.sampler + ", " + std::to_string(args.world) + " ranks x " +
+                            std::to_string(args.batch_size) + " = global batch " +
+                            std::to_string(uint64_t{args.batch_size} * args.world) + ", seed " +
                             std::to_string(args.seed);
   const BalanceReport report =
       MakeReport(title, keys, counts, shares.value(), std::move(global), FillUnseen(seen, counts), args.world,

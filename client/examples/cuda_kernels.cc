@@ -91,11 +91,11 @@ Status CudaCheck(cudaError_t err, const char* call) {
 
 Result<CudaKernels> CudaKernels::Load() {
   cudaLibrary_t library = nullptr;  // loaded for the life of the process
-  STRATA_RETURN_IF_ERROR(CudaCheck(cudaLibraryLoadData(&library, kPtx, nullptr, nullptr, 0, nullptr, nullptr, 0),
-                                   "cudaLibraryLoadData"));
+  STRATA_RETURN_IF_ERROR(
+      CudaCheck(cudaLibraryLoadData(&library, kPtx, nullptr, nullptr, 0, nullptr, nullptr, 0), "cudaLibraryLoadData"));
   CudaKernels k;
-  STRATA_RETURN_IF_ERROR(CudaCheck(cudaLibraryGetKernel(&k.histogram_, library, "strata_histogram"),
-                                   "cudaLibraryGetKernel"));
+  STRATA_RETURN_IF_ERROR(
+      CudaCheck(cudaLibraryGetKernel(&k.histogram_, library, "strata_histogram"), "cudaLibraryGetKernel"));
   STRATA_RETURN_IF_ERROR(CudaCheck(cudaLibraryGetKernel(&k.spin_, library, "strata_spin"), "cudaLibraryGetKernel"));
   return k;
 }

@@ -9,7 +9,6 @@
 //
 //   strata-device-train-example --server 127.0.0.1:7400 --dataset demo --batch-size 256 --epochs 3
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -103,11 +102,9 @@ class DeviceFeatures {
         CudaCheck(cudaMemcpyAsync(sizes_, batch.sizes().data(), index_bytes, cudaMemcpyHostToDevice, stream_), "copy"));
     STRATA_RETURN_IF_ERROR(CudaCheck(cudaMemsetAsync(counts_, 0, n * kBins * sizeof(uint32_t), stream_), "memset"));
     // b.data() is device memory whose copy the stream already waits for (StagingOptions::cuda_stream).
-    STRATA_RETURN_IF_ERROR(
-        kernels_.Histogram(b.data(), offsets_, sizes_, counts_, static_cast<uint32_t>(n), stream_));
+    STRATA_RETURN_IF_ERROR(kernels_.Histogram(b.data(), offsets_, sizes_, counts_, static_cast<uint32_t>(n), stream_));
     STRATA_RETURN_IF_ERROR(CudaCheck(
-        cudaMemcpyAsync(host_counts_, counts_, n * kBins * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream_),
-        "copy"));
+        cudaMemcpyAsync(host_counts_, counts_, n * kBins * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream_), "copy"));
     STRATA_RETURN_IF_ERROR(CudaCheck(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"));
     out->assign(n, Features{});
     for (size_t i = 0; i < n; ++i) {
@@ -196,8 +193,8 @@ int main(int argc, char** argv) {
     device_features.emplace(std::move(f).value());
   }
 #endif
-  std::printf("training on %s@%llu: %llu samples, %zu classes, batch %u, %u epochs; batches in %s\n",
-              o.dataset.c_str(), static_cast<unsigned long long>(info->dataset.version),
+  std::printf("training on %s@%llu: %llu samples, %zu classes, batch %u, %u epochs; batches in %s\n", o.dataset.c_str(),
+              static_cast<unsigned long long>(info->dataset.version),
               static_cast<unsigned long long>(info->dataset.samples), class_index.size(), o.batch_size, o.epochs,
               on_device ? "device memory" : "host memory");
 
@@ -246,13 +243,14 @@ int main(int argc, char** argv) {
       bytes += b.bytes();
     }
     const double secs = std::chrono::duration<double>(Clock::now() - started).count();
-    std::printf("epoch %u: loss %.3f  accuracy %5.1f%%  %llu samples in %.2fs (%.0f samples/s, %.1f MB/s)  "
-                "waiting for data %.0f%% of the time  [%zu ring slots, %llu buffer allocations]\n",
-                epoch, loss / static_cast<double>(std::max<uint64_t>(samples, 1)),
-                100.0 * static_cast<double>(correct) / static_cast<double>(std::max<uint64_t>(samples, 1)),
-                static_cast<unsigned long long>(samples), secs, static_cast<double>(samples) / secs,
-                static_cast<double>(bytes) / secs / 1e6, 100.0 * waited / secs, (*staged)->slots(),
-                static_cast<unsigned long long>((*staged)->buffer_allocations()));
+    std::printf(
+        "epoch %u: loss %.3f  accuracy %5.1f%%  %llu samples in %.2fs (%.0f samples/s, %.1f MB/s)  "
+        "waiting for data %.0f%% of the time  [%zu ring slots, %llu buffer allocations]\n",
+        epoch, loss / static_cast<double>(std::max<uint64_t>(samples, 1)),
+        100.0 * static_cast<double>(correct) / static_cast<double>(std::max<uint64_t>(samples, 1)),
+        static_cast<unsigned long long>(samples), secs, static_cast<double>(samples) / secs,
+        static_cast<double>(bytes) / secs / 1e6, 100.0 * waited / secs, (*staged)->slots(),
+        static_cast<unsigned long long>((*staged)->buffer_allocations()));
   }
   return 0;
 }

@@ -8,11 +8,10 @@
 // prints a summary.
 //
 //   strata-train-example --server 127.0.0.1:7400 --dataset demo --world 2 --batch-size 64 --epochs 3
-#include <CLI/CLI.hpp>
-
-#include <array>
 #include <signal.h>
 
+#include <CLI/CLI.hpp>
+#include <array>
 #include <barrier>
 #include <chrono>
 #include <cmath>
@@ -116,9 +115,9 @@ int main(int argc, char** argv) {
     classes.push_back(c.key);
   }
   const uint64_t n = info->dataset.samples;
-  std::printf("training on %s@%llu: %llu samples, %zu classes, %u ranks x batch %u, %u epochs\n",
-              o.dataset.c_str(), static_cast<unsigned long long>(info->dataset.version),
-              static_cast<unsigned long long>(n), classes.size(), o.world, o.batch_size, o.epochs);
+  std::printf("training on %s@%llu: %llu samples, %zu classes, %u ranks x batch %u, %u epochs\n", o.dataset.c_str(),
+              static_cast<unsigned long long>(info->dataset.version), static_cast<unsigned long long>(n),
+              classes.size(), o.world, o.batch_size, o.epochs);
 
   Model model(classes.size());
   std::vector<Model> grads(o.world, Model(classes.size()));
@@ -222,12 +221,13 @@ int main(int argc, char** argv) {
     for (int s : seen) once += s == 1;
     const bool exactly_once = once == n && sum.samples == n;
     all_ok = all_ok && exactly_once;
-    std::printf("epoch %u: loss %.3f  accuracy %5.1f%%  %llu samples in %.2fs (%.0f samples/s, %.1f MB/s)  "
-                "every sample exactly once: %s\n",
-                epoch, sum.loss / static_cast<double>(std::max<uint64_t>(sum.samples, 1)),
-                100.0 * static_cast<double>(sum.correct) / static_cast<double>(std::max<uint64_t>(sum.samples, 1)),
-                static_cast<unsigned long long>(sum.samples), secs, static_cast<double>(sum.samples) / secs,
-                static_cast<double>(sum.bytes) / secs / 1e6, exactly_once ? "yes" : "NO");
+    std::printf(
+        "epoch %u: loss %.3f  accuracy %5.1f%%  %llu samples in %.2fs (%.0f samples/s, %.1f MB/s)  "
+        "every sample exactly once: %s\n",
+        epoch, sum.loss / static_cast<double>(std::max<uint64_t>(sum.samples, 1)),
+        100.0 * static_cast<double>(sum.correct) / static_cast<double>(std::max<uint64_t>(sum.samples, 1)),
+        static_cast<unsigned long long>(sum.samples), secs, static_cast<double>(sum.samples) / secs,
+        static_cast<double>(sum.bytes) / secs / 1e6, exactly_once ? "yes" : "NO");
     if (epoch + 1 == o.epochs) {
       std::printf("per-label samples delivered in the last epoch (dataset count):\n");
       for (const auto& c : info->dataset.label_counts) {

@@ -57,10 +57,7 @@ Status Walk(const fs::path& root, const fs::path& rel, std::vector<fs::path>* an
 class FolderSource final : public SampleSource {
  public:
   FolderSource(std::string root, std::vector<FolderFile> files, uint64_t total_bytes)
-      : root_(std::move(root)),
-        source_name_(SourceName(root_)),
-        files_(std::move(files)),
-        total_bytes_(total_bytes) {}
+      : root_(std::move(root)), source_name_(SourceName(root_)), files_(std::move(files)), total_bytes_(total_bytes) {}
 
   Status Next(Sample* sample) override {
     if (next_ == files_.size()) return Status::OutOfRange("end of folder " + root_);
@@ -101,8 +98,7 @@ Result<std::unique_ptr<SampleSource>> OpenFolderSource(const std::string& path) 
             [](const FolderFile& a, const FolderFile& b) { return a.relative < b.relative; });
   uint64_t total = 0;
   for (const FolderFile& f : files) total += f.size;
-  return std::unique_ptr<SampleSource>(
-      std::make_unique<FolderSource>(path, std::move(files), total));
+  return std::unique_ptr<SampleSource>(std::make_unique<FolderSource>(path, std::move(files), total));
 }
 
 }  // namespace strata::ingest_internal

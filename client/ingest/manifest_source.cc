@@ -25,13 +25,9 @@ struct ManifestRow {
   std::vector<std::pair<std::string, std::string>> attributes;
 };
 
-std::string Where(const std::string& manifest, uint64_t line) {
-  return manifest + " line " + std::to_string(line);
-}
+std::string Where(const std::string& manifest, uint64_t line) { return manifest + " line " + std::to_string(line); }
 
-bool IsBlank(const std::string& line) {
-  return line.find_first_not_of(" \t\r") == std::string::npos;
-}
+bool IsBlank(const std::string& line) { return line.find_first_not_of(" \t\r") == std::string::npos; }
 
 // The lines of a manifest, counted, without a leading UTF-8 byte order mark.
 // Lines keep a trailing '\r'.
@@ -51,9 +47,7 @@ class LineReader {
     return true;
   }
 
-  Status Finish() const {
-    return in_.bad() ? Status::IOError("reading " + path_ + " failed") : Status::OK();
-  }
+  Status Finish() const { return in_.bad() ? Status::IOError("reading " + path_ + " failed") : Status::OK(); }
 
   uint64_t line_number() const { return line_number_; }
 
@@ -110,9 +104,8 @@ class CsvRowReader final : public RowReader {
     auto [line, fields] = std::move(rows_.front());
     rows_.pop_front();
     if (fields.size() != header_.size()) {
-      return Status::InvalidArgument(Where(path_, line) + ": expected " +
-                                     std::to_string(header_.size()) + " columns, found " +
-                                     std::to_string(fields.size()));
+      return Status::InvalidArgument(Where(path_, line) + ": expected " + std::to_string(header_.size()) +
+                                     " columns, found " + std::to_string(fields.size()));
     }
     if (fields[path_column_].empty()) {
       return Status::InvalidArgument(Where(path_, line) + ": empty \"path\"");
@@ -174,9 +167,9 @@ class CsvRowReader final : public RowReader {
   LineReader lines_;
   csv_parser parser_{};
   bool at_end_ = false;
-  bool in_row_ = false;              // a row has started and not yet ended
-  uint64_t row_line_ = 0;            // where the current row started
-  std::vector<std::string> fields_;  // of the current row
+  bool in_row_ = false;                                             // a row has started and not yet ended
+  uint64_t row_line_ = 0;                                           // where the current row started
+  std::vector<std::string> fields_;                                 // of the current row
   std::deque<std::pair<uint64_t, std::vector<std::string>>> rows_;  // parsed, not yet returned
   std::vector<std::string> header_;
   size_t path_column_ = kNone;
@@ -261,8 +254,7 @@ class ManifestSource final : public SampleSource {
     *sample = Sample();
     Field& field = sample->fields.emplace_back();
     field.name = FieldNameFor(row.path);
-    STRATA_RETURN_IF_ERROR(
-        ReadWholeFile(Resolve(dir_, row.path), &field.data).WithContext(Where(path_, row.line)));
+    STRATA_RETURN_IF_ERROR(ReadWholeFile(Resolve(dir_, row.path), &field.data).WithContext(Where(path_, row.line)));
     bytes_read_ += field.data.size();
     sample->key = std::move(row.path);
     sample->label = std::move(row.label);
@@ -308,8 +300,7 @@ Status StatReferencedFile(const std::string& manifest, const ManifestRow& row, u
 
 }  // namespace
 
-Result<std::unique_ptr<SampleSource>> OpenManifestSource(const std::string& path,
-                                                         ManifestFormat format) {
+Result<std::unique_ptr<SampleSource>> OpenManifestSource(const std::string& path, ManifestFormat format) {
   // A first pass validates every row and sums the file sizes without holding
   // the manifest in memory; the second pass, in Next, streams it again.
   Result<std::unique_ptr<RowReader>> check = OpenRowReader(path, format);
@@ -326,8 +317,7 @@ Result<std::unique_ptr<SampleSource>> OpenManifestSource(const std::string& path
   }
   Result<std::unique_ptr<RowReader>> rows = OpenRowReader(path, format);
   if (!rows.ok()) return rows.status();
-  return std::unique_ptr<SampleSource>(
-      std::make_unique<ManifestSource>(path, std::move(*rows), total));
+  return std::unique_ptr<SampleSource>(std::make_unique<ManifestSource>(path, std::move(*rows), total));
 }
 
 }  // namespace strata::ingest_internal

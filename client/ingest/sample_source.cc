@@ -23,8 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string Lowercase(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
 }
 
@@ -98,8 +97,7 @@ Result<std::unique_ptr<SampleSource>> SampleSource::Open(const std::string& path
   if (name.ends_with(".tar") || name.ends_with(".tar.gz") || name.ends_with(".tgz")) {
     return ingest_internal::OpenTarSource(path);
   }
-  return Status::InvalidArgument("unsupported source " + path +
-                                 " (expected a directory, .csv, .jsonl or .tar)");
+  return Status::InvalidArgument("unsupported source " + path + " (expected a directory, .csv, .jsonl or .tar)");
 }
 
 }  // namespace strata

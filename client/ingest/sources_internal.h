@@ -18,8 +18,7 @@ Result<std::unique_ptr<SampleSource>> OpenFolderSource(const std::string& path);
 enum class ManifestFormat { kCsv, kJsonl };
 // Reads the whole manifest once up front: a malformed row or a missing
 // referenced file fails here, and total_bytes() is exact.
-Result<std::unique_ptr<SampleSource>> OpenManifestSource(const std::string& path,
-                                                         ManifestFormat format);
+Result<std::unique_ptr<SampleSource>> OpenManifestSource(const std::string& path, ManifestFormat format);
 
 // A .tar, .tar.gz or .tgz WebDataset shard, streamed one sample at a time.
 Result<std::unique_ptr<SampleSource>> OpenTarSource(const std::string& path);

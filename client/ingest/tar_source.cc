@@ -89,8 +89,7 @@ class TarSource final : public SampleSource {
     }
     const std::string key = pending_key_;
     if (!seen_keys_.insert(key).second) {
-      return Status::InvalidArgument("tar " + path_ + ": the members of key \"" + key +
-                                     "\" are not adjacent");
+      return Status::InvalidArgument("tar " + path_ + ": the members of key \"" + key + "\" are not adjacent");
     }
     *sample = Sample();
     sample->key = key;
@@ -114,8 +113,7 @@ class TarSource final : public SampleSource {
         // libarchive also reports a clean end when the file stops right after
         // a member; only the end-of-archive blocks tell a whole archive.
         if (archive_filter_bytes(archive_.get(), 0) - before < kTarBlockBytes) {
-          return Status::InvalidArgument("truncated or damaged tar archive " + path_ +
-                                         ": no end-of-archive marker");
+          return Status::InvalidArgument("truncated or damaged tar archive " + path_ + ": no end-of-archive marker");
         }
         at_end_ = true;
         return Status::OK();
@@ -125,8 +123,7 @@ class TarSource final : public SampleSource {
       const char* name = archive_entry_pathname_utf8(entry);
       if (name == nullptr) name = archive_entry_pathname(entry);
       if (name == nullptr) return Damaged(path_, archive_.get());
-      if (archive_entry_filetype(entry) != AE_IFREG ||
-          !SplitMemberName(name, &pending_key_, &pending_field_)) {
+      if (archive_entry_filetype(entry) != AE_IFREG || !SplitMemberName(name, &pending_key_, &pending_field_)) {
         // Skipped here rather than inside the next header read, so that the
         // end-of-archive check above measures only what follows the member.
         if (archive_read_data_skip(archive_.get()) < ARCHIVE_WARN) {
@@ -143,8 +140,8 @@ class TarSource final : public SampleSource {
   Status ReadPendingMember(Sample* sample) {
     for (const Field& f : sample->fields) {
       if (f.name == pending_field_) {
-        return Status::InvalidArgument("tar " + path_ + ": key \"" + pending_key_ +
-                                       "\" has two \"" + pending_field_ + "\" members");
+        return Status::InvalidArgument("tar " + path_ + ": key \"" + pending_key_ + "\" has two \"" + pending_field_ +
+                                       "\" members");
       }
     }
     Field& field = sample->fields.emplace_back();

@@ -45,8 +45,8 @@ py::capsule KeepAlive(const Handle& h) {
 template <typename T>
 py::object ReadOnlyArray(const Handle& h, const T* data, size_t n) {
   if (!have_numpy) {
-    py::object view = py::cast(ArrayView{h, data, static_cast<py::ssize_t>(n), sizeof(T),
-                                         py::format_descriptor<T>::format()});
+    py::object view =
+        py::cast(ArrayView{h, data, static_cast<py::ssize_t>(n), sizeof(T), py::format_descriptor<T>::format()});
     PyObject* memoryview = PyMemoryView_FromObject(view.ptr());
     if (memoryview == nullptr) throw py::error_already_set();
     return py::reinterpret_steal<py::object>(memoryview);
@@ -64,8 +64,8 @@ const std::byte kEmpty[1] = {};
 size_t CheckIndex(const BatchHandle& h, py::ssize_t i) {
   const auto n = static_cast<py::ssize_t>(h.batch().size());
   if (i < 0) i += n;
-  if (i < 0 || i >= n) throw py::index_error("sample index " + std::to_string(i) + " out of range for a batch of " +
-                                             std::to_string(n));
+  if (i < 0 || i >= n)
+    throw py::index_error("sample index " + std::to_string(i) + " out of range for a batch of " + std::to_string(n));
   return static_cast<size_t>(i);
 }
 
@@ -225,51 +225,69 @@ Arrays and tensors made from a batch share its memory and keep it alive.)")
           },
           "The payload in host memory as a read-only numpy uint8 array (a memoryview without numpy; no copy).")
       .def_property_readonly("nbytes", &BatchHandle::payload_bytes)
-      .def_property_readonly("device", [](const BatchHandle& h) {
-        return h.on_device() ? "cuda:" + std::to_string(h.device()) : std::string("cpu");
-      }, "Where __dlpack__ and torch() put the payload: 'cpu' or 'cuda:N'.")
-      .def_property_readonly("data_ptr", [](const BatchHandle& h) { return reinterpret_cast<uintptr_t>(h.data()); },
-                             "Address of the payload where it lives (device memory for 'cuda:N').")
+      .def_property_readonly(
+          "device",
+          [](const BatchHandle& h) {
+            return h.on_device() ? "cuda:" + std::to_string(h.device()) : std::string("cpu");
+          },
+          "Where __dlpack__ and torch() put the payload: 'cpu' or 'cuda:N'.")
+      .def_property_readonly(
+          "data_ptr", [](const BatchHandle& h) { return reinterpret_cast<uintptr_t>(h.data()); },
+          "Address of the payload where it lives (device memory for 'cuda:N').")
       .def_property_readonly(
           "host_data_ptr", [](const BatchHandle& h) { return reinterpret_cast<uintptr_t>(h.host_payload()); },
           "Address of the payload in host memory.")
-      .def("sample", [](const py::object& self, py::ssize_t i) {
-        const auto& h = self.cast<const BatchHandle&>();
-        const size_t k = CheckIndex(h, i);
-        return PayloadSlice(self, h.batch().offsets()[k], h.batch().sizes()[k]);
-      }, py::arg("i"), "Sample i's payload: a read-only memoryview into the batch (bytes(...) copies it).")
-      .def("field", [](const py::object& self, py::ssize_t i, const std::string& name) -> py::object {
-        const auto& h = self.cast<const BatchHandle&>();
-        const size_t k = CheckIndex(h, i);
-        const std::string_view f = h.batch().field(k, name);
-        if (f.data() == nullptr) return py::none();
-        const auto offset = static_cast<size_t>(f.data() - h.batch().payload().data());
-        return PayloadSlice(self, offset, f.size());
-      }, py::arg("i"), py::arg("name"), "Sample i's field `name` as a memoryview, or None.")
-      .def("field_names", [](const BatchHandle& h, py::ssize_t i) {
-        const std::span<const std::string> names = h.batch().field_names(CheckIndex(h, i));
-        return std::vector<std::string>(names.begin(), names.end());
-      }, py::arg("i"))
-      .def("wait", [](const BatchHandle& h) {
-        if (!h.is_staged) return;
-        Status s;
-        {
-          py::gil_scoped_release nogil;
-          s = h.staged.Wait();
-        }
-        ThrowIfError(s);
-      }, "Blocks until a device batch's copy has finished (no-op on the host).")
-      .def("__dlpack__", [](const Handle& h, const py::object& stream) { return ToDLPack(h, stream); },
-           py::arg("stream") = py::none())
-      .def("__dlpack_device__", [](const BatchHandle& h) {
-        return h.on_device() ? py::make_tuple(static_cast<int>(kDLCUDA), h.device())
-                             : py::make_tuple(static_cast<int>(kDLCPU), 0);
-      })
+      .def(
+          "sample",
+          [](const py::object& self, py::ssize_t i) {
+            const auto& h = self.cast<const BatchHandle&>();
+            const size_t k = CheckIndex(h, i);
+            return PayloadSlice(self, h.batch().offsets()[k], h.batch().sizes()[k]);
+          },
+          py::arg("i"), "Sample i's payload: a read-only memoryview into the batch (bytes(...) copies it).")
+      .def(
+          "field",
+          [](const py::object& self, py::ssize_t i, const std::string& name) -> py::object {
+            const auto& h = self.cast<const BatchHandle&>();
+            const size_t k = CheckIndex(h, i);
+            const std::string_view f = h.batch().field(k, name);
+            if (f.data() == nullptr) return py::none();
+            const auto offset = static_cast<size_t>(f.data() - h.batch().payload().data());
+            return PayloadSlice(self, offset, f.size());
+          },
+          py::arg("i"), py::arg("name"), "Sample i's field `name` as a memoryview, or None.")
+      .def(
+          "field_names",
+          [](const BatchHandle& h, py::ssize_t i) {
+            const std::span<const std::string> names = h.batch().field_names(CheckIndex(h, i));
+            return std::vector<std::string>(names.begin(), names.end());
+          },
+          py::arg("i"))
+      .def(
+          "wait",
+          [](const BatchHandle& h) {
+            if (!h.is_staged) return;
+            Status s;
+            {
+              py::gil_scoped_release nogil;
+              s = h.staged.Wait();
+            }
+            ThrowIfError(s);
+          },
+          "Blocks until a device batch's copy has finished (no-op on the host).")
+      .def(
+          "__dlpack__", [](const Handle& h, const py::object& stream) { return ToDLPack(h, stream); },
+          py::arg("stream") = py::none())
+      .def("__dlpack_device__",
+           [](const BatchHandle& h) {
+             return h.on_device() ? py::make_tuple(static_cast<int>(kDLCUDA), h.device())
+                                  : py::make_tuple(static_cast<int>(kDLCPU), 0);
+           })
       .def("__repr__", [](const BatchHandle& h) {
-        return "<strata.Batch epoch=" + std::to_string(h.batch().epoch()) + " step=" +
-               std::to_string(h.batch().step()) + " rank=" + std::to_string(h.batch().rank()) + " samples=" +
-               std::to_string(h.batch().size()) + " bytes=" + std::to_string(h.payload_bytes()) + " device=" +
-               (h.on_device() ? "cuda:" + std::to_string(h.device()) : std::string("cpu")) + ">";
+        return "<strata.Batch epoch=" + std::to_string(h.batch().epoch()) +
+               " step=" + std::to_string(h.batch().step()) + " rank=" + std::to_string(h.batch().rank()) +
+               " samples=" + std::to_string(h.batch().size()) + " bytes=" + std::to_string(h.payload_bytes()) +
+               " device=" + (h.on_device() ? "cuda:" + std::to_string(h.device()) : std::string("cpu")) + ">";
       });
 }
 

@@ -89,7 +89,7 @@ std::string TextOf(const py::handle& value, const std::string& what) {
   }
   if (value.is_none()) {
     Raise(Status::InvalidArgument(what + " is None: leave it out instead (a sample without a label, or "
-                                  "without that attribute)"));
+                                         "without that attribute)"));
   }
   Raise(Status::InvalidArgument(what + " must be str (or UTF-8 bytes), not " +
                                 std::string(Py_TYPE(value.ptr())->tp_name)));
@@ -138,9 +138,8 @@ Sample SampleFrom(const py::handle& item) {
 
 class PyClient {
  public:
-  PyClient(const std::string& address, int64_t connect_timeout_ms, const std::string& token,
-           const std::string& tls_ca, const std::string& tls_cert, const std::string& tls_key,
-           const std::string& zone) {
+  PyClient(const std::string& address, int64_t connect_timeout_ms, const std::string& token, const std::string& tls_ca,
+           const std::string& tls_cert, const std::string& tls_key, const std::string& zone) {
     ClientOptions o;
     o.zone = zone;
     o.connect_timeout_ms = connect_timeout_ms;
@@ -176,7 +175,9 @@ class PyClient {
     for (const auto& n : r.nodes_pending) reply.add_nodes_pending(n);
     return ToDict(reply);
   }
-  py::dict GetStatus() { return ToDict(client_internal::ToProto(Call([&] { return client_->GetStatus(); }))); }
+  py::dict GetStatus() {
+    return ToDict(client_internal::ToProto(Call([&] { return client_->GetStatus(); })));
+  }
 
   py::object OpenStream(const std::string& dataset, uint32_t batch_size, uint32_t rank, uint32_t world, uint64_t seed,
                         uint64_t epoch, uint64_t start_step, uint64_t max_steps, bool drop_last,
@@ -208,9 +209,9 @@ class PyClient {
       Raise(Status::InvalidArgument("this resume token (strata1) does not carry the batch size: pass batch_size"));
     }
     if (!drop_last.is_none() && token->complete() && drop_last.cast<bool>() != token->drop_last) {
-      Raise(Status::InvalidArgument(std::string("the resume token's plan ") +
-                                    (token->drop_last ? "drops" : "keeps") + " the short last batch, not drop_last=" +
-                                    (token->drop_last ? "False" : "True") + ": leave drop_last out"));
+      Raise(Status::InvalidArgument(std::string("the resume token's plan ") + (token->drop_last ? "drops" : "keeps") +
+                                    " the short last batch, not drop_last=" + (token->drop_last ? "False" : "True") +
+                                    ": leave drop_last out"));
     }
     if (!step.is_none()) token->step = step.cast<uint64_t>();
     StreamOptions o;
@@ -325,41 +326,47 @@ A sample is a dict {"key", "label", "fields": {name: bytes}, "attributes"} or a
 tuple (key, label, {name: bytes}). options: more IngestOptions fields as a dict.
 Returns the server's summary.)");
 
-  m.def("parse_resume_token", [](const std::string& text) {
-    auto t = ResumeToken::Decode(text);
-    ThrowIfError(t.status());
-    py::dict d;
-    d["dataset"] = t->dataset;
-    d["version"] = t->version;
-    d["plan_hash"] = t->plan_hash;
-    d["seed"] = t->seed;
-    d["epoch"] = t->epoch;
-    d["step"] = t->step;
-    d["complete"] = t->complete();
-    d["global_batch"] = t->complete() ? py::object(py::int_(t->global_batch)) : py::object(py::none());
-    d["drop_last"] = t->complete() ? py::object(py::bool_(t->drop_last)) : py::object(py::none());
-    py::object spec = py::none();
-    if (t->complete()) {
-      v1::SamplerSpec s;
-      if (!s.ParseFromString(t->sampler)) {
-        Raise(Status::InvalidArgument("the resume token's sampler is not a valid SamplerSpec"));
-      }
-      spec = ToDict(s);
-    }
-    d["sampler"] = spec;
-    return d;
-  }, py::arg("token"),
-        "A resume token's parts as a dict; global_batch, drop_last and sampler are None in an old (strata1) token.");
+  m.def(
+      "parse_resume_token",
+      [](const std::string& text) {
+        auto t = ResumeToken::Decode(text);
+        ThrowIfError(t.status());
+        py::dict d;
+        d["dataset"] = t->dataset;
+        d["version"] = t->version;
+        d["plan_hash"] = t->plan_hash;
+        d["seed"] = t->seed;
+        d["epoch"] = t->epoch;
+        d["step"] = t->step;
+        d["complete"] = t->complete();
+        d["global_batch"] = t->complete() ? py::object(py::int_(t->global_batch)) : py::object(py::none());
+        d["drop_last"] = t->complete() ? py::object(py::bool_(t->drop_last)) : py::object(py::none());
+        py::object spec = py::none();
+        if (t->complete()) {
+          v1::SamplerSpec s;
+          if (!s.ParseFromString(t->sampler)) {
+            Raise(Status::InvalidArgument("the resume token's sampler is not a valid SamplerSpec"));
+          }
+          spec = ToDict(s);
+        }
+        d["sampler"] = spec;
+        return d;
+      },
+      py::arg("token"),
+      "A resume token's parts as a dict; global_batch, drop_last and sampler are None in an old (strata1) token.");
 
-  m.def("staging_path", [](const py::object& device) {
-    StagingOptions o;
-    if (!device.is_none()) o = *StagingFor(device, 2, py::none());
-    std::string description;
-    const StagingMemory memory = StagedStream::Probe(o, &description);
-    return py::make_tuple(memory == StagingMemory::kDevice ? "cuda:" + std::to_string(o.device) : std::string("cpu"),
-                          description);
-  }, py::arg("device") = py::none(),
-        "('cuda:N' or 'cpu', description): where a staged stream for `device` would put batches, and why.");
+  m.def(
+      "staging_path",
+      [](const py::object& device) {
+        StagingOptions o;
+        if (!device.is_none()) o = *StagingFor(device, 2, py::none());
+        std::string description;
+        const StagingMemory memory = StagedStream::Probe(o, &description);
+        return py::make_tuple(
+            memory == StagingMemory::kDevice ? "cuda:" + std::to_string(o.device) : std::string("cpu"), description);
+      },
+      py::arg("device") = py::none(),
+      "('cuda:N' or 'cpu', description): where a staged stream for `device` would put batches, and why.");
 }
 
 }  // namespace strata::python

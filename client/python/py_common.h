@@ -13,13 +13,12 @@
 // the Batch's memory.
 #pragma once
 
+#include <google/protobuf/message.h>
 #include <pybind11/pybind11.h>
 
 #include <cstddef>
 #include <memory>
 #include <string>
-
-#include <google/protobuf/message.h>
 
 #include "common/status.h"
 #include "strata/batch.h"
@@ -69,8 +68,8 @@ void FromDict(const py::dict& fields, google::protobuf::Message* message);
 // stream reads through) alive: plain when `staging` is null (a background
 // thread pulling up to prefetch_depth batches ahead; none when it is 0), else
 // through a staging ring opened with *staging (which logs the path it takes).
-py::object MakePyStream(std::shared_ptr<Client> client, std::unique_ptr<Stream> stream,
-                        const StagingOptions* staging, int prefetch_depth);
+py::object MakePyStream(std::shared_ptr<Client> client, std::unique_ptr<Stream> stream, const StagingOptions* staging,
+                        int prefetch_depth);
 
 // Whether numpy could be imported (set once, when the module is imported):
 // without it, Batch's arrays are memoryviews.

@@ -82,9 +82,9 @@ void SetScalar(Message* m, const FieldDescriptor* f, const py::handle& v) {
       repeated ? r->AddBool(m, f, v.cast<bool>()) : r->SetBool(m, f, v.cast<bool>());
       return;
     case FieldDescriptor::CPPTYPE_ENUM: {
-      const google::protobuf::EnumValueDescriptor* e =
-          py::isinstance<py::str>(v) ? f->enum_type()->FindValueByName(v.cast<std::string>())
-                                     : f->enum_type()->FindValueByNumber(v.cast<int>());
+      const google::protobuf::EnumValueDescriptor* e = py::isinstance<py::str>(v)
+                                                           ? f->enum_type()->FindValueByName(v.cast<std::string>())
+                                                           : f->enum_type()->FindValueByNumber(v.cast<int>());
       if (e == nullptr) {
         throw py::value_error("bad value " + py::repr(v).cast<std::string>() + " for " + f->full_name());
       }

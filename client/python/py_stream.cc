@@ -223,8 +223,8 @@ class PyStream {
 };
 
 // Wraps a stream for Python: straight, or staged when staging is given.
-py::object MakePyStream(std::shared_ptr<Client> client, std::unique_ptr<Stream> stream,
-                        const StagingOptions* staging, int prefetch_depth) {
+py::object MakePyStream(std::shared_ptr<Client> client, std::unique_ptr<Stream> stream, const StagingOptions* staging,
+                        int prefetch_depth) {
   if (staging == nullptr) {
     return py::cast(std::make_unique<PyStream>(std::move(client), std::move(stream), prefetch_depth));
   }
@@ -248,7 +248,8 @@ void BindStream(py::module_& m) {
 
 Iterate it for strata.Batch objects; iteration ends after the last step.
 resume_token() continues after the last batch returned.)")
-      .def("__iter__", [](PyStream& s) -> PyStream& { return s; }, py::return_value_policy::reference_internal)
+      .def(
+          "__iter__", [](PyStream& s) -> PyStream& { return s; }, py::return_value_policy::reference_internal)
       .def("__next__", &PyStream::Next)
       .def("resume_token", &PyStream::ResumeToken,
            "A token that continues this stream after the last batch returned: save it with a checkpoint.")
@@ -259,7 +260,8 @@ resume_token() continues after the last batch returned.)")
       .def_property_readonly("staging", &PyStream::Staging, "The staging path in words, as logged.")
       .def("cancel", &PyStream::Cancel, "Stops the stream; a blocked iteration raises strata.Error (Cancelled).")
       .def("close", &PyStream::Close, "Cancels and frees the stream; batches already returned stay valid.")
-      .def("__enter__", [](PyStream& s) -> PyStream& { return s; }, py::return_value_policy::reference_internal)
+      .def(
+          "__enter__", [](PyStream& s) -> PyStream& { return s; }, py::return_value_policy::reference_internal)
       .def("__exit__", [](PyStream& s, const py::args&) { s.Close(); });
 }
 

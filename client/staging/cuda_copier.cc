@@ -35,8 +35,11 @@ cudaEvent_t AsEvent(void* e) { return static_cast<cudaEvent_t>(e); }
 class CudaCopier final : public Copier {
  public:
   CudaCopier(const StagingOptions& o, cudaStream_t copy_stream, bool owns_stream)
-      : device_(o.device), hint_(o.max_batch_bytes), default_consumer_(AsStream(o.cuda_stream)),
-        copy_stream_(copy_stream), owns_stream_(owns_stream) {}
+      : device_(o.device),
+        hint_(o.max_batch_bytes),
+        default_consumer_(AsStream(o.cuda_stream)),
+        copy_stream_(copy_stream),
+        owns_stream_(owns_stream) {}
 
   ~CudaCopier() override {
     if (owns_stream_) cudaStreamDestroy(copy_stream_);
@@ -71,9 +74,9 @@ class CudaCopier final : public Copier {
       slot->release_pending = false;
     }
     if (!payload.empty()) {
-      STRATA_RETURN_IF_ERROR(Cuda(
-          cudaMemcpyAsync(slot->device, slot->host, payload.size(), cudaMemcpyHostToDevice, copy_stream_),
-          "cudaMemcpyAsync"));
+      STRATA_RETURN_IF_ERROR(
+          Cuda(cudaMemcpyAsync(slot->device, slot->host, payload.size(), cudaMemcpyHostToDevice, copy_stream_),
+               "cudaMemcpyAsync"));
     }
     STRATA_RETURN_IF_ERROR(Cuda(cudaEventRecord(AsEvent(slot->ready_event), copy_stream_), "cudaEventRecord"));
     slot->copy_issued = true;

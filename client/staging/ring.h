@@ -60,11 +60,11 @@ class RingCore : public std::enable_shared_from_this<RingCore> {
   // Refilled oldest-released first, so every slot takes its turn and a slot's
   // previous device copy has had the longest time to finish.
   std::deque<Slot*> free_ GUARDED_BY(mu_);
-  std::deque<Slot*> ready_ GUARDED_BY(mu_);                   // oldest first
+  std::deque<Slot*> ready_ GUARDED_BY(mu_);  // oldest first
   size_t filling_ GUARDED_BY(mu_) = 0;
   bool stopped_ GUARDED_BY(mu_) = false;
   bool finished_ GUARDED_BY(mu_) = false;
-  Status end_ GUARDED_BY(mu_);                                // once finished_
+  Status end_ GUARDED_BY(mu_);  // once finished_
 };
 
 }  // namespace strata::staging_internal

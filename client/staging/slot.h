@@ -27,10 +27,10 @@ struct Slot {
   std::byte* device = nullptr;  // CUDA only
   size_t device_capacity = 0;
 
-  void* ready_event = nullptr;     // cudaEvent_t: recorded after the device copy
-  bool copy_issued = false;        // ready_event has been recorded at least once
-  void* released_event = nullptr;  // cudaEvent_t: recorded on consumer_stream at release
-  bool release_pending = false;    // released_event recorded, not yet waited for
+  void* ready_event = nullptr;      // cudaEvent_t: recorded after the device copy
+  bool copy_issued = false;         // ready_event has been recorded at least once
+  void* released_event = nullptr;   // cudaEvent_t: recorded on consumer_stream at release
+  bool release_pending = false;     // released_event recorded, not yet waited for
   void* consumer_stream = nullptr;  // cudaStream_t whose work a release waits for
 };
 

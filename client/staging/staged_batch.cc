@@ -24,9 +24,7 @@ const Batch& StagedBatch::batch() const { return slot_->batch; }
 StagingMemory StagedBatch::memory() const { return ring_->copier().memory(); }
 int StagedBatch::device() const { return ring_->copier().device(); }
 
-const std::byte* StagedBatch::data() const {
-  return memory() == StagingMemory::kDevice ? slot_->device : slot_->host;
-}
+const std::byte* StagedBatch::data() const { return memory() == StagingMemory::kDevice ? slot_->device : slot_->host; }
 
 const std::byte* StagedBatch::host_data() const { return slot_->host; }
 size_t StagedBatch::bytes() const { return slot_->bytes; }

@@ -16,9 +16,7 @@ namespace strata {
 
 namespace {
 
-Status Bad(const std::string& where, const std::string& what) {
-  return Status::InvalidArgument(where + ": " + what);
-}
+Status Bad(const std::string& where, const std::string& what) { return Status::InvalidArgument(where + ": " + what); }
 
 // Parsers of a field's text (a flag's value, or a YAML scalar), by type. The
 // error says what was expected; the caller names where.
@@ -83,7 +81,8 @@ Status ParseText(const std::string& text, std::vector<ClusterConfig::Peer>* out)
     const size_t slash = item.find('/');
     if (eq == std::string::npos || eq == 0 || eq + 1 == item.size() || slash + 1 == item.size() ||
         (slash != std::string::npos && slash < eq + 2)) {
-      return Status::InvalidArgument("expected ID=HOST:PORT[/PEER_HOST:PEER_PORT][@ZONE[/RACK]][,...], got '" + item + "'");
+      return Status::InvalidArgument("expected ID=HOST:PORT[/PEER_HOST:PEER_PORT][@ZONE[/RACK]][,...], got '" + item +
+                                     "'");
     }
     if (slash == std::string::npos) {
       out->push_back({item.substr(0, eq), item.substr(eq + 1), "", zone, rack});
@@ -97,8 +96,8 @@ Status ParseText(const std::string& text, std::vector<ClusterConfig::Peer>* out)
 }
 
 Status ReadScalarText(const YAML::Node& node, const char* expected, std::string* out) {
-  if (!node.IsScalar()) return Status::InvalidArgument(std::string("expected ") + expected + ", got '" +
-                                                       YAML::Dump(node) + "'");
+  if (!node.IsScalar())
+    return Status::InvalidArgument(std::string("expected ") + expected + ", got '" + YAML::Dump(node) + "'");
   *out = node.Scalar();
   return Status::OK();
 }
@@ -255,7 +254,9 @@ void AddConfigFlags(CLI::App& app, NodeFlags* flags) {
     const char* operator()(uint32_t*) const { return "N"; }
     const char* operator()(uint64_t*) const { return "SIZE"; }
     const char* operator()(std::vector<std::string>*) const { return "A,B,..."; }
-    const char* operator()(std::vector<ClusterConfig::Peer>*) const { return "ID=HOST:PORT[/PEER_HOST:PEER_PORT][@ZONE[/RACK]],..."; }
+    const char* operator()(std::vector<ClusterConfig::Peer>*) const {
+      return "ID=HOST:PORT[/PEER_HOST:PEER_PORT][@ZONE[/RACK]],...";
+    }
   };
   NodeConfig probe;
   for (const auto& f : ConfigFields()) {

@@ -26,19 +26,19 @@ struct ClusterConfig {
     std::string zone;          // its failure domains (as its own cluster.zone, cluster.rack); empty: none
     std::string rack;
   };
-  std::string name = "strata";         // etcd key prefix /strata/<name>/
-  std::string membership = "static";   // "static" (the node list below) or "etcd"
-  std::vector<Peer> nodes;             // static: every node, this one included; empty: this node alone
-  std::vector<std::string> etcd_endpoints;  // etcd: HOST:PORT of the etcd cluster
-  uint32_t lease_ttl_s = 5;            // etcd: a node's registration lives this long without keep-alives
-  std::string advertise;               // address others use for this node; default: the bound listen address
-  std::string zone;                    // this node's failure domain: copies of a shard go to distinct zones
-  std::string rack;                    // within the zone: copies go to distinct racks where zones run out
-  uint32_t heartbeat_interval_ms = 1000;  // static: ping period
-  uint32_t failure_timeout_ms = 3000;  // static: unanswered pings this long mark a node down
-  uint32_t grace_period_s = 300;       // a node down this long leaves the map; its shards are re-replicated
+  std::string name = "strata";                   // etcd key prefix /strata/<name>/
+  std::string membership = "static";             // "static" (the node list below) or "etcd"
+  std::vector<Peer> nodes;                       // static: every node, this one included; empty: this node alone
+  std::vector<std::string> etcd_endpoints;       // etcd: HOST:PORT of the etcd cluster
+  uint32_t lease_ttl_s = 5;                      // etcd: a node's registration lives this long without keep-alives
+  std::string advertise;                         // address others use for this node; default: the bound listen address
+  std::string zone;                              // this node's failure domain: copies of a shard go to distinct zones
+  std::string rack;                              // within the zone: copies go to distinct racks where zones run out
+  uint32_t heartbeat_interval_ms = 1000;         // static: ping period
+  uint32_t failure_timeout_ms = 3000;            // static: unanswered pings this long mark a node down
+  uint32_t grace_period_s = 300;                 // a node down this long leaves the map; its shards are re-replicated
   uint64_t repair_bytes_per_sec = 256ull << 20;  // repair and rebalance copy rate (per node)
-  uint32_t repair_interval_ms = 2000;  // how often a node checks what placement gives it
+  uint32_t repair_interval_ms = 2000;            // how often a node checks what placement gives it
   uint64_t scrub_bytes_per_sec = 32ull << 20;    // background checksum verification; 0 disables
 };
 
@@ -47,27 +47,28 @@ struct ClusterConfig {
 uint64_t DefaultCacheBytes();
 
 struct NodeConfig {
-  std::string node_id = "node-1";            // names this node in logs, metrics and the cluster map
-  std::string listen = "127.0.0.1:7400";     // gRPC address (port 0 picks a free port)
+  std::string node_id = "node-1";                 // names this node in logs, metrics and the cluster map
+  std::string listen = "127.0.0.1:7400";          // gRPC address (port 0 picks a free port)
   std::string metrics_listen = "127.0.0.1:9400";  // Prometheus /metrics; empty disables
-  std::string peer_listen;                   // PeerService on its own address; empty: on `listen`
-  std::string data_dir = "./strata-data";    // shard files and the RocksDB metadata
-  std::string log_level = "info";            // trace, debug, info, warn, error
-  uint64_t shard_target_bytes = 64ull << 20; // cut a shard when it reaches this size
-  uint32_t io_threads = 4;                   // threads that build batches and write shards
-  uint32_t prefetch_batches = 2;             // batches built ahead of the network, per stream
-  uint64_t cache_bytes = DefaultCacheBytes(); // shard bytes kept in memory by the block cache; 0 disables it
-  uint64_t cache_block_bytes = 2ull << 20;   // the cache's unit: an aligned range of a shard file
-  uint64_t decompressed_cache_bytes = 256ull << 20;  // compressed datasets' blocks kept decompressed; 0: none (see DecompressedCacheBytes)
+  std::string peer_listen;                        // PeerService on its own address; empty: on `listen`
+  std::string data_dir = "./strata-data";         // shard files and the RocksDB metadata
+  std::string log_level = "info";                 // trace, debug, info, warn, error
+  uint64_t shard_target_bytes = 64ull << 20;      // cut a shard when it reaches this size
+  uint32_t io_threads = 4;                        // threads that build batches and write shards
+  uint32_t prefetch_batches = 2;                  // batches built ahead of the network, per stream
+  uint64_t cache_bytes = DefaultCacheBytes();     // shard bytes kept in memory by the block cache; 0 disables it
+  uint64_t cache_block_bytes = 2ull << 20;        // the cache's unit: an aligned range of a shard file
+  uint64_t decompressed_cache_bytes =
+      256ull << 20;  // compressed datasets' blocks kept decompressed; 0: none (see DecompressedCacheBytes)
   // The server's whole resident memory (VmRSS: code, heap, mapped shards),
   // kept by giving the block cache only what the rest leaves (see
   // server/storage/block_cache.h). 0: no such budget; cache_bytes alone bounds the cache.
   uint64_t memory_budget = 0;
-  uint32_t read_ahead_steps = 4;             // steps each stream plans and reads in ahead (with the cache)
-  uint64_t max_part_bytes = 16ull << 20;     // a batch larger than this is sent in parts
-  uint64_t max_message_bytes = 256ull << 20; // largest gRPC message accepted (ingest)
-  uint32_t drain_timeout_ms = 5000;          // SIGTERM: time streams get to finish
-  uint32_t max_streams = 1024;               // concurrent batch streams
+  uint32_t read_ahead_steps = 4;              // steps each stream plans and reads in ahead (with the cache)
+  uint64_t max_part_bytes = 16ull << 20;      // a batch larger than this is sent in parts
+  uint64_t max_message_bytes = 256ull << 20;  // largest gRPC message accepted (ingest)
+  uint32_t drain_timeout_ms = 5000;           // SIGTERM: time streams get to finish
+  uint32_t max_streams = 1024;                // concurrent batch streams
   // Free space on data_dir's file system ("5%" of it, or a size such as
   // "1GiB"): below the low watermark the node refuses ingests and incoming
   // replicas; below the high one it takes no new replicas (placement and
@@ -98,13 +99,13 @@ struct ConfigField {
   // a string, a count (uint32, decimal), a byte size (uint64, "64MiB"), a list
   // of strings (YAML sequence; a flag takes A,B,C) or the static node list
   // (YAML sequence of {id, address}; a flag takes ID=HOST:PORT,...).
-  using Ref = std::variant<std::string*, uint32_t*, uint64_t*, std::vector<std::string>*,
-                           std::vector<ClusterConfig::Peer>*>;
+  using Ref =
+      std::variant<std::string*, uint32_t*, uint64_t*, std::vector<std::string>*, std::vector<ClusterConfig::Peer>*>;
 
-  const char* key;            // YAML key; "cluster.x" is x inside the cluster: mapping
-  const char* alias;          // an older, shorter flag that sets it too; nullptr: none
-  const char* default_text;   // the default as the reference states it; nullptr: the value in NodeConfig{}
-  const char* help;           // one line, Markdown allowed; the flag's --help and the README's "meaning"
+  const char* key;           // YAML key; "cluster.x" is x inside the cluster: mapping
+  const char* alias;         // an older, shorter flag that sets it too; nullptr: none
+  const char* default_text;  // the default as the reference states it; nullptr: the value in NodeConfig{}
+  const char* help;          // one line, Markdown allowed; the flag's --help and the README's "meaning"
   Ref (*ref)(NodeConfig&);
   // Checks the value, the rest of the config at hand. nullptr: any value that parses
   // is fine. Its error names the key (ValidateNodeConfig adds it if not).

@@ -55,7 +55,8 @@ Status CheckCacheBytes(const NodeConfig& c) {
 
 Status CheckMemoryBudget(const NodeConfig& c) {
   if (c.memory_budget != 0 && c.memory_budget < kMinMemoryBudget) {
-    return Invalid("memory_budget must be 0 (none) or at least 32 MiB: stratad's code and heap alone take about 25 MiB");
+    return Invalid(
+        "memory_budget must be 0 (none) or at least 32 MiB: stratad's code and heap alone take about 25 MiB");
   }
   if (c.memory_budget != 0 && c.cache_bytes == 0) {
     return Invalid("memory_budget needs the block cache, which keeps the server within it: cache_bytes must not be 0");
@@ -97,7 +98,8 @@ Status CheckNodes(const NodeConfig& c) {
     STRATA_RETURN_IF_ERROR(CheckDomainName(n.rack, "cluster.nodes " + n.id + " rack"));
     if (n.id == c.node_id && ((!n.zone.empty() && n.zone != c.cluster.zone && !c.cluster.zone.empty()) ||
                               (!n.rack.empty() && n.rack != c.cluster.rack && !c.cluster.rack.empty()))) {
-      return Invalid("cluster.nodes gives this node ('" + c.node_id + "') another zone or rack than cluster.zone and "
+      return Invalid("cluster.nodes gives this node ('" + c.node_id +
+                     "') another zone or rack than cluster.zone and "
                      "cluster.rack");
     }
     self_listed = self_listed || n.id == c.node_id;
@@ -137,8 +139,7 @@ Status CheckFailureTimeout(const NodeConfig& c) {
 
 const std::vector<ConfigField>& ConfigFields() {
   static const std::vector<ConfigField> kFields = {
-      {"node_id", nullptr, nullptr, "name in logs, metrics and the cluster", STRATA_REF(node_id), CheckNodeId,
-       nullptr},
+      {"node_id", nullptr, nullptr, "name in logs, metrics and the cluster", STRATA_REF(node_id), CheckNodeId, nullptr},
       {"listen", nullptr, nullptr, "gRPC address; port 0 picks a free port", STRATA_REF(listen),
        [](const NodeConfig& c) { return CheckAddress(c.listen, "listen"); }, nullptr},
       {"metrics_listen", nullptr, nullptr, "Prometheus `/metrics`; empty disables", STRATA_REF(metrics_listen),
@@ -157,8 +158,7 @@ const std::vector<ConfigField>& ConfigFields() {
       {"data_dir", nullptr, nullptr, "shard files (`shards/`) and RocksDB metadata (`meta/`)", STRATA_REF(data_dir),
        [](const NodeConfig& c) { return c.data_dir.empty() ? Invalid("data_dir must not be empty") : Status::OK(); },
        nullptr},
-      {"log_level", nullptr, nullptr, "trace, debug, info, warn, error", STRATA_REF(log_level), CheckLogLevel,
-       nullptr},
+      {"log_level", nullptr, nullptr, "trace, debug, info, warn, error", STRATA_REF(log_level), CheckLogLevel, nullptr},
       {"shard_target_bytes", nullptr, nullptr, "shard size at ingest (a client may ask for another)",
        STRATA_REF(shard_target_bytes),
        [](const NodeConfig& c) {
@@ -169,16 +169,14 @@ const std::vector<ConfigField>& ConfigFields() {
        nullptr},
       {"io_threads", nullptr, nullptr, "threads that build batches and write shards", STRATA_REF(io_threads),
        [](const NodeConfig& c) {
-         return c.io_threads < 1 || c.io_threads > 256 ? Invalid("io_threads must be between 1 and 256")
-                                                       : Status::OK();
+         return c.io_threads < 1 || c.io_threads > 256 ? Invalid("io_threads must be between 1 and 256") : Status::OK();
        },
        nullptr},
       {"prefetch_batches", nullptr, nullptr, "batches built ahead of the network per stream",
        STRATA_REF(prefetch_batches),
        [](const NodeConfig& c) {
-         return c.prefetch_batches < 1 || c.prefetch_batches > 64
-                    ? Invalid("prefetch_batches must be between 1 and 64")
-                    : Status::OK();
+         return c.prefetch_batches < 1 || c.prefetch_batches > 64 ? Invalid("prefetch_batches must be between 1 and 64")
+                                                                  : Status::OK();
        },
        nullptr},
       {"cache_bytes", nullptr, "a quarter of RAM",
@@ -198,7 +196,7 @@ const std::vector<ConfigField>& ConfigFields() {
        STRATA_REF(decompressed_cache_bytes),
        [](const NodeConfig& c) {
          return c.decompressed_cache_bytes > (1ull << 40) ? Invalid("decompressed_cache_bytes must be at most 1TiB")
-                                                         : Status::OK();
+                                                          : Status::OK();
        },
        nullptr},
       {"read_ahead_steps", nullptr, nullptr, "steps each stream plans ahead and whose blocks it reads in",
@@ -224,9 +222,7 @@ const std::vector<ConfigField>& ConfigFields() {
       {"drain_timeout_ms", nullptr, nullptr, "time open streams and ingests get on SIGTERM",
        STRATA_REF(drain_timeout_ms), nullptr, nullptr},
       {"max_streams", nullptr, nullptr, "concurrent batch streams", STRATA_REF(max_streams),
-       [](const NodeConfig& c) {
-         return c.max_streams < 1 ? Invalid("max_streams must be at least 1") : Status::OK();
-       },
+       [](const NodeConfig& c) { return c.max_streams < 1 ? Invalid("max_streams must be at least 1") : Status::OK(); },
        nullptr},
       {"metrics_max_datasets", nullptr, nullptr,
        "datasets that get their own series in `strata_served_*_by_dataset_total` (the first names served); later "
@@ -249,8 +245,8 @@ const std::vector<ConfigField>& ConfigFields() {
        STRATA_REF(cluster.membership), CheckMembership, nullptr},
       {"cluster.nodes", "--peers", "this node alone",
        "static membership: every node, this one included (`ID=HOST:PORT[/PEER_HOST:PEER_PORT][@ZONE[/RACK]],...` "
-       "as a flag; YAML `{id, address, peer_address, zone, rack}`)", STRATA_REF(cluster.nodes),
-       CheckNodes, [](NodeConfig& c) { c.cluster.membership = "static"; }},
+       "as a flag; YAML `{id, address, peer_address, zone, rack}`)",
+       STRATA_REF(cluster.nodes), CheckNodes, [](NodeConfig& c) { c.cluster.membership = "static"; }},
       {"cluster.etcd_endpoints", "--etcd", nullptr,
        "etcd membership: the etcd cluster (`HOST:PORT,...` as a flag; `https://HOST:PORT`: TLS with this node's "
        "certificates)",
@@ -264,9 +260,8 @@ const std::vector<ConfigField>& ConfigFields() {
        },
        nullptr},
       {"cluster.zone", "--zone", "none",
-       "this node's failure domain: a shard's R copies go to distinct zones when there are R",
-       STRATA_REF(cluster.zone), [](const NodeConfig& c) { return CheckDomainName(c.cluster.zone, "cluster.zone"); },
-       nullptr},
+       "this node's failure domain: a shard's R copies go to distinct zones when there are R", STRATA_REF(cluster.zone),
+       [](const NodeConfig& c) { return CheckDomainName(c.cluster.zone, "cluster.zone"); }, nullptr},
       {"cluster.rack", "--rack", "none", "within the zone: copies sharing a zone go to distinct racks",
        STRATA_REF(cluster.rack), [](const NodeConfig& c) { return CheckDomainName(c.cluster.rack, "cluster.rack"); },
        nullptr},
@@ -301,8 +296,7 @@ const std::vector<ConfigField>& ConfigFields() {
       {"cluster.repair_interval_ms", nullptr, nullptr, "how often a node checks what placement gives it",
        STRATA_REF(cluster.repair_interval_ms),
        [](const NodeConfig& c) {
-         return c.cluster.repair_interval_ms < 10 ? Invalid("cluster.repair_interval_ms must be >= 10")
-                                                  : Status::OK();
+         return c.cluster.repair_interval_ms < 10 ? Invalid("cluster.repair_interval_ms must be >= 10") : Status::OK();
        },
        nullptr},
       {"cluster.scrub_bytes_per_sec", nullptr, nullptr, "background checksum verification rate; `0` disables",

@@ -1,10 +1,7 @@
 #include "server/base/metrics.h"
 
-#include "server/base/health_http.h"
-
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
-
 
 #include <cctype>
 #include <string_view>
@@ -12,6 +9,7 @@
 #include <vector>
 
 #include "common/mutex.h"
+#include "server/base/health_http.h"
 
 namespace strata {
 
@@ -22,7 +20,8 @@ using prometheus::BuildGauge;
 using prometheus::BuildHistogram;
 using prometheus::Registry;
 
-prometheus::Counter& MakeCounter(Registry& r, const std::string& node, const std::string& name, const std::string& help) {
+prometheus::Counter& MakeCounter(Registry& r, const std::string& node, const std::string& name,
+                                 const std::string& help) {
   return BuildCounter().Name(name).Help(help).Labels({{"node", node}}).Register(r).Add({});
 }
 
@@ -30,7 +29,8 @@ prometheus::Gauge& MakeGauge(Registry& r, const std::string& node, const std::st
   return BuildGauge().Name(name).Help(help).Labels({{"node", node}}).Register(r).Add({});
 }
 
-prometheus::Histogram& MakeLatency(Registry& r, const std::string& node, const std::string& name, const std::string& help) {
+prometheus::Histogram& MakeLatency(Registry& r, const std::string& node, const std::string& name,
+                                   const std::string& help) {
   return BuildHistogram().Name(name).Help(help).Labels({{"node", node}}).Register(r).Add({}, Metrics::LatencyBuckets());
 }
 
@@ -39,11 +39,11 @@ prometheus::Histogram& MakeReadLatency(prometheus::Family<prometheus::Histogram>
 }
 
 constexpr const char* kRejectReasonNames[Metrics::kRejectReasons] = {
-    "invalid_request",  // a request that does not parse or asks for the impossible
-    "draining",         // the node is shutting down
-    "too_many_streams", // max_streams reached
-    "stream_refused",   // the stream's dataset, version or plan was refused
-    "ingest_refused",   // an ingest failed validation or storage
+    "invalid_request",   // a request that does not parse or asks for the impossible
+    "draining",          // the node is shutting down
+    "too_many_streams",  // max_streams reached
+    "stream_refused",    // the stream's dataset, version or plan was refused
+    "ingest_refused",    // an ingest failed validation or storage
 };
 
 // "rocksdb.estimate-num-keys" -> "estimate_num_keys": metric names allow [a-zA-Z0-9_] only.
@@ -94,9 +94,11 @@ class Metrics::ScrapeCollectable : public prometheus::Collectable {
 Metrics::Metrics(const std::string& node_id)
     : registry_(std::make_shared<Registry>()),
       node_id_(node_id),
-      bytes_served(MakeCounter(*registry_, node_id_, "strata_served_bytes_total", "Payload bytes sent to clients in batches")),
+      bytes_served(
+          MakeCounter(*registry_, node_id_, "strata_served_bytes_total", "Payload bytes sent to clients in batches")),
       samples_served(MakeCounter(*registry_, node_id_, "strata_served_samples_total", "Samples sent to clients")),
-      batches_served(MakeCounter(*registry_, node_id_, "strata_served_batches_total", "Batch messages sent to clients")),
+      batches_served(
+          MakeCounter(*registry_, node_id_, "strata_served_batches_total", "Batch messages sent to clients")),
       streams_opened(MakeCounter(*registry_, node_id_, "strata_streams_opened_total", "Batch streams accepted")),
       active_streams(MakeGauge(*registry_, node_id_, "strata_active_streams", "Batch streams open now")),
       batch_build_seconds(MakeLatency(*registry_, node_id_, "strata_batch_build_seconds",
@@ -115,10 +117,12 @@ Metrics::Metrics(const std::string& node_id)
                                    "Shard bytes the block cache may hold now: cache_bytes, or less where "
                                    "memory_budget leaves less")),
       samples_ingested(MakeCounter(*registry_, node_id_, "strata_ingested_samples_total", "Samples written by ingest")),
-      bytes_ingested(MakeCounter(*registry_, node_id_, "strata_ingested_bytes_total", "Payload bytes written by ingest")),
+      bytes_ingested(
+          MakeCounter(*registry_, node_id_, "strata_ingested_bytes_total", "Payload bytes written by ingest")),
       shards_written(MakeCounter(*registry_, node_id_, "strata_shards_written_total", "Shard files written")),
       versions_sealed(MakeCounter(*registry_, node_id_, "strata_versions_sealed_total", "Dataset versions sealed")),
-      ingests_aborted(MakeCounter(*registry_, node_id_, "strata_ingests_aborted_total", "Ingests that ended without a seal")),
+      ingests_aborted(
+          MakeCounter(*registry_, node_id_, "strata_ingests_aborted_total", "Ingests that ended without a seal")),
       active_ingests(MakeGauge(*registry_, node_id_, "strata_active_ingests", "Ingest sessions open now")),
       checksum_failures(MakeCounter(*registry_, node_id_, "strata_checksum_failures_total",
                                     "Records or files whose checksum did not match")),
@@ -193,8 +197,8 @@ Metrics::Metrics(const std::string& node_id)
 
 prometheus::Histogram::BucketBoundaries Metrics::LatencyBuckets() {
   // Literals, not products: 2.5 * 1e-5 is not the double nearest 2.5e-5.
-  return {1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2,
-          2.5e-2, 5e-2, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+  return {1e-5,   2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2,
+          2.5e-2, 5e-2,   0.1,  0.25, 0.5,    1,    2.5,  5,      10};
 }
 
 void Metrics::SetPeersUp(const std::map<std::string, bool>& up) {

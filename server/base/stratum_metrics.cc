@@ -9,9 +9,7 @@ namespace strata {
 
 namespace {
 
-prometheus::Histogram::BucketBoundaries DeviationBuckets() {
-  return {0.5, 1, 1.5, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64};
-}
+prometheus::Histogram::BucketBoundaries DeviationBuckets() { return {0.5, 1, 1.5, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64}; }
 
 }  // namespace
 

@@ -12,7 +12,6 @@
 #include <fstream>
 #include <sstream>
 
-
 namespace strata {
 
 namespace {
@@ -125,8 +124,8 @@ Result<std::string> TlsReloader::Reload() {
                                    source_.cert);
   }
   if (X509_cmp_current_time(X509_get0_notAfter(chain.front().get())) <= 0) {
-    return Status::InvalidArgument("the certificate " + source_.cert + " expired (" +
-                                   NotAfter(chain.front().get()) + ")");
+    return Status::InvalidArgument("the certificate " + source_.cert + " expired (" + NotAfter(chain.front().get()) +
+                                   ")");
   }
   std::vector<X509Ptr> cas;
   if (!source_.client_ca.empty()) {

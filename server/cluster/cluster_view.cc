@@ -27,8 +27,8 @@ void ClusterView::Update(const v1::ClusterMap& map) {
     if (map.epoch() < map_.epoch() && map.membership() == map_.membership()) return;  // stale
     // New disk figures alone (membership passes them every heartbeat) are
     // taken but wake no subscriber: nothing to place or repair anew.
-    const bool disks_only = !google::protobuf::util::MessageDifferencer::Equals(map, map_) &&
-                            SameApartFromDisks(map, map_);
+    const bool disks_only =
+        !google::protobuf::util::MessageDifferencer::Equals(map, map_) && SameApartFromDisks(map, map_);
     map_ = map;
     if (!disks_only) subscribers = on_change_;
   }

@@ -59,8 +59,7 @@ Status ReadPeerFile(v1::PeerService::Stub* peer, const v1::FileRef& file, uint64
 }  // namespace
 
 Result<uint64_t> RebuildChunk(const RebuildDeps& d, const v1::DatasetInfo& info,
-                              const std::vector<uint64_t>& shard_bytes, const v1::FileRef& file,
-                              RateLimiter* limiter) {
+                              const std::vector<uint64_t>& shard_bytes, const v1::FileRef& file, RateLimiter* limiter) {
   if (!IsErasureCoded(info)) return Status::InvalidArgument(FileName(file) + " is not erasure coded");
   const uint32_t k = info.ec_data(), m = info.ec_parity();
   auto code = ErasureCode::Create(k, m);

@@ -45,7 +45,6 @@ struct RebuildDeps {
 // or the file is not one of its chunks; Corruption if the result fails its
 // checks.
 Result<uint64_t> RebuildChunk(const RebuildDeps& d, const v1::DatasetInfo& info,
-                              const std::vector<uint64_t>& shard_bytes, const v1::FileRef& file,
-                              RateLimiter* limiter);
+                              const std::vector<uint64_t>& shard_bytes, const v1::FileRef& file, RateLimiter* limiter);
 
 }  // namespace strata

@@ -100,8 +100,7 @@ void EtcdClient::RotateEndpoint(size_t failed) {
   current_.compare_exchange_strong(expected, (failed + 1) % endpoints_.size());
 }
 
-Status EtcdClient::Call(const char* what,
-                        const std::function<grpc::Status(Endpoint&, grpc::ClientContext*)>& call) {
+Status EtcdClient::Call(const char* what, const std::function<grpc::Status(Endpoint&, grpc::ClientContext*)>& call) {
   if (endpoints_.empty()) return Status::FailedPrecondition("etcd: no endpoints configured");
   const size_t start = current_.load();
   grpc::Status last;
@@ -144,8 +143,7 @@ Result<int64_t> EtcdClient::Put(const std::string& key, const std::string& value
   req.set_value(value);
   req.set_lease(lease);
   etcdserverpb::PutResponse resp;
-  STRATA_RETURN_IF_ERROR(
-      Call("put", [&](Endpoint& ep, grpc::ClientContext* c) { return ep.kv->Put(c, req, &resp); }));
+  STRATA_RETURN_IF_ERROR(Call("put", [&](Endpoint& ep, grpc::ClientContext* c) { return ep.kv->Put(c, req, &resp); }));
   return resp.header().revision();
 }
 
@@ -244,8 +242,8 @@ void EtcdKeepAlive::Run() {
     MutexLock lock(&mu_);
     if (stopping_) return;
     if (status.ok() && Clock::now() - last_ok >= ttl) {
-      status = Status::DeadlineExceeded("no keep-alive answered for the lease's TTL (" +
-                                        std::to_string(lease_.ttl_s) + " s) at " + client_->EndpointList());
+      status = Status::DeadlineExceeded("no keep-alive answered for the lease's TTL (" + std::to_string(lease_.ttl_s) +
+                                        " s) at " + client_->EndpointList());
     }
     if (!status.ok()) {
       lost_ = true;
@@ -330,8 +328,7 @@ Status EtcdKeepAlive::RunStream(Clock::time_point* last_ok) {
 
 // ----------------------------------------------------------------- EtcdWatch
 
-EtcdWatch::EtcdWatch(EtcdClient* client, std::string key, std::string range_end, int64_t start_revision,
-                     Callback fn)
+EtcdWatch::EtcdWatch(EtcdClient* client, std::string key, std::string range_end, int64_t start_revision, Callback fn)
     : client_(client),
       key_(std::move(key)),
       range_end_(std::move(range_end)),

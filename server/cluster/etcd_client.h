@@ -47,7 +47,7 @@ struct EtcdRange {
 
 struct EtcdCasResult {
   bool swapped = false;
-  int64_t revision = 0;  // swapped: the key's new mod_revision; else the store's revision
+  int64_t revision = 0;                 // swapped: the key's new mod_revision; else the store's revision
   std::optional<EtcdKeyValue> current;  // not swapped: the key as it is now (nullopt: absent)
 };
 
@@ -94,7 +94,7 @@ class EtcdKeepAlive {
   Mutex mu_;
   CondVar cv_;
   bool stopping_ GUARDED_BY(mu_) = false;
-  grpc::ClientContext* context_ GUARDED_BY(mu_) = nullptr;          // the open stream's
+  grpc::ClientContext* context_ GUARDED_BY(mu_) = nullptr;  // the open stream's
   std::thread thread_;
 };
 
@@ -134,7 +134,7 @@ class EtcdWatch {
 class EtcdClient {
  public:
   struct Options {
-    std::vector<std::string> endpoints;  // HOST:PORT (an "http://" prefix is accepted); non-empty
+    std::vector<std::string> endpoints;            // HOST:PORT (an "http://" prefix is accepted); non-empty
     std::chrono::milliseconds call_timeout{2000};  // deadline of every unary call
     // For "https://" endpoints: TLS with these credentials (stratad: the
     // node's own, server/base/security_config.h); null: TLS with the system's
@@ -159,8 +159,8 @@ class EtcdClient {
   Result<int64_t> Delete(const std::string& key);
   // If the key's mod_revision is `expected_mod_revision` (0: the key is absent),
   // writes `value`; otherwise reads the key. One transaction.
-  Result<EtcdCasResult> CompareAndSwap(const std::string& key, int64_t expected_mod_revision,
-                                       const std::string& value, int64_t lease = 0);
+  Result<EtcdCasResult> CompareAndSwap(const std::string& key, int64_t expected_mod_revision, const std::string& value,
+                                       int64_t lease = 0);
 
   Result<EtcdLease> LeaseGrant(int64_t ttl_s);
   // Deletes every key attached to the lease. NotFound if it no longer exists.
@@ -170,8 +170,7 @@ class EtcdClient {
   std::unique_ptr<EtcdKeepAlive> KeepAlive(EtcdLease lease, std::function<void(const Status&)> on_lost);
   // Watches `key` (prefix: every key starting with it) from `start_revision`
   // (inclusive; 0: from now). See EtcdWatch.
-  std::unique_ptr<EtcdWatch> Watch(const std::string& key, bool prefix, int64_t start_revision,
-                                   EtcdWatch::Callback fn);
+  std::unique_ptr<EtcdWatch> Watch(const std::string& key, bool prefix, int64_t start_revision, EtcdWatch::Callback fn);
 
   // The range_end that makes [prefix, range_end) every key with the prefix.
   static std::string PrefixEnd(const std::string& prefix);

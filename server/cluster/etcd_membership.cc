@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <map>
 
+#include "common/mutex.h"
 #include "server/base/security_config.h"
 #include "server/cluster/etcd_membership_impl.h"
-#include "common/mutex.h"
 
 namespace strata {
 
@@ -34,12 +34,9 @@ bool SameContent(const v1::ClusterMap& a, const v1::ClusterMap& b) {
 
 const char* StateName(v1::NodeState s) {
   switch (s) {
-    case v1::NODE_UP:
-      return "up";
-    case v1::NODE_DOWN:
-      return "down";
-    default:
-      return "unknown";
+    case v1::NODE_UP: return "up";
+    case v1::NODE_DOWN: return "down";
+    default: return "unknown";
   }
 }
 
@@ -350,11 +347,11 @@ void EtcdMembership::PublishDisks(std::map<std::string, v1::NodeInfo> disks) {
   v1::ClusterMap published;
   {
     MutexLock lock(&mu_);
-    const bool changed = disks.size() != disks_.size() ||
-                         !std::equal(disks.begin(), disks.end(), disks_.begin(), [](const auto& a, const auto& b) {
-                           return a.first == b.first &&
-                                  google::protobuf::util::MessageDifferencer::Equals(a.second, b.second);
-                         });
+    const bool changed =
+        disks.size() != disks_.size() ||
+        !std::equal(disks.begin(), disks.end(), disks_.begin(), [](const auto& a, const auto& b) {
+          return a.first == b.first && google::protobuf::util::MessageDifferencer::Equals(a.second, b.second);
+        });
     disks_ = std::move(disks);
     if (!changed || map_.epoch() == 0) return;  // before the first map read, Publish tells
     subs = subs_;

@@ -102,21 +102,21 @@ class EtcdMembership final : public Membership {
   EtcdLease lease_;
   bool registered_ = false;
   v1::NodeInfo registered_as_;  // as last written under nodes/<self>
-  bool etcd_ok_ = true;  // for logging transitions only
+  bool etcd_ok_ = true;         // for logging transitions only
   std::unique_ptr<EtcdKeepAlive> keep_alive_;
   std::unique_ptr<EtcdWatch> nodes_watch_;
   std::unique_ptr<EtcdWatch> map_watch_;
 
   mutable Mutex mu_;
   CondVar cv_;
-  v1::ClusterMap map_ GUARDED_BY(mu_);                        // as in etcd: no disk figures
+  v1::ClusterMap map_ GUARDED_BY(mu_);                         // as in etcd: no disk figures
   std::map<std::string, v1::NodeInfo> disks_ GUARDED_BY(mu_);  // by id, from the registrations
   std::vector<std::function<void(const v1::ClusterMap&)>> subs_ GUARDED_BY(mu_);
   bool started_ GUARDED_BY(mu_) = false;
   bool stopped_ GUARDED_BY(mu_) = false;
   bool stopping_ GUARDED_BY(mu_) = false;
-  bool lease_lost_ GUARDED_BY(mu_) = false;   // the keep-alive gave up
-  bool first_pass_ GUARDED_BY(mu_) = false;   // task_ has reconciled once
+  bool lease_lost_ GUARDED_BY(mu_) = false;  // the keep-alive gave up
+  bool first_pass_ GUARDED_BY(mu_) = false;  // task_ has reconciled once
   // Declared last: built after what its runs use. Stopped by Shutdown().
   PeriodicTask task_;
 };

@@ -9,10 +9,10 @@
 #include <filesystem>
 #include <random>
 
+#include "common/file_env.h"
 #include "common/grpc_status.h"
 #include "common/input_limits.h"
 #include "common/unique_fd.h"
-#include "common/file_env.h"
 #include "plan/stratum_index.h"
 #include "server/storage/local_files.h"
 #include "server/storage/parity_file.h"
@@ -61,8 +61,8 @@ Result<std::unique_ptr<FileReceiver>> FileReceiver::Begin(const DataDir& dir, co
   std::filesystem::create_directories(staging, ec);
   if (ec) return Status::IOError("cannot create " + staging + ": " + ec.message());
   std::random_device rd;
-  const std::string tmp = staging + "/.tmp." + std::filesystem::path(final_path.value()).filename().string() + "." +
-                          std::to_string(rd());
+  const std::string tmp =
+      staging + "/.tmp." + std::filesystem::path(final_path.value()).filename().string() + "." + std::to_string(rd());
   const int fd = Env().Open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoStatus("create " + tmp, errno);
   return std::unique_ptr<FileReceiver>(new FileReceiver(std::move(final_path).value(), tmp, fd, file));
@@ -173,7 +173,7 @@ Result<bool> PushFile(v1::PeerService::Stub* peer, const DataDir& dir, const v1:
                                [&](v1::FileChunk& chunk) { return writer->Write(chunk); });
   writer->WritesDone();
   Status remote = FromGrpcStatus(writer->Finish());
-  if (!remote.ok()) return remote;  // the peer's reason beats "the receiver stopped"
+  if (!remote.ok()) return remote;           // the peer's reason beats "the receiver stopped"
   if (reply.already_present()) return true;  // it may have stopped the transfer early
   if (!read.ok()) return read;
   return false;

@@ -14,10 +14,10 @@
 #include <string>
 #include <string_view>
 
-#include "common/unique_fd.h"
-#include "server/storage/aligned_writer.h"
 #include "common/status.h"
+#include "common/unique_fd.h"
 #include "server/cluster/rate_limiter.h"
+#include "server/storage/aligned_writer.h"
 #include "server/storage/data_dir.h"
 #include "strata/v1/cluster.grpc.pb.h"
 

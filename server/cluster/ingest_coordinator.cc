@@ -53,27 +53,30 @@ Result<std::unique_ptr<IngestSession>> IngestCoordinator::Start(const v1::Ingest
                                      std::to_string(o.ec_parity()) + " needs K >= 1, M >= 1 and K + M <= 32");
     }
     if (o.ec_data() + o.ec_parity() > members.size()) {
-      return Status::InvalidArgument("erasure code ec:" + std::to_string(o.ec_data()) + "+" +
-                                     std::to_string(o.ec_parity()) + " needs at least " +
-                                     std::to_string(o.ec_data() + o.ec_parity()) + " nodes; the cluster has " +
-                                     std::to_string(members.size()));
+      return Status::InvalidArgument(
+          "erasure code ec:" + std::to_string(o.ec_data()) + "+" + std::to_string(o.ec_parity()) + " needs at least " +
+          std::to_string(o.ec_data() + o.ec_parity()) + " nodes; the cluster has " + std::to_string(members.size()));
     }
     if (o.write_policy() == v1::WRITE_QUORUM && o.write_quorum() != 0 && o.write_quorum() != o.ec_data()) {
-      return Status::InvalidArgument("with erasure coding, quorum waits for the K data shards of each stripe: "
-                                     "--write-quorum must be " + std::to_string(o.ec_data()) + " or left out");
+      return Status::InvalidArgument(
+          "with erasure coding, quorum waits for the K data shards of each stripe: "
+          "--write-quorum must be " +
+          std::to_string(o.ec_data()) + " or left out");
     }
   }
   if (!ec && o.replication() == 0) o.set_replication(DefaultReplication(members.size()));
   if (!ec && o.replication() > members.size()) {
-    return Status::InvalidArgument("replication " + std::to_string(o.replication()) + " needs at least that many nodes; "
-                                   "the cluster has " + std::to_string(members.size()));
+    return Status::InvalidArgument("replication " + std::to_string(o.replication()) +
+                                   " needs at least that many nodes; "
+                                   "the cluster has " +
+                                   std::to_string(members.size()));
   }
   if (!ec && o.write_policy() == v1::WRITE_QUORUM && (o.write_quorum() < 1 || o.write_quorum() > o.replication())) {
     return Status::InvalidArgument("write quorum must be between 1 and the replication factor (" +
                                    std::to_string(o.replication()) + ")");
   }
   const uint32_t need = ec                                     ? 1
-                        : o.write_policy() == v1::WRITE_SYNC     ? o.replication()
+                        : o.write_policy() == v1::WRITE_SYNC   ? o.replication()
                         : o.write_policy() == v1::WRITE_QUORUM ? o.write_quorum()
                                                                : 1;
   if (need > up) {

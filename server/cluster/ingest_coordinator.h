@@ -14,8 +14,8 @@
 #include "server/cluster/cluster_view.h"
 #include "server/cluster/peer_disks.h"
 #include "server/cluster/replicator.h"
-#include "server/cluster/version_numbers.h"
 #include "server/cluster/version_delete.h"
+#include "server/cluster/version_numbers.h"
 #include "server/cluster/version_sync.h"
 #include "server/ingest/ingest_session.h"
 #include "server/storage/catalog.h"
@@ -36,10 +36,10 @@ class IngestCoordinator {
     Replicator* replicator = nullptr;
     const VersionSync* versions = nullptr;
     Metrics* metrics = nullptr;
-    const DiskSpace* disk = nullptr;         // ingests are refused below its low watermark
-    const PeerDisks* peer_disks = nullptr;   // full nodes get no copies; nullptr: none known
+    const DiskSpace* disk = nullptr;          // ingests are refused below its low watermark
+    const PeerDisks* peer_disks = nullptr;    // full nodes get no copies; nullptr: none known
     const VersionNumbers* numbers = nullptr;  // numbers new versions (nullptr: the catalog's next)
-    VersionDeleter* deleter = nullptr;  // retention after a seal (nullptr: keep_versions ignored)
+    VersionDeleter* deleter = nullptr;        // retention after a seal (nullptr: keep_versions ignored)
   };
   IngestCoordinator(Deps deps, IngestLimits limits);
 

@@ -19,7 +19,8 @@ constexpr std::chrono::minutes kSealTimeout{10};
 }  // namespace
 
 IngestReplication::IngestReplication(LocalFiles* files, Replicator* replicator, const VersionSync* versions,
-                                     v1::ClusterMap map, uint32_t replication, v1::WritePolicy policy, uint32_t quorum, std::set<std::string> full)
+                                     v1::ClusterMap map, uint32_t replication, v1::WritePolicy policy, uint32_t quorum,
+                                     std::set<std::string> full)
     : files_(files),
       replicator_(replicator),
       versions_(versions),
@@ -61,10 +62,10 @@ std::shared_ptr<Replicator::Copies> IngestReplication::Place(const v1::FileRef& 
 }
 
 Status IngestReplication::FinishStripe(uint32_t stripe) {
-  const v1::FileRef first = StripeFile(written_.front().dataset(), written_.front().version(), stripe, ec_k_, ec_k_,
-                                       ec_m_);
-  STRATA_RETURN_IF_ERROR(WriteStripeParity(*ec_dir_, first.dataset(), first.version(), stripe, ec_k_, ec_m_,
-                                           data_shards_));
+  const v1::FileRef first =
+      StripeFile(written_.front().dataset(), written_.front().version(), stripe, ec_k_, ec_k_, ec_m_);
+  STRATA_RETURN_IF_ERROR(
+      WriteStripeParity(*ec_dir_, first.dataset(), first.version(), stripe, ec_k_, ec_m_, data_shards_));
   for (uint32_t p = 0; p < ec_m_; ++p) {
     const v1::FileRef file = StripeFile(first.dataset(), first.version(), stripe, ec_k_ + p, ec_k_, ec_m_);
     files_->Add(file);
@@ -146,8 +147,9 @@ void IngestReplication::AfterSeal(const v1::VersionRecord& sealed) {
   if (map_.nodes_size() > 1) versions_->Broadcast(sealed.info().name(), sealed.info().version());
   if (deleter_ != nullptr && sealed.info().keep_versions() > 0) {
     auto deleted = deleter_->ApplyRetention(sealed.info().name(), sealed.info().keep_versions());
-    if (!deleted.ok()) spdlog::warn("after sealing {}@{}: {}", sealed.info().name(), sealed.info().version(),
-                                    deleted.status().ToString());
+    if (!deleted.ok())
+      spdlog::warn("after sealing {}@{}: {}", sealed.info().name(), sealed.info().version(),
+                   deleted.status().ToString());
   }
 }
 

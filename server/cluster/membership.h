@@ -35,8 +35,8 @@
 
 #include "common/placement.h"
 #include "common/status.h"
-#include "server/cluster/peer_clients.h"
 #include "server/base/config.h"
+#include "server/cluster/peer_clients.h"
 #include "server/storage/disk_space.h"
 #include "strata/v1/cluster.pb.h"
 

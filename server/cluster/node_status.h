@@ -31,7 +31,7 @@ class NodeStatus {
     const ActiveWork* streams = nullptr;
     const ActiveWork* ingests = nullptr;
     Metrics* metrics = nullptr;
-    const DiskSpace* disk = nullptr;  // nullptr: no disk figures
+    const DiskSpace* disk = nullptr;        // nullptr: no disk figures
     const PeerDisks* peer_disks = nullptr;  // nullptr: no full nodes known
   };
   // Reads the node's id, addresses and data directory from `config`.

@@ -1,6 +1,6 @@
 #include "server/cluster/peer_clients.h"
-#include "common/mutex.h"
 
+#include "common/mutex.h"
 #include "server/base/security_config.h"
 
 namespace strata {

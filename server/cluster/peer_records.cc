@@ -3,21 +3,19 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/post.hpp>
-
 #include <chrono>
 
 #include "common/dataset_ref.h"
 #include "common/placement.h"
-#include "server/cluster/ec_rebuild.h"
 #include "server/base/grpc_handoff.h"
+#include "server/cluster/ec_rebuild.h"
 #include "server/cluster/membership.h"
 #include "server/storage/ec_stripes.h"
 
 namespace strata {
 
 PeerRecords::PeerRecords(const ClusterView* view, PeerClients* peers, DatasetCache* cache, DataDir* dir,
-                         LocalFiles* files, Repairer* repairer, Metrics* metrics,
-                         boost::asio::any_io_executor rebuilds)
+                         LocalFiles* files, Repairer* repairer, Metrics* metrics, boost::asio::any_io_executor rebuilds)
     : view_(view),
       peers_(peers),
       cache_(cache),
@@ -34,8 +32,8 @@ Status PeerRecords::ReadLocal(const v1::FileRef& shard, uint64_t index, std::str
   if (!version.ok()) return version.status();
   if (shard.seq() >= version.value()->num_shards()) return Status::NotFound("no shard " + FileName(shard));
   const auto& info = version.value()->shard(shard.seq()).info();
-  if (index >= info.samples()) return Status::OutOfRange("record " + std::to_string(index) + " past the end of " +
-                                                          FileName(shard));
+  if (index >= info.samples())
+    return Status::OutOfRange("record " + std::to_string(index) + " past the end of " + FileName(shard));
   Status s = version.value()->ReadRaw(info.first_id() + index, raw);
   if (s.IsCorruption()) {
     metrics_->checksum_failures.Increment();
@@ -169,8 +167,7 @@ void PeerRecords::AskNext(std::shared_ptr<AsyncFetch> f) {
     return;
   }
   if (!f->ec) {
-    return f->done(Status::Unavailable("no node could provide records of " + FileName(f->shard) + ":" + f->errors),
-                   {});
+    return f->done(Status::Unavailable("no node could provide records of " + FileName(f->shard) + ":" + f->errors), {});
   }
   // A degraded read blocks (K chunk reads and the decode): on its executor,
   // never on the gRPC thread that ran the last call's callback.

@@ -10,7 +10,6 @@
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
-
 #include <memory>
 #include <span>
 #include <string>

@@ -9,8 +9,8 @@
 #include "common/mutex.h"
 #include "common/placement.h"
 #include "server/cluster/ec_rebuild.h"
-#include "server/cluster/file_transfer.h"
 #include "server/cluster/file_placement.h"
+#include "server/cluster/file_transfer.h"
 #include "server/cluster/membership.h"
 #include "server/cluster/shard_health.h"
 #include "server/storage/ec_stripes.h"
@@ -149,20 +149,19 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
     if (ec || file.kind() == v1::FileRef::PARITY) {
       if (record.ok()) sources = FileRanked(record->info(), file, members);
     } else {
-      sources = members.RankIds(file.kind() == v1::FileRef::SHARD
-                                    ? ShardFileKey(file.dataset(), file.version(), file.seq())
-                                    : StrataIndexFileKey(file.dataset(), file.version()));
+      sources =
+          members.RankIds(file.kind() == v1::FileRef::SHARD ? ShardFileKey(file.dataset(), file.version(), file.seq())
+                                                            : StrataIndexFileKey(file.dataset(), file.version()));
     }
     bool copied = false;
     for (const std::string& source : sources) {
       const v1::NodeInfo* info = FindNode(map, source);
       if (source == self || info == nullptr || info->state() != v1::NODE_UP) continue;
-      auto pulled = PullFile(d_.peers->Peer(*info).get(), *d_.dir, file,
-                             &limiter_, kCopyTimeout);
+      auto pulled = PullFile(d_.peers->Peer(*info).get(), *d_.dir, file, &limiter_, kCopyTimeout);
       if (pulled.ok()) {
         d_.files->Add(file);
         if (d_.versions->DropIfDeleted(file)) break;  // deleted while it was copied
-        if (pulled.value() == 0) {  // it was here all along: the inventory had missed it
+        if (pulled.value() == 0) {                    // it was here all along: the inventory had missed it
           copied = true;
           break;
         }
@@ -186,8 +185,8 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
       for (const auto& s : d_.catalog->ListShards(file.dataset(), file.version()).value_or({})) {
         bytes.push_back(s.info().bytes());
       }
-      auto rebuilt = RebuildChunk(RebuildDeps{d_.view, d_.peers, d_.dir, d_.files}, record->info(), bytes, file,
-                                  &limiter_);
+      auto rebuilt =
+          RebuildChunk(RebuildDeps{d_.view, d_.peers, d_.dir, d_.files}, record->info(), bytes, file, &limiter_);
       if (rebuilt.ok()) {
         ++files_copied_;
         bytes_copied_ += rebuilt.value();
@@ -208,8 +207,8 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
 }
 
 void Repairer::ReleaseExtras(const v1::ClusterMap& map) {
-  const bool all_up = std::all_of(map.nodes().begin(), map.nodes().end(),
-                                  [](const auto& n) { return n.state() == v1::NODE_UP; });
+  const bool all_up =
+      std::all_of(map.nodes().begin(), map.nodes().end(), [](const auto& n) { return n.state() == v1::NODE_UP; });
   const auto settle = 4 * interval_;
   if (!all_up || std::chrono::steady_clock::now() - map_changed_at_ < settle) return;
   // What each holder holds, per version, asked at most once per round.

@@ -104,8 +104,8 @@ Status Replicator::Copies::WaitFor(uint32_t n, std::chrono::steady_clock::time_p
     return Status::DeadlineExceeded("timed out waiting for " + std::to_string(n) + " copies of " + FileName(file_) +
                                     " (" + std::to_string(confirmed_.size()) + " so far)");
   }
-  return Status::Unavailable("only " + std::to_string(confirmed_.size()) + " of " + std::to_string(n) +
-                             " copies of " + FileName(file_) + " could be written; last error: " + last_error_);
+  return Status::Unavailable("only " + std::to_string(confirmed_.size()) + " of " + std::to_string(n) + " copies of " +
+                             FileName(file_) + " could be written; last error: " + last_error_);
 }
 
 uint32_t Replicator::Copies::confirmed() const {
@@ -118,8 +118,7 @@ std::vector<std::string> Replicator::Copies::holders() const {
   return {confirmed_.begin(), confirmed_.end()};
 }
 
-Replicator::Replicator(std::string self_id, const DataDir* dir, PeerClients* peers, Metrics* metrics,
-                       size_t threads)
+Replicator::Replicator(std::string self_id, const DataDir* dir, PeerClients* peers, Metrics* metrics, size_t threads)
     // pool_: owned by the replicator (joined by Stop). Purpose: pushing newly
     // sealed files to their other holders; each push blocks on a peer stream.
     : self_id_(std::move(self_id)), dir_(dir), peers_(peers), metrics_(metrics), pool_(threads) {}

@@ -25,9 +25,9 @@
 
 #include "common/mutex.h"
 #include "common/status.h"
+#include "server/base/metrics.h"
 #include "server/cluster/peer_clients.h"
 #include "server/storage/data_dir.h"
-#include "server/base/metrics.h"
 #include "strata/v1/cluster.pb.h"
 
 namespace strata {
@@ -44,8 +44,7 @@ class Replicator {
     // Calls `done` once, with what WaitFor would return, without blocking:
     // at once on the calling thread when that is known now, else on the
     // replicator's pool (when a push ends, or at `deadline`).
-    void WhenConfirmed(uint32_t n, std::chrono::steady_clock::time_point deadline,
-                       std::function<void(Status)> done);
+    void WhenConfirmed(uint32_t n, std::chrono::steady_clock::time_point deadline, std::function<void(Status)> done);
     uint32_t confirmed() const;
     std::vector<std::string> holders() const;  // nodes with a confirmed copy
 

@@ -1,8 +1,8 @@
 #include "server/cluster/shard_health.h"
 
 #include "common/placement.h"
-#include "server/cluster/membership.h"
 #include "server/cluster/file_placement.h"
+#include "server/cluster/membership.h"
 #include "server/storage/ec_stripes.h"
 
 namespace strata {

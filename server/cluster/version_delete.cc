@@ -32,8 +32,8 @@ Result<std::vector<uint64_t>> VersionDeleter::ApplyRetention(const std::string& 
   doomed.assign(sealed.begin(), sealed.end() - keep);
   for (uint64_t v : doomed) {
     auto deleted = Delete(name, v);
-    if (!deleted.ok()) return deleted.status().WithContext("retention of '" + name + "' (keep " +
-                                                            std::to_string(keep) + " versions)");
+    if (!deleted.ok())
+      return deleted.status().WithContext("retention of '" + name + "' (keep " + std::to_string(keep) + " versions)");
   }
   spdlog::info("retention of '{}': kept the newest {} versions, deleted {}", name, keep, doomed.size());
   return doomed;

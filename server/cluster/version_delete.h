@@ -32,9 +32,9 @@ class VersionDeleter {
       : catalog_(catalog), versions_(versions), view_(view) {}
 
   struct Deleted {
-    v1::DatasetInfo info;               // state VERSION_DELETED
-    std::vector<std::string> told;      // other nodes that applied it
-    std::vector<std::string> pending;   // down or unreachable: they apply it when they return
+    v1::DatasetInfo info;              // state VERSION_DELETED
+    std::vector<std::string> told;     // other nodes that applied it
+    std::vector<std::string> pending;  // down or unreachable: they apply it when they return
   };
   // Deletes name@version (sealed or aborted; again if already deleted, which
   // finishes a delete interrupted before its files or peers). NotFound naming

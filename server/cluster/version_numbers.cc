@@ -36,8 +36,7 @@ Result<uint64_t> VersionNumbers::Next(const std::string& name, const std::string
   if (etcd_ != nullptr) return NextInEtcd(name);
   auto known = HighestKnown(name);
   if (!known.ok()) return known.status();
-  const std::vector<std::string> members =
-      static_members_.empty() ? std::vector<std::string>{self} : static_members_;
+  const std::vector<std::string> members = static_members_.empty() ? std::vector<std::string>{self} : static_members_;
   const std::vector<std::string> ranked = RankMembers(DatasetHomeKey(name), members);
   const auto at = std::find(ranked.begin(), ranked.end(), self);
   if (at == ranked.end()) return Status::FailedPrecondition("node " + self + " is not in the configured node list");
@@ -54,7 +53,8 @@ Result<uint64_t> VersionNumbers::NextInEtcd(const std::string& name) const {
   if (!known.ok()) return known.status();
   const std::string key = etcd_prefix_ + "versions/" + name;
   auto read = etcd_->Get(key);
-  if (!read.ok()) return Status::Unavailable("numbering a version of '" + name + "' in etcd: " + read.status().ToString());
+  if (!read.ok())
+    return Status::Unavailable("numbering a version of '" + name + "' in etcd: " + read.status().ToString());
   std::optional<EtcdKeyValue> current;
   if (!read->kvs.empty()) current = read->kvs.front();
   for (int attempt = 0; attempt < 32; ++attempt) {
@@ -67,7 +67,8 @@ Result<uint64_t> VersionNumbers::NextInEtcd(const std::string& name) const {
     }
     const uint64_t next = std::max(counter, known.value()) + 1;
     auto cas = etcd_->CompareAndSwap(key, current ? current->mod_revision : 0, std::to_string(next));
-    if (!cas.ok()) return Status::Unavailable("numbering a version of '" + name + "' in etcd: " + cas.status().ToString());
+    if (!cas.ok())
+      return Status::Unavailable("numbering a version of '" + name + "' in etcd: " + cas.status().ToString());
     if (cas->swapped) return next;
     current = cas->current;  // another node took a number meanwhile: go above it
   }

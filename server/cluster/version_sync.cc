@@ -15,8 +15,8 @@ bool Dead(v1::VersionState state) { return state == v1::VERSION_ABORTED || state
 
 }  // namespace
 
-VersionSync::VersionSync(Catalog* catalog, DataDir* dir, LocalFiles* files, PeerClients* peers,
-                         const ClusterView* view, DatasetCache* cache)
+VersionSync::VersionSync(Catalog* catalog, DataDir* dir, LocalFiles* files, PeerClients* peers, const ClusterView* view,
+                         DatasetCache* cache)
     : catalog_(catalog), dir_(dir), files_(files), peers_(peers), view_(view), cache_(cache) {}
 
 Status VersionSync::RemoveLocalCopy(const std::string& name, uint64_t version) const {
@@ -29,8 +29,8 @@ bool VersionSync::DropIfDeleted(const v1::FileRef& file) const {
   auto record = catalog_->GetVersion(file.dataset(), file.version());
   if (!record.ok() || record->info().state() != v1::VERSION_DELETED) return false;
   Status removed = RemoveLocalCopy(file.dataset(), file.version());
-  if (!removed.ok()) spdlog::warn("removing a late copy of deleted {}@{}: {}", file.dataset(), file.version(),
-                                  removed.ToString());
+  if (!removed.ok())
+    spdlog::warn("removing a late copy of deleted {}@{}: {}", file.dataset(), file.version(), removed.ToString());
   return true;
 }
 
@@ -55,8 +55,8 @@ Result<bool> VersionSync::Import(const v1::VersionMeta& meta) {
   if (changed.value() && Dead(record.info().state())) {
     STRATA_RETURN_IF_ERROR(RemoveLocalCopy(record.info().name(), record.info().version()));
     if (record.info().state() == v1::VERSION_DELETED) {
-      spdlog::info("{}@{} was deleted by {}: removed this node's copy", record.info().name(),
-                   record.info().version(), record.deleted_by());
+      spdlog::info("{}@{} was deleted by {}: removed this node's copy", record.info().name(), record.info().version(),
+                   record.deleted_by());
     }
   }
   return changed.value();
@@ -68,8 +68,8 @@ Status VersionSync::Export(const v1::ListVersionsRequest& request, v1::ListVersi
   for (const auto& v : versions.value()) {
     const auto& info = v.info();
     if (info.state() != v1::VERSION_SEALED && !Dead(info.state())) continue;
-    if (!request.dataset().empty() && (info.name() != request.dataset() ||
-                                       (request.version() != 0 && info.version() != request.version()))) {
+    if (!request.dataset().empty() &&
+        (info.name() != request.dataset() || (request.version() != 0 && info.version() != request.version()))) {
       continue;
     }
     v1::VersionMeta* meta = reply->add_versions();

@@ -15,8 +15,8 @@
 #include "server/cluster/cluster_view.h"
 #include "server/cluster/peer_clients.h"
 #include "server/storage/catalog.h"
-#include "server/storage/dataset_cache.h"
 #include "server/storage/data_dir.h"
+#include "server/storage/dataset_cache.h"
 #include "server/storage/local_files.h"
 #include "strata/v1/cluster.pb.h"
 

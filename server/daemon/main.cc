@@ -1,5 +1,5 @@
-#include "strata/allocator.h"
 #include "server/daemon/server.h"
+#include "strata/allocator.h"
 
 int main(int argc, char** argv) {
   strata::TuneAllocatorForStreaming();  // strata/allocator.h

@@ -1,13 +1,12 @@
 #include "server/daemon/server.h"
 
-#include "server/base/tls_reload.h"
-
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 
 #include "common/units.h"
+#include "server/base/tls_reload.h"
 #include "server/storage/decompressed_cache.h"
 
 namespace strata {
@@ -22,21 +21,24 @@ Result<std::unique_ptr<Server>> Server::Open(const NodeConfig& config, const Sec
 Result<std::unique_ptr<Server>> Server::Start(const NodeConfig& config, const SecurityConfig& security) {
   STRATA_RETURN_IF_ERROR(CheckTlsFiles(security.tls));
   if (!security.auth_tokens.empty() && !security.tls.enabled()) {
-    return Status::InvalidArgument("--auth-tokens needs --tls-cert and --tls-key: a token sent in plaintext can be "
-                                   "read by anyone on the network");
+    return Status::InvalidArgument(
+        "--auth-tokens needs --tls-cert and --tls-key: a token sent in plaintext can be "
+        "read by anyone on the network");
   }
-  const bool exposed = !IsLoopbackListen(config.listen) ||
-                       (!config.peer_listen.empty() && !IsLoopbackListen(config.peer_listen));
+  const bool exposed =
+      !IsLoopbackListen(config.listen) || (!config.peer_listen.empty() && !IsLoopbackListen(config.peer_listen));
   if (exposed && !security.insecure && (!security.tls.enabled() || security.auth_tokens.empty())) {
     const std::string& where = IsLoopbackListen(config.listen) ? config.peer_listen : config.listen;
     return Status::FailedPrecondition(
-        "refusing to serve " + where + " without TLS and tokens: give --tls-cert, --tls-key and "
+        "refusing to serve " + where +
+        " without TLS and tokens: give --tls-cert, --tls-key and "
         "--auth-tokens (and --tls-client-ca for a cluster), or --insecure to let anyone who reaches the port read, "
         "write and delete data");
   }
   for (const std::string& endpoint : config.cluster.etcd_endpoints) {
     if (endpoint.rfind("https://", 0) == 0 && !security.tls.enabled()) {
-      return Status::InvalidArgument("etcd endpoint " + endpoint + " is https: give --tls-cert and --tls-key (the "
+      return Status::InvalidArgument("etcd endpoint " + endpoint +
+                                     " is https: give --tls-cert and --tls-key (the "
                                      "node's certificate is its client certificate to etcd) and --tls-client-ca "
                                      "(the CA that signed etcd's certificate)");
     }
@@ -111,13 +113,13 @@ Status Server::Build() {
   view_ = std::make_unique<ClusterView>(config_.node_id, metrics_.get());
   peer_disks_ = std::make_unique<PeerDisks>(disk_.get(), view_.get(), background_->get_executor(),
                                             std::chrono::milliseconds(config_.cluster.heartbeat_interval_ms));
-  versions_ = std::make_unique<VersionSync>(catalog_.get(), dir_.get(), files_.get(), peers_.get(), view_.get(),
-                                            cache_.get());
+  versions_ =
+      std::make_unique<VersionSync>(catalog_.get(), dir_.get(), files_.get(), peers_.get(), view_.get(), cache_.get());
   deleter_ = std::make_unique<VersionDeleter>(catalog_.get(), versions_.get(), view_.get());
   replicator_ = std::make_unique<Replicator>(config_.node_id, dir_.get(), peers_.get(), metrics_.get());
   repairer_ = std::make_unique<Repairer>(
-      Repairer::Deps{view_.get(), peers_.get(), catalog_.get(), dir_.get(), files_.get(), cache_.get(),
-                     versions_.get(), metrics_.get(), disk_.get()},
+      Repairer::Deps{view_.get(), peers_.get(), catalog_.get(), dir_.get(), files_.get(), cache_.get(), versions_.get(),
+                     metrics_.get(), disk_.get()},
       background_->get_executor(), std::chrono::milliseconds(config_.cluster.repair_interval_ms),
       config_.cluster.repair_bytes_per_sec);
   view_->Subscribe([r = repairer_.get()] { r->Kick(); });
@@ -149,9 +151,8 @@ Status Server::Build() {
   numbers_ = std::make_unique<VersionNumbers>(catalog_.get(), std::move(numbers_etcd),
                                               "/strata/" + config_.cluster.name + "/", std::move(listed));
   ingest_ = std::make_unique<IngestCoordinator>(
-      IngestCoordinator::Deps{view_.get(), catalog_.get(), dir_.get(), files_.get(), replicator_.get(),
-                              versions_.get(), metrics_.get(), disk_.get(), peer_disks_.get(),
-                              numbers_.get(), deleter_.get()},
+      IngestCoordinator::Deps{view_.get(), catalog_.get(), dir_.get(), files_.get(), replicator_.get(), versions_.get(),
+                              metrics_.get(), disk_.get(), peer_disks_.get(), numbers_.get(), deleter_.get()},
       ingest_limits);
   StreamLimits stream_limits;
   stream_limits.max_part_bytes = config_.max_part_bytes;
@@ -245,14 +246,14 @@ Status Server::Serve() {
     if (!reloader.ok()) return reloader.status();
     tls_ = std::move(reloader).value();
     tls = tls_->served();
-    auto auth = AuthProcessor::Create({security_.auth_tokens, !security_.tls.client_ca.empty(),
-                                       [view = view_.get()](std::string_view id) {
-                                         const v1::ClusterMap map = view->Current();
-                                         for (const auto& n : map.nodes()) {
-                                           if (n.id() == id) return true;
-                                         }
-                                         return false;
-                                       }});
+    auto auth = AuthProcessor::Create(
+        {security_.auth_tokens, !security_.tls.client_ca.empty(), [view = view_.get()](std::string_view id) {
+           const v1::ClusterMap map = view->Current();
+           for (const auto& n : map.nodes()) {
+             if (n.id() == id) return true;
+           }
+           return false;
+         }});
     if (!auth.ok()) return auth.status();
     auth_ = std::move(auth).value();
     SetPeerChannelCredentials(MakePeerChannelCredentials(tls));

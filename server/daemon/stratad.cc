@@ -40,8 +40,10 @@ int RunStratad(int argc, char** argv) {
   app.add_flag("--print-config-reference", print_reference,
                "print the table of settings (key, flag, default, meaning) in Markdown, as README.md has it, and exit");
   SecurityConfig security;
-  app.add_option("--tls-cert", security.tls.cert, "serve TLS with this PEM certificate chain (also this node's "
-                 "client certificate to other nodes)")->check(CLI::ExistingFile);
+  app.add_option("--tls-cert", security.tls.cert,
+                 "serve TLS with this PEM certificate chain (also this node's "
+                 "client certificate to other nodes)")
+      ->check(CLI::ExistingFile);
   app.add_option("--tls-key", security.tls.key, "the PEM private key of --tls-cert")->check(CLI::ExistingFile);
   app.add_option("--tls-client-ca", security.tls.client_ca,
                  "require client certificates signed by this CA (mutual TLS); the peer service then accepts only "
@@ -96,8 +98,7 @@ int RunStratad(int argc, char** argv) {
     return 1;
   }
   spdlog::info("ready: grpc={} metrics={} data_dir={}{}", server.value()->address(),
-               server.value()->metrics_address().empty() ? "off" : server.value()->metrics_address(),
-               config->data_dir,
+               server.value()->metrics_address().empty() ? "off" : server.value()->metrics_address(), config->data_dir,
                server.value()->peer_address().empty() ? "" : " peer=" + server.value()->peer_address());
 
   SystemdNotifier systemd;  // Type=notify: ready now; watchdog pings while the process is not wedged

@@ -1,15 +1,15 @@
 #include "server/ingest/ingest_session.h"
 
-#include "common/mutex.h"
-#include <optional>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <set>
 
-#include "server/storage/erasure_code.h"
 #include "common/dataset_ref.h"
+#include "common/mutex.h"
+#include "server/storage/erasure_code.h"
 
 namespace strata {
 
@@ -26,8 +26,8 @@ int64_t NowMs() {
 bool ValidFieldName(const std::string& name) {
   if (name.empty() || name.size() > 64) return false;
   for (char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                    c == '_' || c == '-';
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     if (!ok) return false;
   }
   return true;
@@ -46,8 +46,7 @@ Hash128 ContentOf(const v1::Sample& s) {
   return h.Digest();
 }
 
-void CopyCounts(const std::map<std::string, uint64_t>& from,
-                google::protobuf::RepeatedPtrField<v1::StratumCount>* to) {
+void CopyCounts(const std::map<std::string, uint64_t>& from, google::protobuf::RepeatedPtrField<v1::StratumCount>* to) {
   for (const auto& [key, count] : from) {
     v1::StratumCount* c = to->Add();
     c->set_key(key);
@@ -116,8 +115,8 @@ Result<std::unique_ptr<IngestSession>> IngestSession::Open(const v1::IngestOptio
   }
   metrics->active_ingests.Increment();
   spdlog::info("ingest {}@{}: started (shard target {} bytes)", ref->name, version, target);
-  auto session = std::unique_ptr<IngestSession>(new IngestSession(
-      ref->name, version, target, std::move(keyer).value(), catalog, dir, metrics, limits, std::move(observer)));
+  auto session = std::unique_ptr<IngestSession>(new IngestSession(ref->name, version, target, std::move(keyer).value(),
+                                                                  catalog, dir, metrics, limits, std::move(observer)));
   session->write_options_ = write_options;
   return session;
 }
@@ -186,8 +185,8 @@ Status IngestSession::AddValidated(const v1::Sample& sample) {
   }
   if (!writer_) {
     ShardIdentity id{name_, version_, next_seq_, samples_};
-    auto w = ShardWriter::Create(dir_->Absolute(dir_->ShardRelativePath(name_, version_, next_seq_)), id,
-                                 write_options_);
+    auto w =
+        ShardWriter::Create(dir_->Absolute(dir_->ShardRelativePath(name_, version_, next_seq_)), id, write_options_);
     if (!w.ok()) return w.status();
     writer_ = std::move(w).value();
   }
@@ -379,8 +378,8 @@ Result<v1::IngestReply> IngestSession::FinishCommit(const Status& copies) {
   if (observer_) observer_->AfterSeal(sealed);
   metrics_->active_ingests.Decrement();
   metrics_->versions_sealed.Increment();
-  spdlog::info("ingest {}@{}: sealed {} samples, {} payload bytes, {} shards, {} duplicates", name_, version_,
-               samples_, payload_bytes_, shards_.size(), duplicates_);
+  spdlog::info("ingest {}@{}: sealed {} samples, {} payload bytes, {} shards, {} duplicates", name_, version_, samples_,
+               payload_bytes_, shards_.size(), duplicates_);
   v1::IngestReply reply;
   *reply.mutable_dataset() = *info;
   FillDuplicateExamples(&reply);

@@ -21,13 +21,13 @@
 #include <vector>
 
 #include "common/checksum.h"
-#include "server/storage/shard_format.h"
 #include "plan/stratum_index.h"
+#include "server/base/metrics.h"
 #include "server/ingest/stratum_index_writer.h"
+#include "server/ingest/stratum_key.h"
 #include "server/storage/catalog.h"
 #include "server/storage/data_dir.h"
-#include "server/base/metrics.h"
-#include "server/ingest/stratum_key.h"
+#include "server/storage/shard_format.h"
 #include "strata/v1/cluster.pb.h"
 #include "strata/v1/data.pb.h"
 

@@ -130,8 +130,7 @@ bool ParseUnix(std::string_view t, int64_t* out) {
 Result<int64_t> ParseTimestampSeconds(std::string_view text) {
   int64_t seconds = 0;
   const bool iso = text.size() >= 10 && text[4] == '-';
-  if (!(iso ? ParseIso(text, &seconds) : ParseUnix(text, &seconds)) || seconds < kMinSeconds ||
-      seconds > kMaxSeconds) {
+  if (!(iso ? ParseIso(text, &seconds) : ParseUnix(text, &seconds)) || seconds < kMinSeconds || seconds > kMaxSeconds) {
     return Status::InvalidArgument("'" + std::string(text.substr(0, 80)) +
                                    "' is not a timestamp (unix seconds, or ISO-8601 such as 2024-01-31 or "
                                    "2024-01-31T12:00:00Z, years 0000-9999)");

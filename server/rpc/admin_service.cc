@@ -2,11 +2,11 @@
 
 #include <boost/asio/post.hpp>
 
+#include "common/dataset_ref.h"
 #include "common/grpc_status.h"
 #include "server/cluster/request_validation.h"
 #include "server/rpc/ingest_reactor.h"
 #include "server/storage/dataset_queries.h"
-#include "common/dataset_ref.h"
 
 namespace strata {
 

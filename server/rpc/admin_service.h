@@ -27,10 +27,9 @@ class AdminServiceImpl final : public v1::AdminService::CallbackService {
                                             v1::DescribeDatasetReply* reply) override;
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* context, const v1::StatusRequest* request,
                                       v1::StatusReply* reply) override;
-  grpc::ServerUnaryReactor* GetClusterMap(grpc::CallbackServerContext* context,
-                                          const v1::GetClusterMapRequest* request, v1::ClusterMap* reply) override;
-  grpc::ServerUnaryReactor* DeleteVersion(grpc::CallbackServerContext* context,
-                                          const v1::DeleteVersionRequest* request,
+  grpc::ServerUnaryReactor* GetClusterMap(grpc::CallbackServerContext* context, const v1::GetClusterMapRequest* request,
+                                          v1::ClusterMap* reply) override;
+  grpc::ServerUnaryReactor* DeleteVersion(grpc::CallbackServerContext* context, const v1::DeleteVersionRequest* request,
                                           v1::DeleteVersionReply* reply) override;
 
  private:

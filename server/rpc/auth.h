@@ -65,8 +65,8 @@ class TokenTable {
 class AuthProcessor final : public grpc::AuthMetadataProcessor {
  public:
   struct Options {
-    std::string tokens_path;   // empty: no tokens needed on the data and admin services
-    bool require_node_cert = false;  // the peer service needs a node certificate (mTLS)
+    std::string tokens_path;                        // empty: no tokens needed on the data and admin services
+    bool require_node_cert = false;                 // the peer service needs a node certificate (mTLS)
     std::function<bool(std::string_view)> is_node;  // is this id a cluster member?
   };
   // Loads the token file. InvalidArgument/IOError if it cannot be read.

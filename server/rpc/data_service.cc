@@ -14,8 +14,8 @@ DataServiceImpl::DataServiceImpl(const Deps& deps)
       metrics_(deps.metrics),
       max_streams_(deps.max_streams),
       stream_memory_(deps.stream_buffer_bytes),
-      stream_calls_{deps.executor,         deps.active_streams, deps.metrics, deps.catalog,
-                    &draining_,            deps.prefetch_batches, &stream_memory_},
+      stream_calls_{deps.executor, deps.active_streams,   deps.metrics,   deps.catalog,
+                    &draining_,    deps.prefetch_batches, &stream_memory_},
       ingest_calls_{deps.executor, deps.active_ingests, deps.metrics, deps.ingests, &draining_} {}
 
 grpc::ServerReadReactor<v1::IngestRequest>* DataServiceImpl::Ingest(grpc::CallbackServerContext* context,
@@ -47,9 +47,9 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* DataServiceImpl::StreamBatches(grpc:
   }
   if (stream_calls_.active->count() >= max_streams_) {
     metrics_->CountRejected(Metrics::Reject::kTooManyStreams);
-    return new RefusedStreamReactor(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                                                 "this node serves its maximum of " + std::to_string(max_streams_) +
-                                                     " streams"));
+    return new RefusedStreamReactor(
+        grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                     "this node serves its maximum of " + std::to_string(max_streams_) + " streams"));
   }
   auto stream = streams_->Open(*request);
   if (!stream.ok()) {

@@ -2,9 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include <cstdlib>
-
 #include <boost/asio/post.hpp>
+#include <cstdlib>
 
 #include "common/allocator.h"
 #include "common/grpc_status.h"
@@ -75,8 +74,8 @@ void IngestReactor::Process() {
 
 void IngestReactor::Refuse(const Status& s) {
   calls_->metrics->CountRejected(s.code() == Code::kInvalidArgument ? Metrics::Reject::kInvalidRequest
-                                 : calls_->draining->load()          ? Metrics::Reject::kDraining
-                                                                     : Metrics::Reject::kIngestRefused);
+                                 : calls_->draining->load()         ? Metrics::Reject::kDraining
+                                                                    : Metrics::Reject::kIngestRefused);
   spdlog::warn("ingest from {} refused: {}", peer_, s.ToString());
   session_.reset();  // aborts: files removed, version marked aborted
   Finish(ToGrpcStatus(s));
@@ -86,7 +85,8 @@ Status IngestReactor::Handle(const v1::IngestRequest& request) {
   switch (request.body_case()) {
     case v1::IngestRequest::kOpen: {
       if (session_) return Status::InvalidArgument("the ingest was already opened");
-      if (calls_->draining->load()) return Status::Unavailable("stratad is shutting down; retry on another node or later");
+      if (calls_->draining->load())
+        return Status::Unavailable("stratad is shutting down; retry on another node or later");
       STRATA_RETURN_IF_ERROR(ValidateIngestOptions(request.open()));
       auto session = calls_->coordinator->Start(request.open());
       if (!session.ok()) return session.status();
@@ -105,8 +105,7 @@ Status IngestReactor::Handle(const v1::IngestRequest& request) {
     }
     case v1::IngestRequest::kCommit:  // with a session: Process()
       return Status::InvalidArgument("the first ingest message must open the ingest");
-    case v1::IngestRequest::BODY_NOT_SET:
-      break;
+    case v1::IngestRequest::BODY_NOT_SET: break;
   }
   return Status::InvalidArgument("an ingest message must hold open, samples or commit");
 }

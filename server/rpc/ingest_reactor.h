@@ -10,10 +10,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <boost/asio/thread_pool.hpp>
 #include <memory>
 #include <string>
-
-#include <boost/asio/thread_pool.hpp>
 
 #include "server/base/active_work.h"
 #include "server/base/grpc_handoff.h"
@@ -28,10 +27,10 @@ namespace strata {
 // outlives its reactors.
 struct IngestCalls {
   boost::asio::thread_pool::executor_type executor;  // the node's I/O pool: messages are handled there
-  ActiveWork* active = nullptr;                       // open ingests (drain waits for them)
+  ActiveWork* active = nullptr;                      // open ingests (drain waits for them)
   Metrics* metrics = nullptr;
   IngestCoordinator* coordinator = nullptr;
-  const std::atomic<bool>* draining = nullptr;        // new ingests are refused once set
+  const std::atomic<bool>* draining = nullptr;  // new ingests are refused once set
 };
 
 // Test only: true when the environment sets STRATA_TEST_LEGACY_INGEST=1.

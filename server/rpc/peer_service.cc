@@ -8,9 +8,9 @@
 
 #include "common/grpc_status.h"
 #include "common/unique_fd.h"
+#include "server/base/grpc_handoff.h"
 #include "server/cluster/file_transfer.h"
 #include "server/cluster/request_validation.h"
-#include "server/base/grpc_handoff.h"
 #include "server/cluster/version_confirm.h"
 #include "server/storage/path_guard.h"
 
@@ -99,9 +99,9 @@ class PutFileReactor final : public HandOffVisible<grpc::ServerReadReactor<v1::F
     }
     d_->files->Add(file_);
     if (d_->versions->DropIfDeleted(file_)) {
-      Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                          "dataset version " + file_.dataset().substr(0, 64) + "@" + std::to_string(file_.version()) +
-                              " was deleted"));
+      Finish(grpc::Status(
+          grpc::StatusCode::FAILED_PRECONDITION,
+          "dataset version " + file_.dataset().substr(0, 64) + "@" + std::to_string(file_.version()) + " was deleted"));
       return;
     }
     reply_->set_already_present(committed.value());
@@ -232,20 +232,19 @@ grpc::ServerUnaryReactor* PeerServiceImpl::PutVersion(grpc::CallbackServerContex
   // The confirmation waits on the coordinator without holding a thread; its
   // import (RocksDB and the version's files) runs on the peer pool.
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  ConfirmWithCoordinator(
-      claimed, d_.view->Current(), d_.view->self_id(), *d_.peers, std::chrono::seconds(5),
-      [d = &d_, reactor](Result<v1::VersionMeta> confirmed) {
-        boost::asio::post(d->executor, [d, reactor, confirmed = std::move(confirmed)] {
-          Status s = confirmed.status();
-          if (confirmed.ok()) {
-            auto changed = d->versions->Import(confirmed.value());
-            if (changed.ok() && changed.value()) d->repairer->Kick();
-            s = changed.status();
-          }
-          if (!s.ok()) spdlog::warn("PutVersion refused: {}", s.ToString());
-          reactor->Finish(ToGrpcStatus(s));
-        });
-      });
+  ConfirmWithCoordinator(claimed, d_.view->Current(), d_.view->self_id(), *d_.peers, std::chrono::seconds(5),
+                         [d = &d_, reactor](Result<v1::VersionMeta> confirmed) {
+                           boost::asio::post(d->executor, [d, reactor, confirmed = std::move(confirmed)] {
+                             Status s = confirmed.status();
+                             if (confirmed.ok()) {
+                               auto changed = d->versions->Import(confirmed.value());
+                               if (changed.ok() && changed.value()) d->repairer->Kick();
+                               s = changed.status();
+                             }
+                             if (!s.ok()) spdlog::warn("PutVersion refused: {}", s.ToString());
+                             reactor->Finish(ToGrpcStatus(s));
+                           });
+                         });
   return reactor;
 }
 

@@ -30,8 +30,8 @@ class PeerServiceImpl final : public v1::PeerService::CallbackService {
     LocalFiles* files = nullptr;
     PeerRecords* records = nullptr;
     VersionSync* versions = nullptr;
-    Repairer* repairer = nullptr;  // kicked when an imported version changes the catalog
-    PeerClients* peers = nullptr;  // a PutVersion is confirmed with the version's coordinator
+    Repairer* repairer = nullptr;     // kicked when an imported version changes the catalog
+    PeerClients* peers = nullptr;     // a PutVersion is confirmed with the version's coordinator
     const DiskSpace* disk = nullptr;  // Ping reports it; PutFile is refused below its low watermark
   };
   explicit PeerServiceImpl(Deps deps) : d_(std::move(deps)) {}
@@ -46,8 +46,7 @@ class PeerServiceImpl final : public v1::PeerService::CallbackService {
                                         v1::ReadRecordsReply* reply) override;
   grpc::ServerUnaryReactor* PutVersion(grpc::CallbackServerContext* context, const v1::PutVersionRequest* request,
                                        v1::PutVersionReply* reply) override;
-  grpc::ServerUnaryReactor* ListVersions(grpc::CallbackServerContext* context,
-                                         const v1::ListVersionsRequest* request,
+  grpc::ServerUnaryReactor* ListVersions(grpc::CallbackServerContext* context, const v1::ListVersionsRequest* request,
                                          v1::ListVersionsReply* reply) override;
   grpc::ServerUnaryReactor* ListLocalFiles(grpc::CallbackServerContext* context,
                                            const v1::ListLocalFilesRequest* request,

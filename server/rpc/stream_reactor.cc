@@ -2,8 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include <boost/asio/post.hpp>
 #include <algorithm>
+#include <boost/asio/post.hpp>
 #include <chrono>
 
 #include "common/grpc_status.h"
@@ -11,8 +11,8 @@
 
 namespace strata {
 
-StreamReactor::StreamReactor(const StreamCalls* calls, std::unique_ptr<BatchStream> stream,
-                             v1::StreamRequest request, std::string peer, uint64_t reserved)
+StreamReactor::StreamReactor(const StreamCalls* calls, std::unique_ptr<BatchStream> stream, v1::StreamRequest request,
+                             std::string peer, uint64_t reserved)
     : calls_(calls),
       stream_(std::move(stream)),
       request_(std::move(request)),
@@ -79,7 +79,7 @@ void StreamReactor::BuildTask() {
     Status s;
     {
       MutexLock lock(&mu_);
-      if (!CanClaim()) break;  // still counted in builders_ until Pump(kBuilderEnded) takes it off
+      if (!CanClaim()) break;      // still counted in builders_ until Pump(kBuilderEnded) takes it off
       s = stream_->Claim(&claim);  // claims are taken in order, one at a time
       ++in_build_;
       claimed_all_ = stream_->done();
@@ -90,12 +90,10 @@ void StreamReactor::BuildTask() {
       // Records from other nodes are asked for without holding this thread:
       // the task goes on in ResumeBuild once they have come, still counted in
       // builders_ (so the call cannot finish, and the reactor go, meanwhile).
-      const bool built = stream_->BuildOrDefer(std::move(claim), &parts, &s,
-                                               [this](std::shared_ptr<BatchStream::DeferredStep> deferred) {
-                                                 boost::asio::post(calls_->executor, [this, deferred] {
-                                                   ResumeBuild(*deferred);
-                                                 });
-                                               });
+      const bool built = stream_->BuildOrDefer(
+          std::move(claim), &parts, &s, [this](std::shared_ptr<BatchStream::DeferredStep> deferred) {
+            boost::asio::post(calls_->executor, [this, deferred] { ResumeBuild(*deferred); });
+          });
       if (!built) return;
     }
     Queue(step, s, parts);
@@ -160,9 +158,9 @@ void StreamReactor::Pump(Wake wake) {
     if (wake == Wake::kBuilderEnded) --builders_;
     if (writing_ || finishing_) return;
     if (!final_status_ && calls_->draining->load()) {
-      final_status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                   "stratad is shutting down; resume this stream at step " +
-                                       std::to_string(completed_steps_));
+      final_status_ =
+          grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                       "stratad is shutting down; resume this stream at step " + std::to_string(completed_steps_));
     }
     if (final_status_ || (claimed_all_ && ready_.empty())) {
       if (builders_ > 0 || kicking_) return;  // the last build task, or the kick, pumps again when it ends
@@ -233,7 +231,8 @@ void StreamReactor::RecordCursor(uint64_t next_step) {
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count());
   Status s = calls_->catalog->PutCursor(request_.job_id(), request_.rank(), c);
-  if (!s.ok()) spdlog::warn("job {} rank {}: cannot record cursor: {}", request_.job_id(), request_.rank(), s.ToString());
+  if (!s.ok())
+    spdlog::warn("job {} rank {}: cannot record cursor: {}", request_.job_id(), request_.rank(), s.ToString());
 }
 
 void StreamReactor::OnDone() {
@@ -241,7 +240,7 @@ void StreamReactor::OnDone() {
   calls_->metrics->active_streams.Decrement();
   uint64_t completed = 0;
   {
-    MutexLock lock(&mu_);  // no other callback runs now; the lock states what guards the read
+    MutexLock lock(&mu_);        // no other callback runs now; the lock states what guards the read
     memory_->Release(granted_);  // every write has completed: nothing is buffered
     completed = completed_steps_;
   }

@@ -18,17 +18,16 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <boost/asio/thread_pool.hpp>
 #include <deque>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 
-#include <boost/asio/thread_pool.hpp>
-
 #include "common/mutex.h"
-#include "server/base/grpc_handoff.h"
 #include "server/base/active_work.h"
+#include "server/base/grpc_handoff.h"
 #include "server/base/metrics.h"
 #include "server/serve/batch_stream.h"
 #include "server/serve/stream_memory.h"
@@ -41,12 +40,12 @@ namespace strata {
 // its reactors.
 struct StreamCalls {
   boost::asio::thread_pool::executor_type executor;  // the node's I/O pool: builds and writes run there
-  ActiveWork* active = nullptr;                       // open streams (drain waits for them)
+  ActiveWork* active = nullptr;                      // open streams (drain waits for them)
   Metrics* metrics = nullptr;
-  Catalog* catalog = nullptr;                         // resume cursors
-  const std::atomic<bool>* draining = nullptr;        // read before each write
+  Catalog* catalog = nullptr;                   // resume cursors
+  const std::atomic<bool>* draining = nullptr;  // read before each write
   uint32_t prefetch_batches = 4;
-  StreamMemory* memory = nullptr;                     // built, unsent batches of every stream (issue 18)
+  StreamMemory* memory = nullptr;  // built, unsent batches of every stream (issue 18)
 };
 
 // Parts go out as raw byte buffers (server/serve/wire_part.h), serialised on the
@@ -105,24 +104,24 @@ class StreamReactor final : public HandOffVisible<grpc::ServerWriteReactor<grpc:
   const uint32_t prefetch_;
 
   Mutex mu_;
-  std::deque<Outgoing> ready_ GUARDED_BY(mu_);                 // in step order
+  std::deque<Outgoing> ready_ GUARDED_BY(mu_);                       // in step order
   std::map<uint64_t, std::vector<Outgoing>> built_ GUARDED_BY(mu_);  // steps built before an earlier one
-  uint64_t next_queued_step_ GUARDED_BY(mu_);                  // the step ready_ takes next
-  Outgoing in_flight_;                         // owned by the outstanding write
-  uint32_t builders_ GUARDED_BY(mu_) = 0;                      // build tasks posted or running
-  uint32_t in_build_ GUARDED_BY(mu_) = 0;                      // steps claimed, not yet built
+  uint64_t next_queued_step_ GUARDED_BY(mu_);                        // the step ready_ takes next
+  Outgoing in_flight_;                                               // owned by the outstanding write
+  uint32_t builders_ GUARDED_BY(mu_) = 0;                            // build tasks posted or running
+  uint32_t in_build_ GUARDED_BY(mu_) = 0;                            // steps claimed, not yet built
   bool writing_ GUARDED_BY(mu_) = false;
-  bool kicking_ GUARDED_BY(mu_) = false;                       // a posted Pump(kick) has not run yet
-  bool claimed_all_ GUARDED_BY(mu_) = false;                   // every step of the range is claimed
+  bool kicking_ GUARDED_BY(mu_) = false;      // a posted Pump(kick) has not run yet
+  bool claimed_all_ GUARDED_BY(mu_) = false;  // every step of the range is claimed
   bool finishing_ GUARDED_BY(mu_) = false;
   std::optional<grpc::Status> final_status_ GUARDED_BY(mu_);
-  uint64_t completed_steps_ GUARDED_BY(mu_);                   // next step not yet fully written
+  uint64_t completed_steps_ GUARDED_BY(mu_);  // next step not yet fully written
   StreamMemory* const memory_;
-  const uint64_t reserved_;                                    // granted_ never drops below it
-  uint64_t granted_ GUARDED_BY(mu_);                           // bytes taken from memory_
-  uint64_t buffered_ GUARDED_BY(mu_) = 0;                      // wire bytes built and not yet sent
-  uint64_t step_estimate_ GUARDED_BY(mu_);                     // the largest step built so far, or the estimate
-  const DatasetMetrics::Served served_;                        // this stream's dataset's served counters
+  const uint64_t reserved_;                 // granted_ never drops below it
+  uint64_t granted_ GUARDED_BY(mu_);        // bytes taken from memory_
+  uint64_t buffered_ GUARDED_BY(mu_) = 0;   // wire bytes built and not yet sent
+  uint64_t step_estimate_ GUARDED_BY(mu_);  // the largest step built so far, or the estimate
+  const DatasetMetrics::Served served_;     // this stream's dataset's served counters
 };
 
 // Finishes a call at once with an error (a refused stream).

@@ -24,8 +24,8 @@ uint64_t CursorStart(const v1::StreamRequest& r, const Catalog* catalog, const O
   auto cursor = catalog->GetCursor(r.job_id(), r.rank());
   if (!cursor.ok()) return r.start_step();
   const auto& c = cursor.value();
-  const bool same = c.dataset() == v.shape().name && c.version() == v.shape().version &&
-                    c.spec_hash() == plan_hash && c.seed() == r.seed() && c.epoch() == r.epoch();
+  const bool same = c.dataset() == v.shape().name && c.version() == v.shape().version && c.spec_hash() == plan_hash &&
+                    c.seed() == r.seed() && c.epoch() == r.epoch();
   return same ? c.step() : r.start_step();
 }
 

@@ -51,12 +51,12 @@
 #include "common/mutex.h"
 #include "common/placement.h"
 #include "plan/epoch_plan.h"
-#include "server/storage/block_cache.h"
-#include "server/storage/catalog.h"
-#include "server/storage/dataset_cache.h"
 #include "server/base/metrics.h"
 #include "server/serve/composition_recorder.h"
 #include "server/serve/wire_part.h"
+#include "server/storage/block_cache.h"
+#include "server/storage/catalog.h"
+#include "server/storage/dataset_cache.h"
 #include "strata/v1/data.pb.h"
 
 namespace strata {
@@ -74,8 +74,7 @@ class RecordFetcher {
   // Appends the verified raw records `indexes` of `shard`, in order, from
   // another node that holds it. Unavailable if no holder can provide them.
   // Blocks on the other nodes.
-  virtual Status Fetch(const v1::FileRef& shard, std::span<const uint64_t> indexes,
-                       std::vector<std::string>* raw) = 0;
+  virtual Status Fetch(const v1::FileRef& shard, std::span<const uint64_t> indexes, std::vector<std::string>* raw) = 0;
   // The same without waiting: asks and returns; `done` runs once with the
   // records (or the error), on a thread of gRPC's or of the fetcher's own, so
   // it must not block.
@@ -103,8 +102,8 @@ class BatchStream {
   // plan hash that does not match expect_plan_hash. With job_id and resume set,
   // a matching cursor in the catalog gives the start step.
   static Result<std::unique_ptr<BatchStream>> Open(const v1::StreamRequest& request, DatasetCache* cache,
-                                                   const Catalog* catalog, Metrics* metrics,
-                                                   const StreamLimits& limits, StreamServer server = {});
+                                                   const Catalog* catalog, Metrics* metrics, const StreamLimits& limits,
+                                                   StreamServer server = {});
 
   // Unpins the blocks of the steps planned ahead.
   ~BatchStream();
@@ -160,8 +159,8 @@ class BatchStream {
   Status BuildNext(std::vector<WirePart>* parts);
 
  private:
-  BatchStream(v1::StreamRequest request, std::shared_ptr<const OpenVersion> version, EpochPlan plan,
-              uint64_t start, uint64_t end, Metrics* metrics, const StreamLimits& limits, StreamServer server);
+  BatchStream(v1::StreamRequest request, std::shared_ptr<const OpenVersion> version, EpochPlan plan, uint64_t start,
+              uint64_t end, Metrics* metrics, const StreamLimits& limits, StreamServer server);
   // Per-build scratch: one per Build running at once, kept for reuse.
   struct Scratch;
   std::unique_ptr<Scratch> TakeScratch();

@@ -190,14 +190,13 @@ Status BatchStream::BuildLocal(const StepClaim& claim, Scratch& scratch, Deferre
         if (s.ok()) {
           // A record large enough to use its blocks densely by itself, or in
           // blocks the step uses densely, is sent from the mapping.
-          const bool may_reference =
-              sparse.empty() || view.payload.size() < WirePart::kZeroCopyMinBytes ||
-              BlockCache::Dense(view.payload.size(), server_.blocks->options().block_bytes) ||
-              !InBlocks(shard, r.record, sparse);
-          builder.Add(r.slot, view,
-                      step_owner ? std::shared_ptr<const void>(step_owner)
-                                 : std::shared_ptr<const void>(reader.value()),
-                      may_reference);
+          const bool may_reference = sparse.empty() || view.payload.size() < WirePart::kZeroCopyMinBytes ||
+                                     BlockCache::Dense(view.payload.size(), server_.blocks->options().block_bytes) ||
+                                     !InBlocks(shard, r.record, sparse);
+          builder.Add(
+              r.slot, view,
+              step_owner ? std::shared_ptr<const void>(step_owner) : std::shared_ptr<const void>(reader.value()),
+              may_reference);
         }
       }
       if (s.ok()) continue;
@@ -245,8 +244,8 @@ Status BatchStream::FinishDeferred(DeferredStep& d, std::vector<WirePart>* parts
       if (r.local_error.IsCorruption()) {
         // A damaged copy and no good one anywhere: the data is lost, not
         // merely out of reach (a Corruption, never served).
-        return Status(r.local_error.code(), r.local_error.message() + "; no other node could serve it: " +
-                                                r.fetched.message())
+        return Status(r.local_error.code(),
+                      r.local_error.message() + "; no other node could serve it: " + r.fetched.message())
             .WithContext(where);
       }
       const std::string local = !r.local_error.ok() ? "here: " + r.local_error.ToString() + "; " : std::string();
@@ -268,8 +267,8 @@ Status BatchStream::FinishDeferred(DeferredStep& d, std::vector<WirePart>* parts
   if (metrics_) {
     MutexLock lock(&composition_mu_);
     if (!composition_) {
-      composition_ = std::make_unique<CompositionRecorder>(version_->shape(), plan_.sampler().TargetShares(),
-                                                           &metrics_->strata());
+      composition_ =
+          std::make_unique<CompositionRecorder>(version_->shape(), plan_.sampler().TargetShares(), &metrics_->strata());
     }
     composition_->Record(d.out, d.batch_size);
   }

@@ -34,7 +34,7 @@ struct BatchStream::Scratch {
   }
 
   std::vector<std::optional<Result<std::shared_ptr<const ShardReader>>>> readers;  // per shard
-  std::vector<size_t> shards;  // the shards `readers` holds
+  std::vector<size_t> shards;                                                      // the shards `readers` holds
   // The step's samples this node reads from its own shards.
   struct LocalRead {
     uint32_t slot;

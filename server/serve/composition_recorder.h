@@ -31,9 +31,9 @@ class CompositionRecorder {
 
  private:
   StratumMetrics* metrics_;
-  std::map<std::string, double, std::less<>> share_;      // by stratum key
-  std::vector<std::pair<double, std::string>> by_share_;  // descending
-  std::unordered_map<std::string_view, uint64_t> counts_; // scratch: views of the parts' strata
+  std::map<std::string, double, std::less<>> share_;       // by stratum key
+  std::vector<std::pair<double, std::string>> by_share_;   // descending
+  std::unordered_map<std::string_view, uint64_t> counts_;  // scratch: views of the parts' strata
 };
 
 }  // namespace strata

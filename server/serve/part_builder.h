@@ -18,8 +18,8 @@
 #include <string_view>
 #include <vector>
 
-#include "server/storage/shard_format.h"
 #include "server/serve/wire_part.h"
+#include "server/storage/shard_format.h"
 #include "strata/v1/data.pb.h"
 
 namespace strata {

@@ -17,8 +17,7 @@ namespace strata {
 class StreamOpener {
  public:
   // The pointers (and those in `server`) must outlive the opener and its streams.
-  StreamOpener(DatasetCache* cache, const Catalog* catalog, Metrics* metrics, StreamLimits limits,
-               StreamServer server);
+  StreamOpener(DatasetCache* cache, const Catalog* catalog, Metrics* metrics, StreamLimits limits, StreamServer server);
 
   // As BatchStream::Open.
   Result<std::unique_ptr<BatchStream>> Open(const v1::StreamRequest& request) const;

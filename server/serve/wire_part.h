@@ -56,7 +56,7 @@ class WirePart {
   struct Piece {
     std::string_view bytes;
     std::shared_ptr<const void> owner;  // null: the last piece's before it that has one
-    bool gather;  // copied into a gathered buffer, not referenced
+    bool gather;                        // copied into a gathered buffer, not referenced
   };
   std::unique_ptr<google::protobuf::Arena> arena_;
   v1::Batch* message_;  // in *arena_

@@ -12,8 +12,8 @@
 #include <unordered_map>
 
 #include "common/mutex.h"
-#include "server/storage/process_memory.h"
 #include "common/units.h"
+#include "server/storage/process_memory.h"
 
 namespace strata {
 
@@ -262,9 +262,8 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
     for (auto& [key, e] : entries_) {
       if (e.residency == Residency::kResident) pinned.push_back({e.uses > 0, e.pins, key.block, &e});
     }
-    std::sort(pinned.begin(), pinned.end(), [](const Pinned& a, const Pinned& b) {
-      return std::tie(a.in_use, a.pins) < std::tie(b.in_use, b.pins);
-    });
+    std::sort(pinned.begin(), pinned.end(),
+              [](const Pinned& a, const Pinned& b) { return std::tie(a.in_use, a.pins) < std::tie(b.in_use, b.pins); });
     for (const Pinned& p : pinned) {
       if (resident_ <= budget_) break;
       p.entry->residency = Residency::kAbsent;  // pinned still: the entry stays
@@ -277,8 +276,8 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
   }
 
   // With a memory budget: at most once a millisecond, sets the cache's budget
-  // to what the rest of the process leaves of it, and sheds blocks down to it. The rest is the resident set less the blocks read in (those being
-  // read in are not resident yet).
+  // to what the rest of the process leaves of it, and sheds blocks down to it. The rest is the resident set less the
+  // blocks read in (those being read in are not resident yet).
   void Govern() {
     if (options_.memory_budget_bytes == 0) return;
     const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
@@ -319,9 +318,10 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
     int64_t warned = last_warning_.load(std::memory_order_relaxed);
     if (budget < options_.block_bytes && now - warned >= kWarnEvery &&
         last_warning_.compare_exchange_strong(warned, now)) {
-      spdlog::warn("memory budget {}: the server holds {} besides its block cache, which leaves the cache {}; "
-                   "streams read records with pread (raise memory_budget)",
-                   FormatBytes(options_.memory_budget_bytes), FormatBytes(rest), FormatBytes(budget));
+      spdlog::warn(
+          "memory budget {}: the server holds {} besides its block cache, which leaves the cache {}; "
+          "streams read records with pread (raise memory_budget)",
+          FormatBytes(options_.memory_budget_bytes), FormatBytes(rest), FormatBytes(budget));
     }
   }
 
@@ -374,7 +374,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
   uint64_t misses_ GUARDED_BY(mu_) = 0;
   uint64_t evictions_ GUARDED_BY(mu_) = 0;
   std::atomic<uint64_t> read_ahead_blocks_{0};
-  std::atomic<int64_t> last_govern_{0};   // steady clock, ns
+  std::atomic<int64_t> last_govern_{0};  // steady clock, ns
   std::atomic<int64_t> last_warning_{std::numeric_limits<int64_t>::min() / 2};
 };
 

@@ -58,8 +58,8 @@
 #include <span>
 #include <vector>
 
-#include "server/storage/shard_format.h"
 #include "server/base/metrics.h"
+#include "server/storage/shard_format.h"
 
 namespace strata {
 
@@ -82,7 +82,7 @@ class BlockCache {
   struct BlockRef {
     std::shared_ptr<const ShardReader> reader;
     uint64_t block = 0;
-    uint64_t use_bytes = 0;  // how much of it the use reads
+    uint64_t use_bytes = 0;   // how much of it the use reads
     uint64_t use_offset = 0;  // the first byte of the file the use reads in it
   };
 
@@ -129,8 +129,8 @@ class BlockCache {
     uint64_t resident_bytes = 0;  // blocks resident or being read in
     uint64_t resident_blocks = 0;
     uint64_t pinned_blocks = 0;
-    uint64_t hits = 0;        // uses that found the block resident or being read in
-    uint64_t misses = 0;      // uses that did not (read-ahead left it out)
+    uint64_t hits = 0;    // uses that found the block resident or being read in
+    uint64_t misses = 0;  // uses that did not (read-ahead left it out)
     uint64_t read_ahead_blocks = 0;
     uint64_t evictions = 0;
     uint64_t budget_bytes = 0;  // what the cache may hold now (see memory_budget_bytes)

@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <functional>
 
-#include "common/mutex.h"
 #include "common/dataset_ref.h"
+#include "common/mutex.h"
 
 namespace strata {
 namespace {
@@ -128,17 +128,20 @@ Result<v1::VersionRecord> Catalog::CreateVersion(const std::string& name, std::o
     if (state == v1::VERSION_SEALED) {
       return Status::FailedPrecondition(Describe(name, number) +
                                         " is already sealed; versions are immutable — ingest without @N to "
-                                        "create version " + std::to_string(next));
+                                        "create version " +
+                                        std::to_string(next));
     }
     if (state == v1::VERSION_DELETED) {
       return Status::FailedPrecondition(Describe(name, number) +
                                         " was deleted; a deleted version's number is never reused — ingest "
-                                        "without @N to create version " + std::to_string(next));
+                                        "without @N to create version " +
+                                        std::to_string(next));
     }
     if (state == v1::VERSION_INGESTING) {
       return Status::FailedPrecondition(Describe(name, number) +
                                         " is already being ingested; abort that ingest, or ingest without @N "
-                                        "to create version " + std::to_string(next));
+                                        "to create version " +
+                                        std::to_string(next));
     }
     STRATA_RETURN_IF_ERROR(DeleteShards(*kv_, name, number, &batch));  // replacing an aborted version
   }

@@ -104,8 +104,8 @@ Result<DatasetShape> OpenVersion::PlanShape(const v1::SamplerSpec& sampler) cons
 }
 
 Result<std::shared_ptr<const OpenVersion>> DatasetCache::Open(const DatasetRef& ref) {
-  Result<v1::VersionRecord> record = ref.version ? catalog_->GetVersion(ref.name, *ref.version)
-                                                 : catalog_->LatestSealed(ref.name);
+  Result<v1::VersionRecord> record =
+      ref.version ? catalog_->GetVersion(ref.name, *ref.version) : catalog_->LatestSealed(ref.name);
   if (!record.ok()) return record.status();
   const v1::DatasetInfo& info = record->info();
   if (info.state() == v1::VERSION_DELETED) {

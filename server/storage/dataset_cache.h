@@ -15,10 +15,10 @@
 #include "common/dataset_ref.h"
 #include "common/mutex.h"
 #include "plan/epoch_plan.h"
-#include "server/storage/shard_format.h"
 #include "plan/stratum_index.h"
 #include "server/storage/catalog.h"
 #include "server/storage/data_dir.h"
+#include "server/storage/shard_format.h"
 
 namespace strata {
 
@@ -53,9 +53,9 @@ class OpenVersion {
 
   // Where sample `id` lives. REQUIRES: id < shape().num_samples.
   struct Location {
-    size_t shard;      // index into the version's shard list
-    uint32_t seq;      // the shard's sequence number
-    uint64_t record;   // record index within the shard
+    size_t shard;     // index into the version's shard list
+    uint32_t seq;     // the shard's sequence number
+    uint64_t record;  // record index within the shard
   };
   Location Locate(uint64_t id) const;
   const v1::ShardRecord& shard(size_t i) const { return shards_[i]; }

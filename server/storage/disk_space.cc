@@ -34,9 +34,9 @@ Status DiskSpace::CheckWritable(const std::string& what) const {
   const DiskFigures f = Last();
   std::string mark = FormatBytes(LowBytes());
   if (o_.low.percent) mark = FormatByteThreshold(o_.low) + " = " + mark;
-  return Status::ResourceExhausted(o_.node_id + " refuses " + what + ": " + FormatBytes(f.free_bytes) +
-                                   " free of " + FormatBytes(f.total_bytes) + " on " + o_.path +
-                                   ", below disk_low_watermark (" + mark + ")");
+  return Status::ResourceExhausted(o_.node_id + " refuses " + what + ": " + FormatBytes(f.free_bytes) + " free of " +
+                                   FormatBytes(f.total_bytes) + " on " + o_.path + ", below disk_low_watermark (" +
+                                   mark + ")");
 }
 
 }  // namespace strata

@@ -1,10 +1,10 @@
 #include "server/storage/ec_stripes.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <sys/stat.h>
 
 #include "common/unique_fd.h"
 #include "server/storage/erasure_code.h"
@@ -41,8 +41,7 @@ std::vector<std::string> EcRanked(const PlacementSet& members, const v1::FileRef
   return ranked;
 }
 
-std::vector<std::string> FileRanked(const v1::DatasetInfo& info, const v1::FileRef& file,
-                                    const PlacementSet& members) {
+std::vector<std::string> FileRanked(const v1::DatasetInfo& info, const v1::FileRef& file, const PlacementSet& members) {
   if (IsErasureCoded(info)) return EcRanked(members, file, info.ec_data(), info.ec_parity());
   return members.RankIds(ShardFileKey(file.dataset(), file.version(), file.seq()));
 }
@@ -60,8 +59,8 @@ std::vector<std::string> FileHolders(const v1::DatasetInfo& info, const v1::File
   return members.HolderIds(ShardFileKey(file.dataset(), file.version(), file.seq()), r);
 }
 
-Status WriteStripeParity(const DataDir& dir, const std::string& dataset, uint64_t version, uint32_t stripe,
-                         uint32_t k, uint32_t m, uint64_t shards) {
+Status WriteStripeParity(const DataDir& dir, const std::string& dataset, uint64_t version, uint32_t stripe, uint32_t k,
+                         uint32_t m, uint64_t shards) {
   auto code = ErasureCode::Create(k, m);
   if (!code.ok()) return code.status();
   std::vector<UniqueFd> fds;

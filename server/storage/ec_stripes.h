@@ -47,14 +47,13 @@ std::vector<std::string> EcRanked(const PlacementSet& members, const v1::FileRef
 // the shard's own ranked list and its first `replication` members, or the
 // default for the member count; erasure-coded: EcRanked and its first).
 std::vector<std::string> FileRanked(const v1::DatasetInfo& info, const v1::FileRef& file, const PlacementSet& members);
-std::vector<std::string> FileHolders(const v1::DatasetInfo& info, const v1::FileRef& file,
-                                     const PlacementSet& members);
+std::vector<std::string> FileHolders(const v1::DatasetInfo& info, const v1::FileRef& file, const PlacementSet& members);
 
 // Computes and writes the M parity files of `stripe` from its data shards,
 // which must all be in `dir` (`shards` is the version's data shard count so
 // far: the stripe's shards past it count as empty). IOError if one cannot be
 // read.
-Status WriteStripeParity(const DataDir& dir, const std::string& dataset, uint64_t version, uint32_t stripe,
-                         uint32_t k, uint32_t m, uint64_t shards);
+Status WriteStripeParity(const DataDir& dir, const std::string& dataset, uint64_t version, uint32_t stripe, uint32_t k,
+                         uint32_t m, uint64_t shards);
 
 }  // namespace strata

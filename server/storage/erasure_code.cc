@@ -85,8 +85,8 @@ Status ErasureCode::Reconstruct(std::span<uint8_t* const> chunks, size_t len, st
   std::vector<uint8_t*> in(k_), out(wanted.size());
   for (uint32_t r = 0; r < k_; ++r) in[r] = chunks[sources[r]];
   for (size_t w = 0; w < wanted.size(); ++w) out[w] = chunks[wanted[w]];
-  ec_encode_data(static_cast<int>(len), static_cast<int>(k_), static_cast<int>(wanted.size()), tables.data(),
-                 in.data(), out.data());
+  ec_encode_data(static_cast<int>(len), static_cast<int>(k_), static_cast<int>(wanted.size()), tables.data(), in.data(),
+                 out.data());
   return Status::OK();
 }
 

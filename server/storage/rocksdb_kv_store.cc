@@ -51,15 +51,13 @@ std::string SpaceOp(std::string_view op, KvSpace space) {
 
 // Per-store properties summed over column families; names as in RocksDB's docs.
 constexpr std::array<const char*, 5> kStatProperties = {
-    "rocksdb.estimate-num-keys",      "rocksdb.estimate-live-data-size",
-    "rocksdb.cur-size-all-mem-tables", "rocksdb.total-sst-files-size",
-    "rocksdb.estimate-pending-compaction-bytes",
+    "rocksdb.estimate-num-keys",    "rocksdb.estimate-live-data-size",           "rocksdb.cur-size-all-mem-tables",
+    "rocksdb.total-sst-files-size", "rocksdb.estimate-pending-compaction-bytes",
 };
 
 class RocksDbKvStore final : public KvStore {
  public:
-  RocksDbKvStore(std::unique_ptr<rocksdb::DB> db, std::vector<rocksdb::ColumnFamilyHandle*> handles,
-                 bool sync_writes)
+  RocksDbKvStore(std::unique_ptr<rocksdb::DB> db, std::vector<rocksdb::ColumnFamilyHandle*> handles, bool sync_writes)
       : db_(std::move(db)), handles_(std::move(handles)) {
     write_options_.sync = sync_writes;
   }
@@ -84,8 +82,7 @@ class RocksDbKvStore final : public KvStore {
     rocksdb::WriteBatch wb;
     for (const KvWriteBatch::Op& op : batch.ops()) {
       STRATA_RETURN_IF_ERROR(CheckOpen(op.space));
-      rocksdb::Status s = op.value ? wb.Put(Handle(op.space), op.key, *op.value)
-                                   : wb.Delete(Handle(op.space), op.key);
+      rocksdb::Status s = op.value ? wb.Put(Handle(op.space), op.key, *op.value) : wb.Delete(Handle(op.space), op.key);
       STRATA_RETURN_IF_ERROR(FromRocks(s, SpaceOp("batch", op.space)));
     }
     if (batch.empty()) return Status::OK();
@@ -144,7 +141,9 @@ class RocksDbKvStore final : public KvStore {
     return Status::OK();
   }
   // REQUIRES: mu_ is held and CheckOpen(space) is OK. handles_[0] is "default".
-  rocksdb::ColumnFamilyHandle* Handle(KvSpace space) const REQUIRES_SHARED(mu_) { return handles_[1 + static_cast<size_t>(space)]; }
+  rocksdb::ColumnFamilyHandle* Handle(KvSpace space) const REQUIRES_SHARED(mu_) {
+    return handles_[1 + static_cast<size_t>(space)];
+  }
 
   // Shared by every operation, exclusive for Close: no call sees a half-closed DB.
   mutable SharedMutex mu_;

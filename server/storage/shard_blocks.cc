@@ -149,7 +149,8 @@ Result<std::shared_ptr<const std::string>> ShardReader::Block(uint64_t b) const 
   const uint64_t stored_len = LoadU64(stored.data() + 8);
   if (stored_len != stored.size() - kBlockHeaderSize - 8) return corrupt("length does not match its offsets");
   // The checksum first: nothing a damaged block says is acted on.
-  if (Checksum64(stored.data(), kBlockHeaderSize + stored_len) != LoadU64(stored.data() + kBlockHeaderSize + stored_len)) {
+  if (Checksum64(stored.data(), kBlockHeaderSize + stored_len) !=
+      LoadU64(stored.data() + kBlockHeaderSize + stored_len)) {
     return corrupt("checksum mismatch");
   }
   const char* frame = stored.data() + kBlockHeaderSize;
@@ -193,8 +194,7 @@ Status ShardReader::BlockRecord(uint64_t index, std::shared_ptr<const std::strin
   return Status::OK();
 }
 
-Status ShardReader::ReadBlockRecord(uint64_t index, std::shared_ptr<const std::string>* block,
-                                    RecordView* out) const {
+Status ShardReader::ReadBlockRecord(uint64_t index, std::shared_ptr<const std::string>* block, RecordView* out) const {
   out->Clear();
   if (!compressed()) return Status::FailedPrecondition("shard " + path_ + " is not compressed");
   std::string_view raw;

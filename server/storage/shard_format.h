@@ -54,19 +54,19 @@
 #include <utility>
 #include <vector>
 
+#include "common/status.h"
 #include "common/unique_fd.h"
 #include "server/storage/aligned_writer.h"
-#include "common/status.h"
 #include "strata/v1/storage.pb.h"
 
 namespace strata {
 
-inline constexpr uint32_t kShardFormatVersion = 3;  // what writers write without compression
+inline constexpr uint32_t kShardFormatVersion = 3;            // what writers write without compression
 inline constexpr uint32_t kCompressedShardFormatVersion = 4;  // what they write with it
-inline constexpr uint32_t kNewestShardFormatVersion = 4;  // the newest readers accept
-inline constexpr uint32_t kOldestShardFormatVersion = 1;  // the oldest readers accept
+inline constexpr uint32_t kNewestShardFormatVersion = 4;      // the newest readers accept
+inline constexpr uint32_t kOldestShardFormatVersion = 1;      // the oldest readers accept
 // Format 4: a block is closed once its records reach this many bytes.
-inline constexpr size_t kCompressedBlockBytes = size_t{64} << 10;  // the default
+inline constexpr size_t kCompressedBlockBytes = size_t{64} << 10;    // the default
 inline constexpr size_t kMinCompressedBlockBytes = size_t{4} << 10;  // what an ingest may ask for
 inline constexpr size_t kMaxCompressedBlockBytes = size_t{16} << 20;
 inline constexpr size_t kBlockHeaderSize = 16;  // raw_len, stored_len
@@ -85,7 +85,7 @@ struct ShardIdentity {
 // How the writer stores records. The default writes format 3.
 struct ShardWriteOptions {
   v1::Compression compression = v1::COMPRESSION_NONE;
-  int level = kDefaultZstdLevel;          // zstd's level; REQUIRES: 1..19
+  int level = kDefaultZstdLevel;               // zstd's level; REQUIRES: 1..19
   size_t block_bytes = kCompressedBlockBytes;  // format 4: records per block, in bytes
 };
 
@@ -343,7 +343,7 @@ class ShardReader {
   UniqueFd fd_;  // for ReadCopy and VerifyFile
   const char* base_ = nullptr;
   uint64_t size_ = 0;
-  uint64_t body_end_ = 0;  // footer_offset + footer_len
+  uint64_t body_end_ = 0;     // footer_offset + footer_len
   uint64_t records_end_ = 0;  // footer_offset
   uint64_t file_checksum_ = 0;
   uint32_t format_version_ = 0;

@@ -14,9 +14,9 @@
 
 #include "common/checksum.h"
 #include "common/file_env.h"
-#include "common/unique_fd.h"
 #include "common/file_util.h"
 #include "common/little_endian.h"
+#include "common/unique_fd.h"
 #include "server/storage/decompressed_cache.h"
 #include "server/storage/shard_format.h"
 

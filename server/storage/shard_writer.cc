@@ -14,8 +14,8 @@
 #include "common/file_env.h"
 #include "common/file_util.h"
 #include "common/little_endian.h"
-#include "server/storage/shard_format.h"
 #include "common/utf8.h"
+#include "server/storage/shard_format.h"
 
 namespace strata {
 namespace {
@@ -28,7 +28,6 @@ constexpr size_t kDirectWriteBytes = size_t{256} << 10;
 // A record's payload is handed out as one contiguous view; ingest never comes
 // near this, and it bounds what a corrupt footer can make a reader believe.
 constexpr uint64_t kMaxPayloadBytes = uint64_t{4} << 30;
-
 
 // A header whose strings are not UTF-8 would serialize but never parse again.
 bool HeaderStringsAreUtf8(const v1::RecordHeader& h) {

@@ -32,7 +32,7 @@ class FakeStream final : public Stream {
     uint32_t batch_size = 4;
     // Payload bytes of each sample at a step.
     std::function<size_t(uint64_t step)> sample_bytes = [](uint64_t) { return size_t{100}; };
-    int64_t fail_at = -1;   // Next() at this step returns `failure`
+    int64_t fail_at = -1;  // Next() at this step returns `failure`
     Status failure = Status::Unavailable("injected failure");
     int64_t block_at = -1;  // Next() at this step blocks until Cancel()
   };

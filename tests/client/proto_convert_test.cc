@@ -29,27 +29,19 @@ void FillAll(Message* m, int* counter) {
       const int v = ++*counter;
       const bool rep = f->is_repeated();
       switch (f->cpp_type()) {
-        case FieldDescriptor::CPPTYPE_INT32:
-          rep ? r->AddInt32(m, f, v) : r->SetInt32(m, f, v);
-          break;
-        case FieldDescriptor::CPPTYPE_INT64:
-          rep ? r->AddInt64(m, f, v) : r->SetInt64(m, f, v);
-          break;
+        case FieldDescriptor::CPPTYPE_INT32: rep ? r->AddInt32(m, f, v) : r->SetInt32(m, f, v); break;
+        case FieldDescriptor::CPPTYPE_INT64: rep ? r->AddInt64(m, f, v) : r->SetInt64(m, f, v); break;
         case FieldDescriptor::CPPTYPE_UINT32:
           rep ? r->AddUInt32(m, f, static_cast<uint32_t>(v)) : r->SetUInt32(m, f, static_cast<uint32_t>(v));
           break;
         case FieldDescriptor::CPPTYPE_UINT64:
           rep ? r->AddUInt64(m, f, static_cast<uint64_t>(v)) : r->SetUInt64(m, f, static_cast<uint64_t>(v));
           break;
-        case FieldDescriptor::CPPTYPE_DOUBLE:
-          rep ? r->AddDouble(m, f, v + 0.5) : r->SetDouble(m, f, v + 0.5);
-          break;
+        case FieldDescriptor::CPPTYPE_DOUBLE: rep ? r->AddDouble(m, f, v + 0.5) : r->SetDouble(m, f, v + 0.5); break;
         case FieldDescriptor::CPPTYPE_FLOAT:
           rep ? r->AddFloat(m, f, static_cast<float>(v)) : r->SetFloat(m, f, static_cast<float>(v));
           break;
-        case FieldDescriptor::CPPTYPE_BOOL:
-          rep ? r->AddBool(m, f, true) : r->SetBool(m, f, true);
-          break;
+        case FieldDescriptor::CPPTYPE_BOOL: rep ? r->AddBool(m, f, true) : r->SetBool(m, f, true); break;
         case FieldDescriptor::CPPTYPE_ENUM: {
           // The last value the enum names: never the default.
           const auto* e = f->enum_type()->value(f->enum_type()->value_count() - 1);

@@ -69,15 +69,15 @@ TEST(ResumeTokenTest, OldFormatTokensStillDecodeAsIncomplete) {
 
 TEST(ResumeTokenTest, RefusesMalformedCompleteTokens) {
   for (const char* bad : {
-           "strata2:cats@1:00000000000000ab:0:short:-:1:2:3",        // global batch 0
-           "strata2:cats@1:00000000000000ab:-4:short:-:1:2:3",       // signed
-           "strata2:cats@1:00000000000000ab:4:keep:-:1:2:3",         // remainder
-           "strata2:cats@1:00000000000000ab:4:short::1:2:3",         // empty sampler
-           "strata2:cats@1:00000000000000ab:4:short:0:1:2:3",        // odd hex
-           "strata2:cats@1:00000000000000ab:4:short:0G:1:2:3",       // not hex
-           "strata2:cats@1:00000000000000ab:4:short:0A:1:2:3",       // upper case
-           "strata2:cats@1:00000000000000ab:4:short:-:1:2:3:4",      // extra field
-           "strata1:cats@1:00000000000000ab:4:short:-:1:2:3",        // format 1 with a plan
+           "strata2:cats@1:00000000000000ab:0:short:-:1:2:3",    // global batch 0
+           "strata2:cats@1:00000000000000ab:-4:short:-:1:2:3",   // signed
+           "strata2:cats@1:00000000000000ab:4:keep:-:1:2:3",     // remainder
+           "strata2:cats@1:00000000000000ab:4:short::1:2:3",     // empty sampler
+           "strata2:cats@1:00000000000000ab:4:short:0:1:2:3",    // odd hex
+           "strata2:cats@1:00000000000000ab:4:short:0G:1:2:3",   // not hex
+           "strata2:cats@1:00000000000000ab:4:short:0A:1:2:3",   // upper case
+           "strata2:cats@1:00000000000000ab:4:short:-:1:2:3:4",  // extra field
+           "strata1:cats@1:00000000000000ab:4:short:-:1:2:3",    // format 1 with a plan
        }) {
     auto r = ResumeToken::Decode(bad);
     EXPECT_FALSE(r.ok()) << bad;

@@ -194,9 +194,8 @@ TEST(CsvManifestTest, QuotingAttributesAndRelativePaths) {
   EXPECT_EQ(d.samples[0].key, "img/a.jpg");
   EXPECT_EQ(d.samples[0].label, "cat");
   EXPECT_THAT(Fields(d.samples[0]), ElementsAre(Pair("jpg", "aaa")));
-  EXPECT_THAT(d.samples[0].attributes,
-              UnorderedElementsAre(Pair("caption", "a cat, \"sitting\"\non two lines"),
-                                   Pair("split", "train"), Pair("source", "train.csv")));
+  EXPECT_THAT(d.samples[0].attributes, UnorderedElementsAre(Pair("caption", "a cat, \"sitting\"\non two lines"),
+                                                            Pair("split", "train"), Pair("source", "train.csv")));
   EXPECT_THAT(Fields(d.samples[1]), ElementsAre(Pair("png", "bb")));
   EXPECT_EQ(d.samples[1].attributes.at("split"), "");
   EXPECT_EQ(d.samples[2].key, tmp.Join("abs.txt"));
@@ -298,9 +297,8 @@ TEST(JsonlManifestTest, ValueTypes) {
   EXPECT_EQ(d.samples[0].label, "speech");
   EXPECT_THAT(Fields(d.samples[0]), ElementsAre(Pair("wav", "wave")));
   EXPECT_THAT(d.samples[0].attributes,
-              UnorderedElementsAre(Pair("n", "3"), Pair("ok", "true"), Pair("who", "ann"),
-                                   Pair("tags", "[1,\"a\"]"), Pair("none", "null"),
-                                   Pair("source", "m.jsonl")));
+              UnorderedElementsAre(Pair("n", "3"), Pair("ok", "true"), Pair("who", "ann"), Pair("tags", "[1,\"a\"]"),
+                                   Pair("none", "null"), Pair("source", "m.jsonl")));
   EXPECT_EQ(d.samples[1].label, "7");
   EXPECT_THAT(Fields(d.samples[1]), ElementsAre(Pair("bin", "yy")));
   EXPECT_EQ(d.samples[1].attributes.at("source"), "mic");
@@ -358,8 +356,7 @@ void WriteTar(const std::string& path, const std::vector<Member>& members, bool 
     // WARN: a name the C locale cannot translate is stored as raw bytes.
     ASSERT_GE(archive_write_header(a, entry), ARCHIVE_WARN);
     if (!dir) {
-      ASSERT_EQ(archive_write_data(a, m.data.data(), m.data.size()),
-                static_cast<la_ssize_t>(m.data.size()));
+      ASSERT_EQ(archive_write_data(a, m.data.data(), m.data.size()), static_cast<la_ssize_t>(m.data.size()));
     }
     archive_entry_free(entry);
   }
@@ -390,14 +387,12 @@ void ExpectShard(const Drained& d, const std::string& source_name) {
   ASSERT_EQ(d.samples.size(), 3u);
   const Sample& first = d.samples[0];
   EXPECT_EQ(first.label, "3");
-  EXPECT_THAT(Fields(first), ElementsAre(Pair("jpg", "jpeg-1"), Pair("cls", " 3\n"),
-                                         Pair("json", _), Pair("seg.png", "seg-1")));
-  EXPECT_THAT(first.attributes,
-              UnorderedElementsAre(Pair("w", "640"), Pair("ok", "true"), Pair("who", "ann"),
-                                   Pair("source", source_name)));
+  EXPECT_THAT(Fields(first),
+              ElementsAre(Pair("jpg", "jpeg-1"), Pair("cls", " 3\n"), Pair("json", _), Pair("seg.png", "seg-1")));
+  EXPECT_THAT(first.attributes, UnorderedElementsAre(Pair("w", "640"), Pair("ok", "true"), Pair("who", "ann"),
+                                                     Pair("source", source_name)));
   EXPECT_EQ(d.samples[1].label, "");
-  EXPECT_THAT(Fields(d.samples[1]),
-              ElementsAre(Pair("jpg", std::string(700, 'x')), Pair("json", "{not json")));
+  EXPECT_THAT(Fields(d.samples[1]), ElementsAre(Pair("jpg", std::string(700, 'x')), Pair("json", "{not json")));
   EXPECT_EQ(d.samples[2].label, "dog");
   EXPECT_EQ(d.samples[2].attributes.at("source"), "cam");
   EXPECT_EQ(d.bytes_read, d.total_bytes);
@@ -432,8 +427,7 @@ TEST(TarSourceTest, EmptyArchiveHasNoSamples) {
 
 TEST(TarSourceTest, NonAsciiNamesAreKeptAsUtf8) {
   TempDir tmp;
-  WriteTar(tmp.Join("s.tar"),
-           {{"caf\u00e9/\u00e9t\u00e9.jpg", "1"}, {"caf\u00e9/\u00e9t\u00e9.cls", "x"}});
+  WriteTar(tmp.Join("s.tar"), {{"caf\u00e9/\u00e9t\u00e9.jpg", "1"}, {"caf\u00e9/\u00e9t\u00e9.cls", "x"}});
   const Drained d = ReadAll(tmp.Join("s.tar"));
   ASSERT_TRUE(d.status.ok()) << d.status.ToString();
   EXPECT_THAT(Keys(d), ElementsAre("caf\u00e9/\u00e9t\u00e9"));
@@ -472,8 +466,7 @@ TEST(TarSourceTest, TruncatedArchivesAreInvalidArgument) {
   for (size_t size : cuts) {
     WriteFile(cut, bytes.substr(0, size));
     const Drained d = ReadAll(cut);
-    ASSERT_EQ(d.status.code(), Code::kInvalidArgument)
-        << "cut at " << size << ": " << d.status.ToString();
+    ASSERT_EQ(d.status.code(), Code::kInvalidArgument) << "cut at " << size << ": " << d.status.ToString();
     ASSERT_THAT(d.status.message(), HasSubstr("truncated or damaged tar archive " + cut));
   }
 }
@@ -484,12 +477,10 @@ TEST(TarSourceTest, TruncatedGzipIsInvalidArgument) {
   WriteTar(whole, Shard(), /*gzip=*/true);
   const std::string bytes = testing::ReadFile(whole);
   const std::string cut = tmp.Join("cut.tgz");
-  for (size_t size :
-       {size_t{0}, size_t{10}, bytes.size() / 2, bytes.size() - 9, bytes.size() - 1}) {
+  for (size_t size : {size_t{0}, size_t{10}, bytes.size() / 2, bytes.size() - 9, bytes.size() - 1}) {
     WriteFile(cut, bytes.substr(0, size));
     const Drained d = ReadAll(cut);
-    EXPECT_EQ(d.status.code(), Code::kInvalidArgument)
-        << "cut at " << size << ": " << d.status.ToString();
+    EXPECT_EQ(d.status.code(), Code::kInvalidArgument) << "cut at " << size << ": " << d.status.ToString();
   }
 }
 

@@ -148,8 +148,8 @@ TEST(StagingTest, StagesExactlyPrefetchDepthAhead) {
 }
 
 TEST(StagingTest, ErrorsArriveAfterTheBatchesStagedBeforeThem) {
-  auto [staged, fake] = Open({.steps = 10, .fail_at = 4, .failure = Status::Unavailable("server gone")},
-                             HostOptions(3));
+  auto [staged, fake] =
+      Open({.steps = 10, .fail_at = 4, .failure = Status::Unavailable("server gone")}, HostOptions(3));
   StagedBatch b;
   for (uint64_t step = 0; step < 4; ++step) {
     ASSERT_TRUE(staged->Next(&b).ok());

@@ -18,8 +18,8 @@ TEST(DatasetRefTest, ParsesNamesAndVersions) {
 }
 
 TEST(DatasetRefTest, RefusesNamesThatCouldEscapeTheDataDirectory) {
-  for (const char* bad : {"", "a/b", "../x", "..", "x..y", ".hidden", "-flag", "a\\b", "sp ace", "tab\t",
-                          "caf\xc3\xa9"}) {
+  for (const char* bad :
+       {"", "a/b", "../x", "..", "x..y", ".hidden", "-flag", "a\\b", "sp ace", "tab\t", "caf\xc3\xa9"}) {
     auto r = ParseDatasetRef(bad);
     EXPECT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << bad;

@@ -134,9 +134,8 @@ TEST(PlacementTest, WithoutZonesTheOrderIsPlainRendezvous) {
   for (int i = 0; i < 500; ++i) {
     const std::string key = ShardFileKey("ds", 3, static_cast<uint32_t>(i));
     std::vector<std::string> expected = nodes;
-    std::sort(expected.begin(), expected.end(), [&](const auto& a, const auto& b) {
-      return RendezvousWeight(key, a) > RendezvousWeight(key, b);
-    });
+    std::sort(expected.begin(), expected.end(),
+              [&](const auto& a, const auto& b) { return RendezvousWeight(key, a) > RendezvousWeight(key, b); });
     EXPECT_EQ(RankMembers(key, members), expected);
     EXPECT_EQ(Holders(key, members, 3), std::vector<std::string>(expected.begin(), expected.begin() + 3));
   }
@@ -146,7 +145,8 @@ TEST(PlacementTest, HoldersAreTheRankedListsHead) {
   // Zones of unequal sizes, racks in some: the pruned Holders agrees with Rank.
   std::vector<PlacementMember> members;
   for (int i = 0; i < 23; ++i) {
-    members.push_back({"n" + std::to_string(i), "z" + std::to_string(i % 4), i % 4 == 1 ? "r" + std::to_string(i % 3) : ""});
+    members.push_back(
+        {"n" + std::to_string(i), "z" + std::to_string(i % 4), i % 4 == 1 ? "r" + std::to_string(i % 3) : ""});
   }
   for (int i = 0; i < 1000; ++i) {
     const std::string key = ShardFileKey("ds", 4, static_cast<uint32_t>(i));
@@ -218,7 +218,8 @@ TEST(PlacementTest, ServingNodePrefersHoldersNearTheReader) {
   EXPECT_EQ(used.size(), 2u);
   // No holder near: as without a zone.
   const std::vector<std::string> far = {"x"};
-  for (uint64_t id = 0; id < 100; ++id) EXPECT_EQ(ServingNode(holders, holders, {}, id, far), ServingNode(holders, holders, {}, id));
+  for (uint64_t id = 0; id < 100; ++id)
+    EXPECT_EQ(ServingNode(holders, holders, {}, id, far), ServingNode(holders, holders, {}, id));
 }
 
 TEST(PlacementTest, DefaultReplication) {

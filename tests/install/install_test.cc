@@ -24,8 +24,8 @@ class InstallTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     prefix_ = new TempDir();
-    installed_ = RunCommand({STRATA_CMAKE_COMMAND, "--install", STRATA_BUILD_DIR, "--prefix", prefix_->path(),
-                             "--component", "libstrata"});
+    installed_ = RunCommand(
+        {STRATA_CMAKE_COMMAND, "--install", STRATA_BUILD_DIR, "--prefix", prefix_->path(), "--component", "libstrata"});
   }
   static void TearDownTestSuite() {
     delete prefix_;
@@ -91,7 +91,8 @@ TEST_F(InstallTest, TheHeaderCheckCatchesAnInternalInclude) {
   // The check above must be able to fail: a header that reaches outside.
   TempDir dir;
   fs::create_directories(dir.Join("strata"));
-  WriteFile(dir.Join("strata/bad.h"), "#include <vector>\n#include \"common/status.h\"\n#include <strata/v1/data.pb.h>\n");
+  WriteFile(dir.Join("strata/bad.h"),
+            "#include <vector>\n#include \"common/status.h\"\n#include <strata/v1/data.pb.h>\n");
   EXPECT_EQ(IncludeProblems(dir.Join("strata/bad.h"), dir.path()).size(), 2u);
 }
 
@@ -106,8 +107,8 @@ TEST_F(InstallTest, AProgramBuiltAgainstTheInstallStreamsAnEpochFromStratad) {
   const CommandResult made = RunCommand({STRATA_MAKE_DATASET_BINARY, "--out", work.Join("images"), "--format", "folder",
                                          "--samples", "37", "--size", "200", "--classes", "3"});
   ASSERT_EQ(made.exit_code, 0) << made.err;
-  const CommandResult ingested = RunCommand({StrataCliBinary(), "ingest", "--quiet", "--dataset", "tiny",
-                                             work.Join("images"), "--server", node.address()});
+  const CommandResult ingested = RunCommand(
+      {StrataCliBinary(), "ingest", "--quiet", "--dataset", "tiny", work.Join("images"), "--server", node.address()});
   ASSERT_EQ(ingested.exit_code, 0) << ingested.out << ingested.err;
 
   const CommandResult ran = RunCommand({consumer, node.address(), "tiny", "37"});

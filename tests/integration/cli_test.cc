@@ -1,11 +1,11 @@
 // The strata CLI against a live stratad, as a user runs it: ingest each source
 // kind, inspect, stream with --output, resume from the printed token.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -33,9 +33,9 @@ class CliTest : public ::testing::Test {
 
   static std::string Generate(const std::string& name, const std::string& format, int samples) {
     const std::string dir = node_->dir().Join(name);
-    CommandResult gen = RunCommand({STRATA_MAKE_DATASET_BINARY, "--out", dir, "--format", format, "--samples",
-                                    std::to_string(samples), "--size", "300", "--classes", "4", "--samples-per-tar",
-                                    "40"});
+    CommandResult gen =
+        RunCommand({STRATA_MAKE_DATASET_BINARY, "--out", dir, "--format", format, "--samples", std::to_string(samples),
+                    "--size", "300", "--classes", "4", "--samples-per-tar", "40"});
     EXPECT_EQ(gen.exit_code, 0) << gen.err;
     return dir;
   }
@@ -182,9 +182,9 @@ TEST_F(CliTest, StreamWritesOneJsonLinePerBatchAndEveryIdOnce) {
   std::set<uint64_t> ids;
   for (int rank = 0; rank < 2; ++rank) {
     const std::string out = node_->dir().Join("rank" + std::to_string(rank) + ".jsonl");
-    CommandResult r = Cli({"stream", "--dataset", "to-stream", "--batch-size", "16", "--world", "2", "--rank",
-                           std::to_string(rank), "--seed", "4", "--epoch", "2", "--output", out, "--quiet",
-                           "--stall-timeout", "60000"});
+    CommandResult r =
+        Cli({"stream", "--dataset", "to-stream", "--batch-size", "16", "--world", "2", "--rank", std::to_string(rank),
+             "--seed", "4", "--epoch", "2", "--output", out, "--quiet", "--stall-timeout", "60000"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("samples/s"), std::string::npos) << "prints throughput";
     EXPECT_NE(r.out.find("class00"), std::string::npos) << "prints a per-label summary";
@@ -217,12 +217,11 @@ TEST_F(CliTest, StreamStoppedEarlyPrintsAResumeTokenThatContinues) {
   const std::string dir = Generate("resume", "folder", 200);
   ASSERT_EQ(Cli({"ingest", "--dataset", "resume", dir}).exit_code, 0);
   const std::string full = node_->dir().Join("full.jsonl");
-  ASSERT_EQ(Cli({"stream", "--dataset", "resume", "--batch-size", "10", "--seed", "8", "--output", full, "-q"})
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      Cli({"stream", "--dataset", "resume", "--batch-size", "10", "--seed", "8", "--output", full, "-q"}).exit_code, 0);
   const std::string head = node_->dir().Join("head.jsonl");
-  CommandResult first =
-      Cli({"stream", "--dataset", "resume", "--batch-size", "10", "--seed", "8", "--max-steps", "6", "--output", head, "-q"});
+  CommandResult first = Cli({"stream", "--dataset", "resume", "--batch-size", "10", "--seed", "8", "--max-steps", "6",
+                             "--output", head, "-q"});
   ASSERT_EQ(first.exit_code, 0) << first.err;
   std::smatch m;
   const std::string all = first.out + first.err;
@@ -239,8 +238,8 @@ TEST_F(CliTest, StreamStoppedEarlyPrintsAResumeTokenThatContinues) {
 TEST_F(CliTest, ResumeTokenAloneContinuesAStratifiedStream) {
   const std::string dir = Generate("resume-plan", "folder", 203);
   ASSERT_EQ(Cli({"ingest", "--dataset", "resume-plan", dir}).exit_code, 0);
-  const std::vector<std::string> plan = {"--dataset", "resume-plan", "--batch-size", "12", "--seed", "4",
-                                         "--sampler", "stratified", "--drop-last", "-q"};
+  const std::vector<std::string> plan = {"--dataset", "resume-plan", "--batch-size", "12",          "--seed",
+                                         "4",         "--sampler",   "stratified",   "--drop-last", "-q"};
   auto with = [&](std::vector<std::string> args, const std::vector<std::string>& more) {
     args.insert(args.begin(), "stream");
     args.insert(args.end(), more.begin(), more.end());
@@ -262,8 +261,7 @@ TEST_F(CliTest, ResumeTokenAloneContinuesAStratifiedStream) {
   EXPECT_EQ(ReadAll(head) + ReadAll(tail), ReadAll(full));
   EXPECT_NE(ReadAll(tail).find("\"strata\""), std::string::npos) << "a stratified stream's lines carry strata";
   EXPECT_NE(second.out.find("132 samples"), std::string::npos)
-      << "203 samples, global batch 12, drop last: 16 steps of 12, 11 of them resumed = 132; "
-      << second.out;
+      << "203 samples, global batch 12, drop last: 16 steps of 12, 11 of them resumed = 132; " << second.out;
 
   // Two ranks of 6 share the same global batches.
   CommandResult rank1 = Cli({"stream", "--resume", token, "--world", "2", "--rank", "1", "-q"});

@@ -20,7 +20,8 @@ namespace strata::testing {
 
 // The payload of sample i of a synthetic dataset (its length varies with i).
 inline std::string SyntheticPayload(uint64_t i) {
-  return "payload-" + std::to_string(i) + "-" + std::string(static_cast<size_t>(i % 97), static_cast<char>('a' + i % 26));
+  return "payload-" + std::to_string(i) + "-" +
+         std::string(static_cast<size_t>(i % 97), static_cast<char>('a' + i % 26));
 }
 inline std::string SyntheticLabel(uint64_t i, uint32_t labels) { return "label" + std::to_string(i % labels); }
 
@@ -31,9 +32,9 @@ struct SyntheticIngest {
   uint64_t shard_target_bytes = 0;  // e.g. 16 KiB: many shards, spread over the nodes
   std::function<std::string(uint64_t)> payload = SyntheticPayload;
   std::function<void()> before_commit = nullptr;  // runs after the last write, before the commit
-  IngestOptions options = {};      // the rest (write policy, compression, retention); dataset and the two above are set
-  std::string key_prefix = "k";    // sample i's key: key_prefix + i
-  std::string field = "bin";       // the field that holds payload(i)
+  IngestOptions options = {};    // the rest (write policy, compression, retention); dataset and the two above are set
+  std::string key_prefix = "k";  // sample i's key: key_prefix + i
+  std::string field = "bin";     // the field that holds payload(i)
 };
 
 // Ingests n synthetic samples as `dataset` (sample i: key "k<i>", label

@@ -7,14 +7,13 @@
 #include <atomic>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
 #include "common/placement.h"
-#include "server/storage/shard_format.h"
 #include "plan/stratum_index.h"
+#include "server/storage/shard_format.h"
 #include "tests/integration/cluster_fixture.h"
 #include "tests/integration/local_cluster.h"
 
@@ -259,10 +258,13 @@ TEST(ClusterTest, JoiningNodeReceivesItsShareAndReadsGoOn) {
   auto client = cluster.Connect(0);
   ASSERT_EQ(IngestReplicated(*client, "grow", 4000, 2).dataset.samples, 4000u);
   // A coordinator that is not a holder keeps its own copy until the holders have theirs.
-  ASSERT_TRUE(Eventually([&] {
-    const auto copies = ShardCopies(cluster, "grow");
-    return std::all_of(copies.begin(), copies.end(), [](const auto& c) { return c.second == 2; });
-  }, 30s)) << cluster.Process(0).Log() << cluster.Process(1).Log() << cluster.Process(2).Log();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const auto copies = ShardCopies(cluster, "grow");
+        return std::all_of(copies.begin(), copies.end(), [](const auto& c) { return c.second == 2; });
+      },
+      30s))
+      << cluster.Process(0).Log() << cluster.Process(1).Log() << cluster.Process(2).Log();
   const auto want = RunRanks(cluster, 0, "grow", 2, 20);
 
   cluster.Start(3);  // joins
@@ -270,14 +272,15 @@ TEST(ClusterTest, JoiningNodeReceivesItsShareAndReadsGoOn) {
   std::jthread reader([&] { during = RunRanks(cluster, 0, "grow", 2, 20); });
   // Placement now gives node-4 about half of the shards' second copies; it pulls them
   // and the previous holders release theirs.
-  ASSERT_TRUE(Eventually([&] {
-    const auto copies = ShardCopies(cluster, "grow");
-    // The folder appears with node-4's first pulled shard, so it may not exist yet.
-    std::error_code ec;
-    const bool pulled = !std::filesystem::is_empty(cluster.DataDir(3) + "/shards/grow/v1", ec) && !ec;
-    return pulled &&
-           std::all_of(copies.begin(), copies.end(), [](const auto& c) { return c.second == 2; });
-  }, 60s));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const auto copies = ShardCopies(cluster, "grow");
+        // The folder appears with node-4's first pulled shard, so it may not exist yet.
+        std::error_code ec;
+        const bool pulled = !std::filesystem::is_empty(cluster.DataDir(3) + "/shards/grow/v1", ec) && !ec;
+        return pulled && std::all_of(copies.begin(), copies.end(), [](const auto& c) { return c.second == 2; });
+      },
+      60s));
   reader.join();
   ExpectSameAndExactlyOnce(during, want, 4000);
   ExpectSameAndExactlyOnce(RunRanks(cluster, 3, "grow", 2, 20), want, 4000);
@@ -294,12 +297,14 @@ TEST(ClusterTest, FlippedBitIsNeverServedAndIsRepaired) {
   const auto want = RunRanks(cluster, 0, "flip", 1, 50);
   ExpectSameAndExactlyOnce(RunRanks(cluster, 0, "flip", 1, 50), want, 3000);
   // The bad copy is found (by a read or the scrubber), quarantined and replaced by a good one.
-  ASSERT_TRUE(Eventually([&] {
-    auto s = client->GetNodeStatus(cluster.Address(0));
-    if (!s.ok() || s->repair.corruptions_found < 1 || s->repair.files_copied < 1) return false;
-    auto reader = ShardReader::Open(victim);
-    return reader.ok() && reader.value()->VerifyFile().ok();
-  }, 60s));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto s = client->GetNodeStatus(cluster.Address(0));
+        if (!s.ok() || s->repair.corruptions_found < 1 || s->repair.files_copied < 1) return false;
+        auto reader = ShardReader::Open(victim);
+        return reader.ok() && reader.value()->VerifyFile().ok();
+      },
+      60s));
   EXPECT_FALSE(std::filesystem::is_empty(cluster.DataDir(0) + "/quarantine"));
 }
 
@@ -312,12 +317,15 @@ TEST(ClusterTest, ScrubberFindsDamageNobodyReads) {
   const std::string victim = DamageOneShard(cluster.DataDir(2) + "/shards/scrub/v1", 1.0 / 3);
   ASSERT_FALSE(victim.empty());
   ASSERT_FALSE(ShardReader::Open(victim).value()->VerifyFile().ok());
-  ASSERT_TRUE(Eventually([&] {
-    auto s = client->GetNodeStatus(cluster.Address(2));
-    if (!s.ok() || s->repair.corruptions_found < 1) return false;
-    auto reader = ShardReader::Open(victim);
-    return reader.ok() && reader.value()->VerifyFile().ok();
-  }, 90s)) << "the scrubber quarantines the copy and a good one is fetched";
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto s = client->GetNodeStatus(cluster.Address(2));
+        if (!s.ok() || s->repair.corruptions_found < 1) return false;
+        auto reader = ShardReader::Open(victim);
+        return reader.ok() && reader.value()->VerifyFile().ok();
+      },
+      90s))
+      << "the scrubber quarantines the copy and a good one is fetched";
   EXPECT_FALSE(std::filesystem::is_empty(cluster.DataDir(2) + "/quarantine"));
 }
 
@@ -338,10 +346,13 @@ TEST(ClusterTest, DamagedStratumIndexFailsOverAndIsRepaired) {
   FlipByte(victim, kStratumIndexHeaderSize + 6 * 8 + 1500 * 8 + 2, 0x08);
   ASSERT_FALSE(StratumIndexFile::Open(victim).ok());
   const auto failed_over = RunRanks(cluster, 0, "sidx", 1, 50, {}, SamplerSpec::Kind::kStratified);
-  ASSERT_TRUE(Eventually([&] {
-    auto s = client->GetNodeStatus(cluster.Address(1));
-    return s.ok() && s->repair.corruptions_found >= 1 && StratumIndexFile::Open(victim).ok();
-  }, 60s)) << "the damaged index is quarantined and fetched again";
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto s = client->GetNodeStatus(cluster.Address(1));
+        return s.ok() && s->repair.corruptions_found >= 1 && StratumIndexFile::Open(victim).ok();
+      },
+      60s))
+      << "the damaged index is quarantined and fetched again";
   EXPECT_FALSE(std::filesystem::is_empty(cluster.DataDir(1) + "/quarantine"));
   const auto repaired = RunRanks(cluster, 0, "sidx", 1, 50, {}, SamplerSpec::Kind::kStratified);
   ExpectSameAndExactlyOnce(failed_over, repaired, 3000);
@@ -358,11 +369,14 @@ TEST(ClusterTest, EtcdLeaseExpiryRemovesANodeAndARestartBringsItBack) {
   ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
   const uint64_t epoch = cluster.Map(0).epoch;
   cluster.Kill(2);  // no revoke: only the lease's expiry tells
-  ASSERT_TRUE(Eventually([&] {
-    const auto map = cluster.Map(0);
-    const auto* n = FindNodeForTest(map, "node-3");
-    return n != nullptr && n->state == NodeState::kDown;
-  }, 20s)) << "down once the lease expires";
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const auto map = cluster.Map(0);
+        const auto* n = FindNodeForTest(map, "node-3");
+        return n != nullptr && n->state == NodeState::kDown;
+      },
+      20s))
+      << "down once the lease expires";
   ASSERT_TRUE(Eventually([&] { return cluster.Map(0).nodes.size() == 2; }, 20s)) << "removed after the grace period";
   EXPECT_GT(cluster.Map(0).epoch, epoch);
   cluster.Start(2);
@@ -387,17 +401,19 @@ TEST(ClusterRepairTest, ANodeGonePastItsGracePeriodIsReReplicatedAndStatusShowsI
   cluster.Kill(2);
   // node-3 leaves the map after its grace period; its shards get a second copy on the others.
   auto status_json = [&] {
-    CommandResult r = RunCommand({StrataCliBinary(), "status", "--json", "--server",
-                                  cluster.Address(0) + "," + cluster.Address(1)});
+    CommandResult r =
+        RunCommand({StrataCliBinary(), "status", "--json", "--server", cluster.Address(0) + "," + cluster.Address(1)});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
   };
-  ASSERT_TRUE(Eventually([&] {
-    const auto s = status_json();
-    if (s.is_null() || s["map"]["nodes"].size() != 2) return false;
-    const auto& h = s["datasets"][0];
-    return h["healthy"] == h["shards"] && h["under_replicated"] == 0 && h["missing"] == 0;
-  }, 60s));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const auto s = status_json();
+        if (s.is_null() || s["map"]["nodes"].size() != 2) return false;
+        const auto& h = s["datasets"][0];
+        return h["healthy"] == h["shards"] && h["under_replicated"] == 0 && h["missing"] == 0;
+      },
+      60s));
   const auto s = status_json();
   uint64_t copied = 0;
   for (const auto& n : s["nodes"]) copied += std::stoull(n["repair"].value("files_copied", std::string("0")));

@@ -19,8 +19,8 @@ namespace {
 
 // A JSON line of review-like text: compressible as real text is, distinct per id.
 std::string ReviewPayload(uint64_t i) {
-  static const char* kWords[] = {"great", "battery", "screen", "arrived", "late", "works", "fine", "would",
-                                 "recommend", "cheap", "broke", "after", "a", "week", "the", "and"};
+  static const char* kWords[] = {"great",     "battery", "screen", "arrived", "late", "works", "fine", "would",
+                                 "recommend", "cheap",   "broke",  "after",   "a",    "week",  "the",  "and"};
   std::string text;
   for (uint64_t w = 0; w < 20 + i % 60; ++w) {
     text += kWords[(i * 7 + w * w) % std::size(kWords)];
@@ -32,7 +32,8 @@ std::string ReviewPayload(uint64_t i) {
 
 IngestSummary IngestReviews(Client& client, const std::string& dataset, uint64_t n, Compression compression,
                             uint32_t replication = 0, Status* error = nullptr) {
-  SyntheticIngest how{.labels = 4, .replication = replication, .shard_target_bytes = 16 << 10, .payload = ReviewPayload};
+  SyntheticIngest how{
+      .labels = 4, .replication = replication, .shard_target_bytes = 16 << 10, .payload = ReviewPayload};
   how.options.compression = compression;
   how.key_prefix = "r";
   how.field = "json";
@@ -111,11 +112,11 @@ TEST(CompressionTest, CompressedStreamsTheSameBytesOnEverySampler) {
   EXPECT_EQ(zstd->dataset.compression, Compression::kZstd);
   EXPECT_EQ(zstd->dataset.compression_level, kDefaultZstdLevel);
   EXPECT_EQ(zstd->dataset.compression_block_bytes, kCompressedBlockBytes);
-  EXPECT_EQ(zstd->dataset.bytes, plain->dataset.bytes);  // the same logical bytes
+  EXPECT_EQ(zstd->dataset.bytes, plain->dataset.bytes);                // the same logical bytes
   EXPECT_LT(zstd->dataset.file_bytes * 2, plain->dataset.file_bytes);  // text: well over 2x smaller
   // On disk, format 4 for the compressed version and 3 for the other.
-  for (const auto& [node, format] : {std::pair{&plain_node, kShardFormatVersion},
-                                     std::pair{&packed_node, kCompressedShardFormatVersion}}) {
+  for (const auto& [node, format] :
+       {std::pair{&plain_node, kShardFormatVersion}, std::pair{&packed_node, kCompressedShardFormatVersion}}) {
     const auto files = ShardFiles(node->dir().Join("data") + "/shards/reviews/v1");
     ASSERT_GE(files.size(), 2u) << format;
     for (const std::string& f : files) {
@@ -131,8 +132,8 @@ TEST(CompressionTest, CompressedStreamsTheSameBytesOnEverySampler) {
   SamplerSpec weighted;
   weighted.kind = SamplerSpec::Kind::kWeighted;
   weighted.weights = {{"label0", 3}, {"label1", 1}, {"label2", 1}, {"label3", 0.5}};
-  for (const auto& [name, sampler] : {std::pair{"shuffle", shuffle}, std::pair{"stratified", stratified},
-                                      std::pair{"weighted", weighted}}) {
+  for (const auto& [name, sampler] :
+       {std::pair{"shuffle", shuffle}, std::pair{"stratified", stratified}, std::pair{"weighted", weighted}}) {
     SCOPED_TRACE(name);
     const Epoch want = StreamEpoch(plain_node.client(), "reviews", sampler);
     const Epoch got = StreamEpoch(packed_node.client(), "reviews", sampler);
@@ -166,8 +167,7 @@ TEST(CompressionTest, DamagedBlockIsServedFromTheOtherReplica) {
   ASSERT_NE(client, nullptr);
   const uint64_t n = 3000;
   Status error;
-  ASSERT_EQ(IngestReviews(*client, "twice", n, Compression::kZstd, 2, &error).dataset.samples, n)
-      << error.ToString();
+  ASSERT_EQ(IngestReviews(*client, "twice", n, Compression::kZstd, 2, &error).dataset.samples, n) << error.ToString();
   // Damage the first block of every shard one node holds: it must fetch
   // those samples from the other holder, decompressed there.
   int victim = 0;

@@ -29,9 +29,7 @@ class FaultRules {
     setenv("STRATA_FAULTS_FILE", path_.c_str(), 1);
   }
   ~FaultRules() { unsetenv("STRATA_FAULTS_FILE"); }
-  void Set(const std::string& rules) {
-    std::ofstream(path_, std::ios::trunc) << rules;
-  }
+  void Set(const std::string& rules) { std::ofstream(path_, std::ios::trunc) << rules; }
 
  private:
   const std::string path_;
@@ -100,8 +98,8 @@ TEST_F(DiskFaultTest, ReadsFailingWithEioAreServedByAnotherHolder) {
   faults_.Set("read EIO " + cluster.Id(1) + "/shards/eio/\n");
   ExpectWhole(StreamDataset(*client_, "eio"), 2000);
   EXPECT_TRUE(Serving(cluster, 1)) << "node-2 keeps running";
-  EXPECT_NE(cluster.Process(1).Log().find("Input/output error"), std::string::npos)
-      << "the fault was hit:\n" << cluster.Process(1).Log();
+  EXPECT_NE(cluster.Process(1).Log().find("Input/output error"), std::string::npos) << "the fault was hit:\n"
+                                                                                    << cluster.Process(1).Log();
 }
 
 TEST_F(DiskFaultTest, ReadsFailingOnEveryHolderEndTheStreamWithAStatus) {

@@ -34,8 +34,7 @@ TEST(DiskTest, IngestIsRefusedBelowTheLowWatermark) {
   StratadProcess::Options o;
   o.data_dir = dir.Join("data");
   o.node_id = "tight";
-  o.extra_args = {"--test-disk-free-bytes", "3MiB", "--disk-low-watermark", "64MiB", "--disk-high-watermark",
-                  "128MiB"};
+  o.extra_args = {"--test-disk-free-bytes", "3MiB", "--disk-low-watermark", "64MiB", "--disk-high-watermark", "128MiB"};
   auto node = StratadProcess::Start(o);
   ASSERT_NE(node, nullptr);
   auto client = Client::Connect(node->address());
@@ -120,24 +119,27 @@ void ExpectNoNewReplicasOnTheFullNode(LocalCluster::Options o) {
   // Watermarks the host's real free space is above, whatever its disk...
   o.node_args[0] = o.node_args[1] = {"--disk-low-watermark", "1MiB", "--disk-high-watermark", "2MiB"};
   // ...but node-3 has room (above the low watermark) but is below the high one.
-  o.node_args[2] = {"--test-disk-free-bytes", "100MiB", "--disk-low-watermark", "10MiB", "--disk-high-watermark",
-                    "1TiB"};
+  o.node_args[2] = {"--test-disk-free-bytes", "100MiB", "--disk-low-watermark", "10MiB",
+                    "--disk-high-watermark",  "1TiB"};
   LocalCluster cluster(o);
   const std::vector<std::string> members = {cluster.Id(0), cluster.Id(1), cluster.Id(2)};
   // The others learn that node-3 is full: wait until both say so.
   for (int i = 0; i < 2; ++i) {
-    ASSERT_TRUE(Eventually([&] {
-      const auto s = StatusJson(cluster.Address(i));
-      if (s.is_null()) return false;
-      for (const auto& n : s["nodes"]) {
-        if (n.is_object() && n.value("node_id", std::string()) == cluster.Id(i)) {
-          for (const auto& f : n.value("full_nodes", nlohmann::json::array())) {
-            if (f == cluster.Id(2)) return true;
+    ASSERT_TRUE(Eventually(
+        [&] {
+          const auto s = StatusJson(cluster.Address(i));
+          if (s.is_null()) return false;
+          for (const auto& n : s["nodes"]) {
+            if (n.is_object() && n.value("node_id", std::string()) == cluster.Id(i)) {
+              for (const auto& f : n.value("full_nodes", nlohmann::json::array())) {
+                if (f == cluster.Id(2)) return true;
+              }
+            }
           }
-        }
-      }
-      return false;
-    }, 30s)) << cluster.Id(i) << " never heard that node-3 is full";
+          return false;
+        },
+        30s))
+        << cluster.Id(i) << " never heard that node-3 is full";
   }
   auto client = cluster.Connect(0);
   const std::string dataset = DatasetHomedAwayFrom(members, cluster.Id(2));
@@ -169,13 +171,15 @@ void ExpectNoNewReplicasOnTheFullNode(LocalCluster::Options o) {
   ASSERT_GT(homed_on_3, 0u);
 
   // node-3's repair loop sees what it lacks (so a round has run) and pulls none of it.
-  ASSERT_TRUE(Eventually([&] {
-    const auto s = StatusJson(cluster.Address(2));
-    if (s.is_null()) return false;
-    const auto me = s.value("node", nlohmann::json::object());
-    return std::stoull(me.value("repair", nlohmann::json::object()).value("files_missing", std::string("0"))) > 0 &&
-           std::stoull(me.value("shards_under_replicated", std::string("0"))) > 0;
-  }, 30s));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const auto s = StatusJson(cluster.Address(2));
+        if (s.is_null()) return false;
+        const auto me = s.value("node", nlohmann::json::object());
+        return std::stoull(me.value("repair", nlohmann::json::object()).value("files_missing", std::string("0"))) > 0 &&
+               std::stoull(me.value("shards_under_replicated", std::string("0"))) > 0;
+      },
+      30s));
 
   std::map<std::string, std::set<uint32_t>> held;
   for (int i = 0; i < 3; ++i) {

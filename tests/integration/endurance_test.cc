@@ -27,7 +27,9 @@ using Steps = std::vector<std::vector<uint64_t>>;  // per step, the rank's ids i
 
 // Payloads large enough that a node's share of an epoch does not fit in the
 // connection's buffers: its calls are still sending when it is killed.
-std::string BigPayload(uint64_t i) { return SyntheticPayload(i) + std::string(8 << 10, static_cast<char>('A' + i % 26)); }
+std::string BigPayload(uint64_t i) {
+  return SyntheticPayload(i) + std::string(8 << 10, static_cast<char>('A' + i % 26));
+}
 
 // Many shards, spread over the nodes. `before_commit` runs after the last
 // write, before the commit.
@@ -138,12 +140,14 @@ LocalCluster::Options Nodes(int n) {
 // nodes came back, the fifth exclusion left a stream with no node at all.
 TEST(EnduranceTest, RollingRestartTwiceDuringOneEpoch) {
   LocalCluster cluster(Nodes(5));
-  ASSERT_TRUE(Eventually([&] {
-    for (int i = 0; i < 5; ++i) {
-      if (cluster.UpIn(i) != 5) return false;
-    }
-    return true;
-  }, 30s));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        for (int i = 0; i < 5; ++i) {
+          if (cluster.UpIn(i) != 5) return false;
+        }
+        return true;
+      },
+      30s));
   auto client = cluster.Connect(0);
   Status ingested = Ingest(*client, "roll", 4000, 3, BigPayload);
   ASSERT_TRUE(ingested.ok()) << ingested.ToString();
@@ -153,29 +157,32 @@ TEST(EnduranceTest, RollingRestartTwiceDuringOneEpoch) {
   std::atomic<bool> nemesis_done{false};
   std::atomic<int> restarts{0};
   std::jthread nemesis;
-  const Epoch got = RunEpoch(cluster, "roll", 4, 8, [&](uint32_t rank, uint64_t step) {
-    if (rank == 0 && step == 2) {
-      nemesis = std::jthread([&] {
-        for (int round = 0; round < 2; ++round) {
-          for (int i = 0; i < cluster.size(); ++i) {
-            cluster.Kill(i);
-            std::this_thread::sleep_for(500ms);
-            cluster.Start(i);  // returns once it logs "ready"
-            ++restarts;
-            // Let the streams take it back before the next one goes: one node down at a time.
-            std::this_thread::sleep_for(1500ms);
-          }
+  const Epoch got = RunEpoch(
+      cluster, "roll", 4, 8,
+      [&](uint32_t rank, uint64_t step) {
+        if (rank == 0 && step == 2) {
+          nemesis = std::jthread([&] {
+            for (int round = 0; round < 2; ++round) {
+              for (int i = 0; i < cluster.size(); ++i) {
+                cluster.Kill(i);
+                std::this_thread::sleep_for(500ms);
+                cluster.Start(i);  // returns once it logs "ready"
+                ++restarts;
+                // Let the streams take it back before the next one goes: one node down at a time.
+                std::this_thread::sleep_for(1500ms);
+              }
+            }
+            nemesis_done = true;
+          });
         }
-        nemesis_done = true;
-      });
-    }
-    // The trainer is slowed, and paced by the nemesis (at most 2 minutes), so
-    // that the ten restarts fall between steps 5 and 115, whatever the
-    // machine's speed: the epoch spans the whole rolling restart.
-    std::this_thread::sleep_for(50ms);
-    const int due = step < 5 ? 0 : static_cast<int>((step - 5) / 11);
-    for (int i = 0; i < 1200 && restarts < due && !nemesis_done; ++i) std::this_thread::sleep_for(100ms);
-  }, 1000, BigPayload);
+        // The trainer is slowed, and paced by the nemesis (at most 2 minutes), so
+        // that the ten restarts fall between steps 5 and 115, whatever the
+        // machine's speed: the epoch spans the whole rolling restart.
+        std::this_thread::sleep_for(50ms);
+        const int due = step < 5 ? 0 : static_cast<int>((step - 5) / 11);
+        for (int i = 0; i < 1200 && restarts < due && !nemesis_done; ++i) std::this_thread::sleep_for(100ms);
+      },
+      1000, BigPayload);
   nemesis = {};
   ASSERT_TRUE(nemesis_done);
   EXPECT_EQ(restarts, 10);
@@ -224,15 +231,17 @@ TEST(EnduranceTest, HoldersDownIsUnavailableNamingTheShard) {
   Status ingested = Ingest(*client, "lone", 2000, 1);
   ASSERT_TRUE(ingested.ok()) << ingested.ToString();
   // Once the coordinator has released the copies it kept for others, node-3's shards have no other copy.
-  ASSERT_TRUE(Eventually([&] {
-    int held = 0, total = 0;
-    for (const auto& [seq, copies] : ShardCopies(cluster, "lone")) {
-      if (copies != 1) return false;
-      ++total;
-    }
-    for (const auto& [seq, copies] : ShardCopies(cluster, "lone", 2)) held += copies;
-    return total > 0 && held > 0;
-  }, 60s));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        int held = 0, total = 0;
+        for (const auto& [seq, copies] : ShardCopies(cluster, "lone")) {
+          if (copies != 1) return false;
+          ++total;
+        }
+        for (const auto& [seq, copies] : ShardCopies(cluster, "lone", 2)) held += copies;
+        return total > 0 && held > 0;
+      },
+      60s));
   cluster.Kill(2);
   ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 2 && cluster.UpIn(1) == 2; }, 20s));
   const Epoch got = RunEpoch(cluster, "lone", 1, 50);
@@ -240,7 +249,6 @@ TEST(EnduranceTest, HoldersDownIsUnavailableNamingTheShard) {
   EXPECT_NE(got.end[0].message().find("no live holder of shard lone@1/"), std::string::npos) << got.end[0].ToString();
   EXPECT_NE(got.end[0].message().find("its holders are down"), std::string::npos) << got.end[0].ToString();
 }
-
 
 int HomeIndex(const LocalCluster& cluster, const std::string& dataset) {
   std::vector<std::string> ids;
@@ -326,14 +334,17 @@ TEST(EnduranceTest, HomeKilledMidIngestThenReRunSucceeds) {
     // failed assertion below, which skips the kill, does not hang the join.)
     std::promise<void> killed;
     std::shared_future<void> kill_done = killed.get_future().share();
-    std::jthread ingest([&] { first = Ingest(*client, name, 40000, 2, SyntheticPayload, [&] { kill_done.wait_for(300s); }); });
+    std::jthread ingest(
+        [&] { first = Ingest(*client, name, 40000, 2, SyntheticPayload, [&] { kill_done.wait_for(300s); }); });
     // Copies of the interrupted version's shards on every node.
-    ASSERT_TRUE(Eventually([&] {
-      for (int i = 0; i < 3; ++i) {
-        if (ShardCopies(cluster, name, i).empty()) return false;
-      }
-      return true;
-    }, 60s));
+    ASSERT_TRUE(Eventually(
+        [&] {
+          for (int i = 0; i < 3; ++i) {
+            if (ShardCopies(cluster, name, i).empty()) return false;
+          }
+          return true;
+        },
+        60s));
     cluster.Kill(home);
     killed.set_value();
     ingest.join();

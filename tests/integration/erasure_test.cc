@@ -121,8 +121,7 @@ int HolderOf(const LocalCluster& cluster, const Version& v, uint32_t stripe, uin
   return -1;
 }
 
-std::string ChunkPath(const LocalCluster& cluster, int node, const Version& v, uint32_t seq,
-                      bool parity) {
+std::string ChunkPath(const LocalCluster& cluster, int node, const Version& v, uint32_t seq, bool parity) {
   char name[32];
   std::snprintf(name, sizeof name, parity ? "%06u.parity" : "%06u.shard", seq);
   return cluster.DataDir(node) + "/shards/" + v.name + "/v" + std::to_string(v.version) + "/" + name;
@@ -131,8 +130,8 @@ std::string ChunkPath(const LocalCluster& cluster, int node, const Version& v, u
 // The node index that placement over `members` (node indexes) gives chunk
 // `chunk` of `stripe` (the list turned at the chunk when members are fewer
 // than K+M).
-int HolderAmong(const LocalCluster& cluster, const std::vector<int>& members, const Version& v,
-                uint32_t stripe, uint32_t chunk) {
+int HolderAmong(const LocalCluster& cluster, const std::vector<int>& members, const Version& v, uint32_t stripe,
+                uint32_t chunk) {
   std::vector<std::string> ids;
   for (int i : members) ids.push_back(cluster.Id(i));
   const auto ranked = RankMembers(EcStripeKey(v.name, v.version, stripe), ids);
@@ -159,12 +158,14 @@ int CountFiles(const LocalCluster& cluster, const Version& v, const std::string&
 
 // Whether every node's map shows every node up (waits up to 30 s).
 bool AllUp(LocalCluster& cluster) {
-  return Eventually([&] {
-    for (int i = 0; i < cluster.size(); ++i) {
-      if (cluster.UpIn(i) != cluster.size()) return false;
-    }
-    return true;
-  }, 30s);
+  return Eventually(
+      [&] {
+        for (int i = 0; i < cluster.size(); ++i) {
+          if (cluster.UpIn(i) != cluster.size()) return false;
+        }
+        return true;
+      },
+      30s);
 }
 
 TEST(ErasureTest, BadRedundancyIsRefused) {
@@ -191,10 +192,13 @@ TEST(ErasureTest, SixNodesFourPlusTwo) {
   // The versions reach every node's catalog (the broadcast after the seal,
   // else anti-entropy) before the node the client asks describes them.
   Result<DatasetDescription> described = Status::NotFound("not asked");
-  ASSERT_TRUE(Eventually([&] {
-    described = client->Describe("ec");
-    return described.ok() && client->Describe("ec2").ok();
-  }, 30s)) << described.status().ToString();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        described = client->Describe("ec");
+        return described.ok() && client->Describe("ec2").ok();
+      },
+      30s))
+      << described.status().ToString();
   const DatasetInfo& info = described->dataset;
   const Version ec{"ec", info.version};
   const Version ec2{"ec2", client->Describe("ec2")->dataset.version};
@@ -219,10 +223,13 @@ TEST(ErasureTest, SixNodesFourPlusTwo) {
     auto d = client->Describe(dataset.name);
     ASSERT_TRUE(d.ok());
     const int shards = static_cast<int>(d->dataset.shards), parity = 2 * ((shards + 3) / 4);
-    EXPECT_TRUE(Eventually([&] {
-      return CountFiles(cluster, dataset, ".shard", all) == shards &&
-             CountFiles(cluster, dataset, ".parity", all) == parity;
-    }, 60s)) << dataset.name << ": " << CountFiles(cluster, dataset, ".shard", all) << " shard files for " << shards;
+    EXPECT_TRUE(Eventually(
+        [&] {
+          return CountFiles(cluster, dataset, ".shard", all) == shards &&
+                 CountFiles(cluster, dataset, ".parity", all) == parity;
+        },
+        60s))
+        << dataset.name << ": " << CountFiles(cluster, dataset, ".shard", all) << " shard files for " << shards;
   }
   // A healthy epoch on 4 ranks: every sample once, byte-identical.
   const auto want = RunRanks(cluster, "ec", 4);
@@ -234,10 +241,13 @@ TEST(ErasureTest, SixNodesFourPlusTwo) {
   const std::string original = ReadFile(victim);
   FlipByte(victim, std::filesystem::file_size(victim) / 2, 0x10);
   ExpectSameAndExactlyOnce(RunRanks(cluster, "ec", 4), want);
-  ASSERT_TRUE(Eventually([&] {
-    std::error_code err;
-    return std::filesystem::exists(victim, err) && ReadFile(victim) == original;
-  }, 60s)) << "the damaged shard is rebuilt from its stripe";
+  ASSERT_TRUE(Eventually(
+      [&] {
+        std::error_code err;
+        return std::filesystem::exists(victim, err) && ReadFile(victim) == original;
+      },
+      60s))
+      << "the damaged shard is rebuilt from its stripe";
 
   // A damaged parity file, which no stream reads, is found by the scrubber,
   // quarantined, and rebuilt from the stripe by repair.
@@ -245,10 +255,13 @@ TEST(ErasureTest, SixNodesFourPlusTwo) {
   const std::string parity = ChunkPath(cluster, parity_node, ec, 1, true);
   const std::string parity_original = ReadFile(parity);
   FlipByte(parity, parity_original.size() / 3, 0x04);
-  ASSERT_TRUE(Eventually([&] {
-    std::error_code err;
-    return std::filesystem::exists(parity, err) && ReadFile(parity) == parity_original;
-  }, 90s)) << "the damaged parity file is rebuilt";
+  ASSERT_TRUE(Eventually(
+      [&] {
+        std::error_code err;
+        return std::filesystem::exists(parity, err) && ReadFile(parity) == parity_original;
+      },
+      90s))
+      << "the damaged parity file is rebuilt";
   EXPECT_FALSE(std::filesystem::is_empty(cluster.DataDir(parity_node) + "/quarantine"));
 
   // kill -9 of 2 nodes mid-epoch: still every sample once.
@@ -282,7 +295,8 @@ TEST(ErasureTest, SixNodesFourPlusTwo) {
   for (const Status& s : ends) {
     if (s.code() == Code::kOutOfRange) continue;
     EXPECT_EQ(s.code(), Code::kUnavailable) << s.ToString();
-    named |= s.message().find("ec2@" + std::to_string(ec2.version) + "/") != std::string::npos && s.message().find(".shard") != std::string::npos;
+    named |= s.message().find("ec2@" + std::to_string(ec2.version) + "/") != std::string::npos &&
+             s.message().find(".shard") != std::string::npos;
   }
   EXPECT_TRUE(named) << "a rank fails naming the shard it cannot read: " << ends[0].ToString();
 }
@@ -299,10 +313,13 @@ TEST(ErasureTest, ANodeGonePastItsGracePeriodHasItsChunksRebuilt) {
   ASSERT_TRUE(AllUp(cluster));
   ASSERT_TRUE(IngestEc(*client, "heal", 4, 2).ok());
   Result<DatasetDescription> described = Status::NotFound("not asked");
-  ASSERT_TRUE(Eventually([&] {
-    described = client->Describe("heal");
-    return described.ok();
-  }, 30s)) << described.status().ToString();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        described = client->Describe("heal");
+        return described.ok();
+      },
+      30s))
+      << described.status().ToString();
   const uint32_t shards = described->dataset.shards;
   const Version heal{"heal", described->dataset.version};
   const auto want = RunRanks(cluster, "heal", 2);

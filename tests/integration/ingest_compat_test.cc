@@ -14,7 +14,6 @@
 #include <memory>
 
 #include "common/status.h"
-
 #include "tests/integration/cluster_fixture.h"
 
 namespace strata::testing {
@@ -62,10 +61,11 @@ TEST(IngestCompatTest, NewCliIngestsIntoAnOldStratadBinary) {
   auto server = StartLegacy(old);
   ASSERT_FALSE(HasFatalFailure());
   const std::string folder = server->dir().Join("folder");
-  CommandResult gen = RunCommand({STRATA_MAKE_DATASET_BINARY, "--out", folder, "--format", "folder", "--samples",
-                                  "300", "--size", "300", "--classes", "3"});
+  CommandResult gen = RunCommand({STRATA_MAKE_DATASET_BINARY, "--out", folder, "--format", "folder", "--samples", "300",
+                                  "--size", "300", "--classes", "3"});
   ASSERT_EQ(gen.exit_code, 0) << gen.err;
-  CommandResult r = RunCommand({StrataCliBinary(), "ingest", "--dataset", "old", folder, "--server", server->address()});
+  CommandResult r =
+      RunCommand({StrataCliBinary(), "ingest", "--dataset", "old", folder, "--server", server->address()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(Streamed(server->client(), "old@1"), 300u);
 }

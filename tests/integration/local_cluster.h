@@ -53,8 +53,8 @@ class LocalCluster {
     uint32_t failure_timeout_ms = 800;
     std::vector<std::string> extra_args;
     std::map<int, std::vector<std::string>> node_args;  // more flags for node i only
-    int start = -1;  // nodes started at once (the others later with Start); -1: all
-    bool peer_ports = false;  // each node serves the peer service on its own port (--peer-listen)
+    int start = -1;                                     // nodes started at once (the others later with Start); -1: all
+    bool peer_ports = false;         // each node serves the peer service on its own port (--peer-listen)
     std::vector<std::string> zones;  // node i's zone in the --peers list ("@ZONE"); absent or "": none
   };
 
@@ -108,12 +108,14 @@ class LocalCluster {
     // Timings short enough for tests, written as a config file.
     const std::string config = dir_.Join(Id(i) + ".yaml");
     WriteFile(config, "cluster:\n  heartbeat_interval_ms: 200\n  failure_timeout_ms: " +
-                          std::to_string(options_.failure_timeout_ms) + "\n  lease_ttl_s: 2\n"
-                      "  grace_period_s: " + std::to_string(options_.grace_period_s) +
-                      "\n  repair_interval_ms: " + std::to_string(options_.repair_interval_ms) +
-                      "\n  scrub_bytes_per_sec: 64MiB\n"
-                      // Not the host's disk: a test about watermarks passes its own as flags.
-                      "disk_low_watermark: 1MiB\ndisk_high_watermark: 2MiB\n");
+                          std::to_string(options_.failure_timeout_ms) +
+                          "\n  lease_ttl_s: 2\n"
+                          "  grace_period_s: " +
+                          std::to_string(options_.grace_period_s) +
+                          "\n  repair_interval_ms: " + std::to_string(options_.repair_interval_ms) +
+                          "\n  scrub_bytes_per_sec: 64MiB\n"
+                          // Not the host's disk: a test about watermarks passes its own as flags.
+                          "disk_low_watermark: 1MiB\ndisk_high_watermark: 2MiB\n");
     o.extra_args.insert(o.extra_args.end(), {"--config", config});
     o.extra_args.insert(o.extra_args.end(), options_.extra_args.begin(), options_.extra_args.end());
     if (auto it = options_.node_args.find(i); it != options_.node_args.end()) {
@@ -165,7 +167,7 @@ class LocalCluster {
 // Per shard seq of `dataset`, the nodes of `cluster` that hold its shard file
 // (as each node lists its files; a node that does not answer lists none).
 inline std::map<uint32_t, std::set<std::string>> ShardHolders(LocalCluster& cluster, Client& client,
-                                                               const std::string& dataset) {
+                                                              const std::string& dataset) {
   std::map<uint32_t, std::set<std::string>> out;
   for (int i = 0; i < cluster.size(); ++i) {
     auto files = client.ListNodeFiles(cluster.Address(i));

@@ -130,7 +130,8 @@ TEST(MemoryBudgetTest, StratadStaysWithinItsBudgetWhileStreaming) {
   EXPECT_LE(over * 20, samples) << what;
   EXPECT_LE(peak.load(), kBudget + (16ull << 20)) << what;
   std::printf("%s\n", what.c_str());
-  std::printf("server VmRSS peak %llu KiB of %llu\n", static_cast<unsigned long long>(peak.load() >> 10), static_cast<unsigned long long>(kBudget >> 10));
+  std::printf("server VmRSS peak %llu KiB of %llu\n", static_cast<unsigned long long>(peak.load() >> 10),
+              static_cast<unsigned long long>(kBudget >> 10));
   // The cache had less than the dataset, and held no more than its share.
   const double budget = Gauge(server->metrics_address(), "strata_cache_budget_bytes");
   const double resident = Gauge(server->metrics_address(), "strata_cache_resident_bytes");

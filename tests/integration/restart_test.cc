@@ -44,9 +44,8 @@ TEST(RestartTest, RestartOnTheSameDataDirectoryServesTheSameBatches) {
 
 TEST(RestartTest, SecondStratadOnTheSameDataDirectoryIsRefused) {
   SingleNode node;
-  CommandResult second = RunCommand({StratadBinary(), "--data-dir", node.dir().Join("data"), "--listen",
-                                     "127.0.0.1:0", "--metrics-listen", ""},
-                                    30);
+  CommandResult second = RunCommand(
+      {StratadBinary(), "--data-dir", node.dir().Join("data"), "--listen", "127.0.0.1:0", "--metrics-listen", ""}, 30);
   EXPECT_EQ(second.exit_code, 1);
   EXPECT_NE(second.err.find("in use by another stratad"), std::string::npos) << second.err;
   EXPECT_TRUE(node.process().Running());

@@ -82,7 +82,11 @@ TEST_F(RetentionTest, RmRemovesTheVersionFromEveryListingAndEveryDisk) {
   for (int i = 0; i < 3; ++i) {
     ASSERT_GT(FilesOf(cluster, i, "gone", v1), 0u) << "node " << i << " holds no copy: the test would prove nothing";
     // A sealed version reaches the other nodes by broadcast or anti-entropy.
-    ASSERT_TRUE(Eventually([&] { return Listed(cluster, i, "gone") == std::set<uint64_t>{v1, v2}; }, 30s))
+    ASSERT_TRUE(Eventually(
+        [&] {
+          return Listed(cluster, i, "gone") == std::set<uint64_t>{v1, v2};
+        },
+        30s))
         << "node " << i;
   }
 
@@ -158,8 +162,8 @@ TEST_F(RetentionTest, KeepVersionsKeepsTheNewestK) {
   ASSERT_GT(v4, v3);
   for (int i = 0; i < 3; ++i) {
     EXPECT_TRUE(Eventually([&] { return Listed(cluster, i, "keep") == std::set<uint64_t>{v4}; }, 30s)) << i;
-    EXPECT_TRUE(Eventually([&] { return FilesOf(cluster, i, "keep", v2) + FilesOf(cluster, i, "keep", v3) == 0; },
-                           30s)) << "node " << i;
+    EXPECT_TRUE(Eventually([&] { return FilesOf(cluster, i, "keep", v2) + FilesOf(cluster, i, "keep", v3) == 0; }, 30s))
+        << "node " << i;
   }
 }
 

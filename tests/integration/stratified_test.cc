@@ -4,11 +4,11 @@
 // that every sample comes once and every global batch holds each stratum's
 // floor or ceiling; then --report, --plot, weighted streams and resumption.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -93,9 +93,9 @@ TEST_F(StratifiedTest, StratifiedStreamOnFourRanksIsExactlyOnceAndBalanced) {
   std::set<uint64_t> ids;
   for (uint32_t rank = 0; rank < kWorld; ++rank) {
     const std::string out = node_->dir().Join("stratified" + std::to_string(rank) + ".jsonl");
-    CommandResult r = Cli({"stream", "--dataset", "balanced", "--sampler", "stratified", "--batch-size",
-                           std::to_string(kBatch), "--world", std::to_string(kWorld), "--rank", std::to_string(rank),
-                           "--seed", "5", "--output", out, "-q"});
+    CommandResult r =
+        Cli({"stream", "--dataset", "balanced", "--sampler", "stratified", "--batch-size", std::to_string(kBatch),
+             "--world", std::to_string(kWorld), "--rank", std::to_string(rank), "--seed", "5", "--output", out, "-q"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     for (const nlohmann::ordered_json& j : ReadLines(out)) {
       ASSERT_EQ(j.size(), 6u);
@@ -131,15 +131,15 @@ TEST_F(StratifiedTest, StratifiedStreamOnFourRanksIsExactlyOnceAndBalanced) {
 
 TEST_F(StratifiedTest, ReportPrintsBothSamplersAndPlots) {
   const std::string png = node_->dir().Join("balance.png");
-  CommandResult r = Cli({"stream", "--dataset", "balanced", "--sampler", "stratified", "--batch-size", "16",
-                         "--world", "4", "--seed", "5", "--report", "--plot", png});
+  CommandResult r = Cli({"stream", "--dataset", "balanced", "--sampler", "stratified", "--batch-size", "16", "--world",
+                         "4", "--seed", "5", "--report", "--plot", png});
   if (r.exit_code != 0 && r.err.find("matplotlib") != std::string::npos) {
     GTEST_SKIP() << "no matplotlib for /usr/bin/python3: " << r.err;
   }
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* want : {"balance report", "DistributedSampler", "DEV", "DS DEV", "MISSING", "DS MISSING",
-                           "largest per-batch deviation", "batches lacking a stratum",
-                           "label=class00|source=camera|ts=2023-11-15"}) {
+  for (const char* want :
+       {"balance report", "DistributedSampler", "DEV", "DS DEV", "MISSING", "DS MISSING", "largest per-batch deviation",
+        "batches lacking a stratum", "label=class00|source=camera|ts=2023-11-15"}) {
     EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
   }
   // The stratified plan never misses a stratum whose target is at least 1.
@@ -153,8 +153,8 @@ TEST_F(StratifiedTest, ReportPrintsBothSamplersAndPlots) {
 }
 
 TEST_F(StratifiedTest, ReportRefusesARank) {
-  CommandResult r = Cli({"stream", "--dataset", "balanced", "--batch-size", "16", "--world", "4", "--rank", "1",
-                         "--report"});
+  CommandResult r =
+      Cli({"stream", "--dataset", "balanced", "--batch-size", "16", "--world", "4", "--rank", "1", "--report"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("--rank"), std::string::npos) << r.err;
 }
@@ -166,9 +166,9 @@ TEST_F(StratifiedTest, WeightedAndMinPerBatchStream) {
     if (count < fewest) fewest = count, rare = key;
   }
   const std::string out = node_->dir().Join("weighted.jsonl");
-  CommandResult r = Cli({"stream", "--dataset", "balanced", "--sampler", "weighted", "--weight-power", "0",
-                         "--min-per-batch", rare + "=3", "--batch-size", "32", "--epoch-samples", "640", "--output",
-                         out, "-q"});
+  CommandResult r =
+      Cli({"stream", "--dataset", "balanced", "--sampler", "weighted", "--weight-power", "0", "--min-per-batch",
+           rare + "=3", "--batch-size", "32", "--epoch-samples", "640", "--output", out, "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto lines = ReadLines(out);
   ASSERT_EQ(lines.size(), 20u) << "640 samples in batches of 32";
@@ -177,15 +177,15 @@ TEST_F(StratifiedTest, WeightedAndMinPerBatchStream) {
     for (const auto& s : j["strata"]) n += s.get<std::string>() == rare;
     EXPECT_GE(n, 3u) << "at least 3 of " << rare << " in step " << j["step"];
   }
-  CommandResult bad = Cli({"stream", "--dataset", "balanced", "--sampler", "weighted", "--weights", "nope=1",
-                           "--batch-size", "8", "-q"});
+  CommandResult bad = Cli(
+      {"stream", "--dataset", "balanced", "--sampler", "weighted", "--weights", "nope=1", "--batch-size", "8", "-q"});
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("nope"), std::string::npos) << bad.err;
 }
 
 TEST_F(StratifiedTest, ResumeTokenCoversTheSampler) {
-  const std::vector<std::string> base = {"stream", "--dataset", "balanced", "--sampler", "stratified",
-                                         "--batch-size", "50", "--seed", "3", "-q"};
+  const std::vector<std::string> base = {"stream",       "--dataset", "balanced", "--sampler", "stratified",
+                                         "--batch-size", "50",        "--seed",   "3",         "-q"};
   auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> args = base;
     args.insert(args.end(), extra.begin(), extra.end());
@@ -200,8 +200,8 @@ TEST_F(StratifiedTest, ResumeTokenCoversTheSampler) {
   const std::string all = first.out + first.err;
   ASSERT_TRUE(std::regex_search(all, m, std::regex("--resume (strata2:\\S+)"))) << all;
   const std::string tail = node_->dir().Join("tail.jsonl");
-  CommandResult second = Cli({"stream", "--resume", m[1], "--sampler", "stratified", "--batch-size", "50", "--output",
-                              tail, "-q"});
+  CommandResult second =
+      Cli({"stream", "--resume", m[1], "--sampler", "stratified", "--batch-size", "50", "--output", tail, "-q"});
   ASSERT_EQ(second.exit_code, 0) << second.err;
   std::ifstream h(head), t(tail), f(full);
   std::stringstream joined, whole;

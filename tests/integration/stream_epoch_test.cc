@@ -192,11 +192,12 @@ TEST_F(StreamEpochTest, MetricsCountWhatWasServed) {
   EXPECT_EQ(after->samples_served - before->samples_served, kSamples);
   EXPECT_EQ(after->bytes_served - before->bytes_served, bytes);
   // And the same figures on /metrics, as Prometheus scrapes them.
-  CommandResult scrape = RunCommand({"/usr/bin/curl", "-sf", "http://" + node_->process().metrics_address() + "/metrics"});
+  CommandResult scrape =
+      RunCommand({"/usr/bin/curl", "-sf", "http://" + node_->process().metrics_address() + "/metrics"});
   ASSERT_EQ(scrape.exit_code, 0) << scrape.err;
-  for (const char* family : {"strata_served_bytes_total", "strata_served_samples_total", "strata_served_batches_total",
-                             "strata_active_streams", "strata_ingested_samples_total",
-                             "strata_checksum_failures_total"}) {
+  for (const char* family :
+       {"strata_served_bytes_total", "strata_served_samples_total", "strata_served_batches_total",
+        "strata_active_streams", "strata_ingested_samples_total", "strata_checksum_failures_total"}) {
     EXPECT_NE(scrape.out.find(family), std::string::npos) << family;
   }
   EXPECT_NE(scrape.out.find("strata_served_samples_total{node=\"node-1\"} " + std::to_string(after->samples_served)),

@@ -36,8 +36,8 @@ class TestCa {
   void Issue(const std::string& file, const std::string& cn, int days = 2, const std::string& also = "") {
     const std::string ext = dir_.Join(file + ".ext");
     WriteFile(ext, "subjectAltName=DNS:" + cn + ",IP:127.0.0.1" + also + "\n");
-    OpenSsl({"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", Key(file),
-             "-out", dir_.Join(file + ".csr"), "-subj", "/CN=" + cn});
+    OpenSsl({"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", Key(file), "-out",
+             dir_.Join(file + ".csr"), "-subj", "/CN=" + cn});
     OpenSsl({"x509", "-req", "-in", dir_.Join(file + ".csr"), "-CA", Pem(name_), "-CAkey", Key(name_),
              "-CAcreateserial", "-out", Pem(file), "-days", std::to_string(days), "-extfile", ext});
   }
@@ -60,12 +60,12 @@ class TlsAuthTest : public ::testing::Test {
     ca_->Issue("expired", "trainer", -1);
     other_ = new TestCa(*dir_, "other-ca");
     other_->Issue("stranger", "node-1");  // names a node, but signed by another CA
-    WriteFile(dir_->Join("tokens"), std::string("# role token\nwriter ") + kWriterToken + " ci\nreader " +
-                                        kReaderToken + " trainers\n");
+    WriteFile(dir_->Join("tokens"),
+              std::string("# role token\nwriter ") + kWriterToken + " ci\nreader " + kReaderToken + " trainers\n");
     StratadProcess::Options o;
     o.data_dir = dir_->Join("data");
-    o.extra_args = {"--tls-cert", ca_->Pem("node-1"), "--tls-key", ca_->Key("node-1"), "--tls-client-ca",
-                    ca_->ca(), "--auth-tokens", dir_->Join("tokens"), "--log-level", "info"};
+    o.extra_args = {"--tls-cert", ca_->Pem("node-1"), "--tls-key",          ca_->Key("node-1"), "--tls-client-ca",
+                    ca_->ca(),    "--auth-tokens",    dir_->Join("tokens"), "--log-level",      "info"};
     server_ = StratadProcess::Start(o).release();
     ASSERT_NE(server_, nullptr);
   }
@@ -198,8 +198,8 @@ TEST_F(TlsAuthTest, TokensAndRoles) {
 TEST_F(TlsAuthTest, WithoutMutualTlsThePeerServiceNeedsAnAdminToken) {
   StratadProcess::Options o;
   o.data_dir = dir_->Join("data-no-mtls");
-  o.extra_args = {"--tls-cert", ca_->Pem("node-1"), "--tls-key", ca_->Key("node-1"), "--auth-tokens",
-                  dir_->Join("tokens"), "--log-level", "info"};
+  o.extra_args = {"--tls-cert",    ca_->Pem("node-1"),   "--tls-key",   ca_->Key("node-1"),
+                  "--auth-tokens", dir_->Join("tokens"), "--log-level", "info"};
   auto server = StratadProcess::Start(o);
   ASSERT_NE(server, nullptr);
   auto ping = [&](const std::string& token) {
@@ -232,8 +232,8 @@ TEST(TlsClusterTest, KillNineMidEpochOverMutualTls) {
   WriteFile(dir.Join("tokens"), std::string("writer ") + kWriterToken + "\n");
   LocalCluster::Options o;
   o.nodes = 3;
-  o.extra_args = {"--tls-cert", ca.Pem("nodes"), "--tls-key", ca.Key("nodes"), "--tls-client-ca", ca.ca(),
-                  "--auth-tokens", dir.Join("tokens")};
+  o.extra_args = {"--tls-cert",      ca.Pem("nodes"), "--tls-key",     ca.Key("nodes"),
+                  "--tls-client-ca", ca.ca(),         "--auth-tokens", dir.Join("tokens")};
   LocalCluster cluster(o);
   ClientOptions co;
   co.tls_ca_file = ca.ca();
@@ -313,8 +313,8 @@ TEST_F(TlsAuthTest, SighupReloadsTokensAndCertificatesAndKeepsTheOldOnesWhenBad)
   StratadProcess::Options o;
   o.data_dir = dir_->Join("data-reload");
   o.node_id = "node-1";
-  o.extra_args = {"--tls-cert", cert, "--tls-key", key, "--tls-client-ca", ca_->ca(), "--auth-tokens", tokens,
-                  "--log-level", "info"};
+  o.extra_args = {"--tls-cert",    cert,   "--tls-key",   key,   "--tls-client-ca", ca_->ca(),
+                  "--auth-tokens", tokens, "--log-level", "info"};
   auto server = StratadProcess::Start(o);
   ASSERT_NE(server, nullptr);
   auto probe = [&](const std::string& token) {
@@ -374,9 +374,13 @@ TEST_F(TlsAuthTest, EtcdOverTlsWithTheNodeCertificates) {
   StratadProcess::Options o;
   o.data_dir = dir_->Join("data-etcd-tls");
   o.node_id = "node-1";
-  o.extra_args = {"--etcd", etcd->url(), "--cluster", "tls", "--tls-cert", ca_->Pem("node-1"), "--tls-key",
-                  ca_->Key("node-1"), "--tls-client-ca", ca_->ca(), "--auth-tokens", dir_->Join("tokens"),
-                  "--log-level", "info"};
+  o.extra_args = {"--etcd",          etcd->url(),
+                  "--cluster",       "tls",
+                  "--tls-cert",      ca_->Pem("node-1"),
+                  "--tls-key",       ca_->Key("node-1"),
+                  "--tls-client-ca", ca_->ca(),
+                  "--auth-tokens",   dir_->Join("tokens"),
+                  "--log-level",     "info"};
   auto server = StratadProcess::Start(o);
   ASSERT_NE(server, nullptr);
   auto client = Client::Connect(server->address(), Options("trainer", kReaderToken));
@@ -393,8 +397,8 @@ TEST_F(TlsAuthTest, EtcdOverTlsWithTheNodeCertificates) {
   EXPECT_EQ(server->Terminate(), 0);
 
   // https without the node's TLS files: refused at start, with the reason.
-  CommandResult r = RunCommand({StratadBinary(), "--data-dir", dir_->Join("data-etcd-plain"), "--listen",
-                                "127.0.0.1:0", "--metrics-listen", "", "--etcd", etcd->url()},
+  CommandResult r = RunCommand({StratadBinary(), "--data-dir", dir_->Join("data-etcd-plain"), "--listen", "127.0.0.1:0",
+                                "--metrics-listen", "", "--etcd", etcd->url()},
                                30);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE((r.out + r.err).find("is https: give --tls-cert"), std::string::npos) << r.out << r.err;

@@ -7,9 +7,8 @@
 
 #include <initializer_list>
 #include <map>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "tests/integration/cluster_fixture.h"
 #include "tests/integration/local_cluster.h"
@@ -183,9 +182,9 @@ TEST(ZonesTest, CopiesSpanZonesAndZonedReadersReadNearby) {
   // The same through `strata stream --zone` (a long stall timeout, as above:
   // a reopened call resends its part and the counts would include it twice).
   before = ServedByNode(cluster, *client);
-  const CommandResult cli = RunCommand({StrataCliBinary(), "stream", "--dataset", "zoned", "--batch-size", "16",
-                                        "--epoch", "2", "--zone", "zone-c", "--stall-timeout", "30000", "--quiet",
-                                        "--server", cluster.Address(0)});
+  const CommandResult cli =
+      RunCommand({StrataCliBinary(), "stream", "--dataset", "zoned", "--batch-size", "16", "--epoch", "2", "--zone",
+                  "zone-c", "--stall-timeout", "30000", "--quiet", "--server", cluster.Address(0)});
   ASSERT_EQ(cli.exit_code, 0) << cli.err;
   after = ServedOnce(cluster, *client, before, {"node-5", "node-6"}, kSamples);
   EXPECT_EQ(ServedSince(before, after, {"node-5", "node-6"}), kSamples);

@@ -68,11 +68,11 @@ TEST(PfairSchedulerTest, RandomSystemsStayPfair) {
 TEST(PfairSchedulerTest, HeavyTasksNeedTheTieBreaks) {
   // Mixes of heavy weights (>= 1/2) and light ones: the cases where PD^2's
   // b-bit and group deadline matter.
-  CheckPfair({3, 3, 3, 3, 2, 2}, 8, 200);             // 3/8 x4 + 2/8 x2 = 2
-  CheckPfair({5, 5, 5, 3, 2}, 10, 300);               // M = 2
-  CheckPfair({7, 7, 7, 7, 2, 2, 2, 2, 4}, 10, 300);   // M = 4
+  CheckPfair({3, 3, 3, 3, 2, 2}, 8, 200);            // 3/8 x4 + 2/8 x2 = 2
+  CheckPfair({5, 5, 5, 3, 2}, 10, 300);              // M = 2
+  CheckPfair({7, 7, 7, 7, 2, 2, 2, 2, 4}, 10, 300);  // M = 4
   CheckPfair({8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4}, 12, 500);
-  CheckPfair({999, 999, 2}, 1000, 3000);              // nearly 1, plus a tiny one
+  CheckPfair({999, 999, 2}, 1000, 3000);  // nearly 1, plus a tiny one
 }
 
 TEST(PfairSchedulerTest, LongPeriodsWaitBeyondTheCalendarRing) {

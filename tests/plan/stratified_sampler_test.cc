@@ -99,8 +99,7 @@ std::vector<uint64_t> SortedGlobal(const std::vector<std::vector<uint64_t>>& ran
 }
 
 // Checks the natural-proportion guarantees of a STRATIFIED epoch at every step.
-void CheckStratifiedEpoch(const Dataset& d, const RankBatches& run, uint64_t g, uint32_t world,
-                          v1::Remainder rem) {
+void CheckStratifiedEpoch(const Dataset& d, const RankBatches& run, uint64_t g, uint32_t world, v1::Remainder rem) {
   const uint64_t n = d.n();
   const size_t strata = d.counts.size();
   const uint64_t full = n / g, left = n % g;
@@ -215,7 +214,8 @@ TEST_P(AdversarialTest, DeterministicAndResumableAtRandomSteps) {
 
 INSTANTIATE_TEST_SUITE_P(Distributions, AdversarialTest,
                          ::testing::Values(Case{"RareClass", RareClass, 256}, Case{"Zipf1000", Zipf1000, 256},
-                                           Case{"TwoSources", TwoSources, 200}, Case{"TwoSourcesB100", TwoSources, 100}),
+                                           Case{"TwoSources", TwoSources, 200},
+                                           Case{"TwoSourcesB100", TwoSources, 100}),
                          [](const auto& test) { return std::string(test.param.name); });
 
 TEST(StratifiedSamplerTest, OnePercentStratumIsInEveryBatchOf100) {
@@ -237,11 +237,11 @@ TEST(StratifiedSamplerTest, EdgeCases) {
     uint32_t batch, world;
   };
   const std::vector<Edge> edges = {
-      {{3, 2, 1}, 4, 4},             // n < G: one short batch
-      {{7, 5, 1}, 2, 2},             // a stratum with one sample
-      {{10, 9, 4, 1}, 1, 1},         // G = 1
-      {{101, 53, 17, 3, 1}, 3, 2},   // n not divisible by G
-      {{5000, 1, 1, 1}, 8, 4},       // three singletons against a giant
+      {{3, 2, 1}, 4, 4},            // n < G: one short batch
+      {{7, 5, 1}, 2, 2},            // a stratum with one sample
+      {{10, 9, 4, 1}, 1, 1},        // G = 1
+      {{101, 53, 17, 3, 1}, 3, 2},  // n not divisible by G
+      {{5000, 1, 1, 1}, 8, 4},      // three singletons against a giant
       {{1, 1, 1, 1, 1, 1, 1, 1, 1}, 2, 1},
   };
   for (const Edge& e : edges) {

@@ -58,8 +58,8 @@ TEST(StratumIndexTest, RoundTripInCanonicalOrder) {
   // The same members as an in-memory index built from the assignment.
   std::vector<uint32_t> of;
   for (const auto& k : keys) {
-    of.push_back(static_cast<uint32_t>(std::lower_bound(summary.keys.begin(), summary.keys.end(), k) -
-                                       summary.keys.begin()));
+    of.push_back(
+        static_cast<uint32_t>(std::lower_bound(summary.keys.begin(), summary.keys.end(), k) - summary.keys.begin()));
   }
   auto memory = InMemoryStratumMembers::FromAssignment(of, 7);
   for (uint32_t s = 0; s < 7; ++s) {
@@ -255,8 +255,8 @@ TEST(StratumIndexTest, WillReadChangesNothing) {
   const StratumIndexFile& index = *lazy.value();
   for (uint64_t j = 0; j < 6'667; ++j) index.WillRead(0, j);
   for (uint64_t j = 0; j < 13'333; ++j) index.WillRead(1, j);
-  index.WillRead(2, 0);        // no such stratum
-  index.WillRead(1, 13'333);   // past its members
+  index.WillRead(2, 0);       // no such stratum
+  index.WillRead(1, 13'333);  // past its members
   EXPECT_EQ(index.blocks_checked(), 0u);
   EXPECT_TRUE(index.Damage().ok()) << "announcing a damaged block is not reading it";
   EXPECT_EQ(index.Member(0, 5), 15u);

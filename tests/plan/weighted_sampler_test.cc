@@ -122,7 +122,8 @@ void CheckQuotaEpoch(const Dataset& d, const EpochPlan& plan, const RankBatches&
       } else {
         const u128 num = (u128{s.base} * den + s.rate) * q.last_batch;
         ASSERT_GE(count[i], static_cast<uint64_t>(num / (g * den))) << "last batch, stratum " << s.stratum;
-        ASSERT_LE(count[i], static_cast<uint64_t>((num + g * den - 1) / (g * den))) << "last batch, stratum " << s.stratum;
+        ASSERT_LE(count[i], static_cast<uint64_t>((num + g * den - 1) / (g * den)))
+            << "last batch, stratum " << s.stratum;
       }
       for (uint32_t r = 0; r < world; ++r) {
         ASSERT_GE(rank_count[r][i], count[i] / world);

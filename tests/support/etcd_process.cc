@@ -115,19 +115,28 @@ bool EtcdProcess::Launch(std::string* why) {
   const std::string peer_url = "http://127.0.0.1:" + std::to_string(peer_port_);
   std::vector<std::string> argv = {
       kBinary,
-      "--name", "strata-test",
-      "--data-dir", dir_.Join("data"),
-      "--listen-client-urls", client_url,
-      "--advertise-client-urls", client_url,
-      "--listen-peer-urls", peer_url,
-      "--initial-advertise-peer-urls", peer_url,
-      "--initial-cluster", "strata-test=" + peer_url,
-      "--initial-cluster-token", "strata-test-" + std::to_string(getpid()) + "-" + std::to_string(client_port_),
-      "--log-level", "warn",
+      "--name",
+      "strata-test",
+      "--data-dir",
+      dir_.Join("data"),
+      "--listen-client-urls",
+      client_url,
+      "--advertise-client-urls",
+      client_url,
+      "--listen-peer-urls",
+      peer_url,
+      "--initial-advertise-peer-urls",
+      peer_url,
+      "--initial-cluster",
+      "strata-test=" + peer_url,
+      "--initial-cluster-token",
+      "strata-test-" + std::to_string(getpid()) + "-" + std::to_string(client_port_),
+      "--log-level",
+      "warn",
   };
   if (!tls_.cert.empty()) {
-    argv.insert(argv.end(), {"--cert-file", tls_.cert, "--key-file", tls_.key, "--trusted-ca-file", tls_.ca,
-                             "--client-cert-auth"});
+    argv.insert(argv.end(),
+                {"--cert-file", tls_.cert, "--key-file", tls_.key, "--trusted-ca-file", tls_.ca, "--client-cert-auth"});
   }
   pid_ = Spawn(argv, dir_.Join("etcd.log"));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);

@@ -93,8 +93,15 @@ CommandResult RunCommand(const std::vector<std::string>& argv, int timeout_s) {
 std::unique_ptr<StratadProcess> StratadProcess::Start(const Options& o) {
   std::unique_ptr<StratadProcess> p(new StratadProcess());
   p->log_path_ = TempPath("stratad-" + o.node_id + "-log");
-  std::vector<std::string> argv = {o.binary.empty() ? StratadBinary() : o.binary, "--data-dir", o.data_dir, "--listen", o.listen,
-                                   "--metrics-listen", o.metrics_listen, "--node-id", o.node_id};
+  std::vector<std::string> argv = {o.binary.empty() ? StratadBinary() : o.binary,
+                                   "--data-dir",
+                                   o.data_dir,
+                                   "--listen",
+                                   o.listen,
+                                   "--metrics-listen",
+                                   o.metrics_listen,
+                                   "--node-id",
+                                   o.node_id};
   argv.insert(argv.end(), o.extra_args.begin(), o.extra_args.end());
   // The default watermarks (5% and 10% free) are about the host's disk, not
   // the test: on a host with little free space every ingest would be

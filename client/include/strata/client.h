@@ -62,15 +62,15 @@ struct ClientOptions {
 
 // What to stream: one rank's view of one epoch.
 struct StreamOptions {
-  std::string dataset;        // "name" (latest sealed version) or "name@N"
+  std::string dataset;  // "name" (latest sealed version) or "name@N"
   uint32_t rank = 0;
   uint32_t world = 1;
-  uint32_t batch_size = 0;    // per rank; global batch = batch_size * world
+  uint32_t batch_size = 0;  // per rank; global batch = batch_size * world
   uint64_t seed = 0;
   uint64_t epoch = 0;
-  uint64_t start_step = 0;    // resume here
-  uint64_t max_steps = 0;     // 0: to the end of the epoch
-  SamplerSpec sampler;        // default: kShuffle
+  uint64_t start_step = 0;  // resume here
+  uint64_t max_steps = 0;   // 0: to the end of the epoch
+  SamplerSpec sampler;      // default: kShuffle
   Remainder remainder = Remainder::kShort;
 };
 

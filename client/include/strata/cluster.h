@@ -23,7 +23,7 @@ struct NodeInfo {
   NodeState state = NodeState::kUnspecified;
   int64_t down_since_unix_ms = 0;
   std::string peer_address;  // the node's peer service when it has its own (--peer-listen); empty: `address`
-  std::string zone;  // failure domains (stratad --zone, --rack); empty: none
+  std::string zone;          // failure domains (stratad --zone, --rack); empty: none
   std::string rack;
   // The node's data directory's file system, as membership last heard
   // (0 when not known); disk_full: below its high watermark, so it takes no
@@ -45,11 +45,11 @@ struct ClusterMap {
 
 // Repair and rebalance on one node: the files placement gives it that it lacks.
 struct RepairProgress {
-  uint64_t files_missing = 0;      // still to copy here
-  uint64_t files_copied = 0;       // copied since start
+  uint64_t files_missing = 0;  // still to copy here
+  uint64_t files_copied = 0;   // copied since start
   uint64_t bytes_copied = 0;
-  uint64_t files_quarantined = 0;  // corrupt copies set aside
-  uint64_t files_released = 0;     // extra copies deleted once their holders had them
+  uint64_t files_quarantined = 0;          // corrupt copies set aside
+  uint64_t files_released = 0;             // extra copies deleted once their holders had them
   uint64_t replication_backlog_bytes = 0;  // async ingest copies still to send
   uint64_t bytes_scrubbed = 0;
   uint64_t corruptions_found = 0;

@@ -115,11 +115,11 @@ struct DatasetInfo {
   uint32_t write_quorum = 0;
   std::string coordinator;  // the node that ingested it
   Compression compression = Compression::kNone;
-  int compression_level = 0;  // as stored (zstd: 1..19)
+  int compression_level = 0;             // as stored (zstd: 1..19)
   uint32_t compression_block_bytes = 0;  // as stored
-  uint32_t ec_data = 0;    // erasure coded ec:K+M: K (0: replicated)
-  uint32_t ec_parity = 0;  // and M
-  uint32_t keep_versions = 0;  // the retention it was ingested with (0: none)
+  uint32_t ec_data = 0;                  // erasure coded ec:K+M: K (0: replicated)
+  uint32_t ec_parity = 0;                // and M
+  uint32_t keep_versions = 0;            // the retention it was ingested with (0: none)
 };
 
 // Client::DeleteVersion: what was deleted and which nodes have removed it.
@@ -131,11 +131,11 @@ struct DeleteResult {
 
 // One shard file of a version.
 struct ShardInfo {
-  uint32_t seq = 0;        // position within the version
-  uint64_t first_id = 0;   // dense id of its first sample
+  uint32_t seq = 0;       // position within the version
+  uint64_t first_id = 0;  // dense id of its first sample
   uint64_t samples = 0;
   uint64_t bytes = 0;
-  uint64_t checksum = 0;   // XXH3-64 of the file body, as in its trailer
+  uint64_t checksum = 0;  // XXH3-64 of the file body, as in its trailer
 };
 
 // Client::Describe: a version and its shards.

@@ -2,7 +2,8 @@
 // on any number of ranks that divides the same global batch.
 //
 // Text form (format 2, written since tokens carry the whole plan):
-//   "strata2:<dataset>@<version>:<plan hash, 16 hex>:<global batch>:<short|drop>:<sampler, hex or ->:<seed>:<epoch>:<step>"
+//   "strata2:<dataset>@<version>:<plan hash, 16 hex>:<global batch>:<short|drop>:<sampler, hex or
+//   ->:<seed>:<epoch>:<step>"
 // The sampler is the stream's SamplerSpec in protobuf wire form, hex-encoded
 // ("-" when empty, i.e. the default shuffle). Format 1 tokens
 //   "strata1:<dataset>@<version>:<plan hash>:<seed>:<epoch>:<step>"

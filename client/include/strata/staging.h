@@ -138,8 +138,7 @@ class StagedStream {
   // from it. InvalidArgument on bad options; a CUDA error when a device was
   // selected but its resources could not be created. Selecting host memory
   // because there is no CUDA or no device is not an error.
-  static Result<std::unique_ptr<StagedStream>> Open(std::unique_ptr<Stream> stream,
-                                                    const StagingOptions& options = {});
+  static Result<std::unique_ptr<StagedStream>> Open(std::unique_ptr<Stream> stream, const StagingOptions& options = {});
 
   // Cancels the inner stream and joins the background thread. Batches the
   // caller still holds stay valid.

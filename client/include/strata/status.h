@@ -35,9 +35,9 @@ enum class Code : uint8_t {
   kUnimplemented = 12,
   kInternal = 13,
   kUnavailable = 14,
-  kDataLoss = 15,       // gRPC's DATA_LOSS; strata calls it Corruption
+  kDataLoss = 15,  // gRPC's DATA_LOSS; strata calls it Corruption
   kUnauthenticated = 16,
-  kIOError = 17,        // local file-system failure; sent as INTERNAL
+  kIOError = 17,  // local file-system failure; sent as INTERNAL
 };
 
 std::string_view CodeName(Code code);
@@ -78,9 +78,7 @@ class [[nodiscard]] Status {
   // Deliberately ignores this status; searchable.
   void IgnoreError() const {}
 
-  friend bool operator==(const Status& a, const Status& b) {
-    return a.code_ == b.code_ && a.message_ == b.message_;
-  }
+  friend bool operator==(const Status& a, const Status& b) { return a.code_ == b.code_ && a.message_ == b.message_; }
 
  private:
   Code code_ = Code::kOk;
@@ -91,7 +89,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {  // NOLINT: implicit by design
     if (std::get<Status>(v_).ok()) v_ = Status::Internal("Result built from an OK status");
   }

@@ -140,9 +140,10 @@ namespace {
 
 TEST(ClusterConfigTest, StaticNodesFromTheFileAndPeersFromAFlag) {
   testing::TempDir dir;
-  testing::WriteFile(dir.Join("c.yaml"),
-                     "node_id: node-2\ncluster:\n  name: prod\n  grace_period_s: 60\n  repair_bytes_per_sec: 64MiB\n"
-                     "  nodes:\n    - {id: node-1, address: 10.0.0.1:7400}\n    - {id: node-2, address: 10.0.0.2:7400}\n");
+  testing::WriteFile(
+      dir.Join("c.yaml"),
+      "node_id: node-2\ncluster:\n  name: prod\n  grace_period_s: 60\n  repair_bytes_per_sec: 64MiB\n"
+      "  nodes:\n    - {id: node-1, address: 10.0.0.1:7400}\n    - {id: node-2, address: 10.0.0.2:7400}\n");
   NodeFlags flags;
   flags.config_file = dir.Join("c.yaml");
   auto c = LoadNodeConfig(flags);
@@ -169,8 +170,9 @@ TEST(ClusterConfigTest, StaticNodesFromTheFileAndPeersFromAFlag) {
   flags.values["cluster.nodes"] = "node-1=127.0.0.1:1/nonsense";
   EXPECT_FALSE(LoadNodeConfig(flags).ok());
   flags.values.erase("cluster.nodes");
-  testing::WriteFile(dir.Join("p.yaml"), "node_id: node-1\npeer_listen: 127.0.0.1:7500\ncluster:\n  nodes:\n"
-                                         "    - {id: node-1, address: 10.0.0.1:7400, peer_address: 10.0.1.1:7500}\n");
+  testing::WriteFile(dir.Join("p.yaml"),
+                     "node_id: node-1\npeer_listen: 127.0.0.1:7500\ncluster:\n  nodes:\n"
+                     "    - {id: node-1, address: 10.0.0.1:7400, peer_address: 10.0.1.1:7500}\n");
   NodeFlags peer_flags;
   peer_flags.config_file = dir.Join("p.yaml");
   c = LoadNodeConfig(peer_flags);
@@ -191,7 +193,8 @@ TEST(ClusterConfigTest, ZonesAndRacksInTheFlagsTheListAndTheFile) {
   flags.values["node_id"] = "node-2";
   flags.values["cluster.zone"] = "zone-b";
   flags.values["cluster.rack"] = "r7";
-  flags.values["cluster.nodes"] = "node-1=127.0.0.1:1/127.0.0.1:11@zone-a/r1,node-2=127.0.0.1:2@zone-b,node-3=127.0.0.1:3";
+  flags.values["cluster.nodes"] =
+      "node-1=127.0.0.1:1/127.0.0.1:11@zone-a/r1,node-2=127.0.0.1:2@zone-b,node-3=127.0.0.1:3";
   auto c = LoadNodeConfig(flags);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->cluster.zone, "zone-b");
@@ -216,8 +219,9 @@ TEST(ClusterConfigTest, ZonesAndRacksInTheFlagsTheListAndTheFile) {
   NodeFlags f;
   f.values["cluster.zone"] = "a/b";
   EXPECT_FALSE(LoadNodeConfig(f).ok());
-  testing::WriteFile(dir.Join("z.yaml"), "node_id: node-1\ncluster:\n  zone: hall-1\n  nodes:\n"
-                                         "    - {id: node-1, address: 10.0.0.1:7400, zone: hall-1, rack: r2}\n");
+  testing::WriteFile(dir.Join("z.yaml"),
+                     "node_id: node-1\ncluster:\n  zone: hall-1\n  nodes:\n"
+                     "    - {id: node-1, address: 10.0.0.1:7400, zone: hall-1, rack: r2}\n");
   NodeFlags file_flags;
   file_flags.config_file = dir.Join("z.yaml");
   c = LoadNodeConfig(file_flags);

@@ -14,9 +14,7 @@
 namespace strata {
 namespace {
 
-std::string Exposition(const Metrics& m) {
-  return prometheus::TextSerializer().Serialize(m.registry()->Collect());
-}
+std::string Exposition(const Metrics& m) { return prometheus::TextSerializer().Serialize(m.registry()->Collect()); }
 
 TEST(MetricsTest, LatencyBucketsAreOneTwoPointFiveFiveTimesAPowerOfTen) {
   const auto buckets = Metrics::LatencyBuckets();
@@ -40,9 +38,9 @@ TEST(MetricsTest, LatencyBucketsAreOneTwoPointFiveFiveTimesAPowerOfTen) {
   for (auto it = std::sregex_iterator(text.begin(), text.end(), le); it != std::sregex_iterator(); ++it) {
     les.insert((*it)[1]);
   }
-  EXPECT_EQ(les, (std::set<std::string>{"1e-05", "2.5e-05", "5e-05", "0.0001", "0.00025", "0.0005", "0.001",
-                                        "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5",
-                                        "5", "10", "+Inf"}));
+  EXPECT_EQ(les, (std::set<std::string>{"1e-05",  "2.5e-05", "5e-05", "0.0001", "0.00025", "0.0005", "0.001",
+                                        "0.0025", "0.005",   "0.01",  "0.025",  "0.05",    "0.1",    "0.25",
+                                        "0.5",    "1",       "2.5",   "5",      "10",      "+Inf"}));
 }
 
 TEST(MetricsTest, ReadLatencyBySource) {
@@ -109,17 +107,16 @@ TEST(MetricsTest, ServedByDatasetHasBoundedCardinality) {
   m.datasets().For("other").samples->Increment(1);  // a dataset named "other" counts there too
   m.datasets().For("alpha@9").samples->Increment(1);
   const std::string text = Exposition(m);
-  EXPECT_NE(text.find(R"(strata_served_bytes_by_dataset_total{dataset="alpha",node="node-1"} 101)"),
-            std::string::npos) << text;
-  EXPECT_NE(text.find(R"(strata_served_samples_by_dataset_total{dataset="alpha",node="node-1"} 3)"),
-            std::string::npos) << text;
-  EXPECT_NE(text.find(R"(strata_served_samples_by_dataset_total{dataset="beta",node="node-1"} 5)"),
-            std::string::npos) << text;
-  EXPECT_NE(text.find(R"(strata_served_samples_by_dataset_total{dataset="other",node="node-1"} 51)"),
-            std::string::npos) << text;
-  const std::regex series(R"(strata_served_samples_by_dataset_total\{)");
-  EXPECT_EQ(std::distance(std::sregex_iterator(text.begin(), text.end(), series), std::sregex_iterator()), 3)
+  EXPECT_NE(text.find(R"(strata_served_bytes_by_dataset_total{dataset="alpha",node="node-1"} 101)"), std::string::npos)
       << text;
+  EXPECT_NE(text.find(R"(strata_served_samples_by_dataset_total{dataset="alpha",node="node-1"} 3)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"(strata_served_samples_by_dataset_total{dataset="beta",node="node-1"} 5)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"(strata_served_samples_by_dataset_total{dataset="other",node="node-1"} 51)"), std::string::npos)
+      << text;
+  const std::regex series(R"(strata_served_samples_by_dataset_total\{)");
+  EXPECT_EQ(std::distance(std::sregex_iterator(text.begin(), text.end(), series), std::sregex_iterator()), 3) << text;
 }
 
 }  // namespace

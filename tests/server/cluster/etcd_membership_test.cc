@@ -2,8 +2,11 @@
 // cluster, crashes (keep-alive stopped without revoking), leaves, restarts of
 // members and of etcd itself. Short TTLs and grace periods; every wait polls
 // with a timeout.
+#include "server/cluster/etcd_membership.h"
+
 #include <gtest/gtest.h>
 
+#include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -16,10 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include <boost/asio/thread_pool.hpp>
-
 #include "server/cluster/etcd_client.h"
-#include "server/cluster/etcd_membership.h"
 #include "server/cluster/etcd_membership_impl.h"
 #include "server/storage/disk_space.h"
 #include "tests/support/etcd_process.h"
@@ -114,8 +114,7 @@ class EtcdMembershipTest : public ::testing::Test {
   void StartThree(uint32_t ttl_s = kTtlS) {
     for (int i = 1; i <= 3; ++i) members_.push_back(StartMember(i, ttl_s));
     for (const auto& m : members_) {
-      ASSERT_TRUE(WaitFor([&] { return AllUp(*m, ids_); }, std::chrono::seconds(10)))
-          << m->Current().DebugString();
+      ASSERT_TRUE(WaitFor([&] { return AllUp(*m, ids_); }, std::chrono::seconds(10))) << m->Current().DebugString();
     }
   }
 
@@ -262,8 +261,8 @@ TEST_F(EtcdMembershipTest, RegistrationsCarryDiskFiguresThatChangeNoEpoch) {
   ASSERT_TRUE(full.Sample().ok());
   ASSERT_TRUE(full.BelowHigh());
   for (const auto& m : members_) {
-    ASSERT_TRUE(WaitFor([&] { return FullNodes(m->Current()) == std::set<std::string>{"node-2"}; },
-                        std::chrono::seconds(10)))
+    ASSERT_TRUE(
+        WaitFor([&] { return FullNodes(m->Current()) == std::set<std::string>{"node-2"}; }, std::chrono::seconds(10)))
         << m->Current().DebugString();
     const v1::ClusterMap map = m->Current();
     EXPECT_EQ(FindNode(map, "node-2")->disk_free_bytes(), 100ull << 20);
@@ -288,8 +287,8 @@ TEST_F(EtcdMembershipTest, CrashedMemberGoesDownThenLeavesAndComesBackUp) {
 
   int64_t down_ms = -1;
   for (int i = 0; i < 2; ++i) {
-    ASSERT_TRUE(WaitFor([&] { return StateIn(*members_[i], "node-3") == v1::NODE_DOWN; },
-                        std::chrono::seconds(kTtlS + 8)))
+    ASSERT_TRUE(
+        WaitFor([&] { return StateIn(*members_[i], "node-3") == v1::NODE_DOWN; }, std::chrono::seconds(kTtlS + 8)))
         << members_[i]->Current().DebugString();
     if (down_ms < 0) down_ms = MsSince(crashed);
   }
@@ -302,8 +301,8 @@ TEST_F(EtcdMembershipTest, CrashedMemberGoesDownThenLeavesAndComesBackUp) {
 
   const auto down_at = Clock::now();
   for (int i = 0; i < 2; ++i) {
-    ASSERT_TRUE(WaitFor([&] { return !StateIn(*members_[i], "node-3").has_value(); },
-                        std::chrono::seconds(kGraceS + 8)))
+    ASSERT_TRUE(
+        WaitFor([&] { return !StateIn(*members_[i], "node-3").has_value(); }, std::chrono::seconds(kGraceS + 8)))
         << members_[i]->Current().DebugString();
   }
   const int64_t removed_ms = MsSince(crashed);

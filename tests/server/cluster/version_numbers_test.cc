@@ -76,8 +76,8 @@ TEST(VersionNumbersTest, EtcdCounterIsSharedByConcurrentNodes) {
   for (int i = 0; i < 3; ++i) {
     kvs.push_back(KvStore::CreateInMemory());
     catalogs.push_back(std::make_unique<Catalog>(kvs.back().get()));
-    nodes.push_back(std::make_unique<VersionNumbers>(catalogs.back().get(), client(), "/strata/t/",
-                                                     std::vector<std::string>{}));
+    nodes.push_back(
+        std::make_unique<VersionNumbers>(catalogs.back().get(), client(), "/strata/t/", std::vector<std::string>{}));
   }
   std::mutex mu;
   std::vector<uint64_t> got;

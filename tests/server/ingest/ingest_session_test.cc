@@ -33,9 +33,9 @@ class IngestSessionTest : public ::testing::Test {
     auto session = node_->ingests().Start(Options(dataset));
     if (!session.ok()) return session.status();
     for (int i = 0; i < n; ++i) {
-      STRATA_RETURN_IF_ERROR(session.value()->Add(
-          MakeSample("k" + std::to_string(i), "L" + std::to_string(i % labels), std::string(200, char('a' + i % 26)) +
-                                                                                   std::to_string(i))));
+      STRATA_RETURN_IF_ERROR(
+          session.value()->Add(MakeSample("k" + std::to_string(i), "L" + std::to_string(i % labels),
+                                          std::string(200, char('a' + i % 26)) + std::to_string(i))));
     }
     return session.value()->Commit(static_cast<uint64_t>(n));
   }

@@ -36,7 +36,9 @@ class BatchStreamTest : public ::testing::Test {
     ASSERT_TRUE(session.value()->Commit(kSamples).ok());
   }
 
-  static std::string Payload(int i) { return "sample-" + std::to_string(i) + std::string(static_cast<size_t>(i % 50), '#'); }
+  static std::string Payload(int i) {
+    return "sample-" + std::to_string(i) + std::string(static_cast<size_t>(i % 50), '#');
+  }
 
   v1::StreamRequest Request(uint32_t rank, uint32_t world, uint32_t batch) {
     v1::StreamRequest r;

@@ -97,8 +97,7 @@ TEST(WirePartTest, PiecesThatMayNotBeReferencedAreCopied) {
 // theirs.
 TEST(WirePartTest, EverySliceHoldsTheOwnerOfItsBytes) {
   const size_t quarter = WirePart::kZeroCopyMinBytes;
-  auto make_wire = [&](std::weak_ptr<std::string>* watch_a, std::weak_ptr<std::string>* watch_b,
-                       std::string* payload) {
+  auto make_wire = [&](std::weak_ptr<std::string>* watch_a, std::weak_ptr<std::string>* watch_b, std::string* payload) {
     auto a = std::make_shared<std::string>(4 * quarter, 'a');
     auto b = std::make_shared<std::string>(2 * quarter, 'b');
     *watch_a = a;

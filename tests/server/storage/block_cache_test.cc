@@ -1,12 +1,11 @@
 #include "server/storage/block_cache.h"
 
-#include <gtest/gtest.h>
-
-#include <boost/asio/thread_pool.hpp>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -90,7 +89,7 @@ TEST_F(BlockCacheTest, RangesMapToAlignedBlocksAndDedupe) {
   BlockCache::Dedupe(&out);
   ASSERT_EQ(out.size(), 3u);
   EXPECT_EQ(out[0].block, 0u);
-  EXPECT_EQ(out[0].use_bytes, 2u);  // one byte from each of two ranges
+  EXPECT_EQ(out[0].use_bytes, 2u);   // one byte from each of two ranges
   EXPECT_EQ(out[0].use_offset, 5u);  // the first byte either reads
   EXPECT_EQ(out[1].block, 1u);
   EXPECT_EQ(out[1].use_bytes, 1u);
@@ -102,7 +101,7 @@ TEST_F(BlockCacheTest, RangesMapToAlignedBlocksAndDedupe) {
 
 TEST_F(BlockCacheTest, ReadAheadMapsPinnedBlocksAndUsesAreHits) {
   BlockCache cache(BlockCacheOptions{64 * kBlock, kBlock}, &pool_, nullptr);
-  ASSERT_LE(MappedBytes(path_), 2 * kBlock);  // the header's and the footer's pages
+  ASSERT_LE(MappedBytes(path_), 2 * kBlock);                      // the header's and the footer's pages
   auto blocks = BlocksOf(cache, reader_, {1, 2, 3, 40, 41, 80});  // blocks 0, 5 and 10
   ASSERT_EQ(blocks.size(), 3u);
   cache.Pin(blocks);
@@ -309,9 +308,9 @@ TEST_F(BlockCacheTest, ShrinkingBudgetShedsPinnedBlocksEvenWhileRead) {
 // go first.
 TEST_F(BlockCacheTest, EvictionFollowsThePlan) {
   BlockCache cache(BlockCacheOptions{2 * kBlock, kBlock}, &pool_, nullptr);
-  auto a = BlocksOf(cache, reader_, {0});    // block 0
-  auto b = BlocksOf(cache, reader_, {8});    // block 1
-  auto c = BlocksOf(cache, reader_, {16});   // block 2
+  auto a = BlocksOf(cache, reader_, {0});   // block 0
+  auto b = BlocksOf(cache, reader_, {8});   // block 1
+  auto c = BlocksOf(cache, reader_, {16});  // block 2
   cache.Pin(a);
   cache.Pin(b);
   cache.Pin(c);  // needed after a and b, which fill the budget: left out
@@ -319,7 +318,7 @@ TEST_F(BlockCacheTest, EvictionFollowsThePlan) {
   EXPECT_EQ(cache.stats().read_ahead_blocks, 2u);
   EXPECT_EQ(cache.stats().resident_bytes, 2 * kBlock);
 
-  cache.Hold(a).reset();  // a used: no step needs it now, so it is the one to go
+  cache.Hold(a).reset();                    // a used: no step needs it now, so it is the one to go
   auto d = BlocksOf(cache, reader_, {24});  // block 3
   cache.Pin(d);
   WaitForReadAhead(cache, 3);
@@ -347,8 +346,8 @@ TEST_F(BlockCacheTest, EvictionFollowsThePlan) {
 // the budget, and they go only once the owner is released.
 TEST_F(BlockCacheTest, HeldBlocksStayUntilTheOwnerIsReleased) {
   BlockCache cache(BlockCacheOptions{kBlock, kBlock}, &pool_, nullptr);
-  auto a = BlocksOf(cache, reader_, {0});   // block 0
-  auto b = BlocksOf(cache, reader_, {8});   // block 1
+  auto a = BlocksOf(cache, reader_, {0});  // block 0
+  auto b = BlocksOf(cache, reader_, {8});  // block 1
   cache.Pin(a);
   WaitForReadAhead(cache, 1);
   std::vector<bool> mapped;

@@ -27,7 +27,8 @@ std::vector<uint32_t> Seqs(const std::vector<v1::ShardRecord>& shards) {
 
 std::vector<std::string> Names(const std::vector<v1::VersionRecord>& versions) {
   std::vector<std::string> names;
-  for (const v1::VersionRecord& r : versions) names.push_back(r.info().name() + "@" + std::to_string(r.info().version()));
+  for (const v1::VersionRecord& r : versions)
+    names.push_back(r.info().name() + "@" + std::to_string(r.info().version()));
   return names;
 }
 

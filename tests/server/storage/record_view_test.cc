@@ -130,12 +130,12 @@ TEST(RecordViewTest, AcceptsEveryEncodingProtobufAccepts) {
 TEST(RecordViewTest, MalformedHeaderWithAGoodChecksumIsCorruption) {
   const std::string good = HeaderBytes().Varint(1, 5).String(3, "label").Packed(7, {4}).bytes();
   std::vector<std::string> bad = {
-      good.substr(0, good.size() - 1),                    // cut inside the packed sizes
-      good + std::string("\x1a\x7f", 2),                  // a string longer than the header
-      good + std::string("\x80", 1),                      // a tag cut in its varint
-      good + std::string("\x00", 1),                      // tag 0
-      good + std::string("\x3a\x02\xff\xff", 4),          // packed sizes with a cut varint
-      good + std::string("\x0f", 1),                      // wire type 7
+      good.substr(0, good.size() - 1),            // cut inside the packed sizes
+      good + std::string("\x1a\x7f", 2),          // a string longer than the header
+      good + std::string("\x80", 1),              // a tag cut in its varint
+      good + std::string("\x00", 1),              // tag 0
+      good + std::string("\x3a\x02\xff\xff", 4),  // packed sizes with a cut varint
+      good + std::string("\x0f", 1),              // wire type 7
   };
   for (size_t i = 0; i < bad.size(); ++i) {
     SCOPED_TRACE(i);

@@ -30,7 +30,8 @@ std::vector<Sample> CompressibleSamples(uint64_t first_id, uint64_t n) {
     const size_t size = i == n / 2 ? 20000 : 100 + rng() % 700;
     Sample s = MakeSample(first_id + i, i, rng, {size});
     std::string text;
-    while (text.size() < size) text += "{\"review\": \"good value, would buy again\", \"stars\": " + std::to_string(i % 5) + "} ";
+    while (text.size() < size)
+      text += "{\"review\": \"good value, would buy again\", \"stars\": " + std::to_string(i % 5) + "} ";
     text.resize(size);
     s.fields[0] = text;
     samples.push_back(std::move(s));

@@ -297,10 +297,12 @@ TEST(ShardFormatTest, VerifyFileAsksBeforeEachPiece) {
   auto reader = OpenUnmapped(path, 48, 4, &samples);  // 6 MiB
   ASSERT_NE(reader, nullptr);
   std::vector<size_t> pieces;
-  ASSERT_TRUE(reader->VerifyFile([&](size_t n) {
-                      pieces.push_back(n);
-                      return true;
-                    }).ok());
+  ASSERT_TRUE(reader
+                  ->VerifyFile([&](size_t n) {
+                    pieces.push_back(n);
+                    return true;
+                  })
+                  .ok());
   ASSERT_GE(pieces.size(), 6u);
   size_t total = 0;
   for (size_t n : pieces) {

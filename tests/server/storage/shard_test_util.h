@@ -47,7 +47,8 @@ inline Sample MakeSample(uint64_t id, uint64_t index, std::mt19937_64& rng, std:
   s.header.set_key("key-" + std::to_string(index) + RandomText(rng, index % 4));
   s.header.set_label(index % 3 == 0 ? "" : "label-" + std::to_string(index % 7));
   s.header.set_stratum(index % 2 == 0 ? "train" : "holdout");
-  for (uint64_t a = 0; a < index % 3; ++a) (*s.header.mutable_attributes())["attr" + std::to_string(a)] = RandomText(rng, a * 5);
+  for (uint64_t a = 0; a < index % 3; ++a)
+    (*s.header.mutable_attributes())["attr" + std::to_string(a)] = RandomText(rng, a * 5);
   for (size_t f = 0; f < sizes.size(); ++f) {
     s.header.add_field_names(kFieldNames[f]);
     s.header.add_field_sizes(sizes[f]);
