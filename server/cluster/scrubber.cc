@@ -89,7 +89,9 @@ void Scrubber::CheckParity(const v1::FileRef& file, const std::function<bool(siz
     metrics_->scrub_parity_mismatches.Increment();
     quarantine_(file);
   } else {
-    spdlog::info("scrub: parity of {} not checked: {}", FileName(file), checked.status().ToString());
+    // A data shard unreadable now (its holder down, or damaged there: its own
+    // holder's scrubber finds that): the next pass tries again.
+    spdlog::debug("scrub: parity of {} not checked: {}", FileName(file), checked.status().ToString());
   }
 }
 
