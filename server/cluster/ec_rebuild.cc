@@ -175,8 +175,9 @@ Result<std::string> DecodeChunk(const RebuildDeps& d, const v1::DatasetInfo& inf
   chunks[wanted].assign(len, '\0');
   std::vector<uint8_t*> pointers(k + m, nullptr);
   for (uint32_t c = 0; c < k + m; ++c) {
-    if (chunks[c].empty() && len != 0) chunks[c].assign(len, '\0');  // neither read nor wanted: scratch
-    pointers[c] = reinterpret_cast<uint8_t*>(chunks[c].data());
+    // Neither read nor wanted: not touched, so not allocated (memory: K + 1 chunks).
+    const bool used = c == wanted || std::find(present.begin(), present.end(), c) != present.end();
+    pointers[c] = used ? reinterpret_cast<uint8_t*>(chunks[c].data()) : nullptr;
   }
   const std::vector<uint32_t> want{wanted};
   STRATA_RETURN_IF_ERROR(code->Reconstruct(pointers, len, present, want));
