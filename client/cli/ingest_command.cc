@@ -71,31 +71,6 @@ Result<CompressionChoice> ParseCompression(const std::string& text) {
   return Status::InvalidArgument("invalid compression '" + text + "': expected none, zstd or zstd:LEVEL (1..19)");
 }
 
-struct EcChoice {
-  uint32_t k = 0;
-  uint32_t m = 0;
-};
-
-// "ec:K+M": K data shards and M parity files a stripe (1 <= K, 1 <= M, K + M <= 32).
-Result<EcChoice> ParseRedundancy(const std::string& text) {
-  const auto bad = [&](const std::string& why) {
-    return Status::InvalidArgument("invalid redundancy '" + text + "': " + why);
-  };
-  const std::string prefix = "ec:";
-  const size_t plus = text.find('+');
-  if (!text.starts_with(prefix) || plus == std::string::npos || plus == prefix.size() || plus + 1 == text.size() ||
-      text.find_first_not_of("0123456789", prefix.size()) != plus ||
-      text.find_first_not_of("0123456789", plus + 1) != std::string::npos || plus - prefix.size() > 2 ||
-      text.size() - plus - 1 > 2) {
-    return bad("expected ec:K+M, e.g. ec:4+2 (use --replication R for copies)");
-  }
-  const EcChoice choice{static_cast<uint32_t>(std::stoul(text.substr(prefix.size(), plus - prefix.size()))),
-                        static_cast<uint32_t>(std::stoul(text.substr(plus + 1)))};
-  if (choice.k < 1 || choice.m < 1) return bad("K and M must be at least 1");
-  if (choice.k + choice.m > 32) return bad("K + M must be at most 32");
-  return choice;
-}
-
 // The flags as IngestOptions. REQUIRES: the flags passed their validators.
 IngestOptions MakeOptions(const IngestArgs& args) {
   IngestOptions options;
@@ -103,11 +78,7 @@ IngestOptions MakeOptions(const IngestArgs& args) {
   if (!args.shard_size.empty()) options.shard_target_bytes = ParseSize(args.shard_size).value();
   options.stratify_by = args.stratify_by;
   options.replication = args.replication;
-  if (!args.redundancy.empty()) {
-    const EcChoice ec = ParseRedundancy(args.redundancy).value();
-    options.ec_data = ec.k;
-    options.ec_parity = ec.m;
-  }
+  if (!args.redundancy.empty()) (void)SetRedundancy(args.redundancy, &options);  // validated
   options.write_policy = args.write_policy == "async"    ? WritePolicy::kAsync
                          : args.write_policy == "quorum" ? WritePolicy::kQuorum
                                                          : WritePolicy::kSync;
@@ -258,7 +229,10 @@ Command AddIngestCommand(CLI::App& parent) {
                   "K+M distinct nodes (any M may be lost; disk (K+M)/K), e.g. ec:4+2")
       ->type_name("ec:K+M")
       ->excludes(replication)
-      ->check(StatusValidator([](const std::string& text) { return ParseRedundancy(text).status(); }));
+      ->check(StatusValidator([](const std::string& text) {
+        IngestOptions o;
+        return SetRedundancy(text, &o);
+      }));
   app->add_option("--write-policy", args->write_policy,
                   "When the ingest is acknowledged: sync (every copy durable), async (one copy; the rest follow in "
                   "the background), quorum (--write-quorum copies)")

@@ -227,11 +227,18 @@ class PyClient {
   }
 
   py::dict Ingest(const std::string& dataset, const py::iterable& samples, uint64_t shard_size,
-                  const py::object& options) {
+                  const py::object& options, const py::object& redundancy, const py::object& replication) {
     v1::IngestOptions o;
     if (!options.is_none()) FromDict(options.cast<py::dict>(), &o);
     o.set_dataset(dataset);
     if (shard_size != 0) o.set_shard_target_bytes(shard_size);
+    if (!redundancy.is_none()) {
+      IngestOptions ec;
+      ThrowIfError(SetRedundancy(redundancy.cast<std::string>(), &ec));
+      o.set_ec_data(ec.ec_data);
+      o.set_ec_parity(ec.ec_parity);
+    }
+    if (!replication.is_none()) o.set_replication(replication.cast<uint32_t>());
     auto writer = Call([&] { return client_->StartIngest(client_internal::FromProto(o)); });
     try {
       for (const auto& item : samples) {
@@ -319,11 +326,14 @@ sampler or drop_last given that disagree with the token raise strata.Error
 the token's own. Tokens of the older format (strata1:) carry no plan: give
 batch_size, and sampler and drop_last as the stream had them.)")
       .def("ingest", &PyClient::Ingest, py::arg("dataset"), py::arg("samples"), py::arg("shard_size") = 0,
-           py::arg("options") = py::none(),
+           py::arg("options") = py::none(), py::kw_only(), py::arg("redundancy") = py::none(),
+           py::arg("replication") = py::none(),
            R"(Creates the next version of `dataset` from an iterable of samples and seals it.
 
 A sample is a dict {"key", "label", "fields": {name: bytes}, "attributes"} or a
 tuple (key, label, {name: bytes}). options: more IngestOptions fields as a dict.
+redundancy: "ec:K+M" (erasure coded, as strata ingest --redundancy; sets
+ec_data and ec_parity); replication: copies of each shard (give one or neither).
 Returns the server's summary.)");
 
   m.def(

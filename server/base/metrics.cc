@@ -150,6 +150,9 @@ Metrics::Metrics(const std::string& node_id)
                                  "Bytes re-verified by the background scrubber")),
       corruptions_found(MakeCounter(*registry_, node_id_, "strata_corruptions_found_total",
                                     "Local copies found corrupt (by the scrubber or a read) and quarantined")),
+      scrub_parity_mismatches(MakeCounter(*registry_, node_id_, "strata_scrub_parity_mismatches_total",
+                                          "Parity files the scrubber found unlike the parity of their stripe's "
+                                          "data shards (quarantined and rebuilt)")),
       proxied_records(MakeCounter(*registry_, node_id_, "strata_proxied_records_total",
                                   "Records served from a peer because the local copy was missing or corrupt")),
       degraded_rebuilds(MakeCounter(*registry_, node_id_, "strata_ec_rebuilds_total",

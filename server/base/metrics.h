@@ -89,6 +89,7 @@ class Metrics {
   prometheus::Counter& files_released;
   prometheus::Counter& scrubbed_bytes;
   prometheus::Counter& corruptions_found;
+  prometheus::Counter& scrub_parity_mismatches;  // parity files unlike their stripe's
   prometheus::Counter& proxied_records;
   prometheus::Counter& degraded_rebuilds;  // erasure-coded chunks rebuilt here
   prometheus::Gauge& map_epoch;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <functional>
 
 #include "common/checksum.h"
 #include "common/grpc_status.h"
@@ -13,24 +14,41 @@
 #include "server/storage/ec_stripes.h"
 #include "server/storage/erasure_code.h"
 #include "server/storage/parity_file.h"
+#include "server/storage/shard_format.h"
 
 namespace strata {
 
 namespace {
 
 constexpr std::chrono::seconds kReadTimeout{60};
+constexpr size_t kLocalPieceBytes = size_t{1} << 20;
 
-// The whole of a local file, or NotFound.
-Status ReadLocalFile(const RebuildDeps& d, const v1::FileRef& file, std::string* out) {
+// Paces one read: called with each piece's size before it is read (empty: no
+// pacing); false stops the read with Cancelled.
+using Pace = std::function<bool(size_t)>;
+
+// The whole of a local file, read piece by piece, or NotFound.
+Status ReadLocalFile(const RebuildDeps& d, const v1::FileRef& file, const Pace& pace, std::string* out) {
   if (!d.files->Has(file)) return Status::NotFound(FileName(file) + " is not held here");
   std::ifstream in(d.dir->Absolute(d.dir->FileRelativePath(file)), std::ios::binary);
   if (!in) return Status::NotFound(FileName(file) + " is not held here");
-  out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (!pace) {
+    out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return Status::OK();
+  }
+  out->clear();
+  std::string piece(kLocalPieceBytes, '\0');
+  while (in) {
+    if (!pace(piece.size())) return Status::Cancelled("reading " + FileName(file) + " stopped");
+    in.read(piece.data(), static_cast<std::streamsize>(piece.size()));
+    out->append(piece.data(), static_cast<size_t>(in.gcount()));
+  }
+  if (in.bad()) return Status::IOError("reading " + FileName(file));
   return Status::OK();
 }
 
 // The whole of `file` from `peer`, at most `limit` bytes.
-Status ReadPeerFile(v1::PeerService::Stub* peer, const v1::FileRef& file, uint64_t limit, RateLimiter* limiter,
+Status ReadPeerFile(v1::PeerService::Stub* peer, const v1::FileRef& file, uint64_t limit, const Pace& pace,
                     std::string* out) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + kReadTimeout);
@@ -39,11 +57,11 @@ Status ReadPeerFile(v1::PeerService::Stub* peer, const v1::FileRef& file, uint64
   auto reader = peer->GetFile(&context, request);
   v1::FileChunk chunk;
   out->clear();
-  bool too_long = false;
+  bool too_long = false, stopped = false;
   while (reader->Read(&chunk)) {
-    if (limiter) limiter->Acquire(chunk.data().size());
-    if (out->size() + chunk.data().size() > limit) {
-      too_long = true;
+    if (pace && !pace(chunk.data().size())) stopped = true;
+    if (!stopped && out->size() + chunk.data().size() > limit) too_long = true;
+    if (stopped || too_long) {
       context.TryCancel();
       while (reader->Read(&chunk)) {
       }
@@ -52,14 +70,27 @@ Status ReadPeerFile(v1::PeerService::Stub* peer, const v1::FileRef& file, uint64
     out->append(chunk.data());
   }
   Status remote = FromGrpcStatus(reader->Finish());
+  if (stopped) return Status::Cancelled("reading " + FileName(file) + " stopped");
   if (too_long) return Status::Corruption(FileName(file) + " from a peer is longer than its stripe allows");
   return remote;
 }
 
-}  // namespace
+// How a chunk is decoded: which chunks may be sources, how reads are paced,
+// and the data shards' checksums (empty: not checked here; the result is
+// verified as a whole when it is committed).
+struct DecodeOptions {
+  bool data_only = false;  // sources: the K data shards only
+  Pace pace_local;
+  Pace pace_remote;
+  const std::vector<uint64_t>* shard_checksums = nullptr;  // by seq, from the catalog
+};
 
-Result<uint64_t> RebuildChunk(const RebuildDeps& d, const v1::DatasetInfo& info,
-                              const std::vector<uint64_t>& shard_bytes, const v1::FileRef& file, RateLimiter* limiter) {
+// Reads K chunks of `file`'s stripe other than `file` and decodes `file`:
+// the whole file (a parity file with its trailer). Adds the bytes read to
+// `*read`.
+Result<std::string> DecodeChunk(const RebuildDeps& d, const v1::DatasetInfo& info,
+                                const std::vector<uint64_t>& shard_bytes, const v1::FileRef& file,
+                                const DecodeOptions& o, uint64_t* read) {
   if (!IsErasureCoded(info)) return Status::InvalidArgument(FileName(file) + " is not erasure coded");
   const uint32_t k = info.ec_data(), m = info.ec_parity();
   auto code = ErasureCode::Create(k, m);
@@ -87,9 +118,8 @@ Result<uint64_t> RebuildChunk(const RebuildDeps& d, const v1::DatasetInfo& info,
   const PlacementSet members(PlacementMembers(map));
   std::vector<std::string> chunks(k + m);
   std::vector<uint32_t> present;
-  uint64_t read = 0;
   std::string errors;
-  for (uint32_t c = 0; c < k + m && present.size() < k; ++c) {
+  for (uint32_t c = 0; c < (o.data_only ? k : k + m) && present.size() < k; ++c) {
     if (c == wanted) continue;
     if (lengths[c] == 0 && c < k) {  // past the last shard: an empty chunk
       chunks[c].assign(len, '\0');
@@ -99,18 +129,27 @@ Result<uint64_t> RebuildChunk(const RebuildDeps& d, const v1::DatasetInfo& info,
     const v1::FileRef source = StripeFile(file.dataset(), file.version(), stripe, c, k, m);
     const uint64_t file_bytes = c < k ? lengths[c] : len + kParityTrailerBytes;
     std::string bytes;
-    Status s = ReadLocalFile(d, source, &bytes);
+    Status s = ReadLocalFile(d, source, o.pace_local, &bytes);
+    if (s.code() == Code::kCancelled) return s;
     if (!s.ok()) {
       for (const std::string& id : EcRanked(members, source, k, m)) {
         const v1::NodeInfo* n = FindNode(map, id);
         if (id == d.view->self_id() || n == nullptr || n->state() != v1::NODE_UP) continue;
-        s = ReadPeerFile(d.peers->Peer(*n).get(), source, file_bytes, limiter, &bytes);
-        if (s.ok()) break;
+        s = ReadPeerFile(d.peers->Peer(*n).get(), source, file_bytes, o.pace_remote, &bytes);
+        if (s.ok() || s.code() == Code::kCancelled) break;
       }
+      if (s.code() == Code::kCancelled) return s;
     }
     if (s.ok() && bytes.size() != file_bytes) {
       s = Status::Corruption(FileName(source) + " is " + std::to_string(bytes.size()) + " bytes, not " +
                              std::to_string(file_bytes));
+    }
+    if (s.ok() && c < k && o.shard_checksums != nullptr) {  // a data shard against its catalog checksum
+      const uint64_t seq = uint64_t{stripe} * k + c;
+      if (seq >= o.shard_checksums->size() || bytes.size() < kShardTrailerSize ||
+          Checksum64(bytes.data(), bytes.size() - kShardTrailerSize) != (*o.shard_checksums)[seq]) {
+        s = Status::Corruption(FileName(source) + ": file checksum mismatch");
+      }
     }
     if (s.ok() && c >= k) {  // a parity file checks itself
       auto trailer = DecodeParityTrailer(std::string_view(bytes).substr(len), bytes.size());
@@ -123,7 +162,7 @@ Result<uint64_t> RebuildChunk(const RebuildDeps& d, const v1::DatasetInfo& info,
       errors += " " + FileName(source) + ": " + s.ToString() + ";";
       continue;
     }
-    read += bytes.size();
+    *read += bytes.size();
     bytes.resize(len, '\0');  // data shards padded to the stripe's length; parity's trailer dropped
     chunks[c] = std::move(bytes);
     present.push_back(c);
@@ -136,12 +175,13 @@ Result<uint64_t> RebuildChunk(const RebuildDeps& d, const v1::DatasetInfo& info,
   chunks[wanted].assign(len, '\0');
   std::vector<uint8_t*> pointers(k + m, nullptr);
   for (uint32_t c = 0; c < k + m; ++c) {
-    if (chunks[c].empty() && len != 0) chunks[c].assign(len, '\0');  // neither read nor wanted: scratch
-    pointers[c] = reinterpret_cast<uint8_t*>(chunks[c].data());
+    // Neither read nor wanted: not touched, so not allocated (memory: K + 1 chunks).
+    const bool used = c == wanted || std::find(present.begin(), present.end(), c) != present.end();
+    pointers[c] = used ? reinterpret_cast<uint8_t*>(chunks[c].data()) : nullptr;
   }
   const std::vector<uint32_t> want{wanted};
   STRATA_RETURN_IF_ERROR(code->Reconstruct(pointers, len, present, want));
-  std::string& out = chunks[wanted];
+  std::string out = std::move(chunks[wanted]);
   if (wanted < k) {
     out.resize(lengths[wanted]);
   } else {
@@ -155,14 +195,58 @@ Result<uint64_t> RebuildChunk(const RebuildDeps& d, const v1::DatasetInfo& info,
     t.body_checksum = Checksum64(out.data(), out.size());
     out += EncodeParityTrailer(t);
   }
+  return out;
+}
+
+}  // namespace
+
+Result<uint64_t> RebuildChunk(const RebuildDeps& d, const v1::DatasetInfo& info,
+                              const std::vector<uint64_t>& shard_bytes, const v1::FileRef& file, RateLimiter* limiter) {
+  DecodeOptions o;
+  if (limiter) {
+    o.pace_remote = [limiter](size_t n) {
+      limiter->Acquire(n);
+      return true;
+    };
+  }
+  uint64_t read = 0;
+  auto out = DecodeChunk(d, info, shard_bytes, file, o, &read);
+  if (!out.ok()) return out.status();
   auto receiver = FileReceiver::Begin(*d.dir, file);
   if (!receiver.ok()) return receiver.status();
-  STRATA_RETURN_IF_ERROR(receiver.value()->Append(out));
+  STRATA_RETURN_IF_ERROR(receiver.value()->Append(out.value()));
   auto committed = receiver.value()->Commit();
   if (!committed.ok()) return committed.status().WithContext("rebuilt " + FileName(file));
   d.files->Add(file);
-  spdlog::info("erasure coding: rebuilt {} from {} chunks of stripe {} ({} bytes read)", FileName(file), k, stripe,
-               read);
+  spdlog::info("erasure coding: rebuilt {} from {} chunks of stripe {} ({} bytes read)", FileName(file), info.ec_data(),
+               StripeOf(file, info.ec_data(), info.ec_parity()), read);
+  return read;
+}
+
+Result<uint64_t> CheckStripeParity(const RebuildDeps& d, const v1::DatasetInfo& info,
+                                   const std::vector<v1::ShardInfo>& shards, const v1::FileRef& file,
+                                   const std::function<bool(size_t)>& pace) {
+  if (file.kind() != v1::FileRef::PARITY) return Status::InvalidArgument(FileName(file) + " is not a parity file");
+  if (!d.files->Has(file)) return Status::NotFound(FileName(file) + " is not held here");
+  std::vector<uint64_t> bytes, checksums;
+  for (const v1::ShardInfo& s : shards) {
+    bytes.push_back(s.bytes());
+    checksums.push_back(s.checksum());
+  }
+  DecodeOptions o;
+  o.data_only = true;
+  o.pace_local = pace;
+  o.pace_remote = pace;
+  o.shard_checksums = &checksums;
+  uint64_t read = 0;
+  auto want = DecodeChunk(d, info, bytes, file, o, &read);
+  if (!want.ok()) return want.status();
+  std::string held;
+  STRATA_RETURN_IF_ERROR(ReadLocalFile(d, file, pace, &held));
+  read += held.size();
+  if (held != want.value()) {
+    return Status::Corruption(FileName(file) + " does not match the parity of its stripe's data shards");
+  }
   return read;
 }
 

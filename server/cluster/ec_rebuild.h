@@ -12,11 +12,17 @@
 // produce a file that is served. Memory: K + 1 chunks of the stripe's longest
 // data shard.
 //
+// The scrubber uses the same reads to check a parity file against its
+// stripe: the parity its K data shards give must be the parity file held,
+// which a parity file's own checksums cannot tell (a parity file written
+// wrong but checksummed right).
+//
 // Thread-safety: safe for concurrent use for different files; two rebuilds
 // of one file race harmlessly (the first committed copy wins).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "common/status.h"
@@ -46,5 +52,20 @@ struct RebuildDeps {
 // checks.
 Result<uint64_t> RebuildChunk(const RebuildDeps& d, const v1::DatasetInfo& info,
                               const std::vector<uint64_t>& shard_bytes, const v1::FileRef& file, RateLimiter* limiter);
+
+// Checks the parity file `file`, held here, of the erasure-coded version
+// `info` (whose data shards are `shards`, in seq order, with their catalog
+// lengths and checksums): recomputes it from its stripe's K data shards
+// (local, else read from the nodes that are up; a shard that does not match
+// its catalog checksum is not used) and compares it with the file. Memory:
+// as RebuildChunk, plus the file. `pace` (may be empty) is called with each
+// piece's size before it is read, local or remote; false stops the check
+// with Cancelled. Returns the bytes read. Corruption naming the file if it
+// differs; Unavailable if a data shard could not be read intact (nothing is
+// known about the file then); NotFound if it is not held here;
+// InvalidArgument if it is not a parity file of `info`.
+Result<uint64_t> CheckStripeParity(const RebuildDeps& d, const v1::DatasetInfo& info,
+                                   const std::vector<v1::ShardInfo>& shards, const v1::FileRef& file,
+                                   const std::function<bool(size_t)>& pace);
 
 }  // namespace strata

@@ -127,7 +127,8 @@ Status Server::Build() {
                                            repairer_.get(), metrics_.get(), pool_->get_executor());
   scrubber_ = std::make_unique<Scrubber>(
       files_.get(), dir_.get(), metrics_.get(), [r = records_.get()](const v1::FileRef& f) { r->Quarantine(f); },
-      config_.cluster.scrub_bytes_per_sec, scrub_pool_->get_executor());
+      config_.cluster.scrub_bytes_per_sec, scrub_pool_->get_executor(),
+      Scrubber::StripeDeps{catalog_.get(), RebuildDeps{view_.get(), peers_.get(), dir_.get(), files_.get()}});
 
   // Ingest and serving.
   active_streams_ = std::make_unique<ActiveWork>();

@@ -37,8 +37,9 @@ class ErasureCode {
   // Rebuilds chunks from any K others. `chunks` has K + M entries (data
   // first, then parity), each `len` bytes: those listed in `present` (at
   // least K distinct positions, in any order) are read; those in `wanted`
-  // are written. InvalidArgument for bad positions or a wanted one that is
-  // also present; Unavailable (naming the count) with fewer than K present.
+  // are written; the others are not touched (they may be null).
+  // InvalidArgument for bad positions or a wanted one that is also present;
+  // Unavailable (naming the count) with fewer than K present.
   Status Reconstruct(std::span<uint8_t* const> chunks, size_t len, std::span<const uint32_t> present,
                      std::span<const uint32_t> wanted) const;
 

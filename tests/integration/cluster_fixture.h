@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -146,5 +147,23 @@ class SingleNode {
   std::unique_ptr<StratadProcess> process_;
   std::unique_ptr<Client> client_;
 };
+
+// The sum of every series of `name` on a node's /metrics (e.g. rejections
+// of every reason); -1 if the scrape fails or the family has no series.
+inline double Metric(const std::string& metrics_address, const std::string& name) {
+  CommandResult scrape = RunCommand({"/usr/bin/curl", "-sf", "http://" + metrics_address + "/metrics"});
+  if (scrape.exit_code != 0) return -1;
+  double sum = 0;
+  bool found = false;
+  std::istringstream lines(scrape.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(name + "{", 0) != 0) continue;
+    const size_t space = line.rfind(' ');
+    if (space == std::string::npos) continue;
+    sum += std::stod(line.substr(space + 1));
+    found = true;
+  }
+  return found ? sum : -1;
+}
 
 }  // namespace strata::testing

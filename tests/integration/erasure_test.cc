@@ -4,15 +4,19 @@
 // after kill -9 of 2 nodes mid-epoch (degraded reads rebuild the lost shards
 // from K chunks); with 3 nodes down a stream fails with Unavailable naming
 // the shard; a damaged shard is never served and is rebuilt; a damaged parity
-// file is found by the scrubber and rebuilt by repair.
+// file is found by the scrubber and rebuilt by repair; so is a parity file
+// whose checksums are right but whose content is not its stripe's parity.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <map>
 #include <thread>
 
+#include "common/checksum.h"
 #include "common/placement.h"
+#include "server/storage/parity_file.h"
 #include "server/storage/shard_format.h"
 #include "tests/integration/cluster_fixture.h"
 #include "tests/integration/local_cluster.h"
@@ -299,6 +303,61 @@ TEST(ErasureTest, SixNodesFourPlusTwo) {
              s.message().find(".shard") != std::string::npos;
   }
   EXPECT_TRUE(named) << "a rank fails naming the shard it cannot read: " << ends[0].ToString();
+}
+
+// A parity file rewritten with wrong content but a valid trailer (its own
+// checksums agree: what a bug in the encoder, or a parity left from other
+// data, would leave) passes every per-file check; the scrubber's parity
+// check recomputes it from the stripe's data shards, quarantines it, and
+// repair rebuilds the right one.
+TEST(ErasureTest, TheScrubberFindsAParityFileThatIsNotItsStripesParity) {
+  LocalCluster cluster(SixNodes());
+  auto client = cluster.Connect(0);
+  ASSERT_TRUE(AllUp(cluster));
+  ASSERT_TRUE(IngestEc(*client, "pq", 4, 2).ok());
+  Result<DatasetDescription> described = Status::NotFound("not asked");
+  ASSERT_TRUE(Eventually(
+      [&] {
+        described = client->Describe("pq");
+        return described.ok();
+      },
+      30s))
+      << described.status().ToString();
+  const Version pq{"pq", described->dataset.version};
+  const int node = HolderOf(cluster, pq, 1, 4);  // parity file 0 of stripe 1: seq 2
+  const std::string path = ChunkPath(cluster, node, pq, 2, true);
+  ASSERT_TRUE(Eventually([&] { return std::filesystem::exists(path); }, 30s)) << path;
+  const std::string original = ReadFile(path);
+  ASSERT_GT(original.size(), kParityTrailerBytes);
+  const uint64_t body_bytes = original.size() - kParityTrailerBytes;
+  auto trailer = DecodeParityTrailer(std::string_view(original).substr(body_bytes), original.size());
+  ASSERT_TRUE(trailer.ok()) << trailer.status().ToString();
+  std::string wrong = original.substr(0, body_bytes);
+  for (size_t i = 0; i < wrong.size(); i += 4096) wrong[i] = static_cast<char>(wrong[i] ^ 0x5a);
+  ParityTrailer t = trailer.value();
+  t.body_checksum = Checksum64(wrong);
+  ASSERT_TRUE(WriteParityFile(path, wrong, t).ok());
+  ASSERT_TRUE(VerifyParityFile(path).ok()) << "the wrong parity passes its own checks";
+  ASSERT_NE(ReadFile(path), original);
+
+  EXPECT_TRUE(Eventually(
+      [&] { return Metric(cluster.Process(node).metrics_address(), "strata_scrub_parity_mismatches_total") >= 1; },
+      90s))
+      << "the scrubber on " << cluster.Id(node) << " finds the mismatch";
+  ASSERT_TRUE(Eventually(
+      [&] {
+        std::error_code err;
+        return std::filesystem::exists(path, err) && ReadFile(path) == original;
+      },
+      90s))
+      << "the parity file is rebuilt with its stripe's parity";
+  EXPECT_FALSE(std::filesystem::is_empty(cluster.DataDir(node) + "/quarantine"));
+  // No other parity file of the version was found wrong.
+  double mismatches = 0;
+  for (int i = 0; i < cluster.size(); ++i) {
+    mismatches += std::max(0.0, Metric(cluster.Process(i).metrics_address(), "strata_scrub_parity_mismatches_total"));
+  }
+  EXPECT_EQ(mismatches, 1);
 }
 
 // A node gone past the grace period leaves the map: each of its chunks is

@@ -42,25 +42,6 @@ uint64_t ResidentBytes(pid_t pid) {
   return 0;
 }
 
-// The value of a metric on /metrics (with the node label), or -1.
-// The sum of every series of `name` (e.g. rejections of every reason); -1 if
-// the scrape fails or the family has no series.
-double Metric(const std::string& metrics_address, const std::string& name) {
-  CommandResult scrape = RunCommand({"/usr/bin/curl", "-sf", "http://" + metrics_address + "/metrics"});
-  if (scrape.exit_code != 0) return -1;
-  double sum = 0;
-  bool found = false;
-  std::istringstream lines(scrape.out);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind(name + "{", 0) != 0) continue;
-    const size_t space = line.rfind(' ');
-    if (space == std::string::npos) continue;
-    sum += std::stod(line.substr(space + 1));
-    found = true;
-  }
-  return found ? sum : -1;
-}
-
 TEST(UnreadStreamsTest, TwoHundredUnreadStreamsStayWithinTheMemoryBudget) {
   TempDir dir;
   StratadProcess::Options o;

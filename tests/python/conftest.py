@@ -45,11 +45,11 @@ class Stratad:
 
     READY = re.compile(r"ready: grpc=(\S+)")
 
-    def __init__(self, data_dir, extra_args=()):
+    def __init__(self, data_dir, extra_args=(), listen="127.0.0.1:0"):
         self.log_path = Path(data_dir) / "stratad.log"
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            [str(STRATAD()), "--data-dir", str(Path(data_dir) / "data"), "--listen", "127.0.0.1:0",
+            [str(STRATAD()), "--data-dir", str(Path(data_dir) / "data"), "--listen", listen,
              "--metrics-listen", "", "--log-level", "info", *extra_args],
             stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 20

@@ -7,7 +7,10 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "strata/status.h"
 
 namespace strata {
 
@@ -143,6 +146,12 @@ struct DatasetDescription {
   DatasetInfo dataset;
   std::vector<ShardInfo> shards;
 };
+
+// Sets `options`' ec_data and ec_parity from "ec:K+M" (what `strata ingest
+// --redundancy` takes, e.g. "ec:4+2"). InvalidArgument naming the text unless
+// it has that form with 1 <= K, 1 <= M and K + M <= 32; `options` is then
+// unchanged.
+Status SetRedundancy(std::string_view text, IngestOptions* options);
 
 // Exact duplicate samples found at ingest: a few of their keys and how many.
 struct DuplicateGroup {

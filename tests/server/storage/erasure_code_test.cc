@@ -74,6 +74,29 @@ TEST(ErasureCodeTest, RebuildsFromAnyK) {
   }
 }
 
+// One chunk rebuilt from K others with the rest left out (null): what a
+// rebuild and the scrubber's parity check do, holding K + 1 chunks.
+TEST(ErasureCodeTest, ChunksNeitherPresentNorWantedMayBeNull) {
+  auto code = ErasureCode::Create(4, 2).value();
+  const size_t len = 3001;
+  const auto original = Stripe(code, len, 7);
+  for (uint32_t wanted_chunk : {1u, 4u, 5u}) {
+    auto chunks = original;
+    std::fill(chunks[wanted_chunk].begin(), chunks[wanted_chunk].end(), 0xEE);
+    std::vector<uint32_t> present;
+    std::vector<uint8_t*> pointers(6, nullptr);
+    for (uint32_t c = 0; c < 6 && present.size() < 4; ++c) {
+      if (c == wanted_chunk) continue;
+      present.push_back(c);
+      pointers[c] = chunks[c].data();
+    }
+    pointers[wanted_chunk] = chunks[wanted_chunk].data();
+    const std::vector<uint32_t> wanted{wanted_chunk};
+    ASSERT_TRUE(code.Reconstruct(pointers, len, present, wanted).ok()) << wanted_chunk;
+    EXPECT_EQ(chunks[wanted_chunk], original[wanted_chunk]) << wanted_chunk;
+  }
+}
+
 TEST(ErasureCodeTest, FewerThanKIsUnavailable) {
   auto code = ErasureCode::Create(4, 2).value();
   auto chunks = Stripe(code, 64, 7);
