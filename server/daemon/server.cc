@@ -107,6 +107,7 @@ Status Server::Build() {
   scrub_pool_ = std::make_unique<boost::asio::thread_pool>(1);
   peer_pool_ = std::make_unique<boost::asio::thread_pool>(2);
   admin_pool_ = std::make_unique<boost::asio::thread_pool>(1);
+  rebuild_pool_ = std::make_unique<boost::asio::thread_pool>(1);
 
   // Cluster: a one-node view until Serve() joins.
   peers_ = std::make_unique<PeerClients>();
@@ -124,7 +125,7 @@ Status Server::Build() {
       config_.cluster.repair_bytes_per_sec);
   view_->Subscribe([r = repairer_.get()] { r->Kick(); });
   records_ = std::make_unique<PeerRecords>(view_.get(), peers_.get(), cache_.get(), dir_.get(), files_.get(),
-                                           repairer_.get(), metrics_.get(), pool_->get_executor());
+                                           repairer_.get(), metrics_.get(), rebuild_pool_->get_executor());
   scrubber_ = std::make_unique<Scrubber>(
       files_.get(), dir_.get(), metrics_.get(), [r = records_.get()](const v1::FileRef& f) { r->Quarantine(f); },
       config_.cluster.scrub_bytes_per_sec, scrub_pool_->get_executor(),
@@ -384,6 +385,7 @@ Status Server::Stop() {
   if (scrub_pool_) scrub_pool_->join();
   if (peer_pool_) peer_pool_->join();
   if (admin_pool_) admin_pool_->join();
+  if (rebuild_pool_) rebuild_pool_->join();
   if (pool_) pool_->join();
   Status closed = kv_->Close();
   spdlog::info("stopped: storage closed{}", closed.ok() ? "" : " with an error: " + closed.ToString());

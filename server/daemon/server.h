@@ -130,6 +130,11 @@ class Server {
   // The admin pool (1 thread): deletes (`strata rm`), which block on the
   // broadcast of the tombstone to the other nodes.
   std::unique_ptr<boost::asio::thread_pool> admin_pool_;
+  // The rebuild executor (1 thread): degraded reads' rebuilds of
+  // erasure-coded shards (PeerRecords::FetchAsync), which block on K chunk
+  // reads and the decode; one at a time anyway (PeerRecords' rebuild lock),
+  // and off the I/O pool so that no stream's build waits behind one.
+  std::unique_ptr<boost::asio::thread_pool> rebuild_pool_;
   std::unique_ptr<PeerClients> peers_;
   std::unique_ptr<ClusterView> view_;
   std::unique_ptr<PeerDisks> peer_disks_;
