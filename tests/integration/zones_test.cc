@@ -5,6 +5,7 @@
 // once, also after one of them dies.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <initializer_list>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -199,6 +200,63 @@ TEST(ZonesTest, CopiesSpanZonesAndZonedReadersReadNearby) {
   EXPECT_GT(after["node-4"], before["node-4"]);
   EXPECT_GT(ServedSince(before, after, {"node-1", "node-2", "node-5", "node-6"}), 0u)
       << "node-3's shards were served by the other zones";
+}
+
+// A trainer in zone-a reads every sample from node-1, the one node there. One
+// of node-1's shards is damaged: node-1 detects it on the read, sets the copy
+// aside, and serves that shard's samples with records fetched from node-2 (a
+// peer fetch inside the batch build, asynchronous on the server), so the
+// epoch is whole and exact without the client failing over.
+TEST(ZonesTest, ADamagedCopyNearTheReaderIsServedFromAFarCopy) {
+  LocalCluster::Options o;
+  o.nodes = 2;
+  o.zones = {"zone-a", "zone-b"};
+  o.failure_timeout_ms = 10000;
+  LocalCluster cluster(o);
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 2 && cluster.UpIn(1) == 2; }, 20s));
+  auto client = cluster.Connect(0);
+  ASSERT_NE(client, nullptr);
+  SyntheticIngest how;
+  how.replication = 2;
+  how.shard_target_bytes = 16 << 10;
+  auto summary = TryIngestSynthetic(*client, "near", kSamples, how);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  ASSERT_TRUE(
+      Eventually([&] { return ShardHolders(cluster, *client, "near").size() == summary->dataset.shards; }, 30s));
+  // Damage the middle of one of node-1's shard files.
+  std::string victim;
+  for (const auto& e : std::filesystem::directory_iterator(cluster.DataDir(0) + "/shards/near/v1")) {
+    if (e.path().extension() == ".shard") victim = e.path().string();
+  }
+  ASSERT_FALSE(victim.empty());
+  FlipByte(victim, std::filesystem::file_size(victim) / 2, 0x10);
+
+  ClientOptions co;
+  co.zone = "zone-a";
+  co.stall_timeout_ms = 30000;
+  auto reader = Client::Connect(cluster.Address(0), co);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  StreamOptions so;
+  so.dataset = "near";
+  so.batch_size = 20;
+  auto stream = reader.value()->OpenStream(so);
+  ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+  std::map<uint64_t, int> seen;
+  Batch b;
+  Status end;
+  while ((end = stream.value()->Next(&b)).ok()) {
+    for (size_t i = 0; i < b.size(); ++i) {
+      ++seen[b.ids()[i]];
+      EXPECT_EQ(b.sample(i), SyntheticPayload(b.ids()[i])) << "id " << b.ids()[i];
+    }
+  }
+  EXPECT_EQ(end.code(), Code::kOutOfRange) << end.ToString();
+  EXPECT_EQ(seen.size(), kSamples);
+  for (const auto& [id, n] : seen) EXPECT_EQ(n, 1) << "id " << id;
+  EXPECT_EQ(stream.value()->stats().failovers, 0u) << "node-1 served its share itself";
+  const std::string metrics = cluster.Process(0).metrics_address();
+  EXPECT_GE(Metric(metrics, "strata_checksum_failures_total"), 1) << "node-1 read the damaged record";
+  EXPECT_GE(Metric(metrics, "strata_proxied_records_total"), 1) << "and served it with a record from node-2";
 }
 
 }  // namespace
