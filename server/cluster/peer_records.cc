@@ -74,40 +74,6 @@ Status PeerRecords::DegradedRead(const OpenVersion& version, const v1::FileRef& 
   return rebuilt;
 }
 
-Status PeerRecords::Fetch(const v1::FileRef& shard, std::span<const uint64_t> indexes, std::vector<std::string>* raw) {
-  const v1::ClusterMap map = view_->Current();
-  std::shared_ptr<const OpenVersion> version;
-  bool ec = false;
-  const std::vector<std::string> ranked = Ranked(shard, map, &version, &ec);
-  // Erasure coded: a shard rebuilt here by an earlier degraded read serves
-  // from here.
-  if (ec && files_->Has(shard) && ReadAllLocal(shard, indexes, raw).ok()) return Status::OK();
-  raw->clear();
-  v1::ReadRecordsRequest request;
-  *request.mutable_file() = shard;
-  for (uint64_t i : indexes) request.add_indexes(i);
-  std::string errors;
-  for (const std::string& id : ranked) {
-    const v1::NodeInfo* n = FindNode(map, id);
-    if (id == view_->self_id() || n == nullptr || n->state() != v1::NODE_UP) continue;
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    v1::ReadRecordsReply reply;
-    grpc::Status s = peers_->Peer(*n)->ReadRecords(&context, request, &reply);
-    if (s.ok() && reply.records_size() == static_cast<int>(indexes.size())) {
-      for (auto& r : *reply.mutable_records()) raw->push_back(std::move(r));
-      return Status::OK();
-    }
-    errors += " " + id + ": " + s.error_message() + ";";
-  }
-  if (ec) {
-    Status rebuilt = DegradedRead(*version, shard, indexes, raw);
-    if (rebuilt.ok()) return Status::OK();
-    errors += " degraded read: " + rebuilt.ToString() + ";";
-  }
-  return Status::Unavailable("no node could provide records of " + FileName(shard) + ":" + errors);
-}
-
 // One FetchAsync: the holders still to ask, the call to the current one.
 struct PeerRecords::AsyncFetch {
   v1::FileRef shard;

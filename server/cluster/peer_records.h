@@ -34,10 +34,8 @@ class PeerRecords final : public RecordFetcher {
   PeerRecords(const ClusterView* view, PeerClients* peers, DatasetCache* cache, DataDir* dir, LocalFiles* files,
               Repairer* repairer, Metrics* metrics, boost::asio::any_io_executor rebuilds);
 
-  // RecordFetcher. Fetch blocks on peer calls (10 s deadline each).
-  // FetchAsync asks the holders one after another with asynchronous calls
-  // (10 s deadline each); a degraded read's rebuild runs on `rebuilds`.
-  Status Fetch(const v1::FileRef& shard, std::span<const uint64_t> indexes, std::vector<std::string>* raw) override;
+  // RecordFetcher: asks the holders one after another with asynchronous
+  // calls (10 s deadline each); a degraded read's rebuild runs on `rebuilds`.
   void FetchAsync(const v1::FileRef& shard, std::vector<uint64_t> indexes, FetchDone done) override;
   void Quarantine(const v1::FileRef& file) override;
 

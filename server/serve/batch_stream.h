@@ -71,13 +71,10 @@ struct StreamLimits {
 class RecordFetcher {
  public:
   virtual ~RecordFetcher() = default;
-  // Appends the verified raw records `indexes` of `shard`, in order, from
-  // another node that holds it. Unavailable if no holder can provide them.
-  // Blocks on the other nodes.
-  virtual Status Fetch(const v1::FileRef& shard, std::span<const uint64_t> indexes, std::vector<std::string>* raw) = 0;
-  // The same without waiting: asks and returns; `done` runs once with the
-  // records (or the error), on a thread of gRPC's or of the fetcher's own, so
-  // it must not block.
+  // Asks another node that holds `shard` for the verified raw records
+  // `indexes` and returns without waiting; `done` runs once with them, in
+  // order, or with Unavailable if no holder can provide them, on a thread of
+  // gRPC's or of the fetcher's own, so it must not block.
   using FetchDone = std::function<void(Status, std::vector<std::string>)>;
   virtual void FetchAsync(const v1::FileRef& shard, std::vector<uint64_t> indexes, FetchDone done) = 0;
   // Sets a damaged local copy aside so that it is never read again and
@@ -137,7 +134,8 @@ class BatchStream {
   Status Claim(StepClaim* claim);
   // Appends a claimed step's batch (one or more parts) to *parts.
   // Corruption if a record is damaged (no bytes of it are sent). Samples this
-  // node serves without a good copy are fetched from other nodes, waiting.
+  // node serves without a good copy are fetched from other nodes; Build
+  // waits for them on its thread (BuildOrDefer does not).
   Status Build(StepClaim claim, std::vector<WirePart>* parts);
 
   // A step waiting for records from other nodes (opaque).

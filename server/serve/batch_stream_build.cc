@@ -1,9 +1,10 @@
 // BatchStream's builds: a claimed step's samples read from this node's
 // shards into parts, and those it serves without a good copy fetched from
-// other nodes, waiting (Build) or not (BuildOrDefer, FinishDeferred).
+// other nodes, asynchronously (BuildOrDefer, FinishDeferred; Build waits).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <map>
 
 #include "common/serving_errors.h"
@@ -43,8 +44,13 @@ uint64_t BatchStream::DeferredStepNumber(const DeferredStep& step) { return step
 
 Status BatchStream::Build(StepClaim claim, std::vector<WirePart>* parts) {
   Status status;
-  BuildOrDefer(std::move(claim), parts, &status, nullptr);
-  return status;
+  std::promise<std::shared_ptr<DeferredStep>> arrived;
+  std::future<std::shared_ptr<DeferredStep>> deferred = arrived.get_future();
+  if (BuildOrDefer(std::move(claim), parts, &status,
+                   [&arrived](std::shared_ptr<DeferredStep> d) { arrived.set_value(std::move(d)); })) {
+    return status;
+  }
+  return FinishDeferred(*deferred.get(), parts);  // waits for the other nodes' answers
 }
 
 bool BatchStream::BuildOrDefer(StepClaim claim, std::vector<WirePart>* parts, Status* status, Resume resume) {
@@ -52,20 +58,9 @@ bool BatchStream::BuildOrDefer(StepClaim claim, std::vector<WirePart>* parts, St
   std::unique_ptr<Scratch> scratch = TakeScratch();
   Status s = BuildLocal(claim, *scratch, *d);
   ReturnScratch(std::move(scratch));
+  // Without a fetcher BuildLocal fails rather than leave samples remote.
   if (!s.ok() || d->remote.empty()) {
     *status = s.ok() ? FinishDeferred(*d, parts) : s;
-    return true;
-  }
-  if (!resume) {  // fetch here, waiting
-    for (auto& r : d->remote) {
-      d->asked = std::chrono::steady_clock::now();
-      r.fetched = server_.fetcher->Fetch(ShardFile(r.shard), r.Indexes(), r.raw.get());
-      if (metrics_) {
-        metrics_->peer_fetch_seconds.Observe(
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - d->asked).count());
-      }
-    }
-    *status = FinishDeferred(*d, parts);
     return true;
   }
   // Ask every shard's holders at once; the last answer resumes the step.
