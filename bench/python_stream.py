@@ -2,8 +2,9 @@
 """Streams one epoch through the Python client and prints its rate in the
 form `strata stream` prints it, for bench/python_client.sh.
 
-For parity with `strata stream` each batch's labels are counted; the payload
-is taken as a numpy view (zero-copy) and its length added up."""
+For parity with `strata stream` each batch's labels are counted (in C++, with
+Batch.label_counts(), as `strata stream` counts them); the payload is taken as
+a numpy view (zero-copy) and its length added up."""
 
 import argparse
 import collections
@@ -27,7 +28,7 @@ for batch in stream:
     view = batch.payload
     payload += len(view)
     samples += len(batch)
-    labels.update(batch.labels)
+    labels.update(batch.label_counts())
     batches += 1
 seconds = time.perf_counter() - start
 print(f"python ({'no staging' if args.device is None else 'staging ' + args.device}): {samples} samples, "

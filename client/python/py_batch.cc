@@ -12,6 +12,7 @@
 
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -159,6 +160,21 @@ py::list Strings(const std::vector<std::string>& v) {
   return out;
 }
 
+// How many times each value occurs, as {str: int} in order of first
+// occurrence: a batch's composition, counted without a Python str per entry.
+py::dict Counts(const std::vector<std::string>& v) {
+  std::vector<std::pair<std::string_view, uint64_t>> counts;
+  std::unordered_map<std::string_view, size_t> index;  // value -> its entry in counts
+  for (const std::string& value : v) {
+    auto [it, fresh] = index.emplace(value, counts.size());
+    if (fresh) counts.emplace_back(value, 0);
+    ++counts[it->second].second;
+  }
+  py::dict out;
+  for (const auto& [value, n] : counts) out[py::str(value.data(), value.size())] = n;
+  return out;
+}
+
 }  // namespace
 
 bool HaveNumpy() { return have_numpy; }
@@ -176,6 +192,23 @@ void InitNumpy() {
   // it runs once, before any other thread can reach it.
   py::detail::npy_api::get();
   have_numpy = true;
+}
+
+Batch BatchPool::Take() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (spare_.empty()) return Batch();
+  Batch batch = std::move(spare_.back());
+  spare_.pop_back();
+  return batch;
+}
+
+void BatchPool::Give(Batch batch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (spare_.size() < capacity_) spare_.push_back(std::move(batch));
+}
+
+BatchHandle::~BatchHandle() {
+  if (pool != nullptr && !is_staged) pool->Give(std::move(plain));
 }
 
 const std::byte* BatchHandle::host_payload() const {
@@ -216,6 +249,13 @@ Arrays and tensors made from a batch share its memory and keep it alive.)")
           "sizes", [](const Handle& h) { return ReadOnlyArray(h, h->batch().sizes().data(), h->batch().size()); },
           "Payload bytes of each sample (numpy uint64).")
       .def_property_readonly("labels", [](const BatchHandle& h) { return Strings(h.batch().labels()); })
+      .def(
+          "label_counts", [](const BatchHandle& h) { return Counts(h.batch().labels()); },
+          "{label: samples} in this batch, in order of first occurrence (what collections.Counter(batch.labels) "
+          "gives, counted in C++).")
+      .def(
+          "stratum_counts", [](const BatchHandle& h) { return Counts(h.batch().strata()); },
+          "{stratum key: samples} in this batch, as label_counts() (the composition a stratified sampler balances).")
       .def_property_readonly("strata", [](const BatchHandle& h) { return Strings(h.batch().strata()); })
       .def_property_readonly(
           "payload",

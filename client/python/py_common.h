@@ -18,7 +18,9 @@
 
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "strata/batch.h"
@@ -33,13 +35,42 @@ namespace strata::python {
 
 namespace py = pybind11;
 
+// Batches Python has dropped, kept for a plain stream to assemble its next
+// batches into. A stream that reuses one Batch keeps its buffers mapped and
+// swaps them with the parts it parses; one that assembles into a new Batch
+// every step allocates (and the kernel zero-fills) a payload's worth of fresh
+// pages per step, which cost the Python client more CPU than the rest of its
+// work per batch. Holds at most `capacity` batches.
+//
+// Thread-safety: safe for concurrent use (handles die on any thread).
+class BatchPool {
+ public:
+  explicit BatchPool(size_t capacity) : capacity_(capacity) {}
+  // A spent batch (its contents are stale: Stream::Next starts it over), or an empty one.
+  Batch Take();
+  // Keeps `batch` for a later Take(), or frees it when the pool is full.
+  void Give(Batch batch);
+
+ private:
+  const size_t capacity_;
+  std::mutex mu_;
+  std::vector<Batch> spare_;
+};
+
 // What a Python Batch owns: a batch from a plain Stream, or a lease on a
 // staging-ring slot. numpy arrays, memoryviews and DLPack tensors made from a
 // batch keep this alive, so the memory they view lives as long as they do.
 struct BatchHandle {
+  BatchHandle() = default;
+  BatchHandle(const BatchHandle&) = delete;
+  BatchHandle& operator=(const BatchHandle&) = delete;
+  // Hands a plain batch's buffers back to `pool`, if it has one.
+  ~BatchHandle();
+
   Batch plain;         // plain streams
   StagedBatch staged;  // staged streams
   bool is_staged = false;
+  std::shared_ptr<BatchPool> pool;  // plain streams: where `plain` goes when Python drops it
 
   const Batch& batch() const { return is_staged ? staged.batch() : plain; }
   // The payload in host memory: the batch's own buffer, or the slot's host buffer.

@@ -38,8 +38,9 @@ class Prefetcher {
     uint64_t steps_in_epoch = 0;
   };
 
-  // REQUIRES: depth >= 1; `stream` outlives this object.
-  Prefetcher(Stream* stream, int depth) : stream_(stream), depth_(static_cast<size_t>(depth)) {
+  // REQUIRES: depth >= 1; `stream` and `pool` outlive this object.
+  Prefetcher(Stream* stream, int depth, BatchPool* pool)
+      : stream_(stream), depth_(static_cast<size_t>(depth)), pool_(pool) {
     thread_ = std::thread([this] { Run(); });
   }
   ~Prefetcher() { Stop(); }
@@ -77,6 +78,7 @@ class Prefetcher {
         if (stop_) break;
       }
       Item item;
+      item.batch = pool_->Take();
       item.status = stream_->Next(&item.batch);
       const bool last = !item.status.ok();
       if (!last) {
@@ -100,6 +102,7 @@ class Prefetcher {
 
   Stream* const stream_;
   const size_t depth_;
+  BatchPool* const pool_;
   std::mutex mu_;
   std::condition_variable ready_cv_;  // an item is ready, or the thread finished
   std::condition_variable room_cv_;   // the queue has room, or stop
@@ -114,12 +117,16 @@ class PyStream {
  public:
   // prefetch_depth 0: Next() pulls from the stream itself.
   PyStream(std::shared_ptr<Client> client, std::unique_ptr<Stream> plain, int prefetch_depth)
-      : client_(std::move(client)), plain_(std::move(plain)) {
+      : client_(std::move(client)),
+        plain_(std::move(plain)),
+        // Enough for the batches in the queue, the one being assembled and
+        // the one or two a training loop holds.
+        pool_(std::make_shared<BatchPool>(static_cast<size_t>(prefetch_depth) + 3)) {
     if (prefetch_depth > 0) {
       token_ = plain_->resume_token().Encode();
       next_step_ = plain_->next_step();
       steps_in_epoch_ = plain_->steps_in_epoch();
-      prefetch_ = std::make_unique<Prefetcher>(plain_.get(), prefetch_depth);
+      prefetch_ = std::make_unique<Prefetcher>(plain_.get(), prefetch_depth, pool_.get());
     }
   }
   PyStream(std::shared_ptr<Client> client, std::unique_ptr<StagedStream> staged)
@@ -131,6 +138,7 @@ class PyStream {
     if (closed()) throw py::stop_iteration();
     auto h = std::make_shared<BatchHandle>();
     h->is_staged = staged_ != nullptr;
+    if (!h->is_staged && !prefetch_) h->plain = pool_->Take();  // Next() assembles into it
     Status s;
     busy_ = true;
     {
@@ -152,6 +160,7 @@ class PyStream {
     if (close_requested_) Close();
     if (s.code() == Code::kOutOfRange) throw py::stop_iteration();
     ThrowIfError(s);
+    if (!h->is_staged) h->pool = pool_;  // from here on, Python owns the batch
     return h;
   }
 
@@ -212,6 +221,9 @@ class PyStream {
   std::shared_ptr<Client> client_;
   std::unique_ptr<Stream> plain_;
   std::unique_ptr<StagedStream> staged_;
+  // Plain streams: batches Python dropped, to assemble the next ones into.
+  // Shared with the handles, which may outlive the stream.
+  std::shared_ptr<BatchPool> pool_;
   // Plain streams with prefetch: the thread, and the position after the last
   // batch Next() returned (the stream itself is ahead).
   std::unique_ptr<Prefetcher> prefetch_;

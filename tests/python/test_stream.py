@@ -1,6 +1,7 @@
 """strata.Client and strata.Stream against a live stratad: iteration, payload
 equality, zero-copy hand-off to numpy and torch, resumption, errors."""
 
+import collections
 import gc
 import os
 import time
@@ -272,6 +273,36 @@ def test_batches_kept_by_the_caller_stay_intact_with_the_tuned_allocator(client,
             assert bytes(batch.sample(i)) == synthetic_payload(sample_id)
         seen.extend(batch.ids.tolist())
     assert sorted(seen) == list(range(SYNTHETIC_SAMPLES))
+
+
+def test_dropped_batches_are_reused_but_never_while_a_view_holds_one(client, synthetic):
+    # A plain stream assembles new batches into the buffers of batches Python
+    # has dropped. Only the views are kept here, of every other batch: each must
+    # still hold its own samples at the end, however many batches were reused.
+    for depth in (0, 2):
+        views, seen = [], []
+        for n, batch in enumerate(client.stream(synthetic, batch_size=8, seed=9, prefetch_depth=depth)):
+            ids = batch.ids.tolist()
+            seen.extend(ids)
+            if n % 2 == 0:
+                views.append((ids, batch.offsets.copy(), batch.sizes.copy(), batch.payload))
+            del batch
+        assert sorted(seen) == list(range(SYNTHETIC_SAMPLES))
+        for ids, offsets, sizes, payload in views:
+            for k, sample_id in enumerate(ids):
+                assert payload[int(offsets[k]):int(offsets[k] + sizes[k])].tobytes() == synthetic_payload(sample_id)
+
+
+def test_label_and_stratum_counts_are_the_batch_composition(client, synthetic):
+    for sampler in ("shuffle", "stratified"):
+        total = collections.Counter()
+        for batch in client.stream(synthetic, batch_size=50, seed=4, sampler=sampler):
+            counts = batch.label_counts()
+            assert counts == dict(collections.Counter(batch.labels))
+            assert list(counts) == list(dict.fromkeys(batch.labels))  # first occurrence first
+            assert batch.stratum_counts() == dict(collections.Counter(batch.strata))
+            total.update(counts)
+        assert total == collections.Counter(synthetic_label(i) for i in range(SYNTHETIC_SAMPLES))
 
 
 def test_labels_and_attributes_must_be_text(client):
