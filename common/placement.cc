@@ -196,27 +196,57 @@ uint32_t DefaultReplication(size_t members) {
   return static_cast<uint32_t>(std::min<size_t>(3, std::max<size_t>(1, members)));
 }
 
+namespace {
+
+// The holders a sample of the shard is served from: the live ones (not in
+// `excluded`), and of those only the ones in `near` when any are.
+std::vector<const std::string*> ServingCandidates(std::span<const std::string> holders,
+                                                  std::span<const std::string> excluded,
+                                                  std::span<const std::string> near) {
+  std::vector<const std::string*> live, live_near;
+  for (const auto& h : holders) {
+    if (Contains(excluded, h)) continue;
+    live.push_back(&h);
+    if (Contains(near, h)) live_near.push_back(&h);
+  }
+  return live_near.empty() ? live : live_near;
+}
+
+// With no live holder: the first ranked member not excluded.
+const std::string* ServingFallback(std::span<const std::string> ranked, std::span<const std::string> excluded) {
+  for (const auto& m : ranked) {
+    if (!Contains(excluded, m)) return &m;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 std::optional<std::string> ServingNode(std::span<const std::string> holders, std::span<const std::string> ranked,
                                        std::span<const std::string> excluded, uint64_t sample_id,
                                        std::span<const std::string> near) {
-  size_t live = 0, live_near = 0;
-  for (const auto& h : holders) {
-    if (Contains(excluded, h)) continue;
-    ++live;
-    live_near += Contains(near, h);
+  const auto candidates = ServingCandidates(holders, excluded, near);
+  if (!candidates.empty()) return *candidates[Mix(sample_id) % candidates.size()];
+  const std::string* fallback = ServingFallback(ranked, excluded);
+  if (fallback == nullptr) return std::nullopt;
+  return *fallback;
+}
+
+ShardServing::ShardServing(std::span<const std::string> holders, std::span<const std::string> ranked,
+                           std::span<const std::string> excluded, std::span<const std::string> near,
+                           const std::string& self) {
+  const auto candidates = ServingCandidates(holders, excluded, near);
+  candidates_ = static_cast<uint32_t>(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (*candidates[i] == self) self_ = static_cast<int64_t>(i);
   }
-  if (live > 0) {
-    const bool only_near = live_near > 0;
-    size_t pick = static_cast<size_t>(Mix(sample_id) % (only_near ? live_near : live));
-    for (const auto& h : holders) {
-      if (Contains(excluded, h) || (only_near && !Contains(near, h))) continue;
-      if (pick-- == 0) return h;
-    }
-  }
-  for (const auto& m : ranked) {
-    if (!Contains(excluded, m)) return m;
-  }
-  return std::nullopt;
+  const std::string* fallback = candidates.empty() ? ServingFallback(ranked, excluded) : nullptr;
+  fallback_self_ = fallback != nullptr && *fallback == self;
+}
+
+bool ShardServing::Serves(uint64_t sample_id) const {
+  if (candidates_ == 0) return fallback_self_;
+  return self_ >= 0 && Mix(sample_id) % candidates_ == static_cast<uint64_t>(self_);
 }
 
 }  // namespace strata

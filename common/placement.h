@@ -112,4 +112,21 @@ std::optional<std::string> ServingNode(std::span<const std::string> holders, std
                                        std::span<const std::string> excluded, uint64_t sample_id,
                                        std::span<const std::string> near = {});
 
+// ServingNode's answer to "is it `self`?" for every sample of one shard, for a
+// reader whose excluded and near sets stay fixed (one stream): worked out
+// once per shard, so that each sample costs a hash and a modulo instead of
+// comparing node ids. Serves(id) == (ServingNode(..., id, ...) == self).
+class ShardServing {
+ public:
+  ShardServing() = default;
+  ShardServing(std::span<const std::string> holders, std::span<const std::string> ranked,
+               std::span<const std::string> excluded, std::span<const std::string> near, const std::string& self);
+  bool Serves(uint64_t sample_id) const;
+
+ private:
+  uint32_t candidates_ = 0;     // the live holders the pick is among (the near ones, when any)
+  int64_t self_ = -1;           // self's position among them; -1: not among them
+  bool fallback_self_ = false;  // no live holder: self is the first ranked member not excluded
+};
+
 }  // namespace strata

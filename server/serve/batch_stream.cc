@@ -176,11 +176,11 @@ bool BatchStream::ServesHere(size_t shard, uint64_t id) {
       const v1::FileRef file = ShardFile(shard);
       p.ranked = FileRanked(version_->record().info(), file, members_);
       p.holders = FileHolders(version_->record().info(), file, members_);
-      p.known.store(true, std::memory_order_release);  // holders and ranked do not change after
+      p.serving = ShardServing(p.holders, p.ranked, excluded_, near_, server_.node_id);
+      p.known.store(true, std::memory_order_release);  // none of them changes after
     }
   }
-  const auto node = ServingNode(p.holders, p.ranked, excluded_, id, near_);
-  return node.has_value() && *node == server_.node_id;
+  return p.serving.Serves(id);
 }
 
 bool BatchStream::Local(size_t shard) const { return placement_[shard].local.load(std::memory_order_relaxed); }

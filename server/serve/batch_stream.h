@@ -192,6 +192,7 @@ class BatchStream {
     std::atomic<bool> local{true};  // until a read says this node has no good copy
     std::vector<std::string> holders;
     std::vector<std::string> ranked;
+    ShardServing serving;  // which of the shard's samples this node serves to this stream
   };
   std::vector<ShardPlacement> placement_;
   Mutex placement_mu_;

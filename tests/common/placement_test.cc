@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <random>
 #include <set>
 
 namespace strata {
@@ -74,6 +75,42 @@ TEST(PlacementTest, ServingNodeSkipsExcludedHoldersAndSpreadsLoad) {
   EXPECT_EQ(ServingNode(holders, ranked, both, 1), "node-1") << "falls back to a non-holder";
   const std::vector<std::string> all = {"node-1", "node-2", "node-3"};
   EXPECT_FALSE(ServingNode(holders, ranked, all, 1).has_value());
+}
+
+TEST(PlacementTest, ShardServingAgreesWithServingNodeForEveryNodeAndSample) {
+  // Random holders, exclusions and near sets over 6 nodes: for each, every
+  // node's precomputed answer is ServingNode's, and exactly one node (or, with
+  // every member excluded, none) serves each sample.
+  const auto nodes = Nodes(6);
+  std::mt19937_64 rng(7);
+  auto subset = [&](int max) {
+    std::vector<std::string> out;
+    for (const auto& n : nodes) {
+      if (static_cast<int>(out.size()) < max && rng() % 2 == 0) out.push_back(n);
+    }
+    return out;
+  };
+  int fallbacks = 0, nobody = 0;
+  for (int round = 0; round < 300; ++round) {
+    const std::vector<std::string> holders = subset(3), near = subset(2);
+    const std::vector<std::string> excluded = round % 50 == 0 ? nodes : subset(round % 7);
+    const auto ranked = RankMembers("f" + std::to_string(round), nodes);
+    std::vector<ShardServing> serving;
+    for (const auto& n : nodes) serving.emplace_back(holders, ranked, excluded, near, n);
+    for (uint64_t id = 0; id < 64; ++id) {
+      const auto chosen = ServingNode(holders, ranked, excluded, id, near);
+      int serves = 0;
+      for (size_t n = 0; n < nodes.size(); ++n) {
+        EXPECT_EQ(serving[n].Serves(id), chosen == nodes[n]) << "round " << round << " id " << id;
+        serves += serving[n].Serves(id);
+      }
+      EXPECT_EQ(serves, chosen.has_value() ? 1 : 0);
+      if (!chosen) ++nobody;
+      if (chosen && std::find(holders.begin(), holders.end(), *chosen) == holders.end()) ++fallbacks;
+    }
+  }
+  EXPECT_GT(fallbacks, 0) << "the rounds include shards whose holders are all excluded";
+  EXPECT_GT(nobody, 0) << "and members that are all excluded";
 }
 
 // `zones` zones of `per_zone` nodes each: "z<zone>-n<i>" in zone "z<zone>".
