@@ -7,6 +7,7 @@
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iterator>
 #include <map>
@@ -244,7 +245,14 @@ class GrpcClient final : public Client {
       if (!map.ok()) return map.status();
       std::vector<std::string> members;
       for (const auto& n : map->nodes()) members.push_back(n.id());
-      for (const std::string& id : RankMembers(DatasetHomeKey(ref->name), members)) {
+      std::vector<std::string> order = RankMembers(DatasetHomeKey(ref->name), members);
+      if (!options.ingest_id.empty() && !order.empty()) {
+        // One of several writers: any node takes it, so the writers spread
+        // over the nodes, writer w starting at the w-th in the ingest's order.
+        order = RankMembers(options.ingest_id, members);
+        std::rotate(order.begin(), order.begin() + static_cast<long>(options.writer % order.size()), order.end());
+      }
+      for (const std::string& id : order) {
         for (const auto& n : map->nodes()) {
           if (n.id() != id || n.state() != v1::NODE_UP) continue;
           auto writer = client_internal::StartGrpcIngest(map->nodes_size() == 1 ? channel_ : Channel(n.address()),

@@ -102,6 +102,9 @@ v1::IngestOptions ToProto(const IngestOptions& options) {
   out.set_ec_data(options.ec_data);
   out.set_ec_parity(options.ec_parity);
   out.set_keep_versions(options.keep_versions);
+  out.set_ingest_id(options.ingest_id);
+  out.set_writers(options.writers);
+  out.set_writer(options.writer);
   return out;
 }
 
@@ -121,6 +124,9 @@ IngestOptions FromProto(const v1::IngestOptions& options) {
   out.ec_data = options.ec_data();
   out.ec_parity = options.ec_parity();
   out.keep_versions = options.keep_versions();
+  out.ingest_id = options.ingest_id();
+  out.writers = options.writers();
+  out.writer = options.writer();
   return out;
 }
 
@@ -218,6 +224,8 @@ v1::IngestReply ToProto(const IngestSummary& summary) {
     ToProto(g.keys, group->mutable_keys());
     group->set_count(g.count);
   }
+  out.set_writers_committed(summary.writers_committed);
+  out.set_writers(summary.writers);
   return out;
 }
 
@@ -228,6 +236,8 @@ IngestSummary FromProto(const v1::IngestReply& reply) {
   for (const v1::DuplicateGroup& g : reply.duplicate_examples()) {
     out.duplicate_examples.push_back({g.hash_hi(), g.hash_lo(), FromProto(g.keys()), g.count()});
   }
+  out.writers_committed = reply.writers_committed();
+  out.writers = reply.writers();
   return out;
 }
 

@@ -4,9 +4,12 @@
 // Every source is opened before anything is sent, and the ingest starts at
 // the first sample, so a bad path or an empty source set never creates a
 // version. A source error part-way aborts the ingest on the server.
+#include <atomic>
 #include <iostream>
 #include <memory>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "client/cli/command.h"
@@ -34,6 +37,9 @@ struct IngestArgs {
   std::string compression_block;
   std::string redundancy;  // ec:K+M
   uint32_t keep_versions = 0;
+  uint32_t writers = 1;
+  std::string ingest_id;
+  int64_t writer = -1;  // -1: every writer, in this process
   std::vector<std::string> sources;
   bool quiet = false;
 };
@@ -95,7 +101,20 @@ IngestOptions MakeOptions(const IngestArgs& args) {
     options.time_bucket_field = bucket.field;
     options.time_bucket_seconds = bucket.seconds;
   }
+  if (args.writers > 1 || !args.ingest_id.empty()) {
+    options.writers = args.writers;
+    options.ingest_id = args.ingest_id;
+  }
   return options;
+}
+
+// A fresh ingest id for the writers of one `strata ingest --writers N`.
+std::string NewIngestId() {
+  std::random_device random;
+  const uint64_t bits = (static_cast<uint64_t>(random()) << 32) ^ random();
+  char id[32];
+  std::snprintf(id, sizeof(id), "cli-%016llx", static_cast<unsigned long long>(bits));
+  return id;
 }
 
 ProgressSnapshot Snapshot(const std::vector<std::unique_ptr<SampleSource>>& sources, const IngestWriter* writer) {
@@ -143,23 +162,16 @@ void PrintSummary(const IngestSummary& reply, double elapsed_s) {
   }
 }
 
-int RunIngest(const IngestArgs& args) {
-  std::vector<std::unique_ptr<SampleSource>> sources;
-  for (const std::string& path : args.sources) {
-    auto source = SampleSource::Open(path);
-    if (!source.ok()) return PrintError(source.status());
-    sources.push_back(std::move(*source));
-  }
-  const IngestOptions options = MakeOptions(args);
-  auto client = ConnectToServer(args.servers);
-  if (!client.ok()) return PrintError(client.status());
-
-  Progress progress(!args.quiet);
+// Sends every sample of `sources`, one source after another, through one
+// writer started at the first sample, and commits it. `on_sample` runs after
+// each sample. The writer is aborted on any error.
+Result<IngestSummary> WriteSources(Client& client, const IngestOptions& options,
+                                   const std::vector<std::unique_ptr<SampleSource>>& sources,
+                                   const std::function<void(const IngestWriter&)>& on_sample) {
   std::unique_ptr<IngestWriter> writer;  // started at the first sample
   auto fail = [&](const Status& status) {
-    progress.Abandon();
     if (writer) writer->Abort();
-    return PrintError(status);
+    return status;
   };
   Sample sample;
   for (const auto& source : sources) {
@@ -168,24 +180,136 @@ int RunIngest(const IngestArgs& args) {
       if (read.code() == Code::kOutOfRange) break;
       if (!read.ok()) return fail(read);
       if (!writer) {
-        auto started = (*client)->StartIngest(options);
+        auto started = client.StartIngest(options);
         if (!started.ok()) return fail(started.status());
         writer = std::move(*started);
       }
       const Status written = writer->Write(sample);
       if (!written.ok()) return fail(written);
-      if (progress.Due()) progress.Draw(Snapshot(sources, writer.get()));
+      on_sample(*writer);
     }
   }
   if (!writer) {
     std::string names;
-    for (const std::string& path : args.sources) names += (names.empty() ? "" : ", ") + path;
-    std::cerr << "error: no samples found in " << names << std::endl;
-    return 1;
+    for (const auto& source : sources) names += (names.empty() ? "" : ", ") + source->description();
+    return Status::InvalidArgument("no samples found in " + names);
   }
-  progress.Finish(Snapshot(sources, writer.get()));
-  auto reply = writer->Commit();
-  if (!reply.ok()) return PrintError(reply.status());
+  return writer->Commit();
+}
+
+// All writers of a --writers N ingest in this process, one thread each; the
+// sources are dealt out among them in turn.
+Result<IngestSummary> RunWriters(Client& client, const IngestOptions& options,
+                                 std::vector<std::unique_ptr<SampleSource>> sources, Progress& progress) {
+  struct Writer {
+    std::vector<std::unique_ptr<SampleSource>> sources;
+    std::atomic<uint64_t> samples{0}, bytes{0}, read{0};
+    uint64_t total = 0;
+    Result<IngestSummary> result = Status::Internal("not run");
+  };
+  std::vector<Writer> writers(options.writers);
+  for (size_t i = 0; i < sources.size(); ++i) {
+    Writer& w = writers[i % writers.size()];
+    w.total += sources[i]->total_bytes();
+    w.sources.push_back(std::move(sources[i]));
+  }
+  std::atomic<int> running{static_cast<int>(writers.size())};
+  std::vector<std::thread> threads;
+  for (uint32_t i = 0; i < writers.size(); ++i) {
+    // Owner: this function (joined below). Purpose: writer i's part.
+    threads.emplace_back([&, i] {
+      Writer& w = writers[i];
+      IngestOptions mine = options;
+      mine.writer = i;
+      w.result = WriteSources(client, mine, w.sources, [&w](const IngestWriter& writer) {
+        w.samples.store(writer.samples_written(), std::memory_order_relaxed);
+        w.bytes.store(writer.bytes_written(), std::memory_order_relaxed);
+        uint64_t read = 0;
+        for (const auto& source : w.sources) read += source->bytes_read();
+        w.read.store(read, std::memory_order_relaxed);
+      });
+      running.fetch_sub(1);
+    });
+  }
+  auto snapshot = [&] {
+    ProgressSnapshot snap;
+    uint64_t total = 0, read = 0;
+    for (const Writer& w : writers) {
+      total += w.total;
+      read += w.read.load(std::memory_order_relaxed);
+      snap.samples += w.samples.load(std::memory_order_relaxed);
+      snap.bytes += w.bytes.load(std::memory_order_relaxed);
+    }
+    if (total > 0) snap.fraction = static_cast<double>(read) / static_cast<double>(total);
+    return snap;
+  };
+  while (running.load() > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (progress.Due()) progress.Draw(snapshot());
+  }
+  for (auto& t : threads) t.join();
+  progress.Finish(snapshot());
+  // The writer whose commit sealed the version has the whole version's summary.
+  Status first_error;
+  for (uint32_t i = 0; i < writers.size(); ++i) {
+    const Result<IngestSummary>& r = writers[i].result;
+    if (!r.ok()) {
+      if (first_error.ok()) first_error = r.status().WithContext("writer " + std::to_string(i));
+      continue;
+    }
+    if (r->dataset.state == VersionState::kSealed) return r;
+  }
+  if (!first_error.ok()) return first_error;
+  return Status::Internal("every writer committed but none saw the version sealed");
+}
+
+int RunIngest(const IngestArgs& args) {
+  if (args.writer >= 0 && args.ingest_id.empty()) {
+    return PrintError(Status::InvalidArgument("--writer needs --ingest-id, the id every writer of the version shares"));
+  }
+  if (args.writer >= static_cast<int64_t>(args.writers)) {
+    return PrintError(Status::InvalidArgument("--writer " + std::to_string(args.writer) + " is not below --writers " +
+                                              std::to_string(args.writers)));
+  }
+  std::vector<std::unique_ptr<SampleSource>> sources;
+  for (const std::string& path : args.sources) {
+    auto source = SampleSource::Open(path);
+    if (!source.ok()) return PrintError(source.status());
+    sources.push_back(std::move(*source));
+  }
+  IngestOptions options = MakeOptions(args);
+  const bool all_here = options.writers > 1 && args.writer < 0;
+  if (all_here && sources.size() < options.writers) {
+    return PrintError(Status::InvalidArgument(
+        "--writers " + std::to_string(options.writers) + " deals the sources out among the writers and needs at "
+        "least as many; " + std::to_string(sources.size()) + " given (split the input, or run each writer with "
+        "--ingest-id and --writer)"));
+  }
+  if (all_here && options.ingest_id.empty()) options.ingest_id = NewIngestId();
+  if (args.writer >= 0) options.writer = static_cast<uint32_t>(args.writer);
+  auto client = ConnectToServer(args.servers);
+  if (!client.ok()) return PrintError(client.status());
+
+  Progress progress(!args.quiet);
+  Result<IngestSummary> reply = Status::Internal("not run");
+  if (all_here) {
+    reply = RunWriters(**client, options, std::move(sources), progress);
+  } else {
+    reply = WriteSources(**client, options, sources, [&](const IngestWriter& writer) {
+      if (progress.Due()) progress.Draw(Snapshot(sources, &writer));
+    });
+    if (reply.ok()) progress.Finish(Snapshot(sources, nullptr));
+  }
+  if (!reply.ok()) {
+    progress.Abandon();
+    return PrintError(reply.status());
+  }
+  if (reply->writers > 1 && reply->dataset.state != VersionState::kSealed) {
+    std::cout << "writer " << options.writer << " of ingest " << options.ingest_id << " committed; "
+              << reply->writers_committed << " of " << reply->writers << " writers have: " << reply->dataset.name
+              << "@" << reply->dataset.version << " seals when the last one commits\n";
+    return 0;
+  }
   PrintSummary(*reply, progress.elapsed_s());
   return 0;
 }
@@ -264,6 +388,29 @@ Command AddIngestCommand(CLI::App& parent) {
                   "(describe shows it). Default: keep every version")
       ->type_name("K")
       ->check(CLI::Range(1u, 1000000u));
+  auto* writers = app->add_option("--writers", args->writers,
+                                  "Write the version with N writers at once, each to a different node, which cuts "
+                                  "and copies its own shards; sealed once, when all have committed, with dense ids "
+                                  "in writer order. Alone, this process runs all N and deals the sources out among "
+                                  "them; with --ingest-id and --writer, it is one of them (run the others elsewhere)")
+                      ->type_name("N")
+                      ->check(CLI::Range(1u, 1024u));
+  app->add_option("--ingest-id", args->ingest_id,
+                  "The id every writer of one multi-writer version shares (1 to 128 of A-Z a-z 0-9 . _ -); "
+                  "with --writers and --writer")
+      ->type_name("ID")
+      ->needs(writers)
+      ->check(StatusValidator([](const std::string& text) -> Status {
+        if (text.empty() || text.size() > 128 || text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop"
+                                                                         "qrstuvwxyz0123456789._-") != std::string::npos) {
+          return Status::InvalidArgument("an ingest id is 1 to 128 of A-Z a-z 0-9 . _ -");
+        }
+        return Status::OK();
+      }));
+  app->add_option("--writer", args->writer, "This process's writer, 0 to N-1 (with --ingest-id and --writers)")
+      ->type_name("I")
+      ->needs(writers)
+      ->check(CLI::Range(int64_t{0}, int64_t{1023}));
   app->add_flag("-q,--quiet", args->quiet, "Do not show the progress line");
   app->add_option("sources", args->sources,
                   "Folders (label = first sub-folder), .csv/.jsonl manifests, or WebDataset .tar/.tar.gz/.tgz files")

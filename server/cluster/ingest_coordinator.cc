@@ -1,11 +1,38 @@
 #include "server/cluster/ingest_coordinator.h"
 
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
 #include "common/dataset_ref.h"
+#include "common/grpc_status.h"
 #include "common/placement.h"
+#include "server/base/grpc_handoff.h"
 #include "server/cluster/ingest_replication.h"
 #include "server/cluster/membership.h"
+#include "server/cluster/multi_ingest.h"
+#include "server/cluster/peer_clients.h"
+#include "server/cluster/request_validation.h"
 
 namespace strata {
+
+namespace {
+
+// How long a writer's node waits for the home's answer to a join, a commit
+// (the last one seals: it records every shard and builds the index) or an abort.
+constexpr std::chrono::seconds kJoinTimeout{30};
+constexpr std::chrono::minutes kCommitTimeout{10};
+constexpr std::chrono::seconds kAbortTimeout{30};
+
+// One call to the home in flight, alive until its callback has run.
+template <typename Request, typename Reply>
+struct HomeCall {
+  grpc::ClientContext context;
+  Request request;
+  Reply reply;
+};
+
+}  // namespace
 
 IngestCoordinator::IngestCoordinator(Deps deps, IngestLimits limits) : d_(deps), limits_(limits) {}
 
@@ -14,32 +41,19 @@ Status IngestCoordinator::CheckRoom(int samples) const {
   return d_.disk->CheckWritable(std::to_string(samples) + " more samples of an open ingest");
 }
 
-Result<std::unique_ptr<IngestSession>> IngestCoordinator::Start(const v1::IngestOptions& options) {
-  auto ref = ParseDatasetRef(options.dataset());
-  if (!ref.ok()) return ref.status();
-  const std::string& self = d_.view->self_id();
-  const v1::ClusterMap map = d_.view->Current();
-  const std::vector<std::string> members = MapMembers(map);
-  // One node numbers a dataset's versions: its home, the first member up.
-  for (const std::string& id : RankMembers(DatasetHomeKey(ref->name), members)) {
+Result<const v1::NodeInfo*> DatasetHome(const std::string& name, const v1::ClusterMap& map) {
+  for (const std::string& id : RankMembers(DatasetHomeKey(name), MapMembers(map))) {
     const v1::NodeInfo* n = FindNode(map, id);
-    if (n == nullptr || n->state() != v1::NODE_UP) continue;
-    if (id != self) {
-      return Status::FailedPrecondition("ingests of dataset '" + ref->name + "' are coordinated by " + id + " at " +
-                                        n->address() + "; send the ingest there");
-    }
-    break;
+    if (n != nullptr && n->state() == v1::NODE_UP) return n;
   }
+  return Status::Unavailable("no node is up to coordinate dataset '" + name + "'");
+}
+
+Result<v1::IngestOptions> ResolveIngestOptions(const v1::IngestOptions& options, const v1::ClusterMap& map) {
+  const std::vector<std::string> members = MapMembers(map);
   uint32_t up = 0;
   for (const auto& n : map.nodes()) up += n.state() == v1::NODE_UP;
   v1::IngestOptions o = options;
-  if (!ref->version && d_.numbers != nullptr) {
-    // A number no other node gives this dataset (version_numbers.h): the
-    // session then creates exactly that version.
-    auto number = d_.numbers->Next(ref->name, self);
-    if (!number.ok()) return number.status();
-    o.set_dataset(ref->name + "@" + std::to_string(number.value()));
-  }
   const bool ec = o.ec_data() != 0 || o.ec_parity() != 0;
   if (ec) {
     // Erasure coded (ec:K+M): each stripe's K+M chunks on distinct nodes.
@@ -83,14 +97,126 @@ Result<std::unique_ptr<IngestSession>> IngestCoordinator::Start(const v1::Ingest
     return Status::Unavailable("the write policy needs " + std::to_string(need) + " durable copies but only " +
                                std::to_string(up) + " nodes are up");
   }
-  if (d_.disk != nullptr) STRATA_RETURN_IF_ERROR(d_.disk->CheckWritable("the ingest of " + ref->name));
+  return o;
+}
+
+std::unique_ptr<IngestReplication> IngestCoordinator::Observer(const v1::IngestOptions& o) const {
   std::set<std::string> full = d_.peer_disks != nullptr ? d_.peer_disks->Full() : std::set<std::string>{};
-  full.erase(self);  // the coordinator writes its own copy; its low watermark is checked above
-  auto observer = std::make_unique<IngestReplication>(d_.files, d_.replicator, d_.versions, map, o.replication(),
-                                                      o.write_policy(), o.write_quorum(), std::move(full));
-  if (ec) observer->SetErasureCode(d_.dir, o.ec_data(), o.ec_parity());
+  full.erase(d_.view->self_id());  // a node writes its own copy; its low watermark is checked before
+  auto observer = std::make_unique<IngestReplication>(d_.files, d_.replicator, d_.versions, d_.view->Current(),
+                                                      o.replication(), o.write_policy(), o.write_quorum(),
+                                                      std::move(full));
+  if (o.ec_data() != 0) observer->SetErasureCode(d_.dir, o.ec_data(), o.ec_parity());
   observer->set_deleter(d_.deleter);
-  return IngestSession::Open(o, d_.catalog, d_.dir, d_.metrics, limits_, std::move(observer), self);
+  return observer;
+}
+
+Result<std::unique_ptr<IngestSession>> IngestCoordinator::Start(const v1::IngestOptions& options) {
+  auto ref = ParseDatasetRef(options.dataset());
+  if (!ref.ok()) return ref.status();
+  const std::string& self = d_.view->self_id();
+  const v1::ClusterMap map = d_.view->Current();
+  // One node numbers a dataset's versions: its home, the first member up.
+  auto home = DatasetHome(ref->name, map);
+  if (home.ok() && (*home)->id() != self) {
+    return Status::FailedPrecondition("ingests of dataset '" + ref->name + "' are coordinated by " + (*home)->id() +
+                                      " at " + (*home)->address() + "; send the ingest there");
+  }
+  auto resolved = ResolveIngestOptions(options, map);
+  if (!resolved.ok()) return resolved.status();
+  v1::IngestOptions o = std::move(resolved).value();
+  if (!ref->version && d_.numbers != nullptr) {
+    // A number no other node gives this dataset (version_numbers.h): the
+    // session then creates exactly that version.
+    auto number = d_.numbers->Next(ref->name, self);
+    if (!number.ok()) return number.status();
+    o.set_dataset(ref->name + "@" + std::to_string(number.value()));
+  }
+  if (d_.disk != nullptr) STRATA_RETURN_IF_ERROR(d_.disk->CheckWritable("the ingest of " + ref->name));
+  return IngestSession::Open(o, d_.catalog, d_.dir, d_.metrics, limits_, Observer(o), self);
+}
+
+void IngestCoordinator::StartPart(const v1::IngestOptions& options,
+                                  std::function<void(Result<std::unique_ptr<IngestSession>>)> done) {
+  if (d_.multi == nullptr || d_.peers == nullptr) {
+    return done(Status::Unimplemented("this node does not take ingests with several writers"));
+  }
+  if (!ValidIngestId(options.ingest_id())) {
+    return done(Status::InvalidArgument("an ingest id is 1 to 128 letters, digits, '.', '_' or '-'"));
+  }
+  auto ref = ParseDatasetRef(options.dataset());
+  if (!ref.ok()) return done(ref.status());
+  if (d_.disk != nullptr) {
+    if (Status room = d_.disk->CheckWritable("the ingest of " + ref->name); !room.ok()) return done(room);
+  }
+  // Opens the part once the home has answered.
+  auto open = [this, name = ref->name, ingest_id = options.ingest_id(), writer = options.writer(),
+               done](Result<v1::JoinIngestReply> joined) {
+    if (!joined.ok()) return done(joined.status());
+    v1::IngestOptions o = joined->options();
+    o.set_dataset(name + "@" + std::to_string(joined->version()));
+    IngestPartOptions part;
+    part.ingest_id = ingest_id;
+    part.writer = writer;
+    part.writers = joined->options().writers();
+    part.on_abort = [this, name, ingest_id](const std::string& why) { AbortAtHome(name, ingest_id, why); };
+    done(IngestSession::OpenPart(o, d_.catalog, d_.dir, d_.metrics, limits_, Observer(o), std::move(part)));
+  };
+  const v1::ClusterMap map = d_.view->Current();
+  auto home = DatasetHome(ref->name, map);
+  if (!home.ok()) return done(home.status());
+  if ((*home)->id() == d_.view->self_id()) return open(d_.multi->Join(options));
+  auto call = std::make_shared<HomeCall<v1::JoinIngestRequest, v1::JoinIngestReply>>();
+  *call->request.mutable_options() = options;
+  call->context.set_deadline(std::chrono::system_clock::now() + kJoinTimeout);
+  const std::string home_id = (*home)->id();
+  HandOffToGrpc(call.get());
+  d_.peers->Peer(**home)->async()->JoinIngest(
+      &call->context, &call->request, &call->reply, [call, open, home_id](grpc::Status s) {
+        TakeBackFromGrpc(call.get());
+        Status status = FromGrpcStatus(s);
+        if (!status.ok()) return open(status.WithContext("joining the ingest at its coordinator " + home_id));
+        open(std::move(call->reply));
+      });
+}
+
+void IngestCoordinator::CommitPart(v1::IngestPart part, std::function<void(Result<v1::CommitPartReply>)> done) {
+  const v1::ClusterMap map = d_.view->Current();
+  auto home = DatasetHome(part.dataset(), map);
+  if (!home.ok()) return done(home.status());
+  if ((*home)->id() == d_.view->self_id()) return done(d_.multi->Commit(part));
+  auto call = std::make_shared<HomeCall<v1::IngestPart, v1::CommitPartReply>>();
+  call->request = std::move(part);
+  call->context.set_deadline(std::chrono::system_clock::now() + kCommitTimeout);
+  const std::string home_id = (*home)->id();
+  HandOffToGrpc(call.get());
+  d_.peers->Peer(**home)->async()->CommitPart(&call->context, &call->request, &call->reply,
+                                              [call, done, home_id](grpc::Status s) {
+                                                TakeBackFromGrpc(call.get());
+                                                Status status = FromGrpcStatus(s);
+                                                if (!status.ok()) {
+                                                  return done(status.WithContext(
+                                                      "committing the part at its coordinator " + home_id));
+                                                }
+                                                done(std::move(call->reply));
+                                              });
+}
+
+void IngestCoordinator::AbortAtHome(const std::string& name, const std::string& ingest_id,
+                                    const std::string& why) const {
+  const v1::ClusterMap map = d_.view->Current();
+  auto home = DatasetHome(name, map);
+  if (!home.ok()) return;  // no home up: it aborts the version when it restarts
+  auto call = std::make_shared<HomeCall<v1::AbortIngestRequest, v1::AbortIngestReply>>();
+  call->request.set_ingest_id(ingest_id);
+  call->request.set_why(why.substr(0, 1000));
+  call->context.set_deadline(std::chrono::system_clock::now() + kAbortTimeout);
+  HandOffToGrpc(call.get());
+  d_.peers->Peer(**home)->async()->AbortIngest(
+      &call->context, &call->request, &call->reply, [call, ingest_id](grpc::Status s) {
+        TakeBackFromGrpc(call.get());
+        if (!s.ok()) spdlog::warn("ingest {}: telling its coordinator of an abort: {}", ingest_id, s.error_message());
+      });
 }
 
 }  // namespace strata

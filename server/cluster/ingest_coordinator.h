@@ -7,6 +7,7 @@
 // Thread-safety: safe for concurrent use; each session belongs to its caller.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -25,6 +26,19 @@
 
 namespace strata {
 
+class IngestReplication;
+class MultiIngests;
+class PeerClients;
+
+// The dataset's home: the first member up in its placement order. It numbers
+// the dataset's versions and coordinates its ingests.
+Result<const v1::NodeInfo*> DatasetHome(const std::string& name, const v1::ClusterMap& map);
+
+// `options` as the cluster `map` can meet them: the default replication
+// filled in, InvalidArgument for a replication, code or quorum the cluster
+// cannot meet, Unavailable when too few nodes are up for the write policy.
+Result<v1::IngestOptions> ResolveIngestOptions(const v1::IngestOptions& options, const v1::ClusterMap& map);
+
 class IngestCoordinator {
  public:
   // What sessions write to. Every pointer must outlive the coordinator and its sessions.
@@ -40,8 +54,14 @@ class IngestCoordinator {
     const PeerDisks* peer_disks = nullptr;    // full nodes get no copies; nullptr: none known
     const VersionNumbers* numbers = nullptr;  // numbers new versions (nullptr: the catalog's next)
     VersionDeleter* deleter = nullptr;        // retention after a seal (nullptr: keep_versions ignored)
+    // Ingests with several writers: the home's registry (this node's) and the
+    // peers to reach another home. nullptr: such ingests are refused.
+    MultiIngests* multi = nullptr;
+    PeerClients* peers = nullptr;
   };
   IngestCoordinator(Deps deps, IngestLimits limits);
+  // The home's registry, made after the coordinator (it uses Observer).
+  void set_multi(MultiIngests* multi) { d_.multi = multi; }
 
   // FailedPrecondition naming the coordinator when it is another node;
   // InvalidArgument for a replication or quorum the cluster cannot meet;
@@ -54,8 +74,26 @@ class IngestCoordinator {
   // (it reads the last sample: cheap enough per message).
   Status CheckRoom(int samples) const;
 
+  // One writer of an ingest with several (options.ingest_id set): asks the
+  // dataset's home for the version (JoinIngest; its registry directly when
+  // this node is the home), then opens this writer's part session. Any node
+  // takes a writer. `done` runs once, on this thread or a gRPC thread, and
+  // must not block.
+  void StartPart(const v1::IngestOptions& options,
+                 std::function<void(Result<std::unique_ptr<IngestSession>>)> done);
+  // Hands a committed part to the home; `done` gets the home's answer, as
+  // StartPart's. A part the home refuses is aborted there, for every writer.
+  void CommitPart(v1::IngestPart part, std::function<void(Result<v1::CommitPartReply>)> done);
+
+  // The observer (copies, parity, retention) a session with these resolved
+  // options gets.
+  std::unique_ptr<IngestReplication> Observer(const v1::IngestOptions& options) const;
+  // Tells the home of dataset `name` to abort an ingest with several writers
+  // (best effort, does not block).
+  void AbortAtHome(const std::string& name, const std::string& ingest_id, const std::string& why) const;
+
  private:
-  const Deps d_;
+  Deps d_;  // set at construction, and multi once by set_multi
   const IngestLimits limits_;
 };
 

@@ -160,7 +160,7 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
       auto pulled = PullFile(d_.peers->Peer(*info).get(), *d_.dir, file, &limiter_, kCopyTimeout);
       if (pulled.ok()) {
         d_.files->Add(file);
-        if (d_.versions->DropIfDeleted(file)) break;  // deleted while it was copied
+        if (d_.versions->DropIfDead(file)) break;  // deleted while it was copied
         if (pulled.value() == 0) {                    // it was here all along: the inventory had missed it
           copied = true;
           break;

@@ -4,6 +4,7 @@
 
 #include "common/dataset_ref.h"
 #include "common/input_limits.h"
+#include "server/ingest/ingest_session.h"
 #include "server/storage/path_guard.h"
 
 namespace strata {
@@ -53,10 +54,33 @@ Status ValidateStreamRequest(const v1::StreamRequest& r) {
   return Status::OK();
 }
 
+bool ValidIngestId(const std::string& id) {
+  if (id.empty() || id.size() > 128) return false;
+  for (char c : id) {
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
 Status ValidateIngestOptions(const v1::IngestOptions& o) {
   STRATA_RETURN_IF_ERROR(CheckDatasetRef("the dataset", o.dataset()));
   STRATA_RETURN_IF_ERROR(CheckStrings("stratify_by", o.stratify_by(), L::kMaxStratifyBy, L::kMaxFieldNameBytes));
   STRATA_RETURN_IF_ERROR(CheckLength("the time bucket field", o.time_bucket_field(), L::kMaxFieldNameBytes));
+  if (!o.ingest_id().empty() || o.writers() != 0 || o.writer() != 0) {
+    if (!ValidIngestId(o.ingest_id())) {
+      return Status::InvalidArgument("an ingest id is 1 to 128 letters, digits, '.', '_' or '-'");
+    }
+    if (o.writers() < 1 || o.writers() > kMaxIngestWriters || o.writer() >= o.writers()) {
+      return Status::InvalidArgument("writer " + std::to_string(o.writer()) + " of " + std::to_string(o.writers()) +
+                                     ": writers must be 1 to " + std::to_string(kMaxIngestWriters) +
+                                     " and the writer below them");
+    }
+    if (ParseDatasetRef(o.dataset())->version) {
+      return Status::InvalidArgument("an ingest with several writers names the dataset only, not @N");
+    }
+  }
   return Status::OK();
 }
 

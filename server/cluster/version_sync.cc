@@ -25,12 +25,14 @@ Status VersionSync::RemoveLocalCopy(const std::string& name, uint64_t version) c
   return dir_->RemoveVersion(name, version);
 }
 
-bool VersionSync::DropIfDeleted(const v1::FileRef& file) const {
+bool VersionSync::DropIfDead(const v1::FileRef& file) const {
   auto record = catalog_->GetVersion(file.dataset(), file.version());
-  if (!record.ok() || record->info().state() != v1::VERSION_DELETED) return false;
+  if (!record.ok() || !Dead(record->info().state())) return false;
   Status removed = RemoveLocalCopy(file.dataset(), file.version());
   if (!removed.ok())
-    spdlog::warn("removing a late copy of deleted {}@{}: {}", file.dataset(), file.version(), removed.ToString());
+    spdlog::warn("removing a late copy of {} {}@{}: {}",
+                 record->info().state() == v1::VERSION_DELETED ? "deleted" : "aborted", file.dataset(), file.version(),
+                 removed.ToString());
   return true;
 }
 

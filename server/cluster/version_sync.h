@@ -53,11 +53,11 @@ class VersionSync {
   // index and the version's directory. The catalog is not touched.
   Status RemoveLocalCopy(const std::string& name, uint64_t version) const;
   // After a file arrived from another node (a replica, a repair pull): if its
-  // version was deleted meanwhile (the copy was in flight during the delete),
-  // removes this node's copy of the version again and returns true. The
-  // tombstone is written before a delete removes files, so a copy added after
-  // that removal is always caught here.
-  bool DropIfDeleted(const v1::FileRef& file) const;
+  // version was deleted or aborted meanwhile (the copy was in flight during the
+  // delete, or an ingest's abort), removes this node's copy of the version
+  // again and returns true. The tombstone or aborted record is written before
+  // files are removed, so a copy added after that removal is always caught here.
+  bool DropIfDead(const v1::FileRef& file) const;
   // At startup: removes files this node still holds of aborted or deleted
   // versions (a crash between the catalog write and the removal). Returns how
   // many versions had files.

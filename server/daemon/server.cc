@@ -154,8 +154,14 @@ Status Server::Build() {
                                               "/strata/" + config_.cluster.name + "/", std::move(listed));
   ingest_ = std::make_unique<IngestCoordinator>(
       IngestCoordinator::Deps{view_.get(), catalog_.get(), dir_.get(), files_.get(), replicator_.get(), versions_.get(),
-                              metrics_.get(), disk_.get(), peer_disks_.get(), numbers_.get(), deleter_.get()},
+                              metrics_.get(), disk_.get(), peer_disks_.get(), numbers_.get(), deleter_.get(),
+                              nullptr, peers_.get()},
       ingest_limits);
+  multi_ingests_ = std::make_unique<MultiIngests>(
+      MultiIngests::Deps{view_.get(), catalog_.get(), dir_.get(), versions_.get(), metrics_.get(), numbers_.get(),
+                         ingest_.get()},
+      ingest_limits);
+  ingest_->set_multi(multi_ingests_.get());
   StreamLimits stream_limits;
   stream_limits.max_part_bytes = config_.max_part_bytes;
   stream_limits.read_ahead_steps = config_.read_ahead_steps;
@@ -171,7 +177,8 @@ Status Server::Build() {
                                               admin_pool_->get_executor());
   peer_ = std::make_unique<PeerServiceImpl>(PeerServiceImpl::Deps{peer_pool_->get_executor(), view_.get(), dir_.get(),
                                                                   files_.get(), records_.get(), versions_.get(),
-                                                                  repairer_.get(), peers_.get(), disk_.get()});
+                                                                  repairer_.get(), peers_.get(), disk_.get(),
+                                                                  multi_ingests_.get()});
   return Status::OK();
 }
 

@@ -23,6 +23,7 @@
 #include "server/base/security_config.h"
 #include "server/cluster/cluster_view.h"
 #include "server/cluster/ingest_coordinator.h"
+#include "server/cluster/multi_ingest.h"
 #include "server/cluster/membership.h"
 #include "server/cluster/node_status.h"
 #include "server/cluster/peer_clients.h"
@@ -149,6 +150,7 @@ class Server {
   std::unique_ptr<NodeStatus> status_;
   std::unique_ptr<VersionNumbers> numbers_;  // before ingest_, which uses it
   std::unique_ptr<IngestCoordinator> ingest_;
+  std::unique_ptr<MultiIngests> multi_ingests_;  // the home's side of ingests with several writers
   std::unique_ptr<StreamOpener> streams_;
   std::unique_ptr<DataServiceImpl> data_;
   std::unique_ptr<AdminServiceImpl> admin_;

@@ -56,11 +56,17 @@ void CopyCounts(const std::map<std::string, uint64_t>& from, google::protobuf::R
 
 }  // namespace
 
-Result<std::unique_ptr<IngestSession>> IngestSession::Open(const v1::IngestOptions& options, Catalog* catalog,
-                                                           const DataDir* dir, Metrics* metrics,
-                                                           const IngestLimits& limits,
-                                                           std::unique_ptr<IngestObserver> observer,
-                                                           const std::string& coordinator) {
+namespace {
+
+// What Open and OpenPart check and derive from the options alike.
+struct Checked {
+  DatasetRef ref;
+  uint64_t target = 0;
+  ShardWriteOptions write_options;
+  StratumKeyer keyer;
+};
+
+Result<Checked> Check(const v1::IngestOptions& options, const IngestLimits& limits) {
   auto ref = ParseDatasetRef(options.dataset());
   if (!ref.ok()) return ref.status();
   uint64_t target = options.shard_target_bytes() ? options.shard_target_bytes() : limits.default_shard_target_bytes;
@@ -88,10 +94,18 @@ Result<std::unique_ptr<IngestSession>> IngestSession::Open(const v1::IngestOptio
   auto keyer = StratumKeyer::Create({options.stratify_by().begin(), options.stratify_by().end()},
                                     options.time_bucket_field(), options.time_bucket_seconds());
   if (!keyer.ok()) return keyer.status();
+  return Checked{std::move(ref).value(), target, write_options, std::move(keyer).value()};
+}
 
+}  // namespace
+
+Result<v1::VersionRecord> NewVersionRecord(const v1::IngestOptions& options, const IngestLimits& limits,
+                                           const std::string& coordinator) {
+  auto checked = Check(options, limits);
+  if (!checked.ok()) return checked.status();
   v1::VersionRecord initial;
-  initial.set_shard_target_bytes(target);
-  for (const auto& k : keyer->stratify_by()) initial.mutable_info()->add_stratify_by(k);
+  initial.set_shard_target_bytes(checked->target);
+  for (const auto& k : checked->keyer.stratify_by()) initial.mutable_info()->add_stratify_by(k);
   initial.mutable_info()->set_time_bucket_field(options.time_bucket_field());
   initial.mutable_info()->set_time_bucket_seconds(options.time_bucket_seconds());
   initial.mutable_info()->set_replication(options.replication());
@@ -103,21 +117,60 @@ Result<std::unique_ptr<IngestSession>> IngestSession::Open(const v1::IngestOptio
   initial.mutable_info()->set_ec_data(options.ec_data());
   initial.mutable_info()->set_ec_parity(options.ec_parity());
   if (options.compression() != v1::COMPRESSION_NONE) {
-    initial.mutable_info()->set_compression_level(write_options.level);
-    initial.mutable_info()->set_compression_block_bytes(static_cast<uint32_t>(write_options.block_bytes));
+    initial.mutable_info()->set_compression_level(checked->write_options.level);
+    initial.mutable_info()->set_compression_block_bytes(static_cast<uint32_t>(checked->write_options.block_bytes));
   }
-  auto created = catalog->CreateVersion(ref->name, ref->version, initial);
+  return initial;
+}
+
+Result<std::unique_ptr<IngestSession>> IngestSession::Open(const v1::IngestOptions& options, Catalog* catalog,
+                                                           const DataDir* dir, Metrics* metrics,
+                                                           const IngestLimits& limits,
+                                                           std::unique_ptr<IngestObserver> observer,
+                                                           const std::string& coordinator) {
+  auto checked = Check(options, limits);
+  if (!checked.ok()) return checked.status();
+  auto initial = NewVersionRecord(options, limits, coordinator);
+  if (!initial.ok()) return initial.status();
+  const DatasetRef& ref = checked->ref;
+  auto created = catalog->CreateVersion(ref.name, ref.version, initial.value());
   if (!created.ok()) return created.status();
   const uint64_t version = created->info().version();
-  if (Status s = dir->PrepareVersionDir(ref->name, version); !s.ok()) {
-    catalog->AbortVersion(ref->name, version).IgnoreError();  // the directory error is the one to report
+  if (Status s = dir->PrepareVersionDir(ref.name, version); !s.ok()) {
+    catalog->AbortVersion(ref.name, version).IgnoreError();  // the directory error is the one to report
     return s;
   }
   metrics->active_ingests.Increment();
-  spdlog::info("ingest {}@{}: started (shard target {} bytes)", ref->name, version, target);
-  auto session = std::unique_ptr<IngestSession>(new IngestSession(ref->name, version, target, std::move(keyer).value(),
-                                                                  catalog, dir, metrics, limits, std::move(observer)));
-  session->write_options_ = write_options;
+  spdlog::info("ingest {}@{}: started (shard target {} bytes)", ref.name, version, checked->target);
+  auto session = std::unique_ptr<IngestSession>(new IngestSession(ref.name, version, checked->target,
+                                                                  std::move(checked->keyer), catalog, dir, metrics,
+                                                                  limits, std::move(observer)));
+  session->write_options_ = checked->write_options;
+  return session;
+}
+
+Result<std::unique_ptr<IngestSession>> IngestSession::OpenPart(const v1::IngestOptions& options, Catalog* catalog,
+                                                               const DataDir* dir, Metrics* metrics,
+                                                               const IngestLimits& limits,
+                                                               std::unique_ptr<IngestObserver> observer,
+                                                               IngestPartOptions part) {
+  auto checked = Check(options, limits);
+  if (!checked.ok()) return checked.status();
+  const DatasetRef& ref = checked->ref;
+  if (!ref.version) return Status::InvalidArgument("a part names its version");
+  if (part.writers < 1 || part.writers > kMaxIngestWriters || part.writer >= part.writers) {
+    return Status::InvalidArgument("writer out of range");
+  }
+  STRATA_RETURN_IF_ERROR(dir->PrepareVersionDir(ref.name, *ref.version));
+  metrics->active_ingests.Increment();
+  spdlog::info("ingest {}@{}: writer {} of ingest {} started (shard target {} bytes)", ref.name, *ref.version,
+               part.writer, part.ingest_id, checked->target);
+  auto session = std::unique_ptr<IngestSession>(new IngestSession(ref.name, *ref.version, checked->target,
+                                                                  std::move(checked->keyer), catalog, dir, metrics,
+                                                                  limits, std::move(observer)));
+  session->write_options_ = checked->write_options;
+  session->next_seq_ = part.writer * PartSeqSpan(part.writers);
+  session->part_ = std::move(part);
   return session;
 }
 
@@ -178,12 +231,28 @@ Status IngestSession::Add(const v1::Sample& sample) {
 Status IngestSession::AddValidated(const v1::Sample& sample) {
   auto stratum = keyer_.KeyOf(sample);
   if (!stratum.ok()) return stratum.status();
-  if (!index_) {
+  if (part_) {
+    if (samples_ >= kMaxPartSamples) {
+      return Status::InvalidArgument("a writer's part holds at most " + std::to_string(kMaxPartSamples) +
+                                     " samples; use more writers");
+    }
+    auto [at, fresh] = ordinal_of_.try_emplace(stratum.value(), static_cast<uint32_t>(part_strata_.size()));
+    if (fresh) part_strata_.push_back(stratum.value());
+    const uint32_t ordinal = at->second;
+    char le[4] = {static_cast<char>(ordinal), static_cast<char>(ordinal >> 8), static_cast<char>(ordinal >> 16),
+                  static_cast<char>(ordinal >> 24)};
+    ordinals_.append(le, sizeof(le));
+  } else if (!index_) {
     auto w = StratumIndexWriter::Create(dir_->VersionDir(name_, version_) + "/" + kStratumIndexFileName);
     if (!w.ok()) return w.status();
     index_ = std::move(w).value();
   }
   if (!writer_) {
+    if (part_ && next_seq_ >= (part_->writer + 1) * PartSeqSpan(part_->writers)) {
+      return Status::InvalidArgument("a writer's part holds at most " + std::to_string(PartSeqSpan(part_->writers)) +
+                                     " shards with " + std::to_string(part_->writers) +
+                                     " writers; use a larger --shard-size");
+    }
     ShardIdentity id{name_, version_, next_seq_, samples_};
     auto w =
         ShardWriter::Create(dir_->Absolute(dir_->ShardRelativePath(name_, version_, next_seq_)), id, write_options_);
@@ -206,7 +275,7 @@ Status IngestSession::AddValidated(const v1::Sample& sample) {
     bytes += f.data().size();
   }
   STRATA_RETURN_IF_ERROR(writer_->Append(header, fields));
-  STRATA_RETURN_IF_ERROR(index_->Add(stratum.value()));
+  if (index_) STRATA_RETURN_IF_ERROR(index_->Add(stratum.value()));
 
   const Hash128 content = ContentOf(sample);
   auto [it, inserted] = first_by_hash_.try_emplace(content, id);
@@ -244,7 +313,7 @@ Status IngestSession::FinishShard() {
   info->set_samples(summary->records);
   info->set_bytes(summary->file_bytes);
   info->set_checksum(summary->file_checksum);
-  STRATA_RETURN_IF_ERROR(catalog_->PutShard(name_, version_, rec));
+  if (!part_) STRATA_RETURN_IF_ERROR(catalog_->PutShard(name_, version_, rec));  // a part's: the home's
   if (observer_) {
     v1::FileRef file;
     file.set_dataset(name_);
@@ -336,7 +405,7 @@ void IngestSession::BeginCommit(uint64_t expected_samples, std::function<void(St
     s = Status::FailedPrecondition("no samples were sent; an empty dataset cannot be sealed");
   } else {
     s = FinishShard();
-    if (s.ok()) s = FinishStratumIndex();
+    if (s.ok() && !part_) s = FinishStratumIndex();  // a part's strata go to the home
   }
   // Last: `copies_done` may hand the session to another thread at once.
   if (s.ok() && observer_) {
@@ -386,13 +455,41 @@ Result<v1::IngestReply> IngestSession::FinishCommit(const Status& copies) {
   return reply;
 }
 
+Result<v1::IngestPart> IngestSession::FinishPart(const Status& copies) {
+  if (!part_ || committed_ || aborted_) return Status::FailedPrecondition("the ingest is no longer open");
+  if (!copies.ok()) {
+    Abort(copies.ToString());
+    return copies;
+  }
+  v1::IngestPart out;
+  out.set_ingest_id(part_->ingest_id);
+  out.set_dataset(name_);
+  out.set_version(version_);
+  out.set_writer(part_->writer);
+  for (const auto& shard : shards_) out.add_shard_records(shard.SerializeAsString());
+  out.set_samples(samples_);
+  out.set_payload_bytes(payload_bytes_);
+  out.set_file_bytes(file_bytes_);
+  out.set_duplicates(duplicates_);
+  CopyCounts(label_counts_, out.mutable_label_counts());
+  for (const auto& key : part_strata_) out.add_strata(key);
+  out.set_stratum_ordinals(std::move(ordinals_));
+  committed_ = true;
+  metrics_->active_ingests.Decrement();
+  spdlog::info("ingest {}@{}: writer {} committed {} samples, {} payload bytes, {} shards", name_, version_,
+               part_->writer, samples_, payload_bytes_, shards_.size());
+  return out;
+}
+
 void IngestSession::Abort(const std::string& why) {
   if (committed_ || aborted_) return;
   aborted_ = true;
   writer_.reset();  // removes its temporary file
   index_.reset();   // and the stratum index's
   Status files = dir_->RemoveVersion(name_, version_);
-  Status meta = catalog_->AbortVersion(name_, version_);
+  // A part's version is the home's to abort, for every writer.
+  Status meta = part_ ? Status::OK() : catalog_->AbortVersion(name_, version_);
+  if (part_ && part_->on_abort) part_->on_abort(why);
   if (observer_) observer_->AfterAbort();
   metrics_->active_ingests.Decrement();
   metrics_->ingests_aborted.Increment();

@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "server/ingest/stratum_key.h"
 #include "server/storage/catalog.h"
 #include "server/storage/data_dir.h"
+#include "server/storage/path_guard.h"
 #include "server/storage/shard_format.h"
 #include "strata/v1/cluster.pb.h"
 #include "strata/v1/data.pb.h"
@@ -59,6 +61,31 @@ struct IngestLimits {
   size_t max_fields = 64;
 };
 
+// One writer's part of a version that several write (docs/design.md, "Ingest
+// with several writers"). A part session writes and copies its shards like any
+// other, with seqs from seq_base and ids counted from 0, but leaves the
+// catalog alone: the dataset's home records and seals the whole version once
+// every writer has committed (server/cluster/multi_ingest.h).
+struct IngestPartOptions {
+  std::string ingest_id;
+  uint32_t writer = 0;
+  uint32_t writers = 1;
+  // Called once if the part is aborted (with why), so that the home aborts the
+  // version for every writer. It must not block.
+  std::function<void(const std::string&)> on_abort;
+};
+
+inline constexpr uint32_t kMaxIngestWriters = 1024;
+inline constexpr uint64_t kMaxPartSamples = 32ull << 20;  // its ordinals (4 bytes each) in one message
+// Shard seqs of a part: the seqs a version may have, shared out evenly,
+// writer w taking [w * span, (w + 1) * span) (976 shards each for 1024 writers).
+inline uint32_t PartSeqSpan(uint32_t writers) { return (kMaxShardSeq + 1) / writers; }
+
+// The VersionRecord an ingest creates its version with (VERSION_INGESTING):
+// the options the version keeps. InvalidArgument for options no version can have.
+Result<v1::VersionRecord> NewVersionRecord(const v1::IngestOptions& options, const IngestLimits& limits,
+                                           const std::string& coordinator);
+
 class IngestSession {
  public:
   // Validates the options and creates the version. The collaborators must
@@ -69,6 +96,13 @@ class IngestSession {
                                                      const DataDir* dir, Metrics* metrics, const IngestLimits& limits,
                                                      std::unique_ptr<IngestObserver> observer = nullptr,
                                                      const std::string& coordinator = "");
+  // A part of a multi-writer version: `options.dataset` is "name@N", a
+  // version the home has created; this node's catalog is not touched.
+  static Result<std::unique_ptr<IngestSession>> OpenPart(const v1::IngestOptions& options, Catalog* catalog,
+                                                         const DataDir* dir, Metrics* metrics,
+                                                         const IngestLimits& limits,
+                                                         std::unique_ptr<IngestObserver> observer,
+                                                         IngestPartOptions part);
   ~IngestSession();  // aborts unless committed
   IngestSession(const IngestSession&) = delete;
   IngestSession& operator=(const IngestSession&) = delete;
@@ -92,6 +126,10 @@ class IngestSession {
   // which seals (or aborts) and returns what Commit returns.
   void BeginCommit(uint64_t expected_samples, std::function<void(Status)> copies_done);
   Result<v1::IngestReply> FinishCommit(const Status& copies);
+  // For a part session, in place of FinishCommit: the part to send the home.
+  // The session counts as committed after it (the home now decides).
+  Result<v1::IngestPart> FinishPart(const Status& copies);
+  bool is_part() const { return part_.has_value(); }
 
   // Removes what was written and marks the version aborted. Idempotent.
   void Abort(const std::string& why);
@@ -145,6 +183,12 @@ class IngestSession {
   std::vector<DuplicateExample> examples_;  // at most a few groups
   bool committed_ = false;
   bool aborted_ = false;
+  // Part sessions: the part, and each sample's stratum as an index into
+  // part_strata_ (first-seen order), which the home turns into the index.
+  std::optional<IngestPartOptions> part_;
+  std::vector<std::string> part_strata_;
+  std::unordered_map<std::string, uint32_t> ordinal_of_;
+  std::string ordinals_;  // u32 little-endian per sample
 };
 
 }  // namespace strata

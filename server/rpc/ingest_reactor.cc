@@ -39,6 +39,14 @@ void IngestReactor::OnReadDone(bool ok) {
 }
 
 void IngestReactor::Process() {
+  if (request_.body_case() == v1::IngestRequest::kOpen && !session_ && !request_.open().ingest_id().empty()) {
+    OpenPart(request_.open());
+    return;  // continues when the home answers
+  }
+  if (request_.body_case() == v1::IngestRequest::kCommit && session_ && session_->is_part()) {
+    CommitPart(request_.commit().expected_samples());
+    return;
+  }
   if (request_.body_case() == v1::IngestRequest::kCommit && session_) {
     // No thread waits for the copies the write policy needs: the session
     // calls back when they are confirmed (on a replicator thread, or at once
@@ -91,10 +99,7 @@ Status IngestReactor::Handle(const v1::IngestRequest& request) {
       auto session = calls_->coordinator->Start(request.open());
       if (!session.ok()) return session.status();
       session_ = std::move(session).value();
-      if (!LegacyIngestForTests()) {
-        context_->AddInitialMetadata(kIngestAcceptedKey, "1");
-        StartSendInitialMetadata();  // the client waits for this before it sends samples
-      }
+      Accept();
       return Status::OK();
     }
     case v1::IngestRequest::kSamples: {
@@ -108,6 +113,57 @@ Status IngestReactor::Handle(const v1::IngestRequest& request) {
     case v1::IngestRequest::BODY_NOT_SET: break;
   }
   return Status::InvalidArgument("an ingest message must hold open, samples or commit");
+}
+
+void IngestReactor::Accept() {
+  if (LegacyIngestForTests()) return;
+  context_->AddInitialMetadata(kIngestAcceptedKey, "1");
+  StartSendInitialMetadata();  // the client waits for this before it sends samples
+}
+
+void IngestReactor::OpenPart(const v1::IngestOptions& options) {
+  if (calls_->draining->load()) return Refuse(Status::Unavailable("stratad is shutting down; retry on another node"));
+  if (Status valid = ValidateIngestOptions(options); !valid.ok()) return Refuse(valid);
+  part_options_ = options;
+  calls_->coordinator->StartPart(options, [this](Result<std::unique_ptr<IngestSession>> session) {
+    auto shared = std::make_shared<Result<std::unique_ptr<IngestSession>>>(std::move(session));
+    boost::asio::post(calls_->executor, [this, shared] {
+      if (!shared->ok()) return Refuse(shared->status());
+      session_ = std::move(*shared).value();
+      Accept();
+      StartRead(&request_);
+    });
+  });
+}
+
+void IngestReactor::CommitPart(uint64_t expected_samples) {
+  // As a whole version's commit, without a waiting thread: the copies, then
+  // the part goes to the home, whose answer finishes the call.
+  session_->BeginCommit(expected_samples, [this](Status copies) {
+    boost::asio::post(calls_->executor, [this, copies = std::move(copies)] {
+      auto part = session_->FinishPart(copies);
+      if (!part.ok()) return Refuse(part.status());
+      const std::string name = part->dataset();
+      calls_->coordinator->CommitPart(std::move(part).value(), [this, name](Result<v1::CommitPartReply> reply) {
+        auto shared = std::make_shared<Result<v1::CommitPartReply>>(std::move(reply));
+        boost::asio::post(calls_->executor, [this, shared, name] {
+          if (!shared->ok()) {
+            // Whatever the home made of it, the version must not seal without
+            // this part: abort it there (a no-op if it has sealed it).
+            calls_->coordinator->AbortAtHome(name, part_options_.ingest_id(), shared->status().ToString());
+            return Refuse(shared->status());
+          }
+          *reply_->mutable_dataset() = (*shared)->dataset();
+          reply_->set_writers_committed((*shared)->writers_committed());
+          reply_->set_writers(part_options_.writers());
+          committed_ = true;
+          session_.reset();
+          ReleaseFreeHeap();
+          Finish(grpc::Status::OK);
+        });
+      });
+    });
+  });
 }
 
 void IngestReactor::OnDone() {

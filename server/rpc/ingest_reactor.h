@@ -57,6 +57,12 @@ class IngestReactor final : public HandOffVisible<grpc::ServerReadReactor<v1::In
   Status Handle(const v1::IngestRequest& request);
   // Counts and logs the refusal, aborts the session, finishes the call.
   void Refuse(const Status& s);
+  // Several writers: opens this writer's part once the home has answered,
+  // and commits it at the home.
+  void OpenPart(const v1::IngestOptions& options);
+  void CommitPart(uint64_t expected_samples);
+  // Sends the initial metadata that tells the client this node took the ingest.
+  void Accept();
 
   const IngestCalls* const calls_;
   v1::IngestReply* const reply_;
@@ -65,6 +71,7 @@ class IngestReactor final : public HandOffVisible<grpc::ServerReadReactor<v1::In
   v1::IngestRequest request_;
   std::unique_ptr<IngestSession> session_;
   bool committed_ = false;
+  v1::IngestOptions part_options_;  // a part's, as the client opened it
 };
 
 }  // namespace strata

@@ -98,10 +98,11 @@ class PutFileReactor final : public HandOffVisible<grpc::ServerReadReactor<v1::F
       return;
     }
     d_->files->Add(file_);
-    if (d_->versions->DropIfDeleted(file_)) {
+    if (d_->versions->DropIfDead(file_)) {
       Finish(grpc::Status(
           grpc::StatusCode::FAILED_PRECONDITION,
-          "dataset version " + file_.dataset().substr(0, 64) + "@" + std::to_string(file_.version()) + " was deleted"));
+          "dataset version " + file_.dataset().substr(0, 64) + "@" + std::to_string(file_.version()) +
+              " was deleted or aborted"));
       return;
     }
     reply_->set_already_present(committed.value());
@@ -263,6 +264,38 @@ grpc::ServerUnaryReactor* PeerServiceImpl::ListLocalFiles(grpc::CallbackServerCo
     *reply->add_files()->mutable_file() = std::move(f);
   }
   return Done(context, Status::OK());
+}
+
+grpc::ServerUnaryReactor* PeerServiceImpl::JoinIngest(grpc::CallbackServerContext* context,
+                                                      const v1::JoinIngestRequest* request,
+                                                      v1::JoinIngestReply* reply) {
+  if (d_.multi == nullptr) return Done(context, Status::Unimplemented("no ingests with several writers here"));
+  if (Status valid = ValidateIngestOptions(request->options()); !valid.ok()) return Done(context, valid);
+  return OnExecutor(context, d_.executor, [d = &d_, request, reply]() -> Status {
+    auto joined = d->multi->Join(request->options());
+    if (!joined.ok()) return joined.status();
+    *reply = std::move(joined).value();
+    return Status::OK();
+  });
+}
+
+grpc::ServerUnaryReactor* PeerServiceImpl::CommitPart(grpc::CallbackServerContext* context,
+                                                      const v1::IngestPart* request, v1::CommitPartReply* reply) {
+  if (d_.multi == nullptr) return Done(context, Status::Unimplemented("no ingests with several writers here"));
+  return OnExecutor(context, d_.executor, [d = &d_, request, reply]() -> Status {
+    auto committed = d->multi->Commit(*request);  // checks every field of the part
+    if (!committed.ok()) return committed.status();
+    *reply = std::move(committed).value();
+    return Status::OK();
+  });
+}
+
+grpc::ServerUnaryReactor* PeerServiceImpl::AbortIngest(grpc::CallbackServerContext* context,
+                                                       const v1::AbortIngestRequest* request,
+                                                       v1::AbortIngestReply* /*reply*/) {
+  if (d_.multi == nullptr) return Done(context, Status::Unimplemented("no ingests with several writers here"));
+  return OnExecutor(context, d_.executor,
+                    [d = &d_, request] { return d->multi->Abort(request->ingest_id(), request->why()); });
 }
 
 }  // namespace strata

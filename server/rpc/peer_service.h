@@ -6,6 +6,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "server/cluster/cluster_view.h"
+#include "server/cluster/multi_ingest.h"
 #include "server/cluster/peer_records.h"
 #include "server/cluster/repairer.h"
 #include "server/cluster/version_sync.h"
@@ -33,6 +34,7 @@ class PeerServiceImpl final : public v1::PeerService::CallbackService {
     Repairer* repairer = nullptr;     // kicked when an imported version changes the catalog
     PeerClients* peers = nullptr;     // a PutVersion is confirmed with the version's coordinator
     const DiskSpace* disk = nullptr;  // Ping reports it; PutFile is refused below its low watermark
+    MultiIngests* multi = nullptr;    // ingests with several writers, where this node is the home
   };
   explicit PeerServiceImpl(Deps deps) : d_(std::move(deps)) {}
 
@@ -46,6 +48,12 @@ class PeerServiceImpl final : public v1::PeerService::CallbackService {
                                         v1::ReadRecordsReply* reply) override;
   grpc::ServerUnaryReactor* PutVersion(grpc::CallbackServerContext* context, const v1::PutVersionRequest* request,
                                        v1::PutVersionReply* reply) override;
+  grpc::ServerUnaryReactor* JoinIngest(grpc::CallbackServerContext* context, const v1::JoinIngestRequest* request,
+                                       v1::JoinIngestReply* reply) override;
+  grpc::ServerUnaryReactor* CommitPart(grpc::CallbackServerContext* context, const v1::IngestPart* request,
+                                       v1::CommitPartReply* reply) override;
+  grpc::ServerUnaryReactor* AbortIngest(grpc::CallbackServerContext* context, const v1::AbortIngestRequest* request,
+                                        v1::AbortIngestReply* reply) override;
   grpc::ServerUnaryReactor* ListVersions(grpc::CallbackServerContext* context, const v1::ListVersionsRequest* request,
                                          v1::ListVersionsReply* reply) override;
   grpc::ServerUnaryReactor* ListLocalFiles(grpc::CallbackServerContext* context,

@@ -172,13 +172,13 @@ Status BatchStream::BuildLocal(const StepClaim& claim, Scratch& scratch, Deferre
       if (!copies.empty() && copies[i]) {
         std::shared_ptr<std::string>& copy = copies[i];
         s = copy->empty() ? shard.ReadCopy(r.record, copy.get(), &view) : shard.ParseRaw(r.record, *copy, &view);
-        if (s.ok()) builder.Add(r.slot, view, std::move(copy));  // the buffer owns the bytes
+        if (s.ok()) builder.Add(r.slot, r.id, view, std::move(copy));  // the buffer owns the bytes
       } else if (shard.compressed()) {
         // Decompressed here, on the server (docs/design.md, "Compression"):
         // the part refers to the decompressed block until it is sent.
         std::shared_ptr<const std::string> block;
         s = shard.ReadBlockRecord(r.record, &block, &view);
-        if (s.ok()) builder.Add(r.slot, view, std::move(block));
+        if (s.ok()) builder.Add(r.slot, r.id, view, std::move(block));
       } else {
         s = shard.Read(r.record, &view);
         // The mapping stays while the part lives; with a cache, so do the step's pins.
@@ -189,7 +189,7 @@ Status BatchStream::BuildLocal(const StepClaim& claim, Scratch& scratch, Deferre
                                      BlockCache::Dense(view.payload.size(), server_.blocks->options().block_bytes) ||
                                      !InBlocks(shard, r.record, sparse);
           builder.Add(
-              r.slot, view,
+              r.slot, r.id, view,
               step_owner ? std::shared_ptr<const void>(step_owner) : std::shared_ptr<const void>(reader.value()),
               may_reference);
         }
@@ -251,10 +251,13 @@ Status BatchStream::FinishDeferred(DeferredStep& d, std::vector<WirePart>* parts
                               std::to_string(r.raw->size()) + " records for " + std::to_string(r.wanted.size()))
           .WithContext(where);
     }
+    const v1::ShardInfo& info = version_->shard(r.shard).info();
     for (size_t i = 0; i < r.wanted.size(); ++i) {
-      const uint64_t id = version_->shard(r.shard).info().first_id() + r.wanted[i].second;
-      STRATA_RETURN_IF_ERROR(ParseRecord((*r.raw)[i], id, &view).WithContext(where + ", record from a peer"));
-      d.builder->Add(r.wanted[i].first, view, r.raw);
+      const uint64_t id = info.first_id() + r.wanted[i].second;
+      // The record carries the id its file counts (ShardInfo.id_offset).
+      STRATA_RETURN_IF_ERROR(
+          ParseRecord((*r.raw)[i], id - info.id_offset(), &view).WithContext(where + ", record from a peer"));
+      d.builder->Add(r.wanted[i].first, id, view, r.raw);
     }
     if (metrics_) metrics_->proxied_records.Increment(static_cast<double>(r.wanted.size()));
   }

@@ -9,14 +9,15 @@ PartBuilder::PartBuilder(const v1::Batch& header, uint64_t max_part_bytes, std::
   Start();
 }
 
-void PartBuilder::Add(uint32_t slot, const RecordView& view, std::shared_ptr<const void> owner, bool may_reference) {
+void PartBuilder::Add(uint32_t slot, uint64_t id, const RecordView& view, std::shared_ptr<const void> owner,
+                      bool may_reference) {
   if (message().ids_size() > 0 && part_.payload_bytes() + view.payload.size() > max_part_bytes_) {
     out_->push_back(std::move(part_));
     Start();
   }
   v1::Batch& m = message();
   m.add_slots(slot);
-  m.add_ids(view.id);
+  m.add_ids(id);
   m.add_labels(view.label.data(), view.label.size());
   m.add_strata(view.stratum.data(), view.stratum.size());
   m.add_sizes(view.payload.size());

@@ -30,9 +30,12 @@ class PartBuilder {
   // builder. Parts are appended to *out.
   PartBuilder(const v1::Batch& header, uint64_t max_part_bytes, std::vector<WirePart>* out);
 
-  // Appends one sample. `owner` keeps view.payload valid until the part has
-  // been written; without may_reference the payload is copied into the part.
-  void Add(uint32_t slot, const RecordView& view, std::shared_ptr<const void> owner, bool may_reference = true);
+  // Appends sample `id` (its dense id in the version, which its record may
+  // count otherwise: ShardInfo.id_offset). `owner` keeps view.payload valid
+  // until the part has been written; without may_reference the payload is
+  // copied into the part.
+  void Add(uint32_t slot, uint64_t id, const RecordView& view, std::shared_ptr<const void> owner,
+           bool may_reference = true);
   // Emits the last part, marked last_part.
   void Finish();
 

@@ -80,6 +80,15 @@ struct IngestOptions {
   // than the newest keep_versions are deleted as by Client::DeleteVersion.
   // 0 (default): keep every version.
   uint32_t keep_versions = 0;
+  // Several writers, one version: every writer sets the same ingest_id (1 to
+  // 128 of [A-Za-z0-9._-]) and writers (1 to 1024), and its own writer (0 <=
+  // writer < writers); `dataset` names the dataset only. Each writer may go
+  // to any node; the version is sealed once, when the last writer commits,
+  // with writer w's samples taking the ids after writer w-1's. Replicated
+  // versions only. Empty ingest_id (default): one writer.
+  std::string ingest_id;
+  uint32_t writers = 0;
+  uint32_t writer = 0;
 };
 
 // Lifecycle of a dataset version.
@@ -165,6 +174,10 @@ struct DuplicateGroup {
 struct IngestSummary {
   DatasetInfo dataset;
   std::vector<DuplicateGroup> duplicate_examples;
+  // Several writers: how many had committed when this one did. The version
+  // is sealed (dataset.state) once writers_committed == writers.
+  uint32_t writers_committed = 0;
+  uint32_t writers = 0;
 };
 
 }  // namespace strata

@@ -47,7 +47,7 @@ TEST(PartBuilderTest, PartsHoldAtMostTheLimitAndOnlyTheLastIsMarked) {
   auto bytes = std::make_shared<std::string>(40, 'x');
   std::vector<WirePart> parts;
   PartBuilder b(header, 100, &parts);
-  for (uint32_t slot = 0; slot < 5; ++slot) b.Add(slot, Sample(10 + slot, *bytes, {"jpg"}), bytes);
+  for (uint32_t slot = 0; slot < 5; ++slot) b.Add(slot, 10 + slot, Sample(10 + slot, *bytes, {"jpg"}), bytes);
   b.Finish();
   // 40 + 40 fit in 100, a third would not: parts of 2, 2 and 1 samples.
   ASSERT_EQ(parts.size(), 3u);
@@ -76,9 +76,9 @@ TEST(PartBuilderTest, ASampleOverTheLimitGoesAlone) {
   auto big = std::make_shared<std::string>(500, 'b');
   std::vector<WirePart> parts;
   PartBuilder b(header, 100, &parts);
-  b.Add(0, Sample(1, *small, {"a"}), small);
-  b.Add(1, Sample(2, *big, {"a"}), big);
-  b.Add(2, Sample(3, *small, {"a"}), small);
+  b.Add(0, 1, Sample(1, *small, {"a"}), small);
+  b.Add(1, 2, Sample(2, *big, {"a"}), big);
+  b.Add(2, 3, Sample(3, *small, {"a"}), small);
   b.Finish();
   ASSERT_EQ(parts.size(), 3u);
   EXPECT_EQ(Parse(parts[1]).payload(), *big);
@@ -90,11 +90,11 @@ TEST(PartBuilderTest, SamplesShareALayoutPerDistinctListOfFieldNames) {
   auto bytes = std::make_shared<std::string>("payload");
   std::vector<WirePart> parts;
   PartBuilder b(header, 1 << 20, &parts);
-  b.Add(0, Sample(1, *bytes, {"jpg", "cls"}), bytes);
-  b.Add(1, Sample(2, *bytes, {"png"}), bytes);
-  b.Add(2, Sample(3, *bytes, {"jpg", "cls"}), bytes);
+  b.Add(0, 1, Sample(1, *bytes, {"jpg", "cls"}), bytes);
+  b.Add(1, 2, Sample(2, *bytes, {"png"}), bytes);
+  b.Add(2, 3, Sample(3, *bytes, {"jpg", "cls"}), bytes);
   // Same names joined differently must not collide with {"jpg", "cls"}.
-  b.Add(3, Sample(4, *bytes, {"jpgcls"}), bytes);
+  b.Add(3, 4, Sample(4, *bytes, {"jpgcls"}), bytes);
   b.Finish();
   ASSERT_EQ(parts.size(), 1u);
   const v1::Batch m = Parse(parts[0]);

@@ -1,0 +1,98 @@
+// MultiIngests: the dataset home's side of an ingest with several writers
+// (docs/design.md, "Ingest with several writers").
+//
+// Each writer sends its samples to a node of its own, which cuts, writes and
+// copies its part's shards like any ingest (IngestSession::OpenPart) and
+// leaves the catalog alone. The home keeps one entry per ingest id:
+//   Join    the first writer's node creates the version (numbered as any,
+//           VERSION_INGESTING here only); every later one gets the same
+//           version and must bring the same options and writer count;
+//   Commit  a writer's part arrives once its copies meet the write policy;
+//           when the last of them arrives, the home gives writer w's ids the
+//           range after writer w-1's (dense ids, in writer order), records
+//           every shard, builds the stratum index from the parts' strata,
+//           seals the version once and broadcasts it;
+//   Abort   any writer that fails aborts the version for all of them: the
+//           aborted record is broadcast and every node drops its files.
+// Entries live in memory: a home that restarts mid-ingest forgets them, the
+// version stays unsealed (its files are dropped as an aborted ingest's), and
+// the writers' commits are refused with FailedPrecondition.
+//
+// Every part comes from the network: it is checked (its writer, seqs, ids,
+// sample counts and strata) before anything of it is kept, and its shard
+// paths are the home's own, never the sender's.
+//
+// Thread-safety: safe for concurrent use. Commit and Abort write RocksDB and
+// broadcast (blocking calls): run them on the peer pool.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/mutex.h"
+#include "common/status.h"
+#include "server/base/metrics.h"
+#include "server/cluster/cluster_view.h"
+#include "server/cluster/version_numbers.h"
+#include "server/cluster/version_sync.h"
+#include "server/ingest/ingest_session.h"
+#include "server/storage/catalog.h"
+#include "server/storage/data_dir.h"
+#include "strata/v1/cluster.pb.h"
+
+namespace strata {
+
+class IngestCoordinator;
+
+class MultiIngests {
+ public:
+  struct Deps {
+    const ClusterView* view = nullptr;
+    Catalog* catalog = nullptr;
+    const DataDir* dir = nullptr;
+    const VersionSync* versions = nullptr;
+    Metrics* metrics = nullptr;
+    const VersionNumbers* numbers = nullptr;  // nullptr: the catalog's next number
+    const IngestCoordinator* coordinator = nullptr;  // the observer that copies the index and broadcasts
+  };
+  // Every pointer must outlive this object.
+  MultiIngests(Deps deps, IngestLimits limits);
+
+  // A writer joins: the version, created by the first. FailedPrecondition
+  // when this node is not the dataset's home or the ingest was aborted;
+  // InvalidArgument for options that differ from the first writer's, a
+  // writer out of range, or erasure coding (one writer only).
+  Result<v1::JoinIngestReply> Join(const v1::IngestOptions& options);
+  // A writer's committed part; seals the version when it is the last.
+  // InvalidArgument (and the version aborted) for a part that does not add up.
+  Result<v1::CommitPartReply> Commit(const v1::IngestPart& part);
+  // Aborts the ingest for every writer. OK if it is unknown or already over.
+  Status Abort(const std::string& ingest_id, const std::string& why);
+
+ private:
+  struct Entry {
+    std::string name;
+    uint64_t version = 0;
+    v1::IngestOptions options;  // as resolved by the first writer's join
+    std::vector<bool> joined;
+    std::map<uint32_t, v1::IngestPart> parts;  // committed, by writer
+    std::vector<std::vector<v1::ShardRecord>> shards;  // checked, by writer (part-local ids)
+    bool sealed = false;
+    std::string aborted;  // why, once aborted
+  };
+
+  // The part's shards, checked against `entry`: seqs in the writer's range
+  // and ascending, ids from 0 and contiguous, counts that add up.
+  Result<std::vector<v1::ShardRecord>> CheckPart(const Entry& entry, const v1::IngestPart& part) const;
+  Result<v1::DatasetInfo> Seal(Entry* entry) REQUIRES(mu_);
+  Status AbortLocked(Entry* entry, const std::string& why) REQUIRES(mu_);
+
+  const Deps d_;
+  const IngestLimits limits_;
+  Mutex mu_;
+  std::map<std::string, Entry> entries_ GUARDED_BY(mu_);
+};
+
+}  // namespace strata

@@ -1,0 +1,294 @@
+// Ingest with several writers (issue 22, item 4): writers on different nodes
+// write one version at once; it is sealed once, after the last commit, with
+// dense ids in writer order; any writer that fails aborts it for all.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "tests/integration/cluster_fixture.h"
+#include "tests/integration/local_cluster.h"
+#include "tests/support/process.h"
+#include "tests/support/temp_dir.h"
+
+namespace strata::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Writer w's sample j: its own payload and label, so that a sample's id says
+// which writer sent it and where.
+std::string PartPayload(uint32_t w, uint64_t j) { return "w" + std::to_string(w) + "-" + SyntheticPayload(j); }
+std::string PartLabel(uint32_t w, uint64_t j) { return "label" + std::to_string((w + j) % 4); }
+
+IngestOptions PartOptions(const std::string& id, uint32_t writers, uint32_t writer) {
+  IngestOptions o;
+  o.dataset = "parts";
+  o.ingest_id = id;
+  o.writers = writers;
+  o.writer = writer;
+  o.replication = 2;
+  o.shard_target_bytes = 8 << 10;  // several shards per writer
+  return o;
+}
+
+Status WriteSamples(IngestWriter& writer, uint32_t w, uint64_t n) {
+  for (uint64_t j = 0; j < n; ++j) {
+    Sample s;
+    s.key = "w" + std::to_string(w) + "-" + std::to_string(j);
+    s.label = PartLabel(w, j);
+    s.fields.push_back({"bin", PartPayload(w, j)});
+    STRATA_RETURN_IF_ERROR(writer.Write(s));
+  }
+  return Status::OK();
+}
+
+TEST(MultiWriterTest, FourWritersOnThreeNodesSealOneVersionWithDenseIdsInWriterOrder) {
+  LocalCluster cluster({});
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
+  auto client = cluster.Connect(0, 30000);
+  ASSERT_NE(client, nullptr);
+  const std::vector<uint64_t> counts = {300, 500, 200, 400};  // writer w's samples
+  const uint32_t writers = static_cast<uint32_t>(counts.size());
+
+  // Every writer writes its samples, at once; they commit in the order 2, 0, 3, 1.
+  std::vector<std::unique_ptr<IngestWriter>> open(writers);
+  for (uint32_t w = 0; w < writers; ++w) {
+    auto started = client->StartIngest(PartOptions("four", writers, w));
+    ASSERT_TRUE(started.ok()) << started.status().ToString();
+    open[w] = std::move(started).value();
+  }
+  std::vector<std::thread> threads;
+  std::vector<Status> written(writers);
+  for (uint32_t w = 0; w < writers; ++w) {
+    threads.emplace_back([&, w] { written[w] = WriteSamples(*open[w], w, counts[w]); });
+  }
+  for (auto& t : threads) t.join();
+  for (uint32_t w = 0; w < writers; ++w) ASSERT_TRUE(written[w].ok()) << written[w].ToString();
+
+  const std::vector<uint32_t> order = {2, 0, 3, 1};
+  IngestSummary sealed;
+  for (size_t k = 0; k < order.size(); ++k) {
+    auto committed = open[order[k]]->Commit();
+    ASSERT_TRUE(committed.ok()) << "writer " << order[k] << ": " << committed.status().ToString();
+    EXPECT_EQ(committed->writers, writers);
+    EXPECT_EQ(committed->writers_committed, k + 1);
+    if (k + 1 < order.size()) {
+      EXPECT_EQ(committed->dataset.state, VersionState::kIngesting) << "sealed before the last writer";
+      EXPECT_FALSE(client->Describe("parts").ok()) << "a version is served before its last writer commits";
+    } else {
+      sealed = committed.value();
+    }
+  }
+  uint64_t total = 0;
+  std::vector<uint64_t> base;
+  for (uint64_t n : counts) {
+    base.push_back(total);
+    total += n;
+  }
+  ASSERT_EQ(sealed.dataset.state, VersionState::kSealed);
+  EXPECT_EQ(sealed.dataset.samples, total);
+  uint64_t labelled = 0;
+  for (const auto& c : sealed.dataset.label_counts) labelled += c.count;
+  EXPECT_EQ(labelled, total);
+
+  // Every node learns the one sealed version; the shards came from every writer.
+  for (int i = 0; i < 3; ++i) {
+    auto node = Client::Connect(cluster.Address(i));
+    ASSERT_TRUE(node.ok());
+    ASSERT_TRUE(Eventually([&] { return node.value()->Describe("parts").ok(); }, 20s)) << cluster.Id(i);
+    auto list = node.value()->ListDatasets();
+    ASSERT_TRUE(list.ok());
+    int versions = 0;
+    for (const auto& d : list.value()) versions += d.name == "parts";
+    EXPECT_EQ(versions, 1) << cluster.Id(i);
+  }
+  auto described = client->Describe("parts");
+  ASSERT_TRUE(described.ok());
+  uint64_t next_id = 0;
+  for (const auto& shard : described->shards) {
+    EXPECT_EQ(shard.first_id, next_id) << "shard " << shard.seq;
+    next_id += shard.samples;
+  }
+  EXPECT_EQ(next_id, total);
+
+  // Dense ids in writer order: id base[w] + j is writer w's sample j. Both
+  // samplers (the stratified one reads the stratum index the home built from
+  // the parts), two ranks: every id exactly once, with its writer's bytes.
+  for (const SamplerSpec::Kind kind : {SamplerSpec::Kind::kShuffle, SamplerSpec::Kind::kStratified}) {
+    std::map<uint64_t, int> seen;
+    for (uint32_t rank = 0; rank < 2; ++rank) {
+      StreamOptions o;
+      o.dataset = "parts";
+      o.batch_size = 50;
+      o.world = 2;
+      o.rank = rank;
+      o.sampler.kind = kind;
+      const RankRun run = StreamAll(*client, o);
+      ASSERT_EQ(run.end.code(), Code::kOutOfRange) << run.end.ToString();
+      for (const Batch& b : run.batches) {
+        for (size_t i = 0; i < b.size(); ++i) {
+          const uint64_t id = b.ids()[i];
+          ++seen[id];
+          uint32_t w = writers - 1;
+          while (id < base[w]) --w;
+          EXPECT_EQ(b.sample(i), PartPayload(w, id - base[w])) << "id " << id;
+          EXPECT_EQ(b.labels()[i], PartLabel(w, id - base[w])) << "id " << id;
+        }
+      }
+    }
+    EXPECT_EQ(seen.size(), total);
+    for (const auto& [id, n] : seen) ASSERT_EQ(n, 1) << "id " << id;
+  }
+}
+
+TEST(MultiWriterTest, AWriterThatFailsAbortsTheVersionForEveryWriter) {
+  LocalCluster cluster({});
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
+  auto client = cluster.Connect(0, 30000);
+  ASSERT_NE(client, nullptr);
+  std::vector<std::unique_ptr<IngestWriter>> open(3);
+  for (uint32_t w = 0; w < 3; ++w) {
+    auto started = client->StartIngest(PartOptions("fails", 3, w));
+    ASSERT_TRUE(started.ok()) << started.status().ToString();
+    open[w] = std::move(started).value();
+    ASSERT_TRUE(WriteSamples(*open[w], w, 200).ok());
+  }
+  auto first = open[0]->Commit();
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->writers_committed, 1u);
+  open[1]->Abort();  // writer 1 gives up: the stream ends without a commit
+  auto last = open[2]->Commit();
+  ASSERT_FALSE(last.ok()) << "a version sealed without writer 1";
+  // The home refuses the part of an aborted ingest; or, sooner, the holders
+  // of writer 2's last copies have already dropped the aborted version.
+  EXPECT_TRUE(last.status().code() == Code::kFailedPrecondition || last.status().code() == Code::kUnavailable)
+      << last.status().ToString();
+
+  // No node serves it, and every node drops what the writers wrote.
+  EXPECT_EQ(client->Describe("parts").status().code(), Code::kNotFound);
+  auto files_left = [&] {
+    size_t n = 0;
+    for (int i = 0; i < 3; ++i) {
+      std::error_code ec;
+      for (auto it = std::filesystem::recursive_directory_iterator(cluster.DataDir(i) + "/shards/parts", ec);
+           !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+        n += it->is_regular_file();
+      }
+    }
+    return n;
+  };
+  EXPECT_TRUE(Eventually([&] { return files_left() == 0; }, 20s)) << files_left() << " files left";
+
+  // A later ingest with the same id is refused; with a new id it works.
+  auto again = client->StartIngest(PartOptions("fails", 3, 1));
+  EXPECT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), Code::kFailedPrecondition) << again.status().ToString();
+  std::vector<std::unique_ptr<IngestWriter>> retry(2);
+  for (uint32_t w = 0; w < 2; ++w) {
+    auto started = client->StartIngest(PartOptions("retry", 2, w));
+    ASSERT_TRUE(started.ok()) << started.status().ToString();
+    retry[w] = std::move(started).value();
+    ASSERT_TRUE(WriteSamples(*retry[w], w, 100).ok());
+  }
+  ASSERT_TRUE(retry[0]->Commit().ok());
+  auto sealed = retry[1]->Commit();
+  ASSERT_TRUE(sealed.ok()) << sealed.status().ToString();
+  EXPECT_EQ(sealed->dataset.state, VersionState::kSealed);
+  EXPECT_EQ(sealed->dataset.samples, 200u);
+}
+
+TEST(MultiWriterTest, WritersMustAgreeAndEachJoinsOnce) {
+  LocalCluster cluster({});
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
+  auto client = cluster.Connect(0, 30000);
+  ASSERT_NE(client, nullptr);
+  auto first = client->StartIngest(PartOptions("agree", 2, 0));
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_TRUE(WriteSamples(*first.value(), 0, 10).ok());
+
+  IngestOptions other = PartOptions("agree", 2, 1);
+  other.replication = 3;
+  auto refused = client->StartIngest(other);
+  EXPECT_EQ(refused.status().code(), Code::kInvalidArgument) << refused.status().ToString();
+  auto twice = client->StartIngest(PartOptions("agree", 2, 0));
+  EXPECT_EQ(twice.status().code(), Code::kAlreadyExists) << twice.status().ToString();
+  IngestOptions out_of_range = PartOptions("agree", 2, 2);
+  EXPECT_EQ(client->StartIngest(out_of_range).status().code(), Code::kInvalidArgument);
+  IngestOptions bad_id = PartOptions("no spaces", 2, 1);
+  EXPECT_EQ(client->StartIngest(bad_id).status().code(), Code::kInvalidArgument);
+  IngestOptions ec = PartOptions("ec", 2, 0);
+  ec.replication = 0;
+  ec.ec_data = 1;
+  ec.ec_parity = 1;
+  EXPECT_EQ(client->StartIngest(ec).status().code(), Code::kInvalidArgument);
+  first.value()->Abort();
+}
+
+// Every sample of `dataset` as (label, payload), in no particular order.
+std::multiset<std::pair<std::string, std::string>> Samples(Client& client, const std::string& dataset) {
+  std::multiset<std::pair<std::string, std::string>> out;
+  StreamOptions o;
+  o.dataset = dataset;
+  o.batch_size = 64;
+  const RankRun run = StreamAll(client, o);
+  EXPECT_EQ(run.end.code(), Code::kOutOfRange) << run.end.ToString();
+  for (const Batch& b : run.batches) {
+    for (size_t i = 0; i < b.size(); ++i) out.emplace(b.labels()[i], std::string(b.sample(i)));
+  }
+  return out;
+}
+
+TEST(MultiWriterTest, TheCliRunsAllWritersOrOneOfThem) {
+  LocalCluster cluster({});
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
+  auto client = cluster.Connect(0, 30000);
+  ASSERT_NE(client, nullptr);
+  TempDir dir;
+  const std::string tars = dir.Join("tars");
+  CommandResult gen = RunCommand({STRATA_MAKE_DATASET_BINARY, "--out", tars, "--format", "tar", "--samples", "400",
+                                  "--size", "300", "--samples-per-tar", "100"});
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  std::vector<std::string> files;
+  for (int i = 0; i < 4; ++i) files.push_back(tars + "/shard-00000" + std::to_string(i) + ".tar");
+  auto cli = [&](std::vector<std::string> args, const std::vector<std::string>& sources) {
+    std::vector<std::string> argv = {StrataCliBinary(), "ingest", "--server", cluster.Address(0), "-q"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), sources.begin(), sources.end());
+    return RunCommand(argv);
+  };
+
+  CommandResult one = cli({"--dataset", "single"}, files);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  // This process runs all three writers, the four tars dealt out among them.
+  CommandResult three = cli({"--dataset", "three", "--writers", "3"}, files);
+  ASSERT_EQ(three.exit_code, 0) << three.out << three.err;
+  EXPECT_NE(three.out.find("ingested three@1: 400 samples"), std::string::npos) << three.out;
+  // Two processes, as on two machines: one writer each.
+  CommandResult first = cli({"--dataset", "two", "--writers", "2", "--ingest-id", "cli-two", "--writer", "0"},
+                            {files[0], files[1]});
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  EXPECT_NE(first.out.find("1 of 2 writers"), std::string::npos) << first.out;
+  CommandResult second = cli({"--dataset", "two", "--writers", "2", "--ingest-id", "cli-two", "--writer", "1"},
+                             {files[2], files[3]});
+  ASSERT_EQ(second.exit_code, 0) << second.out << second.err;
+  EXPECT_NE(second.out.find("ingested two@1: 400 samples"), std::string::npos) << second.out;
+
+  const auto expected = Samples(*client, "single");
+  ASSERT_EQ(expected.size(), 400u);
+  EXPECT_EQ(Samples(*client, "three"), expected);
+  EXPECT_EQ(Samples(*client, "two"), expected);
+
+  CommandResult no_id = cli({"--dataset", "bad", "--writers", "2", "--writer", "1"}, files);
+  EXPECT_NE(no_id.exit_code, 0);
+  EXPECT_NE(no_id.err.find("--ingest-id"), std::string::npos) << no_id.err;
+  CommandResult too_few = cli({"--dataset", "bad", "--writers", "5"}, files);
+  EXPECT_NE(too_few.exit_code, 0);
+  EXPECT_NE(too_few.err.find("at least as many"), std::string::npos) << too_few.err;
+  EXPECT_EQ(client->Describe("bad").status().code(), Code::kNotFound);
+}
+
+}  // namespace
+}  // namespace strata::testing
