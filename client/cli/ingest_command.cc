@@ -280,10 +280,12 @@ int RunIngest(const IngestArgs& args) {
   IngestOptions options = MakeOptions(args);
   const bool all_here = options.writers > 1 && args.writer < 0;
   if (all_here && sources.size() < options.writers) {
-    return PrintError(Status::InvalidArgument(
-        "--writers " + std::to_string(options.writers) + " deals the sources out among the writers and needs at "
-        "least as many; " + std::to_string(sources.size()) + " given (split the input, or run each writer with "
-        "--ingest-id and --writer)"));
+    return PrintError(Status::InvalidArgument("--writers " + std::to_string(options.writers) +
+                                              " deals the sources out among the writers and needs at "
+                                              "least as many; " +
+                                              std::to_string(sources.size()) +
+                                              " given (split the input, or run each writer with "
+                                              "--ingest-id and --writer)"));
   }
   if (all_here && options.ingest_id.empty()) options.ingest_id = NewIngestId();
   if (args.writer >= 0) options.writer = static_cast<uint32_t>(args.writer);
@@ -306,8 +308,8 @@ int RunIngest(const IngestArgs& args) {
   }
   if (reply->writers > 1 && reply->dataset.state != VersionState::kSealed) {
     std::cout << "writer " << options.writer << " of ingest " << options.ingest_id << " committed; "
-              << reply->writers_committed << " of " << reply->writers << " writers have: " << reply->dataset.name
-              << "@" << reply->dataset.version << " seals when the last one commits\n";
+              << reply->writers_committed << " of " << reply->writers << " writers have: " << reply->dataset.name << "@"
+              << reply->dataset.version << " seals when the last one commits\n";
     return 0;
   }
   PrintSummary(*reply, progress.elapsed_s());
@@ -401,8 +403,9 @@ Command AddIngestCommand(CLI::App& parent) {
       ->type_name("ID")
       ->needs(writers)
       ->check(StatusValidator([](const std::string& text) -> Status {
-        if (text.empty() || text.size() > 128 || text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop"
-                                                                         "qrstuvwxyz0123456789._-") != std::string::npos) {
+        if (text.empty() || text.size() > 128 ||
+            text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop"
+                                   "qrstuvwxyz0123456789._-") != std::string::npos) {
           return Status::InvalidArgument("an ingest id is 1 to 128 of A-Z a-z 0-9 . _ -");
         }
         return Status::OK();

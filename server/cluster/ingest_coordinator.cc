@@ -103,9 +103,9 @@ Result<v1::IngestOptions> ResolveIngestOptions(const v1::IngestOptions& options,
 std::unique_ptr<IngestReplication> IngestCoordinator::Observer(const v1::IngestOptions& o) const {
   std::set<std::string> full = d_.peer_disks != nullptr ? d_.peer_disks->Full() : std::set<std::string>{};
   full.erase(d_.view->self_id());  // a node writes its own copy; its low watermark is checked before
-  auto observer = std::make_unique<IngestReplication>(d_.files, d_.replicator, d_.versions, d_.view->Current(),
-                                                      o.replication(), o.write_policy(), o.write_quorum(),
-                                                      std::move(full));
+  auto observer =
+      std::make_unique<IngestReplication>(d_.files, d_.replicator, d_.versions, d_.view->Current(), o.replication(),
+                                          o.write_policy(), o.write_quorum(), std::move(full));
   if (o.ec_data() != 0) observer->SetErasureCode(d_.dir, o.ec_data(), o.ec_parity());
   observer->set_deleter(d_.deleter);
   return observer;
@@ -190,16 +190,15 @@ void IngestCoordinator::CommitPart(v1::IngestPart part, std::function<void(Resul
   call->context.set_deadline(std::chrono::system_clock::now() + kCommitTimeout);
   const std::string home_id = (*home)->id();
   HandOffToGrpc(call.get());
-  d_.peers->Peer(**home)->async()->CommitPart(&call->context, &call->request, &call->reply,
-                                              [call, done, home_id](grpc::Status s) {
-                                                TakeBackFromGrpc(call.get());
-                                                Status status = FromGrpcStatus(s);
-                                                if (!status.ok()) {
-                                                  return done(status.WithContext(
-                                                      "committing the part at its coordinator " + home_id));
-                                                }
-                                                done(std::move(call->reply));
-                                              });
+  d_.peers->Peer(**home)->async()->CommitPart(
+      &call->context, &call->request, &call->reply, [call, done, home_id](grpc::Status s) {
+        TakeBackFromGrpc(call.get());
+        Status status = FromGrpcStatus(s);
+        if (!status.ok()) {
+          return done(status.WithContext("committing the part at its coordinator " + home_id));
+        }
+        done(std::move(call->reply));
+      });
 }
 
 void IngestCoordinator::AbortAtHome(const std::string& name, const std::string& ingest_id,

@@ -79,8 +79,7 @@ class IngestCoordinator {
   // this node is the home), then opens this writer's part session. Any node
   // takes a writer. `done` runs once, on this thread or a gRPC thread, and
   // must not block.
-  void StartPart(const v1::IngestOptions& options,
-                 std::function<void(Result<std::unique_ptr<IngestSession>>)> done);
+  void StartPart(const v1::IngestOptions& options, std::function<void(Result<std::unique_ptr<IngestSession>>)> done);
   // Hands a committed part to the home; `done` gets the home's answer, as
   // StartPart's. A part the home refuses is aborted there, for every writer.
   void CommitPart(v1::IngestPart part, std::function<void(Result<v1::CommitPartReply>)> done);

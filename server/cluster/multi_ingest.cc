@@ -80,8 +80,8 @@ Result<v1::JoinIngestReply> MultiIngests::Join(const v1::IngestOptions& options)
     }
     auto initial = NewVersionRecord(resolved.value(), limits_, self);
     if (!initial.ok()) return initial.status();
-    auto created = d_.catalog->CreateVersion(
-        ref->name, number != 0 ? std::optional<uint64_t>(number) : std::nullopt, initial.value());
+    auto created = d_.catalog->CreateVersion(ref->name, number != 0 ? std::optional<uint64_t>(number) : std::nullopt,
+                                             initial.value());
     if (!created.ok()) return created.status();
     Entry entry;
     entry.name = ref->name;
@@ -125,8 +125,8 @@ Result<std::vector<v1::ShardRecord>> MultiIngests::CheckPart(const Entry& e, con
   if (part.samples() == 0) return Status::InvalidArgument(who + " has no samples");
   if (part.samples() > kMaxPartSamples) return Status::InvalidArgument(who + " has too many samples");
   if (part.stratum_ordinals().size() != 4 * part.samples()) {
-    return Status::InvalidArgument(who + " has " + std::to_string(part.stratum_ordinals().size() / 4) +
-                                   " strata for " + std::to_string(part.samples()) + " samples");
+    return Status::InvalidArgument(who + " has " + std::to_string(part.stratum_ordinals().size() / 4) + " strata for " +
+                                   std::to_string(part.samples()) + " samples");
   }
   if (part.strata_size() == 0 || static_cast<uint64_t>(part.strata_size()) > part.samples()) {
     return Status::InvalidArgument(who + " names an impossible number of strata");
@@ -181,8 +181,7 @@ Result<v1::CommitPartReply> MultiIngests::Commit(const v1::IngestPart& part) {
   if (e.sealed) return Status::FailedPrecondition("ingest " + it->first + " is already sealed");
   if (part.dataset() != e.name || part.version() != e.version || part.writer() >= e.joined.size() ||
       !e.joined[part.writer()]) {
-    return Status::InvalidArgument("the part names another version or a writer that did not join ingest " +
-                                   it->first);
+    return Status::InvalidArgument("the part names another version or a writer that did not join ingest " + it->first);
   }
   if (e.parts.count(part.writer()) != 0) {
     return Status::AlreadyExists("writer " + std::to_string(part.writer()) + " has already committed");

@@ -54,7 +54,7 @@ class MultiIngests {
     const DataDir* dir = nullptr;
     const VersionSync* versions = nullptr;
     Metrics* metrics = nullptr;
-    const VersionNumbers* numbers = nullptr;  // nullptr: the catalog's next number
+    const VersionNumbers* numbers = nullptr;         // nullptr: the catalog's next number
     const IngestCoordinator* coordinator = nullptr;  // the observer that copies the index and broadcasts
   };
   // Every pointer must outlive this object.
@@ -77,7 +77,7 @@ class MultiIngests {
     uint64_t version = 0;
     v1::IngestOptions options;  // as resolved by the first writer's join
     std::vector<bool> joined;
-    std::map<uint32_t, v1::IngestPart> parts;  // committed, by writer
+    std::map<uint32_t, v1::IngestPart> parts;          // committed, by writer
     std::vector<std::vector<v1::ShardRecord>> shards;  // checked, by writer (part-local ids)
     bool sealed = false;
     std::string aborted;  // why, once aborted

@@ -161,7 +161,7 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
       if (pulled.ok()) {
         d_.files->Add(file);
         if (d_.versions->DropIfDead(file)) break;  // deleted while it was copied
-        if (pulled.value() == 0) {                    // it was here all along: the inventory had missed it
+        if (pulled.value() == 0) {                 // it was here all along: the inventory had missed it
           copied = true;
           break;
         }

@@ -142,9 +142,9 @@ Result<std::unique_ptr<IngestSession>> IngestSession::Open(const v1::IngestOptio
   }
   metrics->active_ingests.Increment();
   spdlog::info("ingest {}@{}: started (shard target {} bytes)", ref.name, version, checked->target);
-  auto session = std::unique_ptr<IngestSession>(new IngestSession(ref.name, version, checked->target,
-                                                                  std::move(checked->keyer), catalog, dir, metrics,
-                                                                  limits, std::move(observer)));
+  auto session =
+      std::unique_ptr<IngestSession>(new IngestSession(ref.name, version, checked->target, std::move(checked->keyer),
+                                                       catalog, dir, metrics, limits, std::move(observer)));
   session->write_options_ = checked->write_options;
   return session;
 }

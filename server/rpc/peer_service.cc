@@ -99,10 +99,9 @@ class PutFileReactor final : public HandOffVisible<grpc::ServerReadReactor<v1::F
     }
     d_->files->Add(file_);
     if (d_->versions->DropIfDead(file_)) {
-      Finish(grpc::Status(
-          grpc::StatusCode::FAILED_PRECONDITION,
-          "dataset version " + file_.dataset().substr(0, 64) + "@" + std::to_string(file_.version()) +
-              " was deleted or aborted"));
+      Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "dataset version " + file_.dataset().substr(0, 64) +
+                                                                     "@" + std::to_string(file_.version()) +
+                                                                     " was deleted or aborted"));
       return;
     }
     reply_->set_already_present(committed.value());

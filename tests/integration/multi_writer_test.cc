@@ -267,12 +267,12 @@ TEST(MultiWriterTest, TheCliRunsAllWritersOrOneOfThem) {
   ASSERT_EQ(three.exit_code, 0) << three.out << three.err;
   EXPECT_NE(three.out.find("ingested three@1: 400 samples"), std::string::npos) << three.out;
   // Two processes, as on two machines: one writer each.
-  CommandResult first = cli({"--dataset", "two", "--writers", "2", "--ingest-id", "cli-two", "--writer", "0"},
-                            {files[0], files[1]});
+  CommandResult first =
+      cli({"--dataset", "two", "--writers", "2", "--ingest-id", "cli-two", "--writer", "0"}, {files[0], files[1]});
   ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
   EXPECT_NE(first.out.find("1 of 2 writers"), std::string::npos) << first.out;
-  CommandResult second = cli({"--dataset", "two", "--writers", "2", "--ingest-id", "cli-two", "--writer", "1"},
-                             {files[2], files[3]});
+  CommandResult second =
+      cli({"--dataset", "two", "--writers", "2", "--ingest-id", "cli-two", "--writer", "1"}, {files[2], files[3]});
   ASSERT_EQ(second.exit_code, 0) << second.out << second.err;
   EXPECT_NE(second.out.find("ingested two@1: 400 samples"), std::string::npos) << second.out;
 
