@@ -40,7 +40,7 @@ base=$((21000 + RANDOM % 10000))
 tars=$((writers * 3))
 echo "== data: $samples samples of $size in $tars tars"
 "$bin/bench/strata-make-dataset" --out "$work/data" --format tar --samples "$samples" --size "$size" \
-  --samples-per-tar $(((samples + tars - 1) / tars)) >/dev/null
+  --samples-per-tar $(((samples + tars - 1) / tars)) >/dev/null 2>&1
 "$cluster" start --nodes 3 --base-port "$base" --dir "$work/c" >/dev/null
 servers="127.0.0.1:$base,127.0.0.1:$((base + 1)),127.0.0.1:$((base + 2))"
 

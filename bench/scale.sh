@@ -11,10 +11,14 @@
 # R=1 the fullest node finishes last), and each node's CPU seconds (utime+stime
 # from /proc) per million samples it delivered, mean and worst node, its idle CPU
 # (ms per second, over as long as an epoch takes, streaming nothing) and the mean net of it.
+# With --ingest, then (N >= 2, links shaped): the same tars ingested again at R=2,
+# by one writer (one node sends every copy over its link) and by N writers
+# (`strata ingest --writers N`, each node copying its own part); MB/s of each.
 # Usage: bench/scale.sh [--nodes "1 2 4 8"] [--rate-mbit 400] [--delay-ms 0.5]
 #          [--per-node-mb 192] [--size 64KiB] [--shard-size 256KiB] [--replication 1]
-#          [--world 2] [--batch-size 64]
-# Needs root (ip netns, veth, tc) and a build in ./build. Writes bench/results/scale.csv.
+#          [--world 2] [--batch-size 64] [--ingest]
+# Needs root (ip netns, veth, tc) and a build in ./build. Writes bench/results/scale.csv
+# (and scale_ingest.csv with --ingest).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bin="$root/build"
@@ -27,6 +31,7 @@ world=2
 batch=64
 shard=256KiB
 replication=1
+ingest=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) node_counts="$2"; shift 2 ;;
@@ -38,7 +43,8 @@ while [ $# -gt 0 ]; do
     --batch-size) batch="$2"; shift 2 ;;
     --shard-size) shard="$2"; shift 2 ;;
     --replication) replication="$2"; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --ingest) ingest=1; shift ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "scale.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -171,6 +177,8 @@ mapfile -t tars < <(find "$work/data" -name '*.tar' | sort)
 hz=$(getconf CLK_TCK)
 link_mb=$(/usr/bin/python3 -c "print(f'{$rate_mbit/8:.1f}')")
 csv="$work/scale.csv"  # copied to bench/results/ once every N has run
+ingest_csv="$work/scale_ingest.csv"
+echo "nodes,one_writer_mb_per_s,n_writers_mb_per_s,ratio,rate_mbit,sample_size" >"$ingest_csv"
 echo "nodes,client_mb_per_s,link_sum_mb_per_s,ratio,placement_bound,cpu_s_per_M_samples_mean,cpu_s_per_M_samples_worst,samples,samples_max_node,idle_cpu_ms_per_s,cpu_s_per_M_samples_net_mean,rate_mbit,delay_ms,sample_size,world" >"$csv"
 
 for n in $node_counts; do
@@ -242,11 +250,28 @@ print(f'{$mbs/($n*$rate_mbit/8):.2f} {$samples/$n/top:.2f} {sum(per)/len(per):.1
       f'{1000*sum(idle)/len(idle)/$idle_s:.1f} {sum(net)/len(net):.1f}')")"
   echo "   $mbs MB/s of $((n * rate_mbit / 8)) MB/s (x$ratio; placement allows x$bound); CPU s per M samples per node: mean $cpu_mean, worst $cpu_worst; most samples on one node: $max_node of $samples; idle CPU ${idle_ms} ms/s a node (net of it: $cpu_net)"
   echo "$n,$mbs,$(/usr/bin/python3 -c "print(f'{$n*$rate_mbit/8:.1f}')"),$ratio,$bound,$cpu_mean,$cpu_worst,$samples,$max_node,$idle_ms,$cpu_net,$rate_mbit,$delay_ms,$size,$world" >>"$csv"
+  if [ "$ingest" = 1 ] && [ "$n" -ge 2 ]; then
+    # Ingest through the shaped links: one writer, then N (the sources dealt out among them).
+    rates=()
+    for w in 1 "$n"; do
+      extra=(); [ "$w" -gt 1 ] && extra=(--writers "$w")
+      rate=$(in_client "$bin/client/strata" ingest -q --server "$servers" --dataset "ingest$w" --replication 2 \
+        --shard-size "$shard" "${extra[@]}" "${tars[@]:0:$n}" | grep -oE '[0-9,.]+ MB/s' | tr -d ', MB/s')
+      rates+=("$rate")
+    done
+    echo "   ingest at R=2: 1 writer ${rates[0]} MB/s, $n writers ${rates[1]} MB/s (x$(/usr/bin/python3 -c "print(f'{${rates[1]}/${rates[0]}:.2f}')"))"
+    echo "$n,${rates[0]},${rates[1]},$(/usr/bin/python3 -c "print(f'{${rates[1]}/${rates[0]}:.2f}')"),$rate_mbit,$size" >>"$ingest_csv"
+  fi
   for p in "${node_pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${node_pids[@]}"; do wait "$p" 2>/dev/null || true; done
   for i in $(seq 1 "$n"); do del_node_net "$i"; done
   rm -rf "$work/n$n"
 done
 cp "$csv" "$root/bench/results/scale.csv"
+if [ "$ingest" = 1 ]; then
+  cp "$ingest_csv" "$root/bench/results/scale_ingest.csv"
+  echo
+  column -s, -t "$ingest_csv"
+fi
 echo
 column -s, -t "$csv"

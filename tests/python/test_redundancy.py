@@ -93,3 +93,32 @@ def test_malformed_redundancy_is_refused(cluster, text):
         client.ingest("pybad", samples(), redundancy=text)
     with pytest.raises(strata.Error, match="not found|NotFound|no such|unknown"):
         client.describe("pybad")
+
+
+def test_two_writers_from_python_seal_one_version(cluster):
+    # Several writers, one version (docs/design.md, "Ingest with several
+    # writers"): each its own thread and node; the second commit seals it,
+    # writer 1's samples taking the ids after writer 0's.
+    import threading
+    client = strata.Client(cluster[0].address)
+    half = SAMPLES // 2
+    results = [None, None]
+
+    def write(w):
+        part = ({"key": f"k{i}", "label": synthetic_label(i), "fields": {"bin": synthetic_payload(i)}}
+                for i in range(w * half, (w + 1) * half))
+        results[w] = ingest_when_all_up(client, "pyparts", part,
+                                        options={"ingest_id": "py-two", "writers": 2, "writer": w})
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    states = sorted(r["dataset"]["state"] for r in results)
+    assert states == ["VERSION_INGESTING", "VERSION_SEALED"], results
+    assert sorted(r["writers_committed"] for r in results) == [1, 2]
+    sealed = next(r for r in results if r["dataset"]["state"] == "VERSION_SEALED")
+    assert sealed["dataset"]["samples"] == SAMPLES
+    assert streamed(client, f"pyparts@{sealed['dataset']['version']}") == {
+        i: synthetic_payload(i) for i in range(SAMPLES)}
