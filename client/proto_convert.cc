@@ -200,6 +200,7 @@ v1::DescribeDatasetReply ToProto(const DatasetDescription& description) {
     shard->set_samples(s.samples);
     shard->set_bytes(s.bytes);
     shard->set_checksum(s.checksum);
+    shard->set_id_offset(s.id_offset);
   }
   return out;
 }
@@ -209,7 +210,7 @@ DatasetDescription FromProto(const v1::DescribeDatasetReply& reply) {
   out.dataset = FromProto(reply.dataset());
   out.shards.reserve(static_cast<size_t>(reply.shards_size()));
   for (const v1::ShardInfo& s : reply.shards()) {
-    out.shards.push_back({s.seq(), s.first_id(), s.samples(), s.bytes(), s.checksum()});
+    out.shards.push_back({s.seq(), s.first_id(), s.samples(), s.bytes(), s.checksum(), s.id_offset()});
   }
   return out;
 }

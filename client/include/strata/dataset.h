@@ -148,6 +148,9 @@ struct ShardInfo {
   uint64_t samples = 0;
   uint64_t bytes = 0;
   uint64_t checksum = 0;  // XXH3-64 of the file body, as in its trailer
+  // first_id minus the id the file's records carry: nonzero only for a shard
+  // of a version written by several writers (their records count from 0).
+  uint64_t id_offset = 0;
 };
 
 // Client::Describe: a version and its shards.
