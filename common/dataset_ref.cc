@@ -14,6 +14,14 @@ bool IsNameChar(char c) {
 }
 }  // namespace
 
+bool IsSimpleName(std::string_view text, size_t max_bytes) {
+  if (text.empty() || text.size() > max_bytes) return false;
+  for (char c : text) {
+    if (!IsNameChar(c)) return false;
+  }
+  return true;
+}
+
 std::string DatasetRef::ToString() const {
   if (!version) return name;
   return name + "@" + std::to_string(*version);

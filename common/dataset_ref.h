@@ -25,6 +25,10 @@ struct DatasetRef {
 // OK, or InvalidArgument explaining what is wrong with the name.
 Status ValidateDatasetName(std::string_view name);
 
+// Whether `text` is 1 to max_bytes characters of [A-Za-z0-9._-], the
+// characters names are made of (dataset names, field names, ingest ids).
+bool IsSimpleName(std::string_view text, size_t max_bytes);
+
 // Parses "name" or "name@N" (N >= 1). InvalidArgument on a bad name or version.
 Result<DatasetRef> ParseDatasetRef(std::string_view text);
 

@@ -5,6 +5,8 @@
 // the first sample, so a bad path or an empty source set never creates a
 // version. A source error part-way aborts the ingest on the server.
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -16,6 +18,7 @@
 #include "client/cli/format.h"
 #include "client/cli/progress.h"
 #include "client/ingest/sample_source.h"
+#include "common/dataset_ref.h"
 
 namespace strata::cli {
 
@@ -403,11 +406,7 @@ Command AddIngestCommand(CLI::App& parent) {
       ->type_name("ID")
       ->needs(writers)
       ->check(StatusValidator([](const std::string& text) -> Status {
-        if (text.empty() || text.size() > 128 ||
-            text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop"
-                                   "qrstuvwxyz0123456789._-") != std::string::npos) {
-          return Status::InvalidArgument("an ingest id is 1 to 128 of A-Z a-z 0-9 . _ -");
-        }
+        if (!IsSimpleName(text, 128)) return Status::InvalidArgument("an ingest id is 1 to 128 of A-Z a-z 0-9 . _ -");
         return Status::OK();
       }));
   app->add_option("--writer", args->writer, "This process's writer, 0 to N-1 (with --ingest-id and --writers)")

@@ -64,7 +64,7 @@ Result<v1::JoinIngestReply> MultiIngests::Join(const v1::IngestOptions& options)
   auto it = entries_.find(options.ingest_id());
   if (it == entries_.end()) {
     if (entries_.size() >= kMaxIngests) {
-      // Forget the oldest finished ingest; refuse when all are open.
+      // Forget a finished ingest; refuse when every one is still open.
       auto done = std::find_if(entries_.begin(), entries_.end(),
                                [](const auto& e) { return e.second.sealed || !e.second.aborted.empty(); });
       if (done == entries_.end()) return Status::ResourceExhausted("too many ingests with several writers are open");

@@ -54,15 +54,7 @@ Status ValidateStreamRequest(const v1::StreamRequest& r) {
   return Status::OK();
 }
 
-bool ValidIngestId(const std::string& id) {
-  if (id.empty() || id.size() > 128) return false;
-  for (char c : id) {
-    const bool ok =
-        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
+bool ValidIngestId(const std::string& id) { return IsSimpleName(id, 128); }
 
 Status ValidateIngestOptions(const v1::IngestOptions& o) {
   STRATA_RETURN_IF_ERROR(CheckDatasetRef("the dataset", o.dataset()));

@@ -23,15 +23,7 @@ int64_t NowMs() {
       .count();
 }
 
-bool ValidFieldName(const std::string& name) {
-  if (name.empty() || name.size() > 64) return false;
-  for (char c : name) {
-    const bool ok =
-        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
+bool ValidFieldName(const std::string& name) { return IsSimpleName(name, 64); }
 
 // Content identity of a sample: its field names and bytes, not its key or label.
 Hash128 ContentOf(const v1::Sample& s) {
@@ -224,8 +216,23 @@ Status IngestSession::Add(const v1::Sample& sample) {
   if (committed_ || aborted_) return Status::FailedPrecondition("the ingest is no longer open");
   Status s = Validate(sample);
   if (s.ok()) s = AddValidated(sample);
-  if (!s.ok()) Abort(s.ToString());
+  if (!s.ok()) {
+    s = Explain(s);
+    Abort(s.ToString());
+  }
   return s;
+}
+
+Status IngestSession::Explain(const Status& s) const {
+  if (s.ok() || !part_) return s;
+  // The home aborted the version for every writer, and this node learnt it
+  // (its files went, which is likely what failed here): say so.
+  auto record = catalog_->GetVersion(name_, version_);
+  if (!record.ok() || record->info().state() != v1::VERSION_ABORTED) return s;
+  return Status::FailedPrecondition("ingest " + part_->ingest_id +
+                                    " was aborted for every writer (another writer failed, or the coordinator "
+                                    "refused a part); nothing was stored (here: " +
+                                    s.message() + ")");
 }
 
 Status IngestSession::AddValidated(const v1::Sample& sample) {
@@ -406,6 +413,7 @@ void IngestSession::BeginCommit(uint64_t expected_samples, std::function<void(St
   } else {
     s = FinishShard();
     if (s.ok() && !part_) s = FinishStratumIndex();  // a part's strata go to the home
+    s = Explain(s);
   }
   // Last: `copies_done` may hand the session to another thread at once.
   if (s.ok() && observer_) {
@@ -458,8 +466,9 @@ Result<v1::IngestReply> IngestSession::FinishCommit(const Status& copies) {
 Result<v1::IngestPart> IngestSession::FinishPart(const Status& copies) {
   if (!part_ || committed_ || aborted_) return Status::FailedPrecondition("the ingest is no longer open");
   if (!copies.ok()) {
-    Abort(copies.ToString());
-    return copies;
+    const Status why = Explain(copies);
+    Abort(why.ToString());
+    return why;
   }
   v1::IngestPart out;
   out.set_ingest_id(part_->ingest_id);

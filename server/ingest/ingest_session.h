@@ -148,6 +148,9 @@ class IngestSession {
   // Publishes strata.idx (the stratum member index) beside the shards.
   Status FinishStratumIndex();
   void FillDuplicateExamples(v1::IngestReply* reply) const;
+  // A part's error, as FailedPrecondition saying so when the home has
+  // aborted the version (this node's catalog holds it aborted); else `s`.
+  Status Explain(const Status& s) const;
 
   const std::string name_;
   const uint64_t version_;

@@ -35,5 +35,12 @@ TEST(DatasetRefTest, RefusesBadVersions) {
   }
 }
 
+TEST(DatasetRefTest, SimpleNamesAreLettersDigitsDotsUnderscoresAndDashes) {
+  for (const char* good : {"a", "cli-0123abcd", "My_Field.v2", "..", "-x"}) EXPECT_TRUE(IsSimpleName(good, 16)) << good;
+  for (const char* bad : {"", "a b", "a/b", "../x", "caf\xc3\xa9", "tab\t"}) EXPECT_FALSE(IsSimpleName(bad, 16)) << bad;
+  EXPECT_TRUE(IsSimpleName(std::string(16, 'a'), 16));
+  EXPECT_FALSE(IsSimpleName(std::string(17, 'a'), 16));
+}
+
 }  // namespace
 }  // namespace strata

@@ -239,6 +239,55 @@ TEST_F(PeerAttackTest, ARunningIngestIsNotAborted) {
   EXPECT_EQ(LatestVersion("running"), 1u);
 }
 
+TEST_F(PeerAttackTest, AForgedIngestPartIsRefusedAndAbortsItsIngest) {
+  // Ingest with several writers: a part is checked field by field before the
+  // home keeps anything of it, and its shard paths are never the sender's.
+  auto join = [&](const std::string& id, uint32_t writers, uint32_t writer, v1::JoinIngestReply* reply) {
+    grpc::ClientContext context;
+    v1::JoinIngestRequest request;
+    request.mutable_options()->set_dataset("forged");
+    request.mutable_options()->set_ingest_id(id);
+    request.mutable_options()->set_writers(writers);
+    request.mutable_options()->set_writer(writer);
+    return peer_->JoinIngest(&context, request, reply);
+  };
+  auto commit = [&](const v1::IngestPart& part) {
+    grpc::ClientContext context;
+    v1::CommitPartReply reply;
+    return peer_->CommitPart(&context, part, &reply);
+  };
+  v1::JoinIngestReply joined;
+  EXPECT_EQ(join("atk", 2, 2, &joined).error_code(), grpc::StatusCode::INVALID_ARGUMENT) << "writer out of range";
+  EXPECT_EQ(join("../atk", 2, 0, &joined).error_code(), grpc::StatusCode::INVALID_ARGUMENT) << "a path as ingest id";
+  ASSERT_TRUE(join("atk", 2, 0, &joined).ok());
+
+  v1::IngestPart part;
+  part.set_ingest_id("atk");
+  part.set_dataset("forged");
+  part.set_version(joined.version());
+  part.set_writer(0);
+  part.set_samples(5);
+  part.add_strata("x");
+  part.set_stratum_ordinals(std::string(20, '\0'));
+  auto* label = part.add_label_counts();
+  label->set_key("x");
+  label->set_count(5);
+  v1::ShardRecord shard;
+  shard.set_path("../../outside/000000.shard");
+  shard.mutable_info()->set_seq(999999);  // writer 1's range, not writer 0's
+  shard.mutable_info()->set_samples(5);
+  part.add_shard_records(shard.SerializeAsString());
+  EXPECT_EQ(commit(part).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  // The ingest is aborted for every writer; nothing of it is visible or outside.
+  EXPECT_EQ(join("atk", 2, 1, &joined).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(node_->client().Describe("forged").status().code(), Code::kNotFound);
+  EXPECT_FALSE(fs::exists(Outside("outside")));
+  // A part of an ingest this home never heard of.
+  part.set_ingest_id("never-joined");
+  EXPECT_EQ(commit(part).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+}
+
 TEST_F(PeerAttackTest, OversizedStreamRequestsAreRefusedWithTheLimit) {
   v1::StreamRequest request;
   request.set_dataset("good");
