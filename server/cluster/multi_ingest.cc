@@ -78,10 +78,10 @@ Result<v1::JoinIngestReply> MultiIngests::Join(const v1::IngestOptions& options)
       if (!n.ok()) return n.status();
       number = n.value();
     }
-    auto initial = NewVersionRecord(resolved.value(), limits_, self);
-    if (!initial.ok()) return initial.status();
+    auto checked = CheckIngestOptions(resolved.value(), limits_);
+    if (!checked.ok()) return checked.status();
     auto created = d_.catalog->CreateVersion(ref->name, number != 0 ? std::optional<uint64_t>(number) : std::nullopt,
-                                             initial.value());
+                                             NewVersionRecord(resolved.value(), *checked, self));
     if (!created.ok()) return created.status();
     Entry entry;
     entry.name = ref->name;

@@ -9,7 +9,6 @@
 
 #include "common/dataset_ref.h"
 #include "common/mutex.h"
-#include "server/storage/erasure_code.h"
 
 namespace strata {
 
@@ -48,84 +47,15 @@ void CopyCounts(const std::map<std::string, uint64_t>& from, google::protobuf::R
 
 }  // namespace
 
-namespace {
-
-// What Open and OpenPart check and derive from the options alike.
-struct Checked {
-  DatasetRef ref;
-  uint64_t target = 0;
-  ShardWriteOptions write_options;
-  StratumKeyer keyer;
-};
-
-Result<Checked> Check(const v1::IngestOptions& options, const IngestLimits& limits) {
-  auto ref = ParseDatasetRef(options.dataset());
-  if (!ref.ok()) return ref.status();
-  uint64_t target = options.shard_target_bytes() ? options.shard_target_bytes() : limits.default_shard_target_bytes;
-  if (target < 4096 || target > (64ull << 30)) {
-    return Status::InvalidArgument("shard target size must be between 4 KiB and 64 GiB");
-  }
-  STRATA_RETURN_IF_ERROR(ValidateCompression(options.compression(), options.compression_level()));
-  if (options.ec_data() != 0 || options.ec_parity() != 0) {
-    auto code = ErasureCode::Create(options.ec_data(), options.ec_parity());
-    if (!code.ok()) return code.status();
-    if (options.replication() != 0) {
-      return Status::InvalidArgument("a version is either replicated or erasure coded, not both");
-    }
-  }
-  ShardWriteOptions write_options;
-  write_options.compression = options.compression();
-  write_options.level = options.compression_level() != 0 ? options.compression_level() : kDefaultZstdLevel;
-  if (options.compression_block_bytes() != 0) {
-    if (options.compression_block_bytes() < kMinCompressedBlockBytes ||
-        options.compression_block_bytes() > kMaxCompressedBlockBytes) {
-      return Status::InvalidArgument("compression block size must be between 4 KiB and 16 MiB");
-    }
-    write_options.block_bytes = options.compression_block_bytes();
-  }
-  auto keyer = StratumKeyer::Create({options.stratify_by().begin(), options.stratify_by().end()},
-                                    options.time_bucket_field(), options.time_bucket_seconds());
-  if (!keyer.ok()) return keyer.status();
-  return Checked{std::move(ref).value(), target, write_options, std::move(keyer).value()};
-}
-
-}  // namespace
-
-Result<v1::VersionRecord> NewVersionRecord(const v1::IngestOptions& options, const IngestLimits& limits,
-                                           const std::string& coordinator) {
-  auto checked = Check(options, limits);
-  if (!checked.ok()) return checked.status();
-  v1::VersionRecord initial;
-  initial.set_shard_target_bytes(checked->target);
-  for (const auto& k : checked->keyer.stratify_by()) initial.mutable_info()->add_stratify_by(k);
-  initial.mutable_info()->set_time_bucket_field(options.time_bucket_field());
-  initial.mutable_info()->set_time_bucket_seconds(options.time_bucket_seconds());
-  initial.mutable_info()->set_replication(options.replication());
-  initial.mutable_info()->set_write_policy(options.write_policy());
-  initial.mutable_info()->set_write_quorum(options.write_quorum());
-  initial.mutable_info()->set_coordinator(coordinator);
-  initial.mutable_info()->set_keep_versions(options.keep_versions());
-  initial.mutable_info()->set_compression(options.compression());
-  initial.mutable_info()->set_ec_data(options.ec_data());
-  initial.mutable_info()->set_ec_parity(options.ec_parity());
-  if (options.compression() != v1::COMPRESSION_NONE) {
-    initial.mutable_info()->set_compression_level(checked->write_options.level);
-    initial.mutable_info()->set_compression_block_bytes(static_cast<uint32_t>(checked->write_options.block_bytes));
-  }
-  return initial;
-}
-
 Result<std::unique_ptr<IngestSession>> IngestSession::Open(const v1::IngestOptions& options, Catalog* catalog,
                                                            const DataDir* dir, Metrics* metrics,
                                                            const IngestLimits& limits,
                                                            std::unique_ptr<IngestObserver> observer,
                                                            const std::string& coordinator) {
-  auto checked = Check(options, limits);
+  auto checked = CheckIngestOptions(options, limits);
   if (!checked.ok()) return checked.status();
-  auto initial = NewVersionRecord(options, limits, coordinator);
-  if (!initial.ok()) return initial.status();
   const DatasetRef& ref = checked->ref;
-  auto created = catalog->CreateVersion(ref.name, ref.version, initial.value());
+  auto created = catalog->CreateVersion(ref.name, ref.version, NewVersionRecord(options, *checked, coordinator));
   if (!created.ok()) return created.status();
   const uint64_t version = created->info().version();
   if (Status s = dir->PrepareVersionDir(ref.name, version); !s.ok()) {
@@ -133,10 +63,10 @@ Result<std::unique_ptr<IngestSession>> IngestSession::Open(const v1::IngestOptio
     return s;
   }
   metrics->active_ingests.Increment();
-  spdlog::info("ingest {}@{}: started (shard target {} bytes)", ref.name, version, checked->target);
-  auto session =
-      std::unique_ptr<IngestSession>(new IngestSession(ref.name, version, checked->target, std::move(checked->keyer),
-                                                       catalog, dir, metrics, limits, std::move(observer)));
+  spdlog::info("ingest {}@{}: started (shard target {} bytes)", ref.name, version, checked->shard_target);
+  auto session = std::unique_ptr<IngestSession>(new IngestSession(ref.name, version, checked->shard_target,
+                                                                  std::move(checked->keyer), catalog, dir, metrics,
+                                                                  limits, std::move(observer)));
   session->write_options_ = checked->write_options;
   return session;
 }
@@ -146,7 +76,7 @@ Result<std::unique_ptr<IngestSession>> IngestSession::OpenPart(const v1::IngestO
                                                                const IngestLimits& limits,
                                                                std::unique_ptr<IngestObserver> observer,
                                                                IngestPartOptions part) {
-  auto checked = Check(options, limits);
+  auto checked = CheckIngestOptions(options, limits);
   if (!checked.ok()) return checked.status();
   const DatasetRef& ref = checked->ref;
   if (!ref.version) return Status::InvalidArgument("a part names its version");
@@ -156,8 +86,8 @@ Result<std::unique_ptr<IngestSession>> IngestSession::OpenPart(const v1::IngestO
   STRATA_RETURN_IF_ERROR(dir->PrepareVersionDir(ref.name, *ref.version));
   metrics->active_ingests.Increment();
   spdlog::info("ingest {}@{}: writer {} of ingest {} started (shard target {} bytes)", ref.name, *ref.version,
-               part.writer, part.ingest_id, checked->target);
-  auto session = std::unique_ptr<IngestSession>(new IngestSession(ref.name, *ref.version, checked->target,
+               part.writer, part.ingest_id, checked->shard_target);
+  auto session = std::unique_ptr<IngestSession>(new IngestSession(ref.name, *ref.version, checked->shard_target,
                                                                   std::move(checked->keyer), catalog, dir, metrics,
                                                                   limits, std::move(observer)));
   session->write_options_ = checked->write_options;

@@ -26,6 +26,7 @@
 #include "server/base/metrics.h"
 #include "server/ingest/stratum_index_writer.h"
 #include "server/ingest/stratum_key.h"
+#include "server/ingest/version_options.h"
 #include "server/storage/catalog.h"
 #include "server/storage/data_dir.h"
 #include "server/storage/path_guard.h"
@@ -52,15 +53,6 @@ class IngestObserver {
   virtual void AfterAbort() = 0;
 };
 
-struct IngestLimits {
-  uint64_t default_shard_target_bytes = 64ull << 20;
-  uint64_t max_field_bytes = 1ull << 30;
-  size_t max_label_bytes = 1024;
-  size_t max_key_bytes = 4096;
-  size_t max_attributes = 256;
-  size_t max_fields = 64;
-};
-
 // One writer's part of a version that several write (docs/design.md, "Ingest
 // with several writers"). A part session writes and copies its shards like any
 // other, with seqs from seq_base and ids counted from 0, but leaves the
@@ -80,11 +72,6 @@ inline constexpr uint64_t kMaxPartSamples = 32ull << 20;  // its ordinals (4 byt
 // Shard seqs of a part: the seqs a version may have, shared out evenly,
 // writer w taking [w * span, (w + 1) * span) (976 shards each for 1024 writers).
 inline uint32_t PartSeqSpan(uint32_t writers) { return (kMaxShardSeq + 1) / writers; }
-
-// The VersionRecord an ingest creates its version with (VERSION_INGESTING):
-// the options the version keeps. InvalidArgument for options no version can have.
-Result<v1::VersionRecord> NewVersionRecord(const v1::IngestOptions& options, const IngestLimits& limits,
-                                           const std::string& coordinator);
 
 class IngestSession {
  public:
