@@ -217,7 +217,7 @@ Result<v1::DatasetInfo> MultiIngests::Seal(Entry* e) {
   // samples of the writers before it.
   uint64_t base = 0, payload = 0, file_bytes = 0, duplicates = 0;
   uint32_t shard_count = 0;
-  std::map<std::string, uint64_t> labels, strata;
+  std::map<std::string, uint64_t> labels;
   for (uint32_t w = 0; w < e->joined.size(); ++w) {
     const v1::IngestPart& part = e->parts.at(w);
     for (v1::ShardRecord rec : e->shards[w]) {
@@ -227,7 +227,6 @@ Result<v1::DatasetInfo> MultiIngests::Seal(Entry* e) {
       ++shard_count;
     }
     for (const auto& c : part.label_counts()) labels[c.key()] += c.count();
-    for (uint64_t i = 0; i < part.samples(); ++i) ++strata[part.strata(Ordinal(part.stratum_ordinals(), i))];
     base += part.samples();
     payload += part.payload_bytes();
     file_bytes += part.file_bytes();
@@ -260,10 +259,10 @@ Result<v1::DatasetInfo> MultiIngests::Seal(Entry* e) {
     c->set_key(key);
     c->set_count(count);
   }
-  for (const auto& [key, count] : strata) {
+  for (size_t k = 0; k < index->keys.size(); ++k) {  // the index counted them, in the canonical order
     auto* c = info->add_stratum_counts();
-    c->set_key(key);
-    c->set_count(count);
+    c->set_key(index->keys[k]);
+    c->set_count(index->counts[k]);
   }
   sealed.mutable_strata_index()->set_bytes(index->file_bytes);
   sealed.mutable_strata_index()->set_checksum(index->checksum);
