@@ -155,6 +155,9 @@ Metrics::Metrics(const std::string& node_id)
                                           "data shards (quarantined and rebuilt)")),
       proxied_records(MakeCounter(*registry_, node_id_, "strata_proxied_records_total",
                                   "Records served from a peer because the local copy was missing or corrupt")),
+      planned_samples(MakeCounter(*registry_, node_id_, "strata_planned_samples_total",
+                                  "Sample ids this node computed from epoch plans for its streams (streams "
+                                  "whose client plans name their samples and add none)")),
       degraded_rebuilds(MakeCounter(*registry_, node_id_, "strata_ec_rebuilds_total",
                                     "Erasure-coded chunks rebuilt here from K others (degraded reads and repair)")),
       map_epoch(MakeGauge(*registry_, node_id_, "strata_cluster_map_epoch", "Epoch of this node's cluster map")),

@@ -51,7 +51,14 @@ Status ValidateStreamRequest(const v1::StreamRequest& r) {
   STRATA_RETURN_IF_ERROR(CheckKeys("sampler weights", r.sampler().weights(), L::kMaxWeights, L::kMaxStratumKeyBytes));
   STRATA_RETURN_IF_ERROR(
       CheckKeys("sampler min_per_batch", r.sampler().min_per_batch(), L::kMaxWeights, L::kMaxStratumKeyBytes));
-  return Status::OK();
+  if (r.work_size() == 0) return Status::OK();
+  STRATA_RETURN_IF_ERROR(CheckCount("work", static_cast<size_t>(r.work_size()), L::kMaxWorkSteps));
+  if (r.max_steps() != 0 || !r.job_id().empty() || r.resume()) {
+    return Status::InvalidArgument("a request with work names its steps: max_steps, job_id and resume are refused");
+  }
+  size_t ids = 0;  // the steps and slots are checked against the plan (BatchStream::Open)
+  for (const v1::WorkStep& w : r.work()) ids += static_cast<size_t>(w.ids_size());
+  return CheckCount("work ids", ids, L::kMaxWorkIds);
 }
 
 bool ValidIngestId(const std::string& id) { return IsSimpleName(id, 128); }

@@ -29,6 +29,47 @@ uint64_t CursorStart(const v1::StreamRequest& r, const Catalog* catalog, const O
   return same ? c.step() : r.start_step();
 }
 
+// The work of a request against the plan: one step each from start_step on,
+// inside the epoch; each sample an id of the version at a slot of the rank's
+// batch that no other sample of the step takes.
+Status CheckWork(const v1::StreamRequest& r, const EpochPlan& plan, uint64_t num_samples) {
+  const uint64_t steps = plan.num_steps();
+  for (int i = 0; i < r.work_size(); ++i) {
+    const v1::WorkStep& w = r.work(i);
+    if (w.step() != r.start_step() + static_cast<uint64_t>(i) || w.slots_size() != w.ids_size()) {
+      return Status::InvalidArgument("work step " + std::to_string(w.step()) + " at position " + std::to_string(i) +
+                                     " (" + std::to_string(w.slots_size()) + " slots, " +
+                                     std::to_string(w.ids_size()) + " ids): work names the steps from start_step " +
+                                     std::to_string(r.start_step()) + " on, one each in order, a slot per id");
+    }
+  }
+  if (r.start_step() + static_cast<uint64_t>(r.work_size()) > steps) {
+    return Status::InvalidArgument("work for steps up to " +
+                                   std::to_string(r.start_step() + static_cast<uint64_t>(r.work_size()) - 1) +
+                                   " runs past the end of the epoch (" + std::to_string(steps) + " steps)");
+  }
+  std::vector<bool> taken;
+  for (const v1::WorkStep& w : r.work()) {
+    const uint64_t size = plan.RankBatchSize(w.step(), r.rank());
+    taken.assign(size, false);
+    for (int i = 0; i < w.ids_size(); ++i) {
+      const uint32_t slot = w.slots(i);
+      if (slot >= size || taken[slot]) {
+        return Status::InvalidArgument("work step " + std::to_string(w.step()) + ": slot " + std::to_string(slot) +
+                                       (slot >= size ? " is outside the rank's batch of " + std::to_string(size)
+                                                     : std::string(" is named twice")));
+      }
+      taken[slot] = true;
+      if (w.ids(i) >= num_samples) {
+        return Status::InvalidArgument("work step " + std::to_string(w.step()) + ": sample " +
+                                       std::to_string(w.ids(i)) + " is not in the version (" +
+                                       std::to_string(num_samples) + " samples)");
+      }
+    }
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<BatchStream>> BatchStream::Open(const v1::StreamRequest& r, DatasetCache* cache,
@@ -60,12 +101,18 @@ Result<std::unique_ptr<BatchStream>> BatchStream::Open(const v1::StreamRequest& 
         "changed); start a new epoch or resume with the original settings");
   }
   const uint64_t steps = plan->num_steps();
-  const uint64_t start = CursorStart(r, catalog, *version.value(), plan->plan_hash());
+  // Work names its steps: no job cursor moves them.
+  const uint64_t start =
+      r.work_size() != 0 ? r.start_step() : CursorStart(r, catalog, *version.value(), plan->plan_hash());
   if (start > steps) {
     return Status::InvalidArgument("start step " + std::to_string(start) + " is past the end of the epoch (" +
                                    std::to_string(steps) + " steps)");
   }
-  const uint64_t end = r.max_steps() == 0 ? steps : std::min(steps, start + r.max_steps());
+  uint64_t end = r.max_steps() == 0 ? steps : std::min(steps, start + r.max_steps());
+  if (r.work_size() != 0) {
+    STRATA_RETURN_IF_ERROR(CheckWork(r, plan.value(), version.value()->shape().num_samples));
+    end = start + static_cast<uint64_t>(r.work_size());
+  }
   return std::unique_ptr<BatchStream>(new BatchStream(r, std::move(version).value(), std::move(plan).value(), start,
                                                       end, metrics, limits, std::move(server)));
 }
@@ -132,11 +179,11 @@ void BatchStream::PlanAhead() {
   claim_scratch_->Forget();
   for (; planned_end_ < horizon; ++planned_end_) {
     Planned p;
-    plan_.RankBatch(planned_end_, request_.rank(), &p.ids);
+    StepSamples(planned_end_, &p.ids, &p.slots);
     records.clear();
     for (uint64_t id : p.ids) {
       const OpenVersion::Location at = version_->Locate(id);
-      if (!ServesHere(at.shard, id) || !Local(at.shard)) continue;
+      if (!Serves(at.shard, id) || !Local(at.shard)) continue;
       const auto& reader = claim_scratch_->Reader(*version_, at.shard);
       if (reader.ok()) records.emplace_back(&reader.value(), at.record);  // else the read reports why
     }
@@ -183,6 +230,18 @@ bool BatchStream::ServesHere(size_t shard, uint64_t id) {
   return p.serving.Serves(id);
 }
 
+void BatchStream::StepSamples(uint64_t step, std::vector<uint64_t>* ids, std::vector<uint32_t>* slots) const {
+  if (has_work()) {
+    const v1::WorkStep& w = request_.work(static_cast<int>(step - request_.start_step()));
+    ids->assign(w.ids().begin(), w.ids().end());
+    slots->assign(w.slots().begin(), w.slots().end());
+    return;
+  }
+  slots->clear();
+  plan_.RankBatch(step, request_.rank(), ids);
+  if (metrics_) metrics_->planned_samples.Increment(static_cast<double>(ids->size()));
+}
+
 bool BatchStream::Local(size_t shard) const { return placement_[shard].local.load(std::memory_order_relaxed); }
 
 Status BatchStream::Claim(StepClaim* claim) {
@@ -199,6 +258,7 @@ Status BatchStream::Claim(StepClaim* claim) {
     PlanAhead();
     Planned& now = ahead_.front();
     claim->ids = std::move(now.ids);
+    claim->slots = std::move(now.slots);
     claim->owner = std::make_shared<StepOwner>();
     std::vector<bool> mapped;
     std::vector<std::pair<const void*, uint64_t>> keys;
@@ -220,8 +280,7 @@ Status BatchStream::Claim(StepClaim* claim) {
     }
     ahead_.pop_front();
   } else {
-    claim->ids.clear();
-    plan_.RankBatch(claim->step, request_.rank(), &claim->ids);
+    StepSamples(claim->step, &claim->ids, &claim->slots);
   }
   ++next_step_;
   // A stratified plan reads its stratum index as it goes and verifies each

@@ -19,6 +19,11 @@
 // serve but holds no good copy of (a new holder before repair reached it, a
 // quarantined copy) is fetched from another holder through a RecordFetcher.
 //
+// A client that plans (request.work) names the samples this node owes at
+// each step and their slots: the stream serves exactly those, computes none
+// of the plan's ids, and leaves placement to the client. Its plan still gives
+// the steps' batch sizes, the plan hash and the epoch's length.
+//
 // With a block cache (server/storage/block_cache.h) the stream plans read_ahead_steps
 // steps ahead of the one it builds: it computes their sample ids once, pins the
 // shard blocks they will read (so the cache reads them in on the I/O pool and
@@ -119,6 +124,7 @@ class BatchStream {
   struct StepClaim {
     uint64_t step = 0;
     std::vector<uint64_t> ids;
+    std::vector<uint32_t> slots;  // with work: each id's slot; else ids[i] is slot i
     // With a block cache: the payload's owner (the step's pins), and the
     // step's blocks the cache did not admit and those it reads sparsely.
     std::shared_ptr<StepOwner> owner;
@@ -168,6 +174,13 @@ class BatchStream {
   Status BuildLocal(const StepClaim& claim, Scratch& scratch, DeferredStep& step);
   // Whether this node serves sample `id` of shard `shard`. Thread-safe.
   bool ServesHere(size_t shard, uint64_t id);
+  bool has_work() const { return request_.work_size() != 0; }
+  // The samples of `step` this stream serves candidates for: the work's
+  // (with their slots), else the rank's batch from the plan (counted in
+  // planned_samples; slots cleared: ids[i] is slot i).
+  void StepSamples(uint64_t step, std::vector<uint64_t>* ids, std::vector<uint32_t>* slots) const;
+  // Whether this node serves `id` of `shard`: every work sample, else ServesHere.
+  bool Serves(size_t shard, uint64_t id) { return has_work() || ServesHere(shard, id); }
   bool Local(size_t shard) const;
   v1::FileRef ShardFile(size_t shard) const;
   // Whether `record` of `reader` lies in one of `blocks` (sorted (reader,
@@ -209,6 +222,7 @@ class BatchStream {
   // Steps planned ahead (with a block cache): [next_step_, planned_end_).
   struct Planned {
     std::vector<uint64_t> ids;
+    std::vector<uint32_t> slots;
     std::vector<BlockCache::BlockRef> blocks;  // pinned
   };
   std::deque<Planned> ahead_;

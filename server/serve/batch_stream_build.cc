@@ -88,8 +88,9 @@ bool BatchStream::BuildOrDefer(StepClaim claim, std::vector<WirePart>* parts, St
 }
 
 Status BatchStream::BuildLocal(const StepClaim& claim, Scratch& scratch, DeferredStep& d) {
-  const uint32_t batch_size = static_cast<uint32_t>(claim.ids.size());
   const uint64_t step = claim.step;
+  const uint32_t batch_size = static_cast<uint32_t>(has_work() ? plan_.RankBatchSize(step, request_.rank())
+                                                               : claim.ids.size());
   const std::string where = "step " + std::to_string(step);
   const std::vector<std::pair<const void*, uint64_t>>& unmapped = claim.unmapped;
   const std::vector<std::pair<const void*, uint64_t>>& sparse = claim.sparse;
@@ -112,12 +113,13 @@ Status BatchStream::BuildLocal(const StepClaim& claim, Scratch& scratch, Deferre
   // and why the local copy could not serve them.
   std::map<size_t, std::vector<std::pair<uint32_t, uint64_t>>> remote;
   std::map<size_t, Status> local_error;
-  // The samples this node serves from its own shards, in slot order.
+  // The samples this node serves from its own shards, in the claim's order.
   reads.clear();
-  for (uint32_t slot = 0; slot < batch_size; ++slot) {
-    const uint64_t id = claim.ids[slot];
+  for (size_t i = 0; i < claim.ids.size(); ++i) {
+    const uint32_t slot = claim.slots.empty() ? static_cast<uint32_t>(i) : claim.slots[i];
+    const uint64_t id = claim.ids[i];
     const OpenVersion::Location at = version_->Locate(id);
-    if (!ServesHere(at.shard, id)) continue;
+    if (!Serves(at.shard, id)) continue;
     if (Local(at.shard)) {
       reads.push_back({slot, id, at.shard, at.record});
     } else {

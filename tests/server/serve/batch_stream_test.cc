@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -129,6 +130,110 @@ TEST_F(BatchStreamTest, RefusesBadRequests) {
   twice.add_members("node-1");
   twice.add_members("node-1");
   EXPECT_EQ(node_->streams().Open(twice).status().code(), Code::kInvalidArgument);
+}
+
+// A client that plans names a node's samples (StreamRequest.work): the node
+// serves exactly those, each at its slot with its bytes, in its plan's
+// frame (batch size, steps, plan hash), and computes no plan ids itself.
+TEST_F(BatchStreamTest, WorkIsServedAtItsSlotsWithoutPlanning) {
+  // The plan's ids for rank 1 of 2, steps 2 to 4, as a planning stream gives them.
+  v1::StreamRequest planned = Request(1, 2, 8);
+  planned.set_start_step(2);
+  planned.set_max_steps(3);
+  auto reference = node_->streams().Open(planned);
+  ASSERT_TRUE(reference.ok()) << reference.status().ToString();
+  std::vector<std::vector<uint64_t>> expect;
+  uint64_t plan_hash = 0;
+  std::vector<WirePart> parts;
+  while (!reference.value()->done()) {
+    parts.clear();
+    ASSERT_TRUE(reference.value()->BuildNext(&parts).ok());
+    const v1::Batch b = parts[0].ToMessage();
+    expect.emplace_back(b.ids().begin(), b.ids().end());
+    plan_hash = b.plan_hash();
+  }
+  ASSERT_EQ(expect.size(), 3u);
+
+  // This node owes the odd slots of steps 2 and 4 (named in reverse) and
+  // nothing of step 3.
+  v1::StreamRequest work = Request(1, 2, 8);
+  work.set_start_step(2);
+  for (uint64_t step = 2; step <= 4; ++step) {
+    v1::WorkStep* w = work.add_work();
+    w->set_step(step);
+    if (step == 3) continue;
+    for (uint32_t slot = 7; slot < 8; slot -= 2) {
+      w->add_slots(slot);
+      w->add_ids(expect[step - 2][slot]);
+    }
+  }
+  const double planned_before = node_->metrics().planned_samples.Value();
+  auto stream = node_->streams().Open(work);
+  ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+  EXPECT_EQ(stream.value()->next_step(), 2u);
+  EXPECT_EQ(stream.value()->end_step(), 5u);
+  for (uint64_t step = 2; step <= 4; ++step) {
+    ASSERT_FALSE(stream.value()->done());
+    parts.clear();
+    ASSERT_TRUE(stream.value()->BuildNext(&parts).ok());
+    ASSERT_EQ(parts.size(), 1u);
+    const v1::Batch b = parts[0].ToMessage();
+    EXPECT_EQ(b.step(), step);
+    EXPECT_EQ(b.batch_size(), 8u) << "the rank's whole batch, not this node's share";
+    EXPECT_EQ(b.plan_hash(), plan_hash);
+    EXPECT_TRUE(b.last_part());
+    ASSERT_EQ(b.ids_size(), step == 3 ? 0 : 4);
+    uint64_t offset = 0;
+    for (int i = 0; i < b.ids_size(); ++i) {
+      const uint32_t slot = 7 - 2 * static_cast<uint32_t>(i);
+      EXPECT_EQ(b.slots(i), slot);
+      EXPECT_EQ(b.ids(i), expect[step - 2][slot]);
+      const int id = static_cast<int>(b.ids(i));
+      EXPECT_EQ(b.payload().substr(offset, b.sizes(i)), Payload(id) + std::to_string(id % 4));
+      offset += b.sizes(i);
+    }
+  }
+  EXPECT_TRUE(stream.value()->done());
+  EXPECT_EQ(node_->metrics().planned_samples.Value(), planned_before) << "a stream with work plans no ids";
+  EXPECT_GT(planned_before, 0.0) << "the planning stream counted its ids";
+}
+
+TEST_F(BatchStreamTest, RefusesWorkThatDoesNotFitThePlan) {
+  const auto refused = [this](const std::function<void(v1::StreamRequest*)>& change) {
+    v1::StreamRequest r = Request(0, 2, 4);  // 103 samples: 13 steps, the last rank 0's 3 (103 = 12 * 8 + 7)
+    r.set_start_step(1);
+    for (uint64_t step = 1; step <= 2; ++step) {
+      v1::WorkStep* w = r.add_work();
+      w->set_step(step);
+      w->add_slots(0);
+      w->add_ids(5);
+    }
+    change(&r);
+    return node_->streams().Open(r).status();
+  };
+  EXPECT_TRUE(refused([](v1::StreamRequest*) {}).ok());
+  const std::vector<std::pair<const char*, std::function<void(v1::StreamRequest*)>>> bad = {
+      {"a gap", [](v1::StreamRequest* r) { r->mutable_work(1)->set_step(3); }},
+      {"not from start_step", [](v1::StreamRequest* r) { r->set_start_step(0); }},
+      {"a slot without an id", [](v1::StreamRequest* r) { r->mutable_work(0)->add_slots(1); }},
+      {"a slot past the batch", [](v1::StreamRequest* r) { r->mutable_work(0)->set_slots(0, 4); }},
+      {"a slot twice",
+       [](v1::StreamRequest* r) {
+         r->mutable_work(0)->add_slots(0);
+         r->mutable_work(0)->add_ids(6);
+       }},
+      {"an id past the version", [](v1::StreamRequest* r) { r->mutable_work(1)->set_ids(0, kSamples); }},
+      {"past the epoch",
+       [](v1::StreamRequest* r) {
+         r->set_start_step(12);
+         r->mutable_work(0)->set_step(12);
+         r->mutable_work(1)->set_step(13);
+       }},
+  };
+  for (const auto& [what, change] : bad) {
+    const Status s = refused(change);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << what << ": " << s.ToString();
+  }
 }
 
 TEST_F(BatchStreamTest, DamagedRecordIsCorruptionAndNeverSent) {
