@@ -249,4 +249,18 @@ bool ShardServing::Serves(uint64_t sample_id) const {
   return self_ >= 0 && Mix(sample_id) % candidates_ == static_cast<uint64_t>(self_);
 }
 
+ShardServers::ShardServers(std::span<const std::string> holders, std::span<const std::string> ranked,
+                           std::span<const std::string> excluded, std::span<const std::string> near) {
+  for (const std::string* c : ServingCandidates(holders, excluded, near)) nodes_.push_back(*c);
+  if (nodes_.empty()) {
+    const std::string* fallback = ServingFallback(ranked, excluded);
+    if (fallback != nullptr) nodes_.push_back(*fallback);
+    fallback_ = true;
+  }
+}
+
+size_t ShardServers::Pick(uint64_t sample_id) const {
+  return fallback_ ? 0 : static_cast<size_t>(Mix(sample_id) % nodes_.size());
+}
+
 }  // namespace strata

@@ -129,4 +129,23 @@ class ShardServing {
   bool fallback_self_ = false;  // no live holder: self is the first ranked member not excluded
 };
 
+// ServingNode for every sample of one shard, for a reader that plans (a
+// client sending each node its work): the shard's possible servers worked
+// out once, each sample then costs a hash and a modulo.
+// nodes()[Pick(id)] == ServingNode(holders, ranked, excluded, id, near).
+class ShardServers {
+ public:
+  ShardServers() = default;
+  ShardServers(std::span<const std::string> holders, std::span<const std::string> ranked,
+               std::span<const std::string> excluded, std::span<const std::string> near);
+  // The nodes the shard's samples go to; empty when every member is excluded.
+  const std::vector<std::string>& nodes() const { return nodes_; }
+  // Index into nodes() of sample `sample_id`'s server. REQUIRES: !nodes().empty().
+  size_t Pick(uint64_t sample_id) const;
+
+ private:
+  std::vector<std::string> nodes_;  // the live holders (near ones if any), or the one fallback
+  bool fallback_ = false;
+};
+
 }  // namespace strata

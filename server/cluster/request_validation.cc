@@ -61,6 +61,15 @@ Status ValidateStreamRequest(const v1::StreamRequest& r) {
   return CheckCount("work ids", ids, L::kMaxWorkIds);
 }
 
+Status ValidateStratumIndexRequest(const v1::StratumIndexRequest& r) {
+  STRATA_RETURN_IF_ERROR(CheckDatasetRef("the dataset", r.dataset()));
+  if (!ParseDatasetRef(r.dataset())->version) {
+    return Status::InvalidArgument("name the version of the stratum index as NAME@N (" + QuotePrefix(r.dataset()) +
+                                   ")");
+  }
+  return Status::OK();
+}
+
 bool ValidIngestId(const std::string& id) { return IsSimpleName(id, 128); }
 
 Status ValidateIngestOptions(const v1::IngestOptions& o) {

@@ -23,6 +23,8 @@ namespace strata {
 
 // Data service.
 Status ValidateStreamRequest(const v1::StreamRequest& request);
+// "name@N": the index of a version, never "the latest".
+Status ValidateStratumIndexRequest(const v1::StratumIndexRequest& request);
 Status ValidateIngestOptions(const v1::IngestOptions& options);
 // Whether `id` is a usable ingest id (several writers): 1 to 128 of [A-Za-z0-9._-].
 bool ValidIngestId(const std::string& id);

@@ -23,6 +23,24 @@ grpc::ServerReadReactor<v1::IngestRequest>* DataServiceImpl::Ingest(grpc::Callba
   return new IngestReactor(&ingest_calls_, reply, context->peer(), context);
 }
 
+grpc::ServerUnaryReactor* DataServiceImpl::ReadStratumIndex(grpc::CallbackServerContext* context,
+                                                             const v1::StratumIndexRequest* request,
+                                                             v1::StratumIndexChunk* reply) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (Status valid = ValidateStratumIndexRequest(*request); !valid.ok()) {
+    metrics_->CountRejected(Metrics::Reject::kInvalidRequest);
+    reactor->Finish(ToGrpcStatus(valid));
+    return reactor;
+  }
+  // A read of the catalog and of up to 4 MiB of a file: off gRPC's threads.
+  boost::asio::post(stream_calls_.executor, [this, reactor, request, reply] {
+    auto chunk = streams_->ReadStratumIndex(*request);
+    if (chunk.ok()) *reply = std::move(chunk).value();
+    reactor->Finish(ToGrpcStatus(chunk.status()));
+  });
+  return reactor;
+}
+
 grpc::ServerWriteReactor<grpc::ByteBuffer>* DataServiceImpl::StreamBatches(grpc::CallbackServerContext* context,
                                                                            const grpc::ByteBuffer* raw) {
   v1::StreamRequest parsed;

@@ -43,6 +43,9 @@ class DataServiceImpl final
                                                      v1::IngestReply* reply) override;
   grpc::ServerWriteReactor<grpc::ByteBuffer>* StreamBatches(grpc::CallbackServerContext* context,
                                                             const grpc::ByteBuffer* request) override;
+  grpc::ServerUnaryReactor* ReadStratumIndex(grpc::CallbackServerContext* context,
+                                             const v1::StratumIndexRequest* request,
+                                             v1::StratumIndexChunk* reply) override;
 
  private:
   std::atomic<bool> draining_{false};

@@ -1,3 +1,5 @@
+#include "common/dataset_ref.h"
+#include "common/input_limits.h"
 #include "server/serve/stream_opener.h"
 
 namespace strata {
@@ -8,6 +10,20 @@ StreamOpener::StreamOpener(DatasetCache* cache, const Catalog* catalog, Metrics*
 
 Result<std::unique_ptr<BatchStream>> StreamOpener::Open(const v1::StreamRequest& request) const {
   return BatchStream::Open(request, cache_, catalog_, metrics_, limits_, server_);
+}
+
+Result<v1::StratumIndexChunk> StreamOpener::ReadStratumIndex(const v1::StratumIndexRequest& request) const {
+  auto ref = ParseDatasetRef(request.dataset());
+  if (!ref.ok()) return ref.status();
+  auto version = cache_->Open(ref.value());
+  if (!version.ok()) return version.status();
+  v1::StratumIndexChunk chunk;
+  uint64_t file_bytes = 0;
+  auto data = version.value()->ReadStratumIndex(request.offset(), InputLimits::kStratumIndexChunkBytes, &file_bytes);
+  if (!data.ok()) return data.status();
+  *chunk.mutable_data() = std::move(data).value();
+  chunk.set_file_bytes(file_bytes);
+  return chunk;
 }
 
 }  // namespace strata

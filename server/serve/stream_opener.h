@@ -21,6 +21,9 @@ class StreamOpener {
 
   // As BatchStream::Open.
   Result<std::unique_ptr<BatchStream>> Open(const v1::StreamRequest& request) const;
+  // A range of the stratum index of `dataset` ("name@N", sealed): as
+  // OpenVersion::ReadStratumIndex, after the version is found (NotFound if not).
+  Result<v1::StratumIndexChunk> ReadStratumIndex(const v1::StratumIndexRequest& request) const;
 
  private:
   DatasetCache* const cache_;

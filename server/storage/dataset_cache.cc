@@ -1,9 +1,16 @@
 #include "server/storage/dataset_cache.h"
 
-#include <algorithm>
+#include <fcntl.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "common/file_util.h"
 #include "common/mutex.h"
 #include "common/placement.h"
+#include "common/unique_fd.h"
 
 namespace strata {
 
@@ -67,6 +74,23 @@ void OpenVersion::Invalidate(size_t shard) const {
 uint32_t OpenVersion::Replication(size_t members) const {
   const uint32_t r = record_.info().replication();
   return r != 0 ? r : DefaultReplication(members);
+}
+
+Result<std::string> OpenVersion::ReadStratumIndex(uint64_t offset, size_t max_bytes, uint64_t* file_bytes) const {
+  const std::string name = shape_.name + "@" + std::to_string(shape_.version);
+  if (!record_.has_strata_index()) return Status::FailedPrecondition("dataset " + name + " has no stratum index");
+  *file_bytes = record_.strata_index().bytes();
+  const std::string path = dir_->VersionDir(shape_.name, shape_.version) + "/" + kStratumIndexFileName;
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    return Status::Unavailable("this node has no copy of the stratum index of " + name + ": " + std::strerror(errno));
+  }
+  if (offset >= *file_bytes) return std::string();
+  std::string out(static_cast<size_t>(std::min<uint64_t>(max_bytes, *file_bytes - offset)), '\0');
+  auto got = PReadFd(fd.get(), out.data(), out.size(), offset, path);
+  if (!got.ok()) return got.status();
+  out.resize(got.value());
+  return out;
 }
 
 Result<DatasetShape> OpenVersion::PlanShape(const v1::SamplerSpec& sampler) const {

@@ -48,6 +48,12 @@ class OpenVersion {
   // not hold the file (a client then fails over to another node); Corruption
   // if it is damaged.
   Result<DatasetShape> PlanShape(const v1::SamplerSpec& sampler) const;
+  // Up to `max_bytes` of this node's copy of the stratum index file from
+  // `offset` (empty past its end) and, in *file_bytes, the size the catalog
+  // recorded. FailedPrecondition if the version has none; Unavailable if this
+  // node holds no copy. The bytes are not checked here: the reader verifies
+  // the whole file.
+  Result<std::string> ReadStratumIndex(uint64_t offset, size_t max_bytes, uint64_t* file_bytes) const;
   // Samplers shared by the streams of this version (see SamplerCache).
   SamplerCache* samplers() const { return &samplers_; }
 

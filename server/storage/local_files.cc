@@ -48,15 +48,6 @@ size_t LocalFiles::size() const {
   return files_.size();
 }
 
-v1::FileRef ShardRef(const std::string& dataset, uint64_t version, uint32_t seq) {
-  v1::FileRef f;
-  f.set_dataset(dataset);
-  f.set_version(version);
-  f.set_kind(v1::FileRef::SHARD);
-  f.set_seq(seq);
-  return f;
-}
-
 v1::FileRef IndexRef(const std::string& dataset, uint64_t version) {
   v1::FileRef f;
   f.set_dataset(dataset);

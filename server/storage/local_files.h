@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/file_placement.h"  // ShardRef
 #include "common/mutex.h"
 #include "common/status.h"
 #include "server/storage/data_dir.h"
@@ -42,7 +43,6 @@ class LocalFiles {
   std::set<Key> files_ GUARDED_BY(mu_);
 };
 
-v1::FileRef ShardRef(const std::string& dataset, uint64_t version, uint32_t seq);
 v1::FileRef IndexRef(const std::string& dataset, uint64_t version);
 // "cats@2/000007.shard" for logs.
 std::string FileName(const v1::FileRef& file);

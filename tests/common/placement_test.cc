@@ -77,7 +77,7 @@ TEST(PlacementTest, ServingNodeSkipsExcludedHoldersAndSpreadsLoad) {
   EXPECT_FALSE(ServingNode(holders, ranked, all, 1).has_value());
 }
 
-TEST(PlacementTest, ShardServingAgreesWithServingNodeForEveryNodeAndSample) {
+TEST(PlacementTest, ShardServingAndShardServersAgreeWithServingNodeForEveryNodeAndSample) {
   // Random holders, exclusions and near sets over 6 nodes: for each, every
   // node's precomputed answer is ServingNode's, and exactly one node (or, with
   // every member excluded, none) serves each sample.
@@ -97,8 +97,13 @@ TEST(PlacementTest, ShardServingAgreesWithServingNodeForEveryNodeAndSample) {
     const auto ranked = RankMembers("f" + std::to_string(round), nodes);
     std::vector<ShardServing> serving;
     for (const auto& n : nodes) serving.emplace_back(holders, ranked, excluded, near, n);
+    const ShardServers servers(holders, ranked, excluded, near);  // the client's view: who serves each
     for (uint64_t id = 0; id < 64; ++id) {
       const auto chosen = ServingNode(holders, ranked, excluded, id, near);
+      EXPECT_EQ(servers.nodes().empty(), !chosen.has_value());
+      if (chosen) {
+        EXPECT_EQ(servers.nodes()[servers.Pick(id)], *chosen) << "round " << round << " id " << id;
+      }
       int serves = 0;
       for (size_t n = 0; n < nodes.size(); ++n) {
         EXPECT_EQ(serving[n].Serves(id), chosen == nodes[n]) << "round " << round << " id " << id;
