@@ -11,12 +11,14 @@
 # R=1 the fullest node finishes last), and each node's CPU seconds (utime+stime
 # from /proc) per million samples it delivered, mean and worst node, its idle CPU
 # (ms per second, over as long as an epoch takes, streaming nothing) and the mean net of it.
+# The client plans its streams (the default); --plan-on-nodes has every node compute
+# the whole plan instead, to compare the nodes' CPU (column `planning`).
 # With --ingest, then (N >= 2, links shaped): the same tars ingested again at R=2,
 # by one writer (one node sends every copy over its link) and by N writers
 # (`strata ingest --writers N`, each node copying its own part); MB/s of each.
 # Usage: bench/scale.sh [--nodes "1 2 4 8"] [--rate-mbit 400] [--delay-ms 0.5]
 #          [--per-node-mb 192] [--size 64KiB] [--shard-size 256KiB] [--replication 1]
-#          [--world 2] [--batch-size 64] [--ingest]
+#          [--world 2] [--batch-size 64] [--plan-on-nodes] [--ingest]
 # Needs root (ip netns, veth, tc) and a build in ./build. Writes bench/results/scale.csv
 # (and scale_ingest.csv with --ingest).
 set -euo pipefail
@@ -32,6 +34,8 @@ batch=64
 shard=256KiB
 replication=1
 ingest=0
+planning=client
+probe_extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) node_counts="$2"; shift 2 ;;
@@ -44,7 +48,8 @@ while [ $# -gt 0 ]; do
     --shard-size) shard="$2"; shift 2 ;;
     --replication) replication="$2"; shift 2 ;;
     --ingest) ingest=1; shift ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --plan-on-nodes) planning=nodes; probe_extra=(--plan-on-nodes); shift ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "scale.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -179,7 +184,7 @@ link_mb=$(/usr/bin/python3 -c "print(f'{$rate_mbit/8:.1f}')")
 csv="$work/scale.csv"  # copied to bench/results/ once every N has run
 ingest_csv="$work/scale_ingest.csv"
 echo "nodes,one_writer_mb_per_s,n_writers_mb_per_s,ratio,rate_mbit,sample_size" >"$ingest_csv"
-echo "nodes,client_mb_per_s,link_sum_mb_per_s,ratio,placement_bound,cpu_s_per_M_samples_mean,cpu_s_per_M_samples_worst,samples,samples_max_node,idle_cpu_ms_per_s,cpu_s_per_M_samples_net_mean,rate_mbit,delay_ms,sample_size,world" >"$csv"
+echo "nodes,client_mb_per_s,link_sum_mb_per_s,ratio,placement_bound,cpu_s_per_M_samples_mean,cpu_s_per_M_samples_worst,samples,samples_max_node,idle_cpu_ms_per_s,cpu_s_per_M_samples_net_mean,rate_mbit,delay_ms,sample_size,world,planning" >"$csv"
 
 for n in $node_counts; do
   echo "== $n node(s): links of $rate_mbit mbit ($link_mb MB/s), $delay_ms ms"
@@ -214,7 +219,7 @@ print(" ".join(f"{k}:{v}" for k,v in sorted(c.items())))')
   for i in $(seq 1 "$n"); do shape "$i"; done
   # Warm-up epoch: connections, page cache.
   out=$(in_client "$bin/bench/strata-stream-probe" --server "$servers" --dataset scale --world "$world" \
-    --batch-size "$batch" --epoch 0 --stall-ms 10000)
+    --batch-size "$batch" --epoch 0 --stall-ms 10000 ${probe_extra[@]+"${probe_extra[@]}"})
   [ "$(echo "$out" | field exactly_once)" = yes ] || { echo "scale.sh: not exactly once: $out" >&2; exit 1; }
   # Idle: the nodes' CPU over as long as that epoch took, streaming nothing (heartbeats, timers).
   idle_s=$(echo "$out" | field seconds)
@@ -224,7 +229,7 @@ print(" ".join(f"{k}:{v}" for k,v in sorted(c.items())))')
   served_before=$(served_by_node "$n")
   before=(); for p in "${node_pids[@]}"; do before+=("$(cpu_ticks "$p")"); done
   out=$(in_client "$bin/bench/strata-stream-probe" --server "$servers" --dataset scale --world "$world" \
-    --batch-size "$batch" --epoch 1 --stall-ms 10000)
+    --batch-size "$batch" --epoch 1 --stall-ms 10000 ${probe_extra[@]+"${probe_extra[@]}"})
   after=(); for p in "${node_pids[@]}"; do after+=("$(cpu_ticks "$p")"); done
   [ "$(echo "$out" | field exactly_once)" = yes ] || { echo "scale.sh: not exactly once: $out" >&2; exit 1; }
   # A node counts a part once gRPC reports it written: wait for the counters to add up.
@@ -249,7 +254,7 @@ net=[(c-i/$idle_s*$(echo "$out" | field seconds))/(s/1e6) for c,i,s in zip(cpu,i
 print(f'{$mbs/($n*$rate_mbit/8):.2f} {$samples/$n/top:.2f} {sum(per)/len(per):.1f} {max(per):.1f} {top}',
       f'{1000*sum(idle)/len(idle)/$idle_s:.1f} {sum(net)/len(net):.1f}')")"
   echo "   $mbs MB/s of $((n * rate_mbit / 8)) MB/s (x$ratio; placement allows x$bound); CPU s per M samples per node: mean $cpu_mean, worst $cpu_worst; most samples on one node: $max_node of $samples; idle CPU ${idle_ms} ms/s a node (net of it: $cpu_net)"
-  echo "$n,$mbs,$(/usr/bin/python3 -c "print(f'{$n*$rate_mbit/8:.1f}')"),$ratio,$bound,$cpu_mean,$cpu_worst,$samples,$max_node,$idle_ms,$cpu_net,$rate_mbit,$delay_ms,$size,$world" >>"$csv"
+  echo "$n,$mbs,$(/usr/bin/python3 -c "print(f'{$n*$rate_mbit/8:.1f}')"),$ratio,$bound,$cpu_mean,$cpu_worst,$samples,$max_node,$idle_ms,$cpu_net,$rate_mbit,$delay_ms,$size,$world,$planning" >>"$csv"
   if [ "$ingest" = 1 ] && [ "$n" -ge 2 ]; then
     # Ingest through the shaped links: one writer, then N (the sources dealt out among them).
     rates=()

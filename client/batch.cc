@@ -161,6 +161,41 @@ bool client_internal::BatchAssembler::AddPart(Batch* b, v1::Batch* part) {
 
 // Joins the kept parts into one payload in slot order: the one copy a
 // multi-part batch costs.
+void client_internal::BatchAssembler::DropFilled(const Batch& batch, v1::Batch* part) {
+  bool any = false;
+  for (uint32_t slot : part->slots()) any = any || (slot < batch.size() && Filled(batch, slot));
+  if (!any) return;
+  v1::Batch kept;
+  kept.CopyFrom(*part);
+  kept.clear_slots();
+  kept.clear_ids();
+  kept.clear_labels();
+  kept.clear_sizes();
+  kept.clear_layout_of();
+  kept.clear_field_sizes();
+  kept.clear_strata();
+  kept.clear_payload();
+  uint64_t offset = 0;
+  int field = 0;
+  for (int i = 0; i < part->slots_size(); ++i) {
+    const int fields = part->layout_of_size() ? part->layouts(static_cast<int>(part->layout_of(i))).names_size() : 0;
+    const uint32_t slot = part->slots(i);
+    if (slot >= batch.size() || !Filled(batch, slot)) {
+      kept.add_slots(slot);
+      kept.add_ids(part->ids(i));
+      kept.add_labels(part->labels(i));
+      kept.add_sizes(part->sizes(i));
+      if (part->layout_of_size()) kept.add_layout_of(part->layout_of(i));
+      if (part->strata_size()) kept.add_strata(part->strata(i));
+      for (int k = 0; k < fields; ++k) kept.add_field_sizes(part->field_sizes(field + k));
+      kept.mutable_payload()->append(part->payload(), offset, part->sizes(i));
+    }
+    offset += part->sizes(i);
+    field += fields;
+  }
+  *part = std::move(kept);
+}
+
 void client_internal::BatchAssembler::Finalize(Batch* b) {
   uint64_t total = 0;
   for (uint64_t s : b->sizes_) total += s;

@@ -22,6 +22,9 @@ class BatchAssembler {
   // changes nothing) if a slot is out of range or already filled, or the part
   // is inconsistent (array lengths, sizes vs payload, field sizes vs layouts).
   static bool AddPart(Batch* batch, v1::Batch* part);
+  // Removes the samples of `part` whose slots `batch` already holds (a part
+  // sent again after a failover): a slot is filled once.
+  static void DropFilled(const Batch& batch, v1::Batch* part);
   // Whether every slot is filled.
   static bool Complete(const Batch& batch) { return batch.filled_ == batch.ids_.size(); }
   // Whether `slot` has been filled. REQUIRES: slot < batch.size().

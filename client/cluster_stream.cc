@@ -1,16 +1,25 @@
 // ClusterStream: one rank's batches from every node that serves part of them.
 //
-// Each node computes the same epoch plan and sends the samples it serves
-// (common/placement.h); this stream fills each step's slots from their parts
-// and yields complete steps in order. Exactly once is kept at the slot: a slot
-// is filled once, and a second copy of it (after a failover reassigns samples)
-// is dropped.
+// The client plans (client/stream_plan.h): on a cluster of several nodes that
+// serve work (ClusterMap.serves_work), the stream computes the epoch plan
+// itself and sends each node the samples it owes for a window of steps
+// (StreamRequest.work), opening calls only to nodes that owe something; the
+// next window's calls open when half of the current one has been delivered.
+// Every part is checked against the plan: a sample at a slot the plan gives
+// another, or a step outside the call's window, fails the stream. Otherwise
+// (one node, a job cursor, older servers, or ClientOptions.plan_on_client
+// off) each node computes the same plan and sends the samples it serves
+// (common/placement.h). Either way this stream fills each step's slots from
+// the parts and yields complete steps in order. Exactly once is kept at the
+// slot: a slot is filled once, and a second copy of it (after a failover
+// reassigns samples) is dropped.
 //
 // Failover: a node whose call ends with an error, or that stalls, is
-// excluded. The remaining calls are cancelled and new ones open on every node
-// still serving, from the first incomplete step, with the excluded nodes named
-// in the request: the holders that remain take over the excluded node's
-// samples. Slots already filled stay filled.
+// excluded. The remaining calls are cancelled and new ones open from the
+// first incomplete step: the holders that remain take over the excluded
+// node's samples (planning here: the slots still empty are planned again
+// without it; else the excluded nodes are named in the request). Slots
+// already filled stay filled.
 //
 // Stalled means: the trainer waits in Next() for a step the node owes (it has
 // not sent that step's last part), everything the node sent has been read
@@ -37,61 +46,12 @@
 #include "client/client_internal.h"
 #include "client/node_probe.h"
 #include "client/part_reader.h"
+#include "client/stream_plan.h"
 #include "common/serving_errors.h"
 
 namespace strata::client_internal {
 
 namespace {
-
-// Errors that every node would repeat: they end the stream, not a node.
-bool IsRequestError(const Status& s) {
-  switch (s.code()) {
-    case Code::kInvalidArgument:
-    case Code::kNotFound:
-    case Code::kFailedPrecondition:
-    case Code::kOutOfRange:
-    case Code::kUnimplemented:
-    case Code::kPermissionDenied:
-    case Code::kUnauthenticated: return true;
-    default: return false;
-  }
-}
-
-// Removes the samples of `part` whose slots `batch` already holds.
-void DropFilledSlots(const Batch& batch, v1::Batch* part) {
-  bool any = false;
-  for (uint32_t slot : part->slots()) any = any || (slot < batch.size() && BatchAssembler::Filled(batch, slot));
-  if (!any) return;
-  v1::Batch kept;
-  kept.CopyFrom(*part);
-  kept.clear_slots();
-  kept.clear_ids();
-  kept.clear_labels();
-  kept.clear_sizes();
-  kept.clear_layout_of();
-  kept.clear_field_sizes();
-  kept.clear_strata();
-  kept.clear_payload();
-  uint64_t offset = 0;
-  int field = 0;
-  for (int i = 0; i < part->slots_size(); ++i) {
-    const int fields = part->layout_of_size() ? part->layouts(static_cast<int>(part->layout_of(i))).names_size() : 0;
-    const uint32_t slot = part->slots(i);
-    if (slot >= batch.size() || !BatchAssembler::Filled(batch, slot)) {
-      kept.add_slots(slot);
-      kept.add_ids(part->ids(i));
-      kept.add_labels(part->labels(i));
-      kept.add_sizes(part->sizes(i));
-      if (part->layout_of_size()) kept.add_layout_of(part->layout_of(i));
-      if (part->strata_size()) kept.add_strata(part->strata(i));
-      for (int k = 0; k < fields; ++k) kept.add_field_sizes(part->field_sizes(field + k));
-      kept.mutable_payload()->append(part->payload(), offset, part->sizes(i));
-    }
-    offset += part->sizes(i);
-    field += fields;
-  }
-  *part = std::move(kept);
-}
 
 class ClusterStream final : public Stream {
  public:
@@ -103,7 +63,8 @@ class ClusterStream final : public Stream {
         position_(std::move(position)),
         stall_(options.stall_timeout_ms),
         queue_(std::max<uint64_t>(2, options.max_buffered_parts)),
-        excluded_(channels_) {
+        excluded_(channels_),
+        options_plan_(options.plan_on_client) {
     const auto now = Clock::now();
     bool domains = false;
     for (const auto& n : map_.nodes()) domains = domains || !n.zone().empty() || !n.rack().empty();
@@ -118,7 +79,7 @@ class ClusterStream final : public Stream {
     request_.set_zone(options.zone);
   }
 
-  ~ClusterStream() override { readers_.clear(); }
+  ~ClusterStream() override { calls_.clear(); }
 
   Status Next(Batch* batch) override;
   uint64_t steps_in_epoch() const override { return steps_in_epoch_; }
@@ -129,20 +90,29 @@ class ClusterStream final : public Stream {
 
  private:
   using Clock = std::chrono::steady_clock;
-  struct ReaderState {
+  // One StreamBatches call to one node.
+  struct Call {
+    std::string node;
+    uint64_t first = 0, end = UINT64_MAX;  // the steps it serves: [first, end)
     std::unique_ptr<PartReader> reader;
-    bool ended = false;              // its call ended OK: it owes nothing more
-    bool holders_down = false;       // its call ended reporting a shard with no live holder
+    bool ended = false;              // it ended OK: it owes nothing more
+    bool holders_down = false;       // it ended reporting a shard with no live holder
     bool unknown = false;            // answered NotFound before any node sent a part
     int64_t completed_through = -1;  // last step whose share it finished
   };
 
   Status Fail(Status s) {
-    readers_.clear();
+    calls_.clear();
     final_ = std::move(s);
     return final_;
   }
+  // Planning here: the plan from the first node that gives it, the version
+  // and plan hash it fixes, and the epoch's end.
+  Status LoadPlan();
+  // Opens the calls of steps [planned_to_, planned_to_ + kWindowSteps).
+  Status PlanWindow();
   Status Open(uint64_t from_step);
+  void StartCall(const std::string& node, const v1::StreamRequest& request, uint64_t first, uint64_t end);
   Status Failover(const std::string& node, const std::string& why);
   // The nodes that answered NotFound before the version was known: when every
   // node did, the dataset is not there (the stream fails NotFound); once a part
@@ -168,10 +138,16 @@ class ClusterStream final : public Stream {
   // stream gives up waiting for an excluded holder to come back.
   Status holders_down_;
   Clock::time_point holders_down_until_;
-  std::map<std::string, ReaderState> readers_;
+  std::map<uint64_t, Call> calls_;  // by call id (their PartReader's generation)
+  uint64_t next_call_ = 0;
+  // Planning here (null when the nodes plan).
+  std::optional<WorkPlanner> planner_;
+  std::shared_ptr<const StreamPlan> plan_;
+  uint64_t planned_to_ = 0;                             // calls are open for steps before this
+  std::map<uint64_t, std::vector<uint64_t>> plan_ids_;  // the rank's ids of the steps planned, not yet delivered
+  static constexpr uint64_t kWindowSteps = 32;
   std::map<uint64_t, Batch> pending_;  // steps being assembled
   std::vector<Batch> spare_batches_;   // batches callers gave back, to assemble into
-  uint64_t generation_ = 0;
   uint64_t steps_in_epoch_ = 0;
   std::optional<uint64_t> end_step_;
   bool opened_ = false;
@@ -179,13 +155,107 @@ class ClusterStream final : public Stream {
   std::string last_failure_;  // why the last node was excluded
   Status unknown_;            // the first NotFound answered before the version was known
   std::atomic<bool> cancelled_{false};
+  const bool options_plan_;
 };
 
+void ClusterStream::StartCall(const std::string& node, const v1::StreamRequest& request, uint64_t first, uint64_t end) {
+  const uint64_t id = ++next_call_;
+  Call& call = calls_[id];
+  call.node = node;
+  call.first = first;
+  call.end = end;
+  call.completed_through = static_cast<int64_t>(first) - 1;
+  call.reader = std::make_unique<PartReader>(channels_(Address(node)), request, node, id, &queue_);
+}
+
+Status ClusterStream::LoadPlan() {
+  const auto timeout = std::max(stall_, std::chrono::milliseconds(2000));
+  Status last = Status::Unavailable("no node is up");
+  for (const auto& n : map_.nodes()) {
+    if (excluded_.Contains(n.id())) continue;
+    auto plan = StreamPlan::Load(channels_(n.address()), request_, timeout);
+    if (!plan.ok()) {
+      last = plan.status();
+      // A node that is down, or behind (it does not know the version yet), is
+      // not the request's fault: ask the next.
+      if (last.code() == Code::kUnavailable || last.code() == Code::kDeadlineExceeded || last.IsNotFound()) continue;
+      return Fail(last);
+    }
+    plan_ = std::move(plan).value();
+    break;
+  }
+  if (!plan_) return Fail(last);
+  const EpochPlan& plan = plan_->plan();
+  if (position_.plan_hash != 0 && position_.plan_hash != plan.plan_hash()) {
+    return Fail(Status::FailedPrecondition(
+        "the resume token belongs to a different plan (dataset version, sampler, global batch or remainder "
+        "changed); start a new epoch or resume with the original settings"));
+  }
+  position_.version = plan_->info().version();
+  position_.plan_hash = plan.plan_hash();
+  steps_in_epoch_ = plan.num_steps();
+  const uint64_t start = request_.start_step();
+  if (start > steps_in_epoch_) {
+    return Fail(Status::InvalidArgument("start step " + std::to_string(start) + " is past the end of the epoch (" +
+                                        std::to_string(steps_in_epoch_) + " steps)"));
+  }
+  end_step_ = request_.max_steps() == 0 ? steps_in_epoch_ : std::min(steps_in_epoch_, start + request_.max_steps());
+  // The calls name the version and plan, and only what a node serving work reads.
+  request_.set_dataset(position_.dataset + "@" + std::to_string(position_.version));
+  request_.set_expect_plan_hash(position_.plan_hash);
+  request_.set_max_steps(0);
+  request_.clear_members();
+  request_.clear_member_zones();
+  request_.clear_member_racks();
+  request_.clear_excluded();
+  planner_.emplace(plan_, map_, request_.rank(), request_.zone());
+  return Status::OK();
+}
+
+Status ClusterStream::PlanWindow() {
+  const uint64_t from = planned_to_, to = std::min(*end_step_, from + kWindowSteps);
+  if (from >= to) return Status::OK();
+  const EpochPlan& plan = plan_->plan();
+  for (uint64_t step = from; step < to; ++step) {
+    plan.RankBatch(step, request_.rank(), &plan_ids_[step]);
+    if (plan_ids_[step].empty() && !pending_.count(step)) {  // nothing to receive: complete as it is
+      BatchAssembler::Reset(&pending_[step], position_.epoch, step, request_.rank(), position_.version, steps_in_epoch_,
+                            0);
+    }
+  }
+  std::map<std::string, std::vector<v1::WorkStep>> work;
+  const Status planned = planner_->Plan(
+      from, to,
+      [this](uint64_t step, uint32_t slot) {
+        auto it = pending_.find(step);
+        return it != pending_.end() && slot < it->second.size() && BatchAssembler::Filled(it->second, slot);
+      },
+      &work);
+  if (!planned.ok()) {
+    if (planned.code() != Code::kUnavailable) return Fail(planned);
+    return Fail(Status::Unavailable("every node that could serve this stream has failed" +
+                                    (last_failure_.empty() ? std::string() : "; last: " + last_failure_)));
+  }
+  for (auto& [node, steps] : work) {
+    v1::StreamRequest r = request_;
+    r.set_start_step(from);
+    for (auto& w : steps) *r.add_work() = std::move(w);
+    StartCall(node, r, from, to);
+  }
+  planned_to_ = to;
+  return Status::OK();
+}
+
 Status ClusterStream::Open(uint64_t from_step) {
-  readers_.clear();  // cancels and joins the previous generation
-  ++generation_;
+  calls_.clear();  // cancels and joins the calls open
   holders_down_ = Status::OK();
   unknown_ = Status::OK();
+  queue_.SetNextStep(from_step);
+  if (planner_) {
+    planner_->SetExcluded(excluded_.ids());
+    planned_to_ = from_step;
+    return PlanWindow();
+  }
   request_.clear_excluded();
   for (const auto& x : excluded_.ids()) request_.add_excluded(x);
   request_.set_start_step(from_step);
@@ -196,14 +266,10 @@ Status ClusterStream::Open(uint64_t from_step) {
     if (position_.plan_hash != 0) request_.set_expect_plan_hash(position_.plan_hash);
   }
   if (request_.max_steps() != 0 && end_step_) request_.set_max_steps(*end_step_ - from_step);
-  queue_.SetNextStep(from_step);
   for (const auto& n : map_.nodes()) {
-    if (excluded_.Contains(n.id())) continue;
-    ReaderState& state = readers_[n.id()];
-    state.completed_through = static_cast<int64_t>(from_step) - 1;
-    state.reader = std::make_unique<PartReader>(channels_(n.address()), request_, n.id(), generation_, &queue_);
+    if (!excluded_.Contains(n.id())) StartCall(n.id(), request_, from_step, UINT64_MAX);
   }
-  if (readers_.empty()) {
+  if (calls_.empty()) {
     return Fail(Status::Unavailable("every node that could serve this stream has failed" +
                                     (last_failure_.empty() ? std::string() : "; last: " + last_failure_)));
   }
@@ -239,10 +305,9 @@ Status ClusterStream::Readmit() {
 }
 
 Status ClusterStream::Handle(PartEvent& e) {
-  if (e.generation != generation_) return Status::OK();  // from cancelled calls
-  auto it = readers_.find(e.node);
-  if (it == readers_.end()) return Status::OK();
-  ReaderState& node = it->second;
+  auto it = calls_.find(e.generation);
+  if (it == calls_.end()) return Status::OK();  // from a cancelled call
+  Call& node = it->second;
   if (e.end) {
     if (e.status.ok()) {
       node.ended = true;
@@ -277,9 +342,14 @@ Status ClusterStream::Handle(PartEvent& e) {
   if (part.step() < position_.step) return Status::OK();  // already delivered
   if (part.epoch() != position_.epoch || part.rank() != request_.rank() ||
       (position_.version != 0 && part.dataset_version() != position_.version) ||
-      (position_.plan_hash != 0 && part.plan_hash() != position_.plan_hash)) {
+      (position_.plan_hash != 0 && part.plan_hash() != position_.plan_hash) || part.step() < node.first ||
+      part.step() >= node.end) {
     return Fail(Status::Internal("node " + e.node + " sent a part of another stream (step " +
                                  std::to_string(part.step()) + ")"));
+  }
+  if (auto ids = plan_ids_.find(part.step()); planner_ && (ids == plan_ids_.end() || !MatchesPlan(part, ids->second))) {
+    return Fail(Status::Internal("node " + e.node + " sent samples of step " + std::to_string(part.step()) +
+                                 " at slots the plan gives others"));
   }
   position_.version = part.dataset_version();
   position_.plan_hash = part.plan_hash();
@@ -298,7 +368,7 @@ Status ClusterStream::Handle(PartEvent& e) {
     BatchAssembler::Reset(&batch, part.epoch(), part.step(), part.rank(), part.dataset_version(), part.steps_in_epoch(),
                           part.batch_size());
   }
-  DropFilledSlots(batch, &part);
+  BatchAssembler::DropFilled(batch, &part);
   if (!BatchAssembler::AddPart(&batch, &part)) {
     return Fail(
         Status::Internal("node " + e.node + " sent an inconsistent part of step " + std::to_string(part.step())));
@@ -310,9 +380,9 @@ Status ClusterStream::Handle(PartEvent& e) {
 Status ClusterStream::SettleUnknown() {
   std::vector<std::string> unknown;
   bool served = position_.version != 0, open = false;
-  for (const auto& [id, node] : readers_) {
+  for (const auto& [call, node] : calls_) {
     if (node.unknown) {
-      unknown.push_back(id);
+      unknown.push_back(node.node);
     } else if (node.ended) {
       served = true;  // it finished its share: the version exists
     } else {
@@ -336,16 +406,17 @@ Status ClusterStream::SettleUnknown() {
 Status ClusterStream::CheckStalls(Clock::time_point waiting_since) {
   const auto now = Clock::now();
   if (now - waiting_since <= stall_) return Status::OK();
-  for (const auto& [id, node] : readers_) {
-    const bool owes =
-        !node.ended && !node.holders_down && node.completed_through < static_cast<int64_t>(position_.step);
+  for (const auto& [call, node] : calls_) {
+    const bool owes = !node.ended && !node.holders_down && node.first <= position_.step &&
+                      node.completed_through < static_cast<int64_t>(position_.step);
     const int64_t reading = node.reader->reading_since_ns();
     if (!owes || reading == 0) continue;
     const Clock::time_point silent_since = Clock::time_point(std::chrono::nanoseconds(reading));
     if (now - std::max(silent_since, waiting_since) > stall_) {
       ++stats_.stalls;
-      return Failover(id, "sent nothing for " + std::to_string(stall_.count()) +
-                              " ms while the client waited for its share of step " + std::to_string(position_.step));
+      return Failover(node.node, "sent nothing for " + std::to_string(stall_.count()) +
+                                     " ms while the client waited for its share of step " +
+                                     std::to_string(position_.step));
     }
   }
   return Status::OK();
@@ -355,6 +426,9 @@ Status ClusterStream::Next(Batch* batch) {
   if (!final_.ok()) return final_;
   if (!opened_) {
     opened_ = true;
+    if (options_plan_ && map_.serves_work() && map_.nodes_size() > 1 && request_.job_id().empty()) {
+      STRATA_RETURN_IF_ERROR(LoadPlan());
+    }
     STRATA_RETURN_IF_ERROR(Open(position_.step));
   }
   const auto poll = std::min(stall_, std::chrono::milliseconds(50));
@@ -369,12 +443,30 @@ Status ClusterStream::Next(Batch* batch) {
       std::swap(*batch, ready->second);
       if (spare_batches_.size() < 2) spare_batches_.push_back(std::move(ready->second));
       pending_.erase(ready);
+      plan_ids_.erase(position_.step);
       ++position_.step;
       queue_.SetNextStep(position_.step);
+      if (planner_) {
+        // Calls whose window is over have ended: their threads are done.
+        std::erase_if(calls_, [this](const auto& c) { return c.second.ended && c.second.end <= position_.step; });
+        if (planned_to_ < *end_step_ && position_.step + kWindowSteps / 2 >= planned_to_) {
+          STRATA_RETURN_IF_ERROR(PlanWindow());
+        }
+      }
       return Status::OK();
     }
-    const bool all_ended = std::all_of(readers_.begin(), readers_.end(), [](const auto& r) { return r.second.ended; });
-    if (all_ended) {
+    if (planner_) {
+      // Every call that serves this step has ended, and it is still incomplete.
+      const bool owed = std::any_of(calls_.begin(), calls_.end(), [this](const auto& c) {
+        return !c.second.ended && c.second.first <= position_.step && position_.step < c.second.end;
+      });
+      if (!owed) {
+        return Fail(Status::Internal("every node finished its work but step " + std::to_string(position_.step) +
+                                     " is incomplete"));
+      }
+    }
+    const bool all_ended = std::all_of(calls_.begin(), calls_.end(), [](const auto& r) { return r.second.ended; });
+    if (!planner_ && all_ended) {
       if (!end_step_ || pending_.empty()) {
         return Fail(Status::OutOfRange("end of stream at step " + std::to_string(position_.step)));
       }

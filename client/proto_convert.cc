@@ -329,6 +329,7 @@ v1::ClusterMap ToProto(const ClusterMap& map) {
   out.set_membership(map.membership);
   out.set_cluster(map.cluster);
   out.set_ingest_accept_signal(map.ingest_accept_signal);
+  out.set_serves_work(map.serves_work);
   return out;
 }
 
@@ -344,6 +345,7 @@ ClusterMap FromProto(const v1::ClusterMap& map) {
   out.membership = map.membership();
   out.cluster = map.cluster();
   out.ingest_accept_signal = map.ingest_accept_signal();
+  out.serves_work = map.serves_work();
   return out;
 }
 

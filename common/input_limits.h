@@ -31,8 +31,8 @@ struct InputLimits {
   static constexpr size_t kMaxRecordsPerRead = 65536;       // ReadRecordsRequest.indexes
   static constexpr size_t kMaxShardPathBytes = 512;
   static constexpr size_t kStratumIndexChunkBytes = 4u << 20;  // StratumIndexChunk.data
-  static constexpr size_t kMaxWorkSteps = 4096;     // StreamRequest.work: steps in one request
-  static constexpr size_t kMaxWorkIds = 1u << 22;   // StreamRequest.work: samples in one request
+  static constexpr size_t kMaxWorkSteps = 4096;                // StreamRequest.work: steps in one request
+  static constexpr size_t kMaxWorkIds = 1u << 22;              // StreamRequest.work: samples in one request
   static constexpr size_t kQuotedPrefixBytes = 40;
 };
 

@@ -26,4 +26,19 @@ inline bool IsHoldersDown(const Status& s) {
   return s.code() == Code::kUnavailable && s.message().find(kHoldersDownMarker) != std::string::npos;
 }
 
+// Errors that every node would repeat: they end a client's stream, not its
+// use of the node that returned them.
+inline bool IsRequestError(const Status& s) {
+  switch (s.code()) {
+    case Code::kInvalidArgument:
+    case Code::kNotFound:
+    case Code::kFailedPrecondition:
+    case Code::kOutOfRange:
+    case Code::kUnimplemented:
+    case Code::kPermissionDenied:
+    case Code::kUnauthenticated: return true;
+    default: return false;
+  }
+}
+
 }  // namespace strata

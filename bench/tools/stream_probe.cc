@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   uint64_t kill_at = 0;
   int64_t stall_ms = 1000;
   uint64_t slow_every = 0, slow_ms = 0, step_ms = 0;
+  bool plan_on_nodes = false;
   CLI::App app{"strata-stream-probe: stream an epoch, measure throughput and pauses, optionally kill a node"};
   app.add_option("--server", servers, "comma-separated seeds");
   app.add_option("--dataset", dataset)->required();
@@ -48,6 +49,7 @@ int main(int argc, char** argv) {
   app.add_option("--slow-every", slow_every, "sleep --slow-ms after every Nth step of each rank");
   app.add_option("--slow-ms", slow_ms);
   app.add_option("--step-ms", step_ms, "sleep this long after every step");
+  app.add_flag("--plan-on-nodes", plan_on_nodes, "every node computes the plan (ClientOptions.plan_on_client off)");
   CLI11_PARSE(app, argc, argv);
 
   std::vector<std::string> seeds;
@@ -58,6 +60,7 @@ int main(int argc, char** argv) {
   }
   strata::ClientOptions co;
   co.stall_timeout_ms = stall_ms;
+  co.plan_on_client = !plan_on_nodes;
   using Clock = std::chrono::steady_clock;
   std::atomic<uint64_t> samples{0}, bytes{0};
   std::atomic<bool> failed{false};

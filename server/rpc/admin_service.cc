@@ -52,6 +52,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::GetClusterMap(grpc::CallbackServerCo
                                                           v1::ClusterMap* reply) {
   v1::ClusterMap map = view_->Current();
   map.set_ingest_accept_signal(!LegacyIngestForTests());
+  map.set_serves_work(true);
   return FinishUnary(context, Result<v1::ClusterMap>(std::move(map)), reply);
 }
 

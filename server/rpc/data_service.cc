@@ -24,8 +24,8 @@ grpc::ServerReadReactor<v1::IngestRequest>* DataServiceImpl::Ingest(grpc::Callba
 }
 
 grpc::ServerUnaryReactor* DataServiceImpl::ReadStratumIndex(grpc::CallbackServerContext* context,
-                                                             const v1::StratumIndexRequest* request,
-                                                             v1::StratumIndexChunk* reply) {
+                                                            const v1::StratumIndexRequest* request,
+                                                            v1::StratumIndexChunk* reply) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (Status valid = ValidateStratumIndexRequest(*request); !valid.ok()) {
     metrics_->CountRejected(Metrics::Reject::kInvalidRequest);

@@ -38,9 +38,9 @@ Status CheckWork(const v1::StreamRequest& r, const EpochPlan& plan, uint64_t num
     const v1::WorkStep& w = r.work(i);
     if (w.step() != r.start_step() + static_cast<uint64_t>(i) || w.slots_size() != w.ids_size()) {
       return Status::InvalidArgument("work step " + std::to_string(w.step()) + " at position " + std::to_string(i) +
-                                     " (" + std::to_string(w.slots_size()) + " slots, " +
-                                     std::to_string(w.ids_size()) + " ids): work names the steps from start_step " +
-                                     std::to_string(r.start_step()) + " on, one each in order, a slot per id");
+                                     " (" + std::to_string(w.slots_size()) + " slots, " + std::to_string(w.ids_size()) +
+                                     " ids): work names the steps from start_step " + std::to_string(r.start_step()) +
+                                     " on, one each in order, a slot per id");
     }
   }
   if (r.start_step() + static_cast<uint64_t>(r.work_size()) > steps) {

@@ -89,8 +89,8 @@ bool BatchStream::BuildOrDefer(StepClaim claim, std::vector<WirePart>* parts, St
 
 Status BatchStream::BuildLocal(const StepClaim& claim, Scratch& scratch, DeferredStep& d) {
   const uint64_t step = claim.step;
-  const uint32_t batch_size = static_cast<uint32_t>(has_work() ? plan_.RankBatchSize(step, request_.rank())
-                                                               : claim.ids.size());
+  const uint32_t batch_size =
+      static_cast<uint32_t>(has_work() ? plan_.RankBatchSize(step, request_.rank()) : claim.ids.size());
   const std::string where = "step " + std::to_string(step);
   const std::vector<std::pair<const void*, uint64_t>>& unmapped = claim.unmapped;
   const std::vector<std::pair<const void*, uint64_t>>& sparse = claim.sparse;

@@ -1,6 +1,7 @@
+#include "server/serve/stream_opener.h"
+
 #include "common/dataset_ref.h"
 #include "common/input_limits.h"
-#include "server/serve/stream_opener.h"
 
 namespace strata {
 
@@ -18,11 +19,13 @@ Result<v1::StratumIndexChunk> StreamOpener::ReadStratumIndex(const v1::StratumIn
   auto version = cache_->Open(ref.value());
   if (!version.ok()) return version.status();
   v1::StratumIndexChunk chunk;
-  uint64_t file_bytes = 0;
-  auto data = version.value()->ReadStratumIndex(request.offset(), InputLimits::kStratumIndexChunkBytes, &file_bytes);
+  uint64_t file_bytes = 0, checksum = 0;
+  auto data =
+      version.value()->ReadStratumIndex(request.offset(), InputLimits::kStratumIndexChunkBytes, &file_bytes, &checksum);
   if (!data.ok()) return data.status();
   *chunk.mutable_data() = std::move(data).value();
   chunk.set_file_bytes(file_bytes);
+  chunk.set_file_checksum(checksum);
   return chunk;
 }
 

@@ -76,10 +76,12 @@ uint32_t OpenVersion::Replication(size_t members) const {
   return r != 0 ? r : DefaultReplication(members);
 }
 
-Result<std::string> OpenVersion::ReadStratumIndex(uint64_t offset, size_t max_bytes, uint64_t* file_bytes) const {
+Result<std::string> OpenVersion::ReadStratumIndex(uint64_t offset, size_t max_bytes, uint64_t* file_bytes,
+                                                  uint64_t* checksum) const {
   const std::string name = shape_.name + "@" + std::to_string(shape_.version);
   if (!record_.has_strata_index()) return Status::FailedPrecondition("dataset " + name + " has no stratum index");
   *file_bytes = record_.strata_index().bytes();
+  *checksum = record_.strata_index().checksum();
   const std::string path = dir_->VersionDir(shape_.name, shape_.version) + "/" + kStratumIndexFileName;
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) {

@@ -49,11 +49,12 @@ class OpenVersion {
   // if it is damaged.
   Result<DatasetShape> PlanShape(const v1::SamplerSpec& sampler) const;
   // Up to `max_bytes` of this node's copy of the stratum index file from
-  // `offset` (empty past its end) and, in *file_bytes, the size the catalog
-  // recorded. FailedPrecondition if the version has none; Unavailable if this
+  // `offset` (empty past its end) and, in *file_bytes and *checksum, the size
+  // and trailer checksum the catalog recorded. FailedPrecondition if the version has none; Unavailable if this
   // node holds no copy. The bytes are not checked here: the reader verifies
   // the whole file.
-  Result<std::string> ReadStratumIndex(uint64_t offset, size_t max_bytes, uint64_t* file_bytes) const;
+  Result<std::string> ReadStratumIndex(uint64_t offset, size_t max_bytes, uint64_t* file_bytes,
+                                       uint64_t* checksum) const;
   // Samplers shared by the streams of this version (see SamplerCache).
   SamplerCache* samplers() const { return &samplers_; }
 

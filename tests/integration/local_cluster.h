@@ -129,10 +129,12 @@ class LocalCluster {
   void Pause(int i) { Process(i).Signal(SIGSTOP); }
   void Resume(int i) { Process(i).Signal(SIGCONT); }
 
-  // A client connected to node i, with a short stall timeout.
-  std::unique_ptr<Client> Connect(int i, int64_t stall_ms = 1000) {
+  // A client connected to node i, with a short stall timeout; with
+  // plan_on_client false its streams leave the planning to the nodes.
+  std::unique_ptr<Client> Connect(int i, int64_t stall_ms = 1000, bool plan_on_client = true) {
     ClientOptions o;
     o.stall_timeout_ms = stall_ms;
+    o.plan_on_client = plan_on_client;
     auto c = Client::Connect(Address(i), o);
     EXPECT_TRUE(c.ok()) << c.status().ToString();
     return c.ok() ? std::move(c).value() : nullptr;

@@ -1,10 +1,14 @@
 // Scale-out on loopback: 16 stratad processes, a dataset spread over all of
-// them at R=1, and 8 ranks (threads) streaming one epoch. Checks what can be
-// observed of a node today: every sample reaches exactly one rank once; each
-// node serves exactly the samples of the shards placed on it (so every node
-// serves, and none serves more than its placement share); a node accepts at
-// most one stream per rank (strata_streams_opened_total), so a rank opens at
-// most 16; and every stream is closed once the epoch is over.
+// them at R=1, and 8 ranks (threads) streaming one epoch, once with the
+// clients planning (the default) and once with the nodes planning. Checks:
+// every sample reaches exactly one rank once; each node serves exactly the
+// samples of the shards placed on it (so every node serves, and none serves
+// more than its placement share); with the clients planning, no node computes
+// a sample id of the plan (strata_planned_samples_total stays put) and a node
+// accepts at most one call per rank and window of 32 steps
+// (strata_streams_opened_total); with the nodes planning, every node computes
+// every rank's whole plan (16 x the samples); every stream is closed once the
+// epoch is over.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -48,20 +52,28 @@ bool OneCopyEach(const std::map<uint32_t, std::set<std::string>>& copies, size_t
   return true;
 }
 
-// Per node id, its strata_streams_opened_total from /metrics (nodes that do not
-// answer, or whose page lacks it, are left out).
-std::map<std::string, uint64_t> StreamsOpened(LocalCluster& cluster) {
+// Per node id, its counter `name` from /metrics (nodes that do not answer,
+// or whose page lacks it, are left out).
+std::map<std::string, uint64_t> Counter(LocalCluster& cluster, const std::string& name) {
   std::map<std::string, uint64_t> out;
   for (int i = 0; i < cluster.size(); ++i) {
     const CommandResult r =
         RunCommand({"/usr/bin/curl", "-s", "http://" + cluster.Process(i).metrics_address() + "/metrics"}, 10);
     std::istringstream lines(r.out);
     for (std::string line; std::getline(lines, line);) {
-      if (!line.starts_with("strata_streams_opened_total")) continue;
+      if (!line.starts_with(name + "{") && !line.starts_with(name + " ")) continue;
       const size_t space = line.rfind(' ');
-      if (space != std::string::npos) out[cluster.Id(i)] = std::stoull(line.substr(space + 1));
+      if (space != std::string::npos) out[cluster.Id(i)] = static_cast<uint64_t>(std::stod(line.substr(space + 1)));
     }
   }
+  return out;
+}
+
+// Per node, how much `counter` grew between two readings.
+std::map<std::string, uint64_t> Grown(const std::map<std::string, uint64_t>& before,
+                                      const std::map<std::string, uint64_t>& after) {
+  std::map<std::string, uint64_t> out;
+  for (const auto& [id, n] : after) out[id] = n - before.at(id);
   return out;
 }
 
@@ -97,95 +109,103 @@ TEST(ScaleTest, SixteenNodesEightRanksEverySampleOnceEachNodeItsShare) {
   for (const ShardInfo& s : shards) placed[*copies.at(s.seq).begin()] += s.samples;
   ASSERT_EQ(placed.size(), static_cast<size_t>(kNodes)) << "every node holds part of the dataset";
 
-  const auto before = Statuses(cluster, *client);
-  ASSERT_EQ(before.size(), static_cast<size_t>(kNodes));
+  for (const bool plan_on_client : {true, false}) {
+    SCOPED_TRACE(plan_on_client ? "the clients plan" : "the nodes plan");
+    const auto before = Statuses(cluster, *client);
+    ASSERT_EQ(before.size(), static_cast<size_t>(kNodes));
 
-  const auto opened_before = StreamsOpened(cluster);
-  ASSERT_EQ(opened_before.size(), static_cast<size_t>(kNodes));
+    const auto opened_before = Counter(cluster, "strata_streams_opened_total");
+    const auto planned_before = Counter(cluster, "strata_planned_samples_total");
+    ASSERT_EQ(opened_before.size(), static_cast<size_t>(kNodes));
+    ASSERT_EQ(planned_before.size(), static_cast<size_t>(kNodes));
 
-  // 8 ranks, one client each, their seeds spread over the nodes.
-  std::vector<std::vector<uint64_t>> ids(kRanks);
-  std::vector<Status> ends(kRanks);
-  std::vector<std::jthread> ranks;
-  for (uint32_t r = 0; r < kRanks; ++r) {
-    ranks.emplace_back([&, r] {
-      auto rank_client = cluster.Connect(static_cast<int>(r * 2), 30000);
-      ASSERT_NE(rank_client, nullptr);
-      StreamOptions o;
-      o.dataset = kDataset;
-      o.rank = r;
-      o.world = kRanks;
-      o.batch_size = 16;
-      o.seed = 5;
-      auto stream = rank_client->OpenStream(o);
-      for (;;) {
-        Batch b;
-        const Status s = stream.ok() ? stream.value()->Next(&b) : stream.status();
-        if (!s.ok()) {
-          ends[r] = s;
-          break;
+    // 8 ranks, one client each, their seeds spread over the nodes.
+    std::vector<std::vector<uint64_t>> ids(kRanks);
+    std::vector<Status> ends(kRanks);
+    std::vector<std::jthread> ranks;
+    for (uint32_t r = 0; r < kRanks; ++r) {
+      ranks.emplace_back([&, r] {
+        auto rank_client = cluster.Connect(static_cast<int>(r * 2), 30000, plan_on_client);
+        ASSERT_NE(rank_client, nullptr);
+        StreamOptions o;
+        o.dataset = kDataset;
+        o.rank = r;
+        o.world = kRanks;
+        o.batch_size = 16;
+        o.seed = 5;
+        auto stream = rank_client->OpenStream(o);
+        for (;;) {
+          Batch b;
+          const Status s = stream.ok() ? stream.value()->Next(&b) : stream.status();
+          if (!s.ok()) {
+            ends[r] = s;
+            break;
+          }
+          for (size_t i = 0; i < b.size(); ++i) {
+            EXPECT_EQ(b.sample(i), Payload(b.ids()[i])) << "rank " << r << " id " << b.ids()[i];
+          }
+          ids[r].insert(ids[r].end(), b.ids().begin(), b.ids().end());
         }
-        for (size_t i = 0; i < b.size(); ++i) {
-          EXPECT_EQ(b.sample(i), Payload(b.ids()[i])) << "rank " << r << " id " << b.ids()[i];
+        if (stream.ok()) {
+          EXPECT_EQ(stream.value()->stats().failovers, 0u) << "rank " << r;
         }
-        ids[r].insert(ids[r].end(), b.ids().begin(), b.ids().end());
-      }
-      if (stream.ok()) {
-        EXPECT_EQ(stream.value()->stats().failovers, 0u) << "rank " << r;
-      }
-    });
-  }
-  for (auto& t : ranks) t.join();
+      });
+    }
+    for (auto& t : ranks) t.join();
 
-  // A node accepts at most one stream from each rank: at most 8 a node, so a
-  // rank opens at most 16 (one per node) and the ranks 128 together.
-  const auto opened_after = StreamsOpened(cluster);
-  ASSERT_EQ(opened_after.size(), static_cast<size_t>(kNodes));
-  uint64_t opened = 0;
-  for (const auto& [id, n] : opened_after) {
-    const uint64_t mine = n - opened_before.at(id);
-    EXPECT_LE(mine, kRanks) << id;
-    opened += mine;
-  }
-  EXPECT_LE(opened, uint64_t{kRanks} * kNodes);
+    // A node accepts at most one call from each rank and window (the nodes
+    // planning: one for the epoch), so at most 8 a window; and with the clients
+    // planning, it computes no sample id of any plan.
+    const uint64_t steps = (kSamples + kRanks * 16 - 1) / (kRanks * 16);
+    const uint64_t windows = plan_on_client ? (steps + 31) / 32 : 1;
+    const auto opened = Grown(opened_before, Counter(cluster, "strata_streams_opened_total"));
+    const auto planned = Grown(planned_before, Counter(cluster, "strata_planned_samples_total"));
+    ASSERT_EQ(opened.size(), static_cast<size_t>(kNodes));
+    ASSERT_EQ(planned.size(), static_cast<size_t>(kNodes));
+    for (const auto& [id, n] : opened) {
+      EXPECT_LE(n, kRanks * windows) << id;
+      EXPECT_GT(n, 0u) << id;
+      EXPECT_EQ(planned.at(id), plan_on_client ? 0 : kSamples) << id << ": every rank's plan, or none";
+    }
 
-  // Exactly once over the ranks.
-  std::map<uint64_t, int> seen;
-  for (uint32_t r = 0; r < kRanks; ++r) {
-    EXPECT_EQ(ends[r].code(), Code::kOutOfRange) << "rank " << r << ": " << ends[r].ToString();
-    EXPECT_FALSE(ids[r].empty()) << "rank " << r;
-    for (uint64_t id : ids[r]) ++seen[id];
-  }
-  ASSERT_EQ(seen.size(), kSamples);
-  EXPECT_EQ(seen.begin()->first, 0u);
-  EXPECT_EQ(seen.rbegin()->first, kSamples - 1);
-  for (const auto& [id, n] : seen) ASSERT_EQ(n, 1) << "id " << id;
+    // Exactly once over the ranks.
+    std::map<uint64_t, int> seen;
+    for (uint32_t r = 0; r < kRanks; ++r) {
+      EXPECT_EQ(ends[r].code(), Code::kOutOfRange) << "rank " << r << ": " << ends[r].ToString();
+      EXPECT_FALSE(ids[r].empty()) << "rank " << r;
+      for (uint64_t id : ids[r]) ++seen[id];
+    }
+    ASSERT_EQ(seen.size(), kSamples);
+    EXPECT_EQ(seen.begin()->first, 0u);
+    EXPECT_EQ(seen.rbegin()->first, kSamples - 1);
+    for (const auto& [id, n] : seen) ASSERT_EQ(n, 1) << "id " << id;
 
-  // Each node served exactly the samples placed on it. A server counts a part
-  // when gRPC reports it written, which may be just after the rank has it.
-  std::map<std::string, NodeStatus> after;
-  Eventually(
-      [&] {
-        after = Statuses(cluster, *client);
-        return after.size() == before.size() && ServedTotal(after) - ServedTotal(before) >= kSamples;
-      },
-      20s);
-  ASSERT_EQ(after.size(), static_cast<size_t>(kNodes));
-  for (const auto& [id, st] : after) {
-    const uint64_t served = st.samples_served - before.at(id).samples_served;
-    EXPECT_EQ(served, placed[id]) << id;
-    EXPECT_GT(served, 0u) << id;
-  }
+    // Each node served exactly the samples placed on it. A server counts a part
+    // when gRPC reports it written, which may be just after the rank has it.
+    std::map<std::string, NodeStatus> after;
+    Eventually(
+        [&] {
+          after = Statuses(cluster, *client);
+          return after.size() == before.size() && ServedTotal(after) - ServedTotal(before) >= kSamples;
+        },
+        20s);
+    ASSERT_EQ(after.size(), static_cast<size_t>(kNodes));
+    for (const auto& [id, st] : after) {
+      const uint64_t served = st.samples_served - before.at(id).samples_served;
+      EXPECT_EQ(served, placed[id]) << id;
+      EXPECT_GT(served, 0u) << id;
+    }
 
-  // Every stream is closed once the epoch is over.
-  EXPECT_TRUE(Eventually(
-      [&] {
-        for (const auto& [id, st] : Statuses(cluster, *client)) {
-          if (st.active_streams != 0) return false;
-        }
-        return true;
-      },
-      20s));
+    // Every stream is closed once the epoch is over.
+    EXPECT_TRUE(Eventually(
+        [&] {
+          for (const auto& [id, st] : Statuses(cluster, *client)) {
+            if (st.active_streams != 0) return false;
+          }
+          return true;
+        },
+        20s));
+  }
 }
 
 }  // namespace

@@ -43,6 +43,12 @@ struct ClientOptions {
   int64_t stall_timeout_ms = 5000;
   // Parts buffered per server ahead of the trainer. Default 8.
   size_t max_buffered_parts = 8;
+  // On a cluster of several nodes the client computes the epoch plan and
+  // sends each node the samples it owes, so that a node's work per sample does
+  // not grow with the cluster (docs/design.md, "The client plans"). false:
+  // every node computes the plan and keeps its own samples, as servers built
+  // before StreamRequest.work do (the stream also does that with them).
+  bool plan_on_client = true;
   // Bytes gRPC may buffer per call beyond those parts (the HTTP/2 stream
   // window); 0: gRPC's default, which grows with the measured bandwidth.
   int receive_window_bytes = 0;

@@ -41,6 +41,7 @@ struct ClusterMap {
   std::string membership;  // "static" or "etcd"
   std::string cluster;
   bool ingest_accept_signal = false;  // the node says when it has taken an ingest (newer servers)
+  bool serves_work = false;           // the node serves work a client plans (newer servers)
 };
 
 // Repair and rebalance on one node: the files placement gives it that it lacks.

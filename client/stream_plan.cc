@@ -1,0 +1,198 @@
+#include "client/stream_plan.h"
+
+#include <grpcpp/grpcpp.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "common/file_placement.h"
+#include "common/file_util.h"
+#include "common/grpc_status.h"
+#include "common/unique_fd.h"
+#include "plan/stratum_index.h"
+#include "strata/v1/admin.grpc.pb.h"
+#include "strata/v1/data.grpc.pb.h"
+
+namespace strata::client_internal {
+
+namespace {
+
+std::unique_ptr<grpc::ClientContext> Context(std::chrono::milliseconds timeout) {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(std::chrono::system_clock::now() + timeout);
+  return context;
+}
+
+// The version's stratum index, read in ranges from the node into an
+// anonymous file and verified whole (with the version's stratum counts)
+// before the plan reads an id of it.
+Result<std::shared_ptr<const StratumMembers>> FetchStratumIndex(const std::shared_ptr<grpc::Channel>& channel,
+                                                                const v1::DatasetInfo& info,
+                                                                std::chrono::milliseconds timeout) {
+  const std::string name = info.name() + "@" + std::to_string(info.version());
+  // The largest file a version of this shape can have (format 2, with block sums).
+  const uint64_t samples = info.samples();
+  const uint64_t limit = kStratumIndexHeaderSize +
+                         8 * (uint64_t{static_cast<uint64_t>(info.stratum_counts_size())} + 1) + 8 * samples +
+                         8 * ((samples + kStratumIndexBlockIds - 1) / kStratumIndexBlockIds) + kStratumIndexTrailerSize;
+  UniqueFd fd(::memfd_create("strata.idx", MFD_CLOEXEC));
+  if (!fd.valid()) return Status::IOError(std::string("memfd_create for the stratum index: ") + std::strerror(errno));
+  const std::string path = "/proc/self/fd/" + std::to_string(fd.get());
+  auto stub = v1::DataService::NewStub(channel);
+  v1::StratumIndexRequest request;
+  request.set_dataset(name);
+  uint64_t offset = 0, checksum = 0;
+  for (;;) {
+    request.set_offset(offset);
+    v1::StratumIndexChunk chunk;
+    STRATA_RETURN_IF_ERROR(FromGrpcStatus(stub->ReadStratumIndex(Context(timeout).get(), request, &chunk)));
+    if (chunk.file_bytes() > limit) {
+      return Status::Internal("the node says the stratum index of " + name + " is " +
+                              std::to_string(chunk.file_bytes()) + " bytes; a version of " + std::to_string(samples) +
+                              " samples has at most " + std::to_string(limit));
+    }
+    if (chunk.data().empty() || offset + chunk.data().size() > chunk.file_bytes()) {
+      if (offset == chunk.file_bytes() && chunk.data().empty()) break;
+      return Status::Internal("the node sent the stratum index of " + name + " short or past its end (" +
+                              std::to_string(offset) + " of " + std::to_string(chunk.file_bytes()) + " bytes)");
+    }
+    checksum = chunk.file_checksum();
+    STRATA_RETURN_IF_ERROR(PWriteAllFd(fd.get(), chunk.data(), offset, path));
+    offset += chunk.data().size();
+    if (offset == chunk.file_bytes()) break;
+  }
+  StratumIndexExpect expect;
+  expect.file_bytes = offset;
+  expect.checksum = checksum;
+  for (const auto& c : info.stratum_counts()) expect.counts.push_back(c.count());
+  auto file = StratumIndexFile::Open(path, &expect, IndexCheck::kWhole);  // maps it: the descriptor may go
+  if (!file.ok()) return file.status().WithContext("the stratum index of " + name + " from the node");
+  return std::shared_ptr<const StratumMembers>(std::move(file).value());
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const StreamPlan>> StreamPlan::Load(const std::shared_ptr<grpc::Channel>& channel,
+                                                           const v1::StreamRequest& request,
+                                                           std::chrono::milliseconds timeout) {
+  auto admin = v1::AdminService::NewStub(channel);
+  v1::DescribeDatasetRequest describe;
+  describe.set_dataset(request.dataset());
+  v1::DescribeDatasetReply reply;
+  STRATA_RETURN_IF_ERROR(FromGrpcStatus(admin->DescribeDataset(Context(timeout).get(), describe, &reply)));
+  auto plan = std::make_shared<StreamPlan>();
+  plan->info_ = reply.dataset();
+  const v1::DatasetInfo& info = plan->info_;
+  const std::string name = info.name() + "@" + std::to_string(info.version());
+  if (info.state() != v1::VERSION_SEALED) {
+    return Status::FailedPrecondition("dataset " + name + " is not sealed: only sealed versions stream");
+  }
+  plan->shards_.assign(reply.shards().begin(), reply.shards().end());
+  std::sort(plan->shards_.begin(), plan->shards_.end(),
+            [](const v1::ShardInfo& a, const v1::ShardInfo& b) { return a.first_id() < b.first_id(); });
+  uint64_t next = 0;
+  for (const auto& s : plan->shards_) {
+    if (s.first_id() != next || s.samples() == 0) {
+      return Status::Internal("the node's shard list of " + name + " does not tile its ids (shard " +
+                              std::to_string(s.seq()) + " starts at " + std::to_string(s.first_id()) + ", not " +
+                              std::to_string(next) + ")");
+    }
+    next += s.samples();
+  }
+  if (next != info.samples()) {
+    return Status::Internal("the node's shards of " + name + " hold " + std::to_string(next) + " samples, not " +
+                            std::to_string(info.samples()));
+  }
+  DatasetShape shape;
+  shape.name = info.name();
+  shape.version = info.version();
+  shape.num_samples = info.samples();
+  shape.strata.assign(info.stratum_counts().begin(), info.stratum_counts().end());
+  if (request.sampler().kind() != v1::SamplerSpec::SHUFFLE) {
+    auto members = FetchStratumIndex(channel, info, timeout);
+    if (!members.ok()) return members.status();
+    shape.members = std::move(members).value();
+  }
+  auto epoch_plan = EpochPlan::Create(shape, request.sampler(), request.seed(), request.epoch(), request.batch_size(),
+                                      request.world(), request.remainder());
+  if (!epoch_plan.ok()) return epoch_plan.status();
+  plan->plan_.emplace(std::move(epoch_plan).value());
+  return std::shared_ptr<const StreamPlan>(std::move(plan));
+}
+
+size_t StreamPlan::ShardOf(uint64_t id) const {
+  auto it = std::upper_bound(shards_.begin(), shards_.end(), id,
+                             [](uint64_t v, const v1::ShardInfo& s) { return v < s.first_id(); });
+  return static_cast<size_t>(it - shards_.begin()) - 1;
+}
+
+bool MatchesPlan(const v1::Batch& part, const std::vector<uint64_t>& ids) {
+  if (part.batch_size() != ids.size() || part.slots_size() != part.ids_size()) return false;
+  for (int i = 0; i < part.ids_size(); ++i) {
+    if (part.slots(i) >= ids.size() || ids[part.slots(i)] != part.ids(i)) return false;
+  }
+  return true;
+}
+
+WorkPlanner::WorkPlanner(std::shared_ptr<const StreamPlan> plan, const v1::ClusterMap& map, uint32_t rank,
+                         const std::string& zone)
+    : plan_(std::move(plan)),
+      rank_(rank),
+      members_([&map] {
+        std::vector<PlacementMember> members;
+        for (const auto& n : map.nodes()) members.push_back({n.id(), n.zone(), n.rack()});
+        return members;
+      }()),
+      servers_(plan_->shards().size()) {
+  if (!zone.empty()) {
+    for (const auto& n : map.nodes()) {
+      if (n.zone() == zone) near_.push_back(n.id());
+    }
+  }
+}
+
+void WorkPlanner::SetExcluded(const std::vector<std::string>& excluded) {
+  excluded_ = excluded;
+  for (auto& s : servers_) s.reset();
+}
+
+const ShardServers& WorkPlanner::Servers(size_t shard) {
+  std::optional<ShardServers>& s = servers_[shard];
+  if (!s) {
+    const v1::DatasetInfo& info = plan_->info();
+    const v1::FileRef file = ShardRef(info.name(), info.version(), plan_->shards()[shard].seq());
+    const std::vector<std::string> holders = FileHolders(info, file, members_);
+    const std::vector<std::string> ranked = FileRanked(info, file, members_);
+    s.emplace(holders, ranked, excluded_, near_);
+  }
+  return *s;
+}
+
+Status WorkPlanner::Plan(uint64_t from, uint64_t to, const Filled& filled,
+                         std::map<std::string, std::vector<v1::WorkStep>>* out) {
+  out->clear();
+  const EpochPlan& plan = plan_->plan();
+  for (uint64_t step = from; step < to; ++step) {
+    plan.RankBatch(step, rank_, &ids_);
+    STRATA_RETURN_IF_ERROR(plan.Damage());
+    for (uint32_t slot = 0; slot < ids_.size(); ++slot) {
+      if (filled(step, slot)) continue;
+      const uint64_t id = ids_[slot];
+      const ShardServers& servers = Servers(plan_->ShardOf(id));
+      if (servers.nodes().empty()) return Status::Unavailable("every node of the cluster is excluded");
+      std::vector<v1::WorkStep>& work = (*out)[servers.nodes()[servers.Pick(id)]];
+      if (work.empty()) {  // a node's work covers the whole range, one WorkStep a step
+        work.resize(to - from);
+        for (uint64_t s = from; s < to; ++s) work[s - from].set_step(s);
+      }
+      v1::WorkStep& w = work[step - from];
+      w.add_slots(slot);
+      w.add_ids(id);
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace strata::client_internal

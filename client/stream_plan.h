@@ -1,0 +1,97 @@
+// Private to libstrata. A stream's epoch plan computed on the client, and the
+// work it gives each node (docs/design.md, "The client plans").
+//
+// StreamPlan holds what the plan needs, fetched once per stream from any node
+// that answers: the version's info and shards (AdminService.DescribeDataset)
+// and, for a stratified or weighted sampler, its stratum index
+// (DataService.ReadStratumIndex), verified whole and against the version's
+// stratum counts before it is used. Everything a node sends is checked: the
+// shards must tile the version's ids, the index must be sound.
+//
+// WorkPlanner turns steps of the plan into each node's StreamRequest.work:
+// every sample of the rank's batch goes to the node that placement
+// (common/file_placement.h, common/placement.h) says serves it, given the
+// nodes excluded so far and the trainer's zone. Slots already filled are left
+// out, so a plan made again after a failover asks only for what is missing.
+//
+// Thread-safety: a StreamPlan is immutable; a WorkPlanner belongs to one stream.
+#pragma once
+
+#include <grpcpp/channel.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/placement.h"
+#include "common/status.h"
+#include "plan/epoch_plan.h"
+#include "strata/v1/cluster.pb.h"
+#include "strata/v1/data.pb.h"
+#include "strata/v1/types.pb.h"
+
+namespace strata::client_internal {
+
+class StreamPlan {
+ public:
+  // The plan of `request` (dataset "name" for the latest version, or
+  // "name@N"; sampler, seed, epoch, batch size, world, remainder), read from
+  // the node at `channel` within `timeout` per call. The node's errors as
+  // they are (NotFound, InvalidArgument, ...); Internal if what it sent is
+  // inconsistent, Corruption if the stratum index is damaged.
+  static Result<std::shared_ptr<const StreamPlan>> Load(const std::shared_ptr<grpc::Channel>& channel,
+                                                        const v1::StreamRequest& request,
+                                                        std::chrono::milliseconds timeout);
+
+  const v1::DatasetInfo& info() const { return info_; }
+  const EpochPlan& plan() const { return *plan_; }
+  const std::vector<v1::ShardInfo>& shards() const { return shards_; }
+  // Index into shards() of the shard holding `id`. REQUIRES: id < info().samples().
+  size_t ShardOf(uint64_t id) const;
+
+ private:
+  v1::DatasetInfo info_;
+  std::vector<v1::ShardInfo> shards_;  // by first_id, tiling [0, samples)
+  std::optional<EpochPlan> plan_;
+};
+
+// Whether `part` puts each of its samples at the slot the plan gives it:
+// `ids` are the rank's ids of the part's step.
+bool MatchesPlan(const v1::Batch& part, const std::vector<uint64_t>& ids);
+
+class WorkPlanner {
+ public:
+  // Places over `map`'s nodes (with their zones and racks) for rank `rank`;
+  // `zone` is the trainer's (empty: none).
+  WorkPlanner(std::shared_ptr<const StreamPlan> plan, const v1::ClusterMap& map, uint32_t rank,
+              const std::string& zone);
+
+  // Nodes whose samples go to the others from now on.
+  void SetExcluded(const std::vector<std::string>& excluded);
+
+  // The work of steps [from, to) per node: one WorkStep for every step of
+  // the range (empty where the node owes nothing of it), for each node that
+  // owes anything; nodes that owe nothing are absent. Slots for which
+  // `filled(step, slot)` is true are left out. Unavailable if every member is
+  // excluded. REQUIRES: from <= to <= plan().num_steps().
+  using Filled = std::function<bool(uint64_t step, uint32_t slot)>;
+  Status Plan(uint64_t from, uint64_t to, const Filled& filled, std::map<std::string, std::vector<v1::WorkStep>>* out);
+
+ private:
+  const ShardServers& Servers(size_t shard);
+
+  const std::shared_ptr<const StreamPlan> plan_;
+  const uint32_t rank_;
+  const PlacementSet members_;
+  std::vector<std::string> near_;
+  std::vector<std::string> excluded_;
+  // Per shard, computed on first use after each SetExcluded.
+  std::vector<std::optional<ShardServers>> servers_;
+  std::vector<uint64_t> ids_;  // scratch
+};
+
+}  // namespace strata::client_internal
