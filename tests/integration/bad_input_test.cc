@@ -1,9 +1,12 @@
 // Bad input to a live stratad: each gets a clear status and message, and the
 // server stays up and keeps serving.
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 
+#include "strata/v1/data.grpc.pb.h"
 #include "tests/integration/cluster_fixture.h"
 
 namespace strata::testing {
@@ -92,6 +95,70 @@ TEST_F(BadInputTest, ServerRefusesWhatTheClientDidNotCheck) {
   r = Cli({"stream", "--dataset", "good", "--batch-size", "4", "--start-step", "999"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("past the end"), std::string::npos) << r.err;
+}
+
+// What a client that plans sends (StreamRequest.work, ReadStratumIndex),
+// straight to the server: malformed work and index requests are refused with
+// InvalidArgument, and a sound index request is answered.
+TEST_F(BadInputTest, MalformedWorkAndStratumIndexRequests) {
+  auto channel = grpc::CreateChannel(node_->address(), grpc::InsecureChannelCredentials());
+  auto stub = v1::DataService::NewStub(channel);
+  const auto index = [&](const std::string& dataset, uint64_t offset, v1::StratumIndexChunk* chunk) {
+    grpc::ClientContext context;
+    v1::StratumIndexRequest r;
+    r.set_dataset(dataset);
+    r.set_offset(offset);
+    return stub->ReadStratumIndex(&context, r, chunk).error_code();
+  };
+  v1::StratumIndexChunk chunk;
+  EXPECT_EQ(index("good", 0, &chunk), grpc::StatusCode::INVALID_ARGUMENT) << "no version";
+  EXPECT_EQ(index("../x@1", 0, &chunk), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(index("good@9", 0, &chunk), grpc::StatusCode::NOT_FOUND);
+  ASSERT_EQ(index("good@1", 0, &chunk), grpc::StatusCode::OK);
+  EXPECT_GT(chunk.file_bytes(), 0u);
+  EXPECT_EQ(chunk.data().size(), chunk.file_bytes());
+  EXPECT_NE(chunk.file_checksum(), 0u);
+  ASSERT_EQ(index("good@1", uint64_t{1} << 40, &chunk), grpc::StatusCode::OK);
+  EXPECT_TRUE(chunk.data().empty()) << "past the end: nothing";
+
+  const auto stream = [&](const std::function<void(v1::StreamRequest*)>& change) {
+    v1::StreamRequest r;
+    r.set_dataset("good@1");
+    r.set_world(1);
+    r.set_batch_size(10);
+    v1::WorkStep* w = r.add_work();
+    w->set_step(0);
+    w->add_slots(3);
+    w->add_ids(7);
+    change(&r);
+    grpc::ClientContext context;
+    auto reader = stub->StreamBatches(&context, r);
+    v1::Batch part;
+    while (reader->Read(&part)) {
+    }
+    return reader->Finish();
+  };
+  const grpc::Status sound = stream([](v1::StreamRequest*) {});
+  EXPECT_TRUE(sound.ok()) << sound.error_message();
+  const std::vector<std::pair<const char*, std::function<void(v1::StreamRequest*)>>> bad = {
+      {"a slot past the batch", [](v1::StreamRequest* r) { r->mutable_work(0)->set_slots(0, 10); }},
+      {"an id past the version", [](v1::StreamRequest* r) { r->mutable_work(0)->set_ids(0, 100); }},
+      {"a slot without an id", [](v1::StreamRequest* r) { r->mutable_work(0)->add_slots(4); }},
+      {"a job cursor", [](v1::StreamRequest* r) { r->set_job_id("job"); }},
+      {"a step past the epoch",
+       [](v1::StreamRequest* r) {
+         r->set_start_step(10);
+         r->mutable_work(0)->set_step(10);
+       }},
+      {"too many steps",
+       [](v1::StreamRequest* r) {
+         for (int i = 1; i <= 4096; ++i) r->add_work()->set_step(static_cast<uint64_t>(i));
+       }},
+  };
+  for (const auto& [what, change] : bad) {
+    const grpc::Status s = stream(change);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << what << ": " << s.error_message();
+  }
 }
 
 TEST_F(BadInputTest, DatasetNamesThatCouldEscapeTheDataDirectory) {
