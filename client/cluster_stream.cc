@@ -218,6 +218,8 @@ Status ClusterStream::PlanWindow() {
   const EpochPlan& plan = plan_->plan();
   for (uint64_t step = from; step < to; ++step) {
     plan.RankBatch(step, request_.rank(), &plan_ids_[step]);
+    // A damaged stratum index: the ids are not to be trusted.
+    if (Status damage = plan.Damage(); !damage.ok()) return Fail(damage);
     if (plan_ids_[step].empty() && !pending_.count(step)) {  // nothing to receive: complete as it is
       BatchAssembler::Reset(&pending_[step], position_.epoch, step, request_.rank(), position_.version, steps_in_epoch_,
                             0);
@@ -225,7 +227,7 @@ Status ClusterStream::PlanWindow() {
   }
   std::map<std::string, std::vector<v1::WorkStep>> work;
   const Status planned = planner_->Plan(
-      from, to,
+      from, to, plan_ids_,
       [this](uint64_t step, uint32_t slot) {
         auto it = pending_.find(step);
         return it != pending_.end() && slot < it->second.size() && BatchAssembler::Filled(it->second, slot);

@@ -170,16 +170,14 @@ const ShardServers& WorkPlanner::Servers(size_t shard) {
   return *s;
 }
 
-Status WorkPlanner::Plan(uint64_t from, uint64_t to, const Filled& filled,
-                         std::map<std::string, std::vector<v1::WorkStep>>* out) {
+Status WorkPlanner::Plan(uint64_t from, uint64_t to, const std::map<uint64_t, std::vector<uint64_t>>& ids,
+                         const Filled& filled, std::map<std::string, std::vector<v1::WorkStep>>* out) {
   out->clear();
-  const EpochPlan& plan = plan_->plan();
   for (uint64_t step = from; step < to; ++step) {
-    plan.RankBatch(step, rank_, &ids_);
-    STRATA_RETURN_IF_ERROR(plan.Damage());
-    for (uint32_t slot = 0; slot < ids_.size(); ++slot) {
+    const std::vector<uint64_t>& step_ids = ids.at(step);
+    for (uint32_t slot = 0; slot < step_ids.size(); ++slot) {
       if (filled(step, slot)) continue;
-      const uint64_t id = ids_[slot];
+      const uint64_t id = step_ids[slot];
       const ShardServers& servers = Servers(plan_->ShardOf(id));
       if (servers.nodes().empty()) return Status::Unavailable("every node of the cluster is excluded");
       std::vector<v1::WorkStep>& work = (*out)[servers.nodes()[servers.Pick(id)]];

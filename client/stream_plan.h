@@ -73,13 +73,15 @@ class WorkPlanner {
   // Nodes whose samples go to the others from now on.
   void SetExcluded(const std::vector<std::string>& excluded);
 
-  // The work of steps [from, to) per node: one WorkStep for every step of
-  // the range (empty where the node owes nothing of it), for each node that
-  // owes anything; nodes that owe nothing are absent. Slots for which
-  // `filled(step, slot)` is true are left out. Unavailable if every member is
-  // excluded. REQUIRES: from <= to <= plan().num_steps().
+  // The work of steps [from, to) per node, given the rank's ids of each of
+  // those steps (`ids`, as EpochPlan::RankBatch gives them): one WorkStep for
+  // every step of the range (empty where the node owes nothing of it), for
+  // each node that owes anything; nodes that owe nothing are absent. Slots
+  // for which `filled(step, slot)` is true are left out. Unavailable if every
+  // member is excluded. REQUIRES: ids holds every step of [from, to).
   using Filled = std::function<bool(uint64_t step, uint32_t slot)>;
-  Status Plan(uint64_t from, uint64_t to, const Filled& filled, std::map<std::string, std::vector<v1::WorkStep>>* out);
+  Status Plan(uint64_t from, uint64_t to, const std::map<uint64_t, std::vector<uint64_t>>& ids, const Filled& filled,
+              std::map<std::string, std::vector<v1::WorkStep>>* out);
 
  private:
   const ShardServers& Servers(size_t shard);
@@ -91,7 +93,6 @@ class WorkPlanner {
   std::vector<std::string> excluded_;
   // Per shard, computed on first use after each SetExcluded.
   std::vector<std::optional<ShardServers>> servers_;
-  std::vector<uint64_t> ids_;  // scratch
 };
 
 }  // namespace strata::client_internal
