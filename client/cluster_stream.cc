@@ -353,6 +353,7 @@ Status ClusterStream::Handle(PartEvent& e) {
     return Fail(Status::Internal("node " + e.node + " sent samples of step " + std::to_string(part.step()) +
                                  " at slots the plan gives others"));
   }
+  if (planner_) planner_->Received(e.node, static_cast<uint64_t>(part.ids_size()));
   position_.version = part.dataset_version();
   position_.plan_hash = part.plan_hash();
   steps_in_epoch_ = part.steps_in_epoch();

@@ -122,6 +122,15 @@ Result<std::shared_ptr<const StreamPlan>> StreamPlan::Load(const std::shared_ptr
   return std::shared_ptr<const StreamPlan>(std::move(plan));
 }
 
+std::shared_ptr<const StreamPlan> StreamPlan::Make(v1::DatasetInfo info, std::vector<v1::ShardInfo> shards,
+                                                   EpochPlan plan) {
+  auto out = std::make_shared<StreamPlan>();
+  out->info_ = std::move(info);
+  out->shards_ = std::move(shards);
+  out->plan_.emplace(std::move(plan));
+  return out;
+}
+
 size_t StreamPlan::ShardOf(uint64_t id) const {
   auto it = std::upper_bound(shards_.begin(), shards_.end(), id,
                              [](uint64_t v, const v1::ShardInfo& s) { return v < s.first_id(); });
@@ -146,26 +155,44 @@ WorkPlanner::WorkPlanner(std::shared_ptr<const StreamPlan> plan, const v1::Clust
         return members;
       }()),
       servers_(plan_->shards().size()) {
-  if (!zone.empty()) {
-    for (const auto& n : map.nodes()) {
-      if (n.zone() == zone) near_.push_back(n.id());
-    }
+  for (const auto& n : map.nodes()) {
+    node_ids_.push_back(n.id());
+    if (!zone.empty() && n.zone() == zone) near_.push_back(n.id());
   }
+  outstanding_.assign(node_ids_.size(), 0);
 }
 
 void WorkPlanner::SetExcluded(const std::vector<std::string>& excluded) {
   excluded_ = excluded;
   for (auto& s : servers_) s.reset();
+  std::fill(outstanding_.begin(), outstanding_.end(), 0);
 }
 
-const ShardServers& WorkPlanner::Servers(size_t shard) {
-  std::optional<ShardServers>& s = servers_[shard];
+void WorkPlanner::Received(const std::string& node, uint64_t samples) {
+  for (size_t i = 0; i < node_ids_.size(); ++i) {
+    if (node_ids_[i] == node) outstanding_[i] -= std::min(outstanding_[i], samples);
+  }
+}
+
+uint64_t WorkPlanner::outstanding(const std::string& node) const {
+  for (size_t i = 0; i < node_ids_.size(); ++i) {
+    if (node_ids_[i] == node) return outstanding_[i];
+  }
+  return 0;
+}
+
+const WorkPlanner::Servers& WorkPlanner::ServersOf(size_t shard) {
+  std::optional<Servers>& s = servers_[shard];
   if (!s) {
     const v1::DatasetInfo& info = plan_->info();
     const v1::FileRef file = ShardRef(info.name(), info.version(), plan_->shards()[shard].seq());
     const std::vector<std::string> holders = FileHolders(info, file, members_);
     const std::vector<std::string> ranked = FileRanked(info, file, members_);
-    s.emplace(holders, ranked, excluded_, near_);
+    s.emplace(Servers{ShardServers(holders, ranked, excluded_, near_), {}});
+    for (const std::string& node : s->servers.nodes()) {
+      s->index.push_back(
+          static_cast<uint32_t>(std::find(node_ids_.begin(), node_ids_.end(), node) - node_ids_.begin()));
+    }
   }
   return *s;
 }
@@ -178,9 +205,18 @@ Status WorkPlanner::Plan(uint64_t from, uint64_t to, const std::map<uint64_t, st
     for (uint32_t slot = 0; slot < step_ids.size(); ++slot) {
       if (filled(step, slot)) continue;
       const uint64_t id = step_ids[slot];
-      const ShardServers& servers = Servers(plan_->ShardOf(id));
-      if (servers.nodes().empty()) return Status::Unavailable("every node of the cluster is excluded");
-      std::vector<v1::WorkStep>& work = (*out)[servers.nodes()[servers.Pick(id)]];
+      const Servers& servers = ServersOf(plan_->ShardOf(id));
+      const size_t n = servers.index.size();
+      if (n == 0) return Status::Unavailable("every node of the cluster is excluded");
+      // The least outstanding of the candidates, from the one the id hashes to.
+      const size_t first = servers.servers.Pick(id);
+      size_t best = first;
+      for (size_t k = 1; k < n; ++k) {
+        const size_t c = (first + k) % n;
+        if (outstanding_[servers.index[c]] < outstanding_[servers.index[best]]) best = c;
+      }
+      ++outstanding_[servers.index[best]];
+      std::vector<v1::WorkStep>& work = (*out)[servers.servers.nodes()[best]];
       if (work.empty()) {  // a node's work covers the whole range, one WorkStep a step
         work.resize(to - from);
         for (uint64_t s = from; s < to; ++s) work[s - from].set_step(s);

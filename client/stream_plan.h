@@ -9,10 +9,15 @@
 // shards must tile the version's ids, the index must be sound.
 //
 // WorkPlanner turns steps of the plan into each node's StreamRequest.work:
-// every sample of the rank's batch goes to the node that placement
-// (common/file_placement.h, common/placement.h) says serves it, given the
-// nodes excluded so far and the trainer's zone. Slots already filled are left
-// out, so a plan made again after a failover asks only for what is missing.
+// every sample of the rank's batch goes to one of the nodes that placement
+// (common/file_placement.h, common/placement.h) says may serve it (the live
+// holders of its shard, those in the trainer's zone first): the one with the
+// least work outstanding for this stream (assigned, not yet received), ties
+// going to the holder the sample id hashes to. So the load spreads over every
+// copy, and a node that is slow to deliver (busy with other jobs, a slow disk
+// or link) is given less in the windows that follow. Slots already filled are
+// left out, so a plan made again after a failover asks only for what is
+// missing.
 //
 // Thread-safety: a StreamPlan is immutable; a WorkPlanner belongs to one stream.
 #pragma once
@@ -46,6 +51,9 @@ class StreamPlan {
   static Result<std::shared_ptr<const StreamPlan>> Load(const std::shared_ptr<grpc::Channel>& channel,
                                                         const v1::StreamRequest& request,
                                                         std::chrono::milliseconds timeout);
+  // From parts already checked: `shards` sorted by first_id, tiling the ids.
+  static std::shared_ptr<const StreamPlan> Make(v1::DatasetInfo info, std::vector<v1::ShardInfo> shards,
+                                                EpochPlan plan);
 
   const v1::DatasetInfo& info() const { return info_; }
   const EpochPlan& plan() const { return *plan_; }
@@ -70,8 +78,13 @@ class WorkPlanner {
   WorkPlanner(std::shared_ptr<const StreamPlan> plan, const v1::ClusterMap& map, uint32_t rank,
               const std::string& zone);
 
-  // Nodes whose samples go to the others from now on.
+  // Nodes whose samples go to the others from now on. Forgets the work
+  // outstanding (the calls it was given to are cancelled).
   void SetExcluded(const std::vector<std::string>& excluded);
+  // `node` delivered `samples` of the work given to it.
+  void Received(const std::string& node, uint64_t samples);
+  // Samples given to `node` and not yet received (for tests and logs).
+  uint64_t outstanding(const std::string& node) const;
 
   // The work of steps [from, to) per node, given the rank's ids of each of
   // those steps (`ids`, as EpochPlan::RankBatch gives them): one WorkStep for
@@ -84,15 +97,22 @@ class WorkPlanner {
               std::map<std::string, std::vector<v1::WorkStep>>* out);
 
  private:
-  const ShardServers& Servers(size_t shard);
+  // A shard's possible servers, and their indexes into node_ids_.
+  struct Servers {
+    ShardServers servers;
+    std::vector<uint32_t> index;
+  };
+  const Servers& ServersOf(size_t shard);
 
   const std::shared_ptr<const StreamPlan> plan_;
   const uint32_t rank_;
   const PlacementSet members_;
+  std::vector<std::string> node_ids_;  // the map's, in its order
   std::vector<std::string> near_;
   std::vector<std::string> excluded_;
+  std::vector<uint64_t> outstanding_;  // per node_ids_ entry
   // Per shard, computed on first use after each SetExcluded.
-  std::vector<std::optional<ShardServers>> servers_;
+  std::vector<std::optional<Servers>> servers_;
 };
 
 }  // namespace strata::client_internal
