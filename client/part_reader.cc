@@ -77,6 +77,7 @@ void PartReader::Cancel() {
 
 void PartReader::Run() {
   auto reader = stub_->StreamBatches(&context_, request_);
+  Status refused;  // set when the node sent what no node may send
   for (;;) {
     PartEvent e;                   // the queue takes it whole, payload and all
     e.part = queue_->TakeSpare();  // parsing reuses its buffers' capacity
@@ -89,7 +90,24 @@ void PartReader::Run() {
     if (!got) break;
     e.node = node_;
     e.generation = generation_;
-    if (!queue_->Push(std::move(e), cancelled_)) {
+    // Steps the node joined into one message (Batch.following) go on as
+    // parts of their own, in order.
+    google::protobuf::RepeatedPtrField<v1::Batch> following;
+    following.Swap(e.part.mutable_following());
+    bool pushed = queue_->Push(std::move(e), cancelled_);
+    for (v1::Batch& part : following) {
+      if (!pushed) break;
+      if (part.following_size() != 0) {
+        refused = Status::Internal("the node joined steps inside joined steps");
+        break;
+      }
+      PartEvent joined;
+      joined.node = node_;
+      joined.generation = generation_;
+      joined.part = std::move(part);
+      pushed = queue_->Push(std::move(joined), cancelled_);
+    }
+    if (!pushed || !refused.ok()) {
       context_.TryCancel();
       break;
     }
@@ -103,6 +121,7 @@ void PartReader::Run() {
   end.generation = generation_;
   end.end = true;
   end.status = FromGrpcStatus(reader->Finish());
+  if (!refused.ok()) end.status = refused;
   if (!cancelled_) queue_->Push(std::move(end), cancelled_);
 }
 

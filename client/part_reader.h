@@ -1,5 +1,7 @@
 // Private to libstrata. One StreamBatches call to one server, read on its own
-// thread into a PartQueue shared by every server of a ClusterStream.
+// thread into a PartQueue shared by every server of a ClusterStream. Steps a
+// server joined into one message (Batch.following) are queued as parts of
+// their own; a server that nests them deeper has its call end with Internal.
 //
 // The queue bounds memory: a reader holding a part more than `lookahead`
 // steps ahead of the step the trainer waits for blocks until the trainer

@@ -92,6 +92,7 @@ class Metrics {
   prometheus::Counter& scrub_parity_mismatches;  // parity files unlike their stripe's
   prometheus::Counter& proxied_records;
   prometheus::Counter& planned_samples;    // sample ids computed from epoch plans here
+  prometheus::Counter& joined_steps;       // steps sent in the message of the step before (Batch.following)
   prometheus::Counter& degraded_rebuilds;  // erasure-coded chunks rebuilt here
   prometheus::Gauge& map_epoch;
   prometheus::Gauge& nodes_up;

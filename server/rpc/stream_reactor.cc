@@ -134,7 +134,24 @@ void StreamReactor::Queue(uint64_t step, const Status& s, std::vector<WirePart>&
     step_estimate_ = std::max(step_estimate_, step_bytes);
     // Steps built out of order wait for the ones before them.
     while (!built_.empty() && built_.begin()->first == next_queued_step_) {
-      for (Outgoing& o : built_.begin()->second) ready_.push_back(std::move(o));
+      std::vector<Outgoing>& step_out = built_.begin()->second;
+      if (request_.work_size() != 0 && step_out.size() == 1 && !ready_.empty() && ready_.back().last_of_step &&
+          ready_.back().steps < kMaxJoinedSteps &&
+          ready_.back().wire_bytes + step_out[0].wire_bytes <= kMaxJoinedBytes) {
+        Outgoing& into = ready_.back();
+        Outgoing& next = step_out[0];
+        into.wire = WirePart::Follow(into.wire, next.wire);
+        const uint64_t joined = into.wire.Length();
+        buffered_ += joined - into.wire_bytes - next.wire_bytes;  // the field's key and length
+        into.wire_bytes = joined;
+        into.payload_bytes += next.payload_bytes;
+        into.samples += next.samples;
+        into.step = next.step;
+        ++into.steps;
+        calls_->metrics->joined_steps.Increment();
+      } else {
+        for (Outgoing& o : step_out) ready_.push_back(std::move(o));
+      }
       built_.erase(built_.begin());
       ++next_queued_step_;
     }
@@ -197,7 +214,7 @@ void StreamReactor::OnWriteDone(bool ok) {
       Metrics& m = *calls_->metrics;
       m.bytes_served.Increment(static_cast<double>(in_flight_.payload_bytes));
       m.samples_served.Increment(static_cast<double>(in_flight_.samples));
-      m.batches_served.Increment();
+      m.batches_served.Increment(static_cast<double>(in_flight_.steps));
       served_.bytes->Increment(static_cast<double>(in_flight_.payload_bytes));
       served_.samples->Increment(static_cast<double>(in_flight_.samples));
       if (in_flight_.last_of_step) completed_steps_ = in_flight_.step + 1;

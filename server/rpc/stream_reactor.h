@@ -68,9 +68,15 @@ class StreamReactor final : public HandOffVisible<grpc::ServerWriteReactor<grpc:
     uint64_t payload_bytes = 0;
     uint64_t wire_bytes = 0;  // counted in buffered_ until its write completes
     uint64_t samples = 0;
-    uint64_t step = 0;
+    uint64_t step = 0;  // the last step it carries
     bool last_of_step = false;
+    uint32_t steps = 1;  // steps joined in it (Batch.following)
   };
+  // With work (a client that plans and reads Batch.following): a step of one
+  // small part that finds the queue backed up joins the message before it,
+  // up to these bounds. Nothing waits to be joined: an idle writer sends at once.
+  static constexpr uint32_t kMaxJoinedSteps = 16;
+  static constexpr uint64_t kMaxJoinedBytes = 256 << 10;
 
   // Build tasks one stream runs at once (each builds a different step).
   static constexpr uint32_t kBuildersPerStream = 2;

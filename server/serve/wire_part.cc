@@ -48,6 +48,21 @@ void WirePart::AppendPayload(std::string_view bytes, std::shared_ptr<const void>
   payload_bytes_ += bytes.size();
 }
 
+grpc::ByteBuffer WirePart::Follow(const grpc::ByteBuffer& head, const grpc::ByteBuffer& next) {
+  std::vector<grpc::Slice> slices, more;
+  (void)head.Dump(&slices);
+  (void)next.Dump(&more);
+  using google::protobuf::io::CodedOutputStream;
+  constexpr uint32_t kLengthDelimited = 2;
+  uint8_t key[20];
+  uint8_t* end = CodedOutputStream::WriteVarint32ToArray(
+      (static_cast<uint32_t>(v1::Batch::kFollowingFieldNumber) << 3) | kLengthDelimited, key);
+  end = CodedOutputStream::WriteVarint64ToArray(next.Length(), end);
+  slices.emplace_back(key, static_cast<size_t>(end - key));  // copied into the slice
+  for (auto& m : more) slices.push_back(std::move(m));
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
 grpc::ByteBuffer WirePart::Serialize() const {
   // The message's own fields, then the payload field's key and length: the
   // start of the first gathered buffer.

@@ -49,6 +49,10 @@ class WirePart {
   // The encoding of the Batch with its payload. REQUIRES: message().payload() is empty.
   grpc::ByteBuffer Serialize() const;
 
+  // `head` (a serialised Batch) with `next` (another) appended as one more
+  // entry of its `following` field: the slices are shared, not copied.
+  static grpc::ByteBuffer Follow(const grpc::ByteBuffer& head, const grpc::ByteBuffer& next);
+
   // The Batch with its payload copied in: for in-process callers and tests.
   v1::Batch ToMessage() const;
 

@@ -208,5 +208,57 @@ TEST(ScaleTest, SixteenNodesEightRanksEverySampleOnceEachNodeItsShare) {
   }
 }
 
+// Small steps join while the trainer is away: 3 nodes at R=1, 16 KiB samples,
+// batches of 3 (about one sample a node a step). The trainer takes one batch
+// and stops for a second, so each node's writes back up and its steps go out
+// joined (Batch.following, strata_joined_steps_total); every sample still
+// arrives once, with its bytes, in order.
+TEST(ScaleTest, SmallStepsJoinWhileTheTrainerIsAwayAndArriveExactlyOnce) {
+  LocalCluster::Options options;
+  options.nodes = 3;
+  LocalCluster cluster(options);
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 60s));
+  auto client = cluster.Connect(0, 30000);
+  ASSERT_NE(client, nullptr);
+  constexpr uint64_t kSmall = 600;
+  const auto payload = [](uint64_t i) { return SyntheticPayload(i) + std::string(16 << 10, static_cast<char>(i)); };
+  SyntheticIngest how{.labels = 3, .replication = 1, .shard_target_bytes = 64 << 10, .payload = payload};
+  ASSERT_TRUE(TryIngestSynthetic(*client, "joined", kSmall, how).ok());
+  ASSERT_TRUE(Eventually([&] { return ShardHolders(cluster, *client, "joined").size() > 0; }, 30s));
+  const auto joined_before = Counter(cluster, "strata_joined_steps_total");
+  ClientOptions co;
+  co.max_buffered_parts = 2;
+  auto reader = Client::Connect(cluster.Address(0), co);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  StreamOptions o;
+  o.dataset = "joined";
+  o.batch_size = 3;
+  auto stream = reader.value()->OpenStream(o);
+  ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+  std::map<uint64_t, int> seen;
+  uint64_t step = 0;
+  for (;; ++step) {
+    Batch b;
+    const Status st = stream.value()->Next(&b);
+    if (!st.ok()) {
+      EXPECT_EQ(st.code(), Code::kOutOfRange) << st.ToString();
+      break;
+    }
+    EXPECT_EQ(b.step(), step);
+    for (size_t i = 0; i < b.size(); ++i) {
+      ++seen[b.ids()[i]];
+      EXPECT_EQ(b.sample(i), payload(b.ids()[i])) << "id " << b.ids()[i];
+    }
+    if (step == 0) std::this_thread::sleep_for(1s);  // the trainer is away
+  }
+  EXPECT_EQ(step, kSmall / 3);
+  ASSERT_EQ(seen.size(), kSmall);
+  for (const auto& [id, n] : seen) ASSERT_EQ(n, 1) << "id " << id;
+  const auto joined = Grown(joined_before, Counter(cluster, "strata_joined_steps_total"));
+  uint64_t total = 0;
+  for (const auto& [id, n] : joined) total += n;
+  EXPECT_GT(total, 0u) << "the nodes' writes backed up while the trainer was away: steps were joined";
+}
+
 }  // namespace
 }  // namespace strata::testing

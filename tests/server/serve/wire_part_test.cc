@@ -144,5 +144,33 @@ TEST(WirePartTest, AnEmptyPayloadIsAnEmptyField) {
   EXPECT_EQ(parsed.SerializeAsString(), p.message().SerializeAsString());
 }
 
+// Steps joined into one message: each following part parses whole, in
+// order, its payload referenced from the same slices.
+TEST(WirePartTest, JoinedStepsParseAsFollowingParts) {
+  auto large = std::make_shared<std::string>(2 * WirePart::kZeroCopyMinBytes, 'x');
+  std::vector<WirePart> parts;
+  for (uint64_t step = 7; step < 10; ++step) {
+    WirePart& p = parts.emplace_back(Part());
+    p.message().set_step(step);
+    p.message().set_last_part(true);
+    auto small = std::make_shared<std::string>("small-" + std::to_string(step));
+    p.AppendPayload(*small, small);
+    p.AppendPayload(*large, large);
+  }
+  grpc::ByteBuffer joined = parts[0].Serialize();
+  for (size_t i = 1; i < parts.size(); ++i) joined = WirePart::Follow(joined, parts[i].Serialize());
+  v1::Batch parsed = Parse(joined);
+  ASSERT_EQ(parsed.following_size(), 2);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    v1::Batch expect = parts[i].ToMessage();
+    const v1::Batch& got = i == 0 ? parsed : parsed.following(static_cast<int>(i - 1));
+    EXPECT_EQ(got.step(), 7 + i);
+    EXPECT_EQ(got.payload(), "small-" + std::to_string(7 + i) + *large);
+    v1::Batch bare = got;
+    bare.clear_following();
+    EXPECT_EQ(bare.SerializeAsString(), expect.SerializeAsString()) << "step " << 7 + i;
+  }
+}
+
 }  // namespace
 }  // namespace strata
