@@ -21,6 +21,7 @@
 #include "client/client_internal.h"
 #include "client/proto_convert.h"
 #include "client/resume_plan.h"
+#include "client/stream_plan.h"
 #include "common/dataset_ref.h"
 #include "common/grpc_status.h"
 #include "common/mutex.h"
@@ -315,7 +316,7 @@ class GrpcClient final : public Client {
     if (!map.ok()) return map.status();
     if (map->nodes_size() == 1) map->mutable_nodes(0)->set_address(address_);  // one node: the address we know
     return client_internal::NewClusterStream([this](const std::string& a) { return Channel(a); },
-                                             std::move(map).value(), std::move(request), position, options_);
+                                             std::move(map).value(), std::move(request), position, options_, indexes_);
   }
 
   const std::string address_;
@@ -323,6 +324,9 @@ class GrpcClient final : public Client {
   const std::shared_ptr<grpc::ChannelCredentials> credentials_;  // for the channels to other nodes
   const std::unique_ptr<v1::AdminService::Stub> admin_;
   const ClientOptions options_;
+  // Stratum indexes of the versions this client's streams planned.
+  const std::shared_ptr<client_internal::StratumIndexCache> indexes_ =
+      std::make_shared<client_internal::StratumIndexCache>();
   Mutex channels_mu_;
   std::map<std::string, std::shared_ptr<grpc::Channel>> channels_ GUARDED_BY(channels_mu_);
   v1::ClusterMap last_map_ GUARDED_BY(channels_mu_);

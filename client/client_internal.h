@@ -16,6 +16,8 @@
 
 namespace strata::client_internal {
 
+class StratumIndexCache;  // client/stream_plan.h
+
 // A channel to a node by address (the client caches them).
 using ChannelSource = std::function<std::shared_ptr<grpc::Channel>(const std::string& address)>;
 
@@ -23,8 +25,11 @@ using ChannelSource = std::function<std::shared_ptr<grpc::Channel>(const std::st
 // cluster_stream.cc). `position` is where it starts: dataset name, version (0
 // when the request names the latest), plan hash (0 when not yet known), seed,
 // epoch and start step.
+// `indexes`, the client's, keeps the stratum indexes its streams fetched
+// (nullptr: none kept).
 std::unique_ptr<Stream> NewClusterStream(ChannelSource channels, v1::ClusterMap map, v1::StreamRequest request,
-                                         ResumeToken position, const ClientOptions& options);
+                                         ResumeToken position, const ClientOptions& options,
+                                         std::shared_ptr<StratumIndexCache> indexes = nullptr);
 
 // Starts one Ingest call, sends `options` as its first message and waits (at
 // most `timeout`) until the server says it took the ingest. Unavailable if

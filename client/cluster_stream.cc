@@ -40,7 +40,6 @@
 
 #include <map>
 #include <memory>
-#include <set>
 
 #include "client/batch_assembler.h"
 #include "client/client_internal.h"
@@ -56,8 +55,9 @@ namespace {
 class ClusterStream final : public Stream {
  public:
   ClusterStream(ChannelSource channels, v1::ClusterMap map, v1::StreamRequest request, ResumeToken position,
-                const ClientOptions& options)
+                const ClientOptions& options, std::shared_ptr<StratumIndexCache> indexes)
       : channels_(std::move(channels)),
+        indexes_(std::move(indexes)),
         map_(std::move(map)),
         request_(std::move(request)),
         position_(std::move(position)),
@@ -127,6 +127,7 @@ class ClusterStream final : public Stream {
   bool Finished() const { return end_step_ && position_.step >= *end_step_; }
 
   ChannelSource channels_;
+  const std::shared_ptr<StratumIndexCache> indexes_;  // the client's: may be null
   const v1::ClusterMap map_;
   v1::StreamRequest request_;
   ResumeToken position_;
@@ -173,7 +174,7 @@ Status ClusterStream::LoadPlan() {
   Status last = Status::Unavailable("no node is up");
   for (const auto& n : map_.nodes()) {
     if (excluded_.Contains(n.id())) continue;
-    auto plan = StreamPlan::Load(channels_(n.address()), request_, timeout);
+    auto plan = StreamPlan::Load(channels_(n.address()), request_, timeout, indexes_.get());
     if (!plan.ok()) {
       last = plan.status();
       // A node that is down, or behind (it does not know the version yet), is
@@ -490,9 +491,10 @@ Status ClusterStream::Next(Batch* batch) {
 }  // namespace
 
 std::unique_ptr<Stream> NewClusterStream(ChannelSource channels, v1::ClusterMap map, v1::StreamRequest request,
-                                         ResumeToken position, const ClientOptions& options) {
+                                         ResumeToken position, const ClientOptions& options,
+                                         std::shared_ptr<StratumIndexCache> indexes) {
   return std::make_unique<ClusterStream>(std::move(channels), std::move(map), std::move(request), std::move(position),
-                                         options);
+                                         options, std::move(indexes));
 }
 
 }  // namespace strata::client_internal

@@ -74,9 +74,27 @@ Result<std::shared_ptr<const StratumMembers>> FetchStratumIndex(const std::share
 
 }  // namespace
 
+std::shared_ptr<const StratumMembers> StratumIndexCache::Find(const std::string& version) {
+  MutexLock lock(&mu_);
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if (it->first != version) continue;
+    entries_.splice(entries_.begin(), entries_, it);  // most recently used first
+    return entries_.front().second;
+  }
+  return nullptr;
+}
+
+void StratumIndexCache::Put(const std::string& version, std::shared_ptr<const StratumMembers> members) {
+  MutexLock lock(&mu_);
+  entries_.remove_if([&](const auto& e) { return e.first == version; });
+  entries_.emplace_front(version, std::move(members));
+  if (entries_.size() > kCapacity) entries_.pop_back();
+}
+
 Result<std::shared_ptr<const StreamPlan>> StreamPlan::Load(const std::shared_ptr<grpc::Channel>& channel,
                                                            const v1::StreamRequest& request,
-                                                           std::chrono::milliseconds timeout) {
+                                                           std::chrono::milliseconds timeout,
+                                                           StratumIndexCache* indexes) {
   auto admin = v1::AdminService::NewStub(channel);
   v1::DescribeDatasetRequest describe;
   describe.set_dataset(request.dataset());
@@ -111,9 +129,13 @@ Result<std::shared_ptr<const StreamPlan>> StreamPlan::Load(const std::shared_ptr
   shape.num_samples = info.samples();
   shape.strata.assign(info.stratum_counts().begin(), info.stratum_counts().end());
   if (request.sampler().kind() != v1::SamplerSpec::SHUFFLE) {
-    auto members = FetchStratumIndex(channel, info, timeout);
-    if (!members.ok()) return members.status();
-    shape.members = std::move(members).value();
+    if (indexes != nullptr) shape.members = indexes->Find(name);
+    if (!shape.members) {
+      auto members = FetchStratumIndex(channel, info, timeout);
+      if (!members.ok()) return members.status();
+      shape.members = std::move(members).value();
+      if (indexes != nullptr) indexes->Put(name, shape.members);
+    }
   }
   auto epoch_plan = EpochPlan::Create(shape, request.sampler(), request.seed(), request.epoch(), request.batch_size(),
                                       request.world(), request.remainder());

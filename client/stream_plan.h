@@ -26,12 +26,14 @@
 
 #include <chrono>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/placement.h"
 #include "common/status.h"
 #include "plan/epoch_plan.h"
@@ -41,16 +43,34 @@
 
 namespace strata::client_internal {
 
+// Stratum indexes a client has fetched and verified, by "name@version", so
+// that its streams (one an epoch) fetch a version's index once. Keeps the
+// kCapacity most recently used. Thread-safe.
+class StratumIndexCache {
+ public:
+  static constexpr size_t kCapacity = 4;
+  // The index of `version`, or nullptr.
+  std::shared_ptr<const StratumMembers> Find(const std::string& version);
+  void Put(const std::string& version, std::shared_ptr<const StratumMembers> members);
+
+ private:
+  Mutex mu_;
+  std::list<std::pair<std::string, std::shared_ptr<const StratumMembers>>> entries_ GUARDED_BY(mu_);  // newest first
+};
+
 class StreamPlan {
  public:
   // The plan of `request` (dataset "name" for the latest version, or
   // "name@N"; sampler, seed, epoch, batch size, world, remainder), read from
   // the node at `channel` within `timeout` per call. The node's errors as
   // they are (NotFound, InvalidArgument, ...); Internal if what it sent is
-  // inconsistent, Corruption if the stratum index is damaged.
+  // inconsistent, Corruption if the stratum index is damaged. With `indexes`,
+  // a stratum index is taken from it when it holds the version's, and put
+  // there once fetched.
   static Result<std::shared_ptr<const StreamPlan>> Load(const std::shared_ptr<grpc::Channel>& channel,
                                                         const v1::StreamRequest& request,
-                                                        std::chrono::milliseconds timeout);
+                                                        std::chrono::milliseconds timeout,
+                                                        StratumIndexCache* indexes = nullptr);
   // From parts already checked: `shards` sorted by first_id, tiling the ids.
   static std::shared_ptr<const StreamPlan> Make(v1::DatasetInfo info, std::vector<v1::ShardInfo> shards,
                                                 EpochPlan plan);

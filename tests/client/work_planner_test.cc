@@ -12,6 +12,7 @@
 
 #include "client/stream_plan.h"
 #include "common/file_placement.h"
+#include "plan/stratum_index.h"
 
 namespace strata::client_internal {
 namespace {
@@ -141,6 +142,22 @@ TEST(WorkPlannerTest, OneCopyGoesToItsHolderAndFilledSlotsAreLeftOut) {
     }
   }
   EXPECT_EQ(given, 3u * (kBatch - 1));
+}
+
+TEST(StratumIndexCacheTest, KeepsTheMostRecentlyUsedVersions) {
+  StratumIndexCache cache;
+  std::vector<std::shared_ptr<const StratumMembers>> indexes;
+  for (uint64_t v = 1; v <= StratumIndexCache::kCapacity + 1; ++v) {
+    indexes.push_back(std::make_shared<InMemoryStratumMembers>(std::vector<std::vector<uint64_t>>{{v}}));
+    if (v == StratumIndexCache::kCapacity + 1) {
+      EXPECT_EQ(cache.Find("d@1"), indexes[0]) << "used again: kept";
+    }
+    cache.Put("d@" + std::to_string(v), indexes.back());
+  }
+  EXPECT_EQ(cache.Find("d@1"), indexes[0]);
+  EXPECT_EQ(cache.Find("d@2"), nullptr) << "the least recently used went";
+  EXPECT_EQ(cache.Find("d@5"), indexes[4]);
+  EXPECT_EQ(cache.Find("e@1"), nullptr);
 }
 
 }  // namespace
