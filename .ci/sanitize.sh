@@ -41,7 +41,7 @@ if ! command -v ninja >/dev/null 2>&1; then bash deploy/setup-debian.sh; fi
 # whole-process budget case (both modes).
 integration=(stream_epoch_test restart_test bad_input_test cli_test cluster_test endurance_test
              health_test peer_attack_test tls_auth_test stratified_test disk_test peer_listen_test
-             ingest_compat_test disk_fault_test multi_writer_test)
+             ingest_compat_test disk_fault_test multi_writer_test "scale_test:*SmallStepsJoin*")
 if [ "$mode" = asan ]; then
   tests=("${integration[@]}"
          shard_format_test shard_footer_test shard_copy_test record_view_test stratum_index_test aligned_writer_test
@@ -49,12 +49,13 @@ if [ "$mode" = asan ]; then
          stratum_key_test
          batch_stream_test part_builder_test wire_part_test composition_recorder_test auth_test config_test
          sample_source_test batch_test resume_token_test proto_convert_test format_test epoch_plan_test
-         stratified_sampler_test)
+         stratified_sampler_test work_planner_test)
 else
   # TSan slows these 5-15x: the long endurance runs are left to ASan, and of
   # the cluster tests the failover and rebalance ones run (NAME:FILTER).
   tests=(stream_epoch_test "cluster_test:*KillNine*:*Joining*" restart_test batch_stream_test part_builder_test
-         periodic_task_test active_work_test "block_cache_test:-*MemoryBudget*" replicator_test multi_writer_test)
+         periodic_task_test active_work_test "block_cache_test:-*MemoryBudget*" replicator_test multi_writer_test
+         "scale_test:*SmallStepsJoin*")
 fi
 
 source deploy/local/ccache.sh  # sets launcher

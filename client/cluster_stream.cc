@@ -209,7 +209,7 @@ Status ClusterStream::LoadPlan() {
   request_.clear_member_zones();
   request_.clear_member_racks();
   request_.clear_excluded();
-  planner_.emplace(plan_, map_, request_.rank(), request_.zone());
+  planner_.emplace(plan_, map_, request_.zone());
   return Status::OK();
 }
 

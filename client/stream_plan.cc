@@ -167,10 +167,8 @@ bool MatchesPlan(const v1::Batch& part, const std::vector<uint64_t>& ids) {
   return true;
 }
 
-WorkPlanner::WorkPlanner(std::shared_ptr<const StreamPlan> plan, const v1::ClusterMap& map, uint32_t rank,
-                         const std::string& zone)
+WorkPlanner::WorkPlanner(std::shared_ptr<const StreamPlan> plan, const v1::ClusterMap& map, const std::string& zone)
     : plan_(std::move(plan)),
-      rank_(rank),
       members_([&map] {
         std::vector<PlacementMember> members;
         for (const auto& n : map.nodes()) members.push_back({n.id(), n.zone(), n.rack()});

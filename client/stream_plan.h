@@ -93,10 +93,9 @@ bool MatchesPlan(const v1::Batch& part, const std::vector<uint64_t>& ids);
 
 class WorkPlanner {
  public:
-  // Places over `map`'s nodes (with their zones and racks) for rank `rank`;
-  // `zone` is the trainer's (empty: none).
-  WorkPlanner(std::shared_ptr<const StreamPlan> plan, const v1::ClusterMap& map, uint32_t rank,
-              const std::string& zone);
+  // Places over `map`'s nodes (with their zones and racks); `zone` is the
+  // trainer's (empty: none).
+  WorkPlanner(std::shared_ptr<const StreamPlan> plan, const v1::ClusterMap& map, const std::string& zone);
 
   // Nodes whose samples go to the others from now on. Forgets the work
   // outstanding (the calls it was given to are cancelled).
@@ -125,7 +124,6 @@ class WorkPlanner {
   const Servers& ServersOf(size_t shard);
 
   const std::shared_ptr<const StreamPlan> plan_;
-  const uint32_t rank_;
   const PlacementSet members_;
   std::vector<std::string> node_ids_;  // the map's, in its order
   std::vector<std::string> near_;

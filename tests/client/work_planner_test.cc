@@ -86,7 +86,7 @@ std::map<std::string, uint64_t> Count(const std::map<std::string, std::vector<v1
 
 TEST(WorkPlannerTest, SpreadsOverTheHoldersAndGivesANodeThatHasNotDeliveredLess) {
   auto plan = Plan(3);  // every node holds every shard
-  WorkPlanner planner(plan, Map(), 0, "");
+  WorkPlanner planner(plan, Map(), "");
   std::map<std::string, std::vector<v1::WorkStep>> work;
   auto ids = Ids(*plan, 0, 4);
   ASSERT_TRUE(planner.Plan(0, 4, ids, kNothingFilled, &work).ok());
@@ -119,7 +119,7 @@ TEST(WorkPlannerTest, SpreadsOverTheHoldersAndGivesANodeThatHasNotDeliveredLess)
 
 TEST(WorkPlannerTest, OneCopyGoesToItsHolderAndFilledSlotsAreLeftOut) {
   auto plan = Plan(1);
-  WorkPlanner planner(plan, Map(), 0, "");
+  WorkPlanner planner(plan, Map(), "");
   std::map<std::string, std::vector<v1::WorkStep>> work;
   const auto ids = Ids(*plan, 0, 3);
   // Slot 0 of every step is filled already: the rest are asked for.
