@@ -47,6 +47,7 @@
 #include "client/part_reader.h"
 #include "client/stream_plan.h"
 #include "common/serving_errors.h"
+#include "plan/stream_start.h"
 
 namespace strata::client_internal {
 
@@ -187,19 +188,12 @@ Status ClusterStream::LoadPlan() {
   }
   if (!plan_) return Fail(last);
   const EpochPlan& plan = plan_->plan();
-  if (position_.plan_hash != 0 && position_.plan_hash != plan.plan_hash()) {
-    return Fail(Status::FailedPrecondition(
-        "the resume token belongs to a different plan (dataset version, sampler, global batch or remainder "
-        "changed); start a new epoch or resume with the original settings"));
-  }
+  if (Status s = CheckResumedPlan(position_.plan_hash, plan.plan_hash()); !s.ok()) return Fail(s);
   position_.version = plan_->info().version();
   position_.plan_hash = plan.plan_hash();
   steps_in_epoch_ = plan.num_steps();
   const uint64_t start = request_.start_step();
-  if (start > steps_in_epoch_) {
-    return Fail(Status::InvalidArgument("start step " + std::to_string(start) + " is past the end of the epoch (" +
-                                        std::to_string(steps_in_epoch_) + " steps)"));
-  }
+  if (Status s = CheckStartStep(start, steps_in_epoch_); !s.ok()) return Fail(s);
   end_step_ = request_.max_steps() == 0 ? steps_in_epoch_ : std::min(steps_in_epoch_, start + request_.max_steps());
   // The calls name the version and plan, and only what a node serving work reads.
   request_.set_dataset(position_.dataset + "@" + std::to_string(position_.version));

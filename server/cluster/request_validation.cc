@@ -36,6 +36,15 @@ Status CheckDatasetRef(std::string_view what, const std::string& ref) {
   return ParseDatasetRef(ref).status();
 }
 
+// A dataset ref that names its version: "name@N". `purpose` ends the
+// message: "name the version <purpose> as NAME@N".
+Status CheckVersionedRef(const std::string& ref, std::string_view purpose) {
+  STRATA_RETURN_IF_ERROR(CheckDatasetRef("the dataset", ref));
+  if (ParseDatasetRef(ref)->version) return Status::OK();
+  return Status::InvalidArgument("name the version " + std::string(purpose) + " as NAME@N (" + QuotePrefix(ref) +
+                                 " names none)");
+}
+
 Status CheckOptionalName(const std::string& name) {
   if (name.empty()) return Status::OK();
   return ValidateDatasetName(name);
@@ -62,12 +71,7 @@ Status ValidateStreamRequest(const v1::StreamRequest& r) {
 }
 
 Status ValidateStratumIndexRequest(const v1::StratumIndexRequest& r) {
-  STRATA_RETURN_IF_ERROR(CheckDatasetRef("the dataset", r.dataset()));
-  if (!ParseDatasetRef(r.dataset())->version) {
-    return Status::InvalidArgument("name the version of the stratum index as NAME@N (" + QuotePrefix(r.dataset()) +
-                                   ")");
-  }
-  return Status::OK();
+  return CheckVersionedRef(r.dataset(), "of the stratum index");
 }
 
 bool ValidIngestId(const std::string& id) { return IsSimpleName(id, 128); }
@@ -96,14 +100,7 @@ Status ValidateDescribeRequest(const v1::DescribeDatasetRequest& r) {
   return CheckDatasetRef("the dataset", r.dataset());
 }
 
-Status ValidateDeleteRequest(const v1::DeleteVersionRequest& r) {
-  STRATA_RETURN_IF_ERROR(CheckDatasetRef("the dataset", r.dataset()));
-  if (!ParseDatasetRef(r.dataset())->version) {
-    return Status::InvalidArgument("name the version to delete as NAME@N (" + QuotePrefix(r.dataset()) +
-                                   " names none)");
-  }
-  return Status::OK();
-}
+Status ValidateDeleteRequest(const v1::DeleteVersionRequest& r) { return CheckVersionedRef(r.dataset(), "to delete"); }
 
 Status ValidatePing(const v1::PingRequest& r) {
   return CheckLength("the sender's node id", r.from(), L::kMaxNodeIdBytes);

@@ -8,6 +8,7 @@
 #include "common/mutex.h"
 #include "common/placement.h"
 #include "common/serving_errors.h"
+#include "plan/stream_start.h"
 #include "server/serve/batch_stream_internal.h"
 #include "server/serve/part_builder.h"
 #include "server/serve/stream_members.h"
@@ -95,19 +96,12 @@ Result<std::unique_ptr<BatchStream>> BatchStream::Open(const v1::StreamRequest& 
   auto plan = EpochPlan::Create(shape.value(), r.sampler(), r.seed(), r.epoch(), r.batch_size(), r.world(),
                                 r.remainder(), version.value()->samplers());
   if (!plan.ok()) return plan.status();
-  if (r.expect_plan_hash() != 0 && r.expect_plan_hash() != plan->plan_hash()) {
-    return Status::FailedPrecondition(
-        "the resume token belongs to a different plan (dataset version, sampler, global batch or remainder "
-        "changed); start a new epoch or resume with the original settings");
-  }
+  STRATA_RETURN_IF_ERROR(CheckResumedPlan(r.expect_plan_hash(), plan->plan_hash()));
   const uint64_t steps = plan->num_steps();
   // Work names its steps: no job cursor moves them.
   const uint64_t start =
       r.work_size() != 0 ? r.start_step() : CursorStart(r, catalog, *version.value(), plan->plan_hash());
-  if (start > steps) {
-    return Status::InvalidArgument("start step " + std::to_string(start) + " is past the end of the epoch (" +
-                                   std::to_string(steps) + " steps)");
-  }
+  STRATA_RETURN_IF_ERROR(CheckStartStep(start, steps));
   uint64_t end = r.max_steps() == 0 ? steps : std::min(steps, start + r.max_steps());
   if (r.work_size() != 0) {
     STRATA_RETURN_IF_ERROR(CheckWork(r, plan.value(), version.value()->shape().num_samples));
