@@ -109,12 +109,19 @@ void PeerRecords::FetchAsync(const v1::FileRef& shard, std::vector<uint64_t> ind
 }
 
 void PeerRecords::AskNext(std::shared_ptr<AsyncFetch> f) {
-  while (f->next < f->ranked.size()) {
-    const std::string& id = f->ranked[f->next++];
+  // The members the view has up, in rank order; then, before giving up, those
+  // it has down, briefly: the view lags a node that answers again (a missed
+  // heartbeat or two on a loaded machine), and a node that is really down
+  // refuses the connection at once.
+  const size_t n_ranked = f->ranked.size();
+  while (f->next < 2 * n_ranked) {
+    const bool last_resort = f->next >= n_ranked;
+    const std::string& id = f->ranked[f->next++ % n_ranked];
     const v1::NodeInfo* n = FindNode(f->map, id);
-    if (id == view_->self_id() || n == nullptr || n->state() != v1::NODE_UP) continue;
+    if (id == view_->self_id() || n == nullptr || (n->state() == v1::NODE_UP) == last_resort) continue;
     f->context = std::make_unique<grpc::ClientContext>();
-    f->context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    f->context->set_deadline(std::chrono::system_clock::now() +
+                             (last_resort ? std::chrono::seconds(2) : std::chrono::seconds(10)));
     f->reply.Clear();
     AsyncFetch* call = f.get();
     HandOffToGrpc(call);

@@ -34,8 +34,10 @@ class PeerRecords final : public RecordFetcher {
   PeerRecords(const ClusterView* view, PeerClients* peers, DatasetCache* cache, DataDir* dir, LocalFiles* files,
               Repairer* repairer, Metrics* metrics, boost::asio::any_io_executor rebuilds);
 
-  // RecordFetcher: asks the holders one after another with asynchronous
-  // calls (10 s deadline each); a degraded read's rebuild runs on `rebuilds`.
+  // RecordFetcher: asks the members the view has up one after another, in
+  // rank order, with asynchronous calls (10 s deadline each), then those it
+  // has down (2 s each: the view may lag); a degraded read's rebuild runs on
+  // `rebuilds`.
   void FetchAsync(const v1::FileRef& shard, std::vector<uint64_t> indexes, FetchDone done) override;
   void Quarantine(const v1::FileRef& file) override;
 

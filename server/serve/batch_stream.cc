@@ -171,13 +171,14 @@ void BatchStream::PlanAhead() {
   const uint64_t horizon = std::min(end_step_, next_step_ + 1 + ahead);
   std::vector<std::pair<const std::shared_ptr<const ShardReader>*, uint64_t>> records;
   claim_scratch_->Forget();
+  const int64_t now = NowNs();
   for (; planned_end_ < horizon; ++planned_end_) {
     Planned p;
     StepSamples(planned_end_, &p.ids, &p.slots);
     records.clear();
     for (uint64_t id : p.ids) {
       const OpenVersion::Location at = version_->Locate(id);
-      if (!Serves(at.shard, id) || !Local(at.shard)) continue;
+      if (!Serves(at.shard, id) || !Local(at.shard, now)) continue;
       const auto& reader = claim_scratch_->Reader(*version_, at.shard);
       if (reader.ok()) records.emplace_back(&reader.value(), at.record);  // else the read reports why
     }
@@ -236,7 +237,18 @@ void BatchStream::StepSamples(uint64_t step, std::vector<uint64_t>* ids, std::ve
   if (metrics_) metrics_->planned_samples.Increment(static_cast<double>(ids->size()));
 }
 
-bool BatchStream::Local(size_t shard) const { return placement_[shard].local.load(std::memory_order_relaxed); }
+int64_t BatchStream::NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+bool BatchStream::Local(size_t shard, int64_t now) const {
+  return now >= placement_[shard].remote_until.load(std::memory_order_relaxed);
+}
+
+void BatchStream::SetRemote(size_t shard, int64_t now) {
+  placement_[shard].remote_until.store(now + kLocalRetry.count(), std::memory_order_relaxed);
+}
 
 Status BatchStream::Claim(StepClaim* claim) {
   claim->started = std::chrono::steady_clock::now();

@@ -181,7 +181,12 @@ class BatchStream {
   void StepSamples(uint64_t step, std::vector<uint64_t>* ids, std::vector<uint32_t>* slots) const;
   // Whether this node serves `id` of `shard`: every work sample, else ServesHere.
   bool Serves(size_t shard, uint64_t id) { return has_work() || ServesHere(shard, id); }
-  bool Local(size_t shard) const;
+  // Whether this node reads `shard` itself at `now` (steady clock, ns): not
+  // within kLocalRetry of finding its copy missing or damaged.
+  bool Local(size_t shard, int64_t now) const;
+  // Marks this node's copy of `shard` missing or damaged as of `now`.
+  void SetRemote(size_t shard, int64_t now);
+  static int64_t NowNs();
   v1::FileRef ShardFile(size_t shard) const;
   // Whether `record` of `reader` lies in one of `blocks` (sorted (reader,
   // block) keys of this step). REQUIRES: server_.blocks.
@@ -202,7 +207,10 @@ class BatchStream {
   // Cluster serving, per shard, computed on first use (under placement_mu_).
   struct ShardPlacement {
     std::atomic<bool> known{false};
-    std::atomic<bool> local{true};  // until a read says this node has no good copy
+    // Until then (steady clock, ns) the shard's samples are fetched from other
+    // nodes: a read found this node's copy missing or damaged. Repair may
+    // bring a good copy meanwhile, so reads here are tried again after.
+    std::atomic<int64_t> remote_until{0};
     std::vector<std::string> holders;
     std::vector<std::string> ranked;
     ShardServing serving;  // which of the shard's samples this node serves to this stream
@@ -219,6 +227,7 @@ class BatchStream {
   // enough to keep several memory loads in flight, few enough that they stay cached.
   static constexpr size_t kOffsetsAhead = 16;
   static constexpr size_t kRecordsAhead = 8;
+  static constexpr std::chrono::nanoseconds kLocalRetry = std::chrono::seconds(1);
   // Steps planned ahead (with a block cache): [next_step_, planned_end_).
   struct Planned {
     std::vector<uint64_t> ids;

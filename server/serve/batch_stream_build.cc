@@ -115,12 +115,13 @@ Status BatchStream::BuildLocal(const StepClaim& claim, Scratch& scratch, Deferre
   std::map<size_t, Status> local_error;
   // The samples this node serves from its own shards, in the claim's order.
   reads.clear();
+  const int64_t now = NowNs();
   for (size_t i = 0; i < claim.ids.size(); ++i) {
     const uint32_t slot = claim.slots.empty() ? static_cast<uint32_t>(i) : claim.slots[i];
     const uint64_t id = claim.ids[i];
     const OpenVersion::Location at = version_->Locate(id);
     if (!Serves(at.shard, id)) continue;
-    if (Local(at.shard)) {
+    if (Local(at.shard, now)) {
       reads.push_back({slot, id, at.shard, at.record});
     } else {
       remote[at.shard].emplace_back(slot, at.record);
@@ -163,7 +164,7 @@ Status BatchStream::BuildLocal(const StepClaim& claim, Scratch& scratch, Deferre
     prefetch(i + kOffsetsAhead, false);
     prefetch(i + kRecordsAhead, true);
     const Scratch::LocalRead& r = reads[i];
-    if (!Local(r.shard)) {  // an earlier read of this step found its copy bad
+    if (!Local(r.shard, now)) {  // an earlier read of this step found its copy bad
       remote[r.shard].emplace_back(r.slot, r.record);
       continue;
     }
@@ -208,7 +209,7 @@ Status BatchStream::BuildLocal(const StepClaim& claim, Scratch& scratch, Deferre
     if (!server_.fetcher || (!s.IsCorruption() && !s.IsNotFound())) {
       return s.WithContext(where + ", sample " + std::to_string(r.id));
     }
-    placement_[r.shard].local.store(false, std::memory_order_relaxed);
+    SetRemote(r.shard, now);
     local_error[r.shard] = s;
     remote[r.shard].emplace_back(r.slot, r.record);
   }

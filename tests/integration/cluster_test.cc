@@ -4,6 +4,7 @@
 // is repaired; etcd membership follows leases.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <map>
@@ -306,6 +307,69 @@ TEST(ClusterTest, FlippedBitIsNeverServedAndIsRepaired) {
       },
       60s));
   EXPECT_FALSE(std::filesystem::is_empty(cluster.DataDir(0) + "/quarantine"));
+}
+
+// A node that found its copies damaged fetches those samples from other
+// nodes while repair brings good copies, then, within the same stream, reads
+// its own again: a holder lagging in its view of the others (a missed
+// heartbeat) then never leaves it without a source.
+TEST(ClusterTest, ARepairedCopyIsReadAgainWithinTheStream) {
+  LocalCluster cluster(Nodes(3));
+  auto client = cluster.Connect(0);
+  // Samples large enough that the nodes cannot send a share of the epoch
+  // ahead of the trainer (flow control stops them).
+  const auto payload = [](uint64_t id) {
+    return std::string(16 << 10, static_cast<char>('a' + id % 26)) + std::to_string(id);
+  };
+  SyntheticIngest how{.replication = 2, .shard_target_bytes = 1 << 20, .payload = payload};
+  auto ingested = TryIngestSynthetic(*client, "heal", 2000, how);
+  ASSERT_TRUE(ingested.ok()) << ingested.status().ToString();
+  // Every copy on node-1 cut in half: opening one fails its layout check.
+  const std::string dir = cluster.DataDir(0) + "/shards/heal/v1";
+  std::vector<std::string> victims;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".shard") continue;
+    victims.push_back(e.path().string());
+    std::filesystem::resize_file(e.path(), std::filesystem::file_size(e.path()) / 2);
+  }
+  ASSERT_FALSE(victims.empty());
+  // One stream served by the nodes (one call each for the whole epoch).
+  auto reader = cluster.Connect(2, 30000, /*plan_on_client=*/false);
+  StreamOptions o = EpochOf("heal", 16);
+  auto stream = reader->OpenStream(o);
+  ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+  std::map<uint64_t, int> seen;
+  Batch b;
+  Status end;
+  for (int k = 0; k < 5 && (end = stream.value()->Next(&b)).ok(); ++k) {
+    for (size_t i = 0; i < b.size(); ++i) ++seen[b.ids()[i]];
+  }
+  ASSERT_TRUE(end.ok()) << end.ToString();
+  const std::string metrics = cluster.Process(0).metrics_address();
+  // Every copy of node-1 replaced (by the repair its reads and the scrubber start).
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return std::all_of(victims.begin(), victims.end(), [](const std::string& v) {
+          auto shard = ShardReader::Open(v);
+          return shard.ok() && shard.value()->VerifyFile().ok();
+        });
+      },
+      60s));
+  // Past the time a missing or damaged copy keeps the stream fetching, every
+  // step node-1 builds reads its own copies.
+  std::this_thread::sleep_for(1500ms);
+  const double proxied = Metric(metrics, "strata_proxied_records_total");
+  EXPECT_GE(proxied, 1) << "node-1 fetched the samples of its damaged copies";
+  while ((end = stream.value()->Next(&b)).ok()) {
+    for (size_t i = 0; i < b.size(); ++i) {
+      ++seen[b.ids()[i]];
+      EXPECT_EQ(b.sample(i), payload(b.ids()[i])) << "id " << b.ids()[i];
+    }
+  }
+  EXPECT_EQ(end.code(), Code::kOutOfRange) << end.ToString();
+  EXPECT_EQ(seen.size(), 2000u);
+  for (const auto& [id, n] : seen) ASSERT_EQ(n, 1) << "id " << id;
+  EXPECT_EQ(Metric(metrics, "strata_proxied_records_total"), proxied) << "node-1 reads its repaired copies";
 }
 
 // Damage in a shard no stream reads is found by the scrubber alone (paced
