@@ -355,10 +355,16 @@ TEST(ClusterTest, ARepairedCopyIsReadAgainWithinTheStream) {
         });
       },
       60s));
-  // Past the time a missing or damaged copy keeps the stream fetching, every
-  // step node-1 builds reads its own copies.
-  std::this_thread::sleep_for(1500ms);
-  const double proxied = Metric(metrics, "strata_proxied_records_total");
+  // Past the time a missing or damaged copy keeps the stream fetching (and
+  // once the fetches of steps built before have all come back: the count
+  // stands still), every step node-1 builds reads its own copies.
+  double proxied = Metric(metrics, "strata_proxied_records_total");
+  for (int i = 0; i < 20; ++i) {
+    std::this_thread::sleep_for(1500ms);
+    const double now = Metric(metrics, "strata_proxied_records_total");
+    if (now == proxied) break;
+    proxied = now;
+  }
   EXPECT_GE(proxied, 1) << "node-1 fetched the samples of its damaged copies";
   while ((end = stream.value()->Next(&b)).ok()) {
     for (size_t i = 0; i < b.size(); ++i) {
