@@ -78,7 +78,11 @@ row() {  # size system samples seconds samples/s GB/s
 echo "== limit: iperf3 loopback TCP (5 s)"
 iperf3 -s -p $((base + 90)) -1 >/dev/null 2>&1 &
 pids+=($!)
-sleep 0.5
+# The server listens once it has started (a fixed pause lost the race once).
+for _ in $(seq 50); do
+  ss -ltn "sport = :$((base + 90))" | grep -q LISTEN && break
+  sleep 0.1
+done
 iperf_gbs=$(iperf3 -c 127.0.0.1 -p $((base + 90)) -t 5 -J |
   "$py" -c 'import json,sys; bps = json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]; print(f"{bps/8e9:.3f}")')
 echo "  iperf3: $iperf_gbs GB/s"
