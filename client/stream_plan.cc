@@ -168,13 +168,7 @@ bool MatchesPlan(const v1::Batch& part, const std::vector<uint64_t>& ids) {
 }
 
 WorkPlanner::WorkPlanner(std::shared_ptr<const StreamPlan> plan, const v1::ClusterMap& map, const std::string& zone)
-    : plan_(std::move(plan)),
-      members_([&map] {
-        std::vector<PlacementMember> members;
-        for (const auto& n : map.nodes()) members.push_back({n.id(), n.zone(), n.rack()});
-        return members;
-      }()),
-      servers_(plan_->shards().size()) {
+    : plan_(std::move(plan)), members_(PlacementMembers(map)), servers_(plan_->shards().size()) {
   for (const auto& n : map.nodes()) {
     node_ids_.push_back(n.id());
     if (!zone.empty() && n.zone() == zone) near_.push_back(n.id());

@@ -4,6 +4,19 @@
 
 namespace strata {
 
+std::vector<PlacementMember> PlacementMembers(const v1::ClusterMap& map) {
+  return PlacementMembers(map, [](const v1::NodeInfo&) { return true; });
+}
+
+std::vector<PlacementMember> PlacementMembers(const v1::ClusterMap& map,
+                                              const std::function<bool(const v1::NodeInfo&)>& keep) {
+  std::vector<PlacementMember> out;
+  for (const auto& n : map.nodes()) {
+    if (keep(n)) out.push_back({n.id(), n.zone(), n.rack()});
+  }
+  return out;
+}
+
 v1::FileRef ShardRef(const std::string& dataset, uint64_t version, uint32_t seq) {
   v1::FileRef f;
   f.set_dataset(dataset);

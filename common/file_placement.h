@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,13 @@
 namespace strata {
 
 v1::FileRef ShardRef(const std::string& dataset, uint64_t version, uint32_t seq);
+
+// Every node of a cluster map with its zone and rack: what files are placed
+// over (nodes that are down included: placement follows membership).
+std::vector<PlacementMember> PlacementMembers(const v1::ClusterMap& map);
+// The same, of the listed nodes for which `keep` is true.
+std::vector<PlacementMember> PlacementMembers(const v1::ClusterMap& map,
+                                              const std::function<bool(const v1::NodeInfo&)>& keep);
 
 inline bool IsErasureCoded(const v1::DatasetInfo& info) { return info.ec_data() != 0 && info.ec_parity() != 0; }
 

@@ -24,19 +24,6 @@ std::vector<std::string> MapMembers(const v1::ClusterMap& map) {
   return out;
 }
 
-std::vector<PlacementMember> PlacementMembers(const v1::ClusterMap& map) {
-  return PlacementMembers(map, [](const v1::NodeInfo&) { return true; });
-}
-
-std::vector<PlacementMember> PlacementMembers(const v1::ClusterMap& map,
-                                              const std::function<bool(const v1::NodeInfo&)>& keep) {
-  std::vector<PlacementMember> out;
-  for (const auto& n : map.nodes()) {
-    if (keep(n)) out.push_back({n.id(), n.zone(), n.rack()});
-  }
-  return out;
-}
-
 std::vector<std::string> MapDownNodes(const v1::ClusterMap& map) {
   std::vector<std::string> out;
   for (const auto& n : map.nodes()) {

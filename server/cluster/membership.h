@@ -33,6 +33,7 @@
 #include <set>
 #include <string>
 
+#include "common/file_placement.h"  // PlacementMembers
 #include "common/placement.h"
 #include "common/status.h"
 #include "server/base/config.h"
@@ -75,11 +76,6 @@ class Membership {
 // up, as id lists (for placement and StreamRequest.members/excluded).
 std::vector<std::string> MapMembers(const v1::ClusterMap& map);
 std::vector<std::string> MapDownNodes(const v1::ClusterMap& map);
-// Every listed node with its zone and rack: what shards are placed over.
-std::vector<PlacementMember> PlacementMembers(const v1::ClusterMap& map);
-// The same, of the listed nodes for which `keep` is true.
-std::vector<PlacementMember> PlacementMembers(const v1::ClusterMap& map,
-                                              const std::function<bool(const v1::NodeInfo&)>& keep);
 // The node with id `id`, or nullptr.
 const v1::NodeInfo* FindNode(const v1::ClusterMap& map, const std::string& id);
 
