@@ -39,7 +39,7 @@ if ! command -v ninja >/dev/null 2>&1; then bash deploy/setup-debian.sh; fi
 # add hundreds of MiB to it (RssAnon 377 MiB under a 112 MiB budget): their
 # finding would be ASan's own memory, not ours. So is block_cache_test's
 # whole-process budget case (both modes).
-integration=(stream_epoch_test restart_test bad_input_test cli_test cluster_test damage_test endurance_test
+integration=(stream_epoch_test restart_test bad_input_test serve_work_test cli_test cluster_test damage_test endurance_test
              health_test peer_attack_test tls_auth_test stratified_test disk_test peer_listen_test
              ingest_compat_test disk_fault_test multi_writer_test "scale_test:*SmallStepsJoin*")
 if [ "$mode" = asan ]; then
@@ -53,9 +53,9 @@ if [ "$mode" = asan ]; then
 else
   # TSan slows these 5-15x: the long endurance runs are left to ASan, and of
   # the cluster tests the failover and rebalance ones run (NAME:FILTER).
-  tests=(stream_epoch_test "cluster_test:*KillNine*:*Joining*" restart_test batch_stream_test part_builder_test
-         periodic_task_test active_work_test "block_cache_test:-*MemoryBudget*" replicator_test multi_writer_test
-         "scale_test:*SmallStepsJoin*")
+  tests=(stream_epoch_test serve_work_test "cluster_test:*KillNine*:*Joining*" restart_test batch_stream_test
+         part_builder_test periodic_task_test active_work_test "block_cache_test:-*MemoryBudget*" replicator_test
+         multi_writer_test "scale_test:*SmallStepsJoin*")
 fi
 
 source deploy/local/ccache.sh  # sets launcher

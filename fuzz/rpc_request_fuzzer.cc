@@ -61,9 +61,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   const std::string_view bytes = fuzz::AsView(data + 1, size - 1);
   switch (data[0] % 9) {
-    case 0: {  // DataService.StreamBatches
+    case 0: {  // DataService.StreamBatches, and ServeWork's messages
       v1::StreamRequest r;
       if (Parse(bytes, &r)) CheckBounded(ValidateStreamRequest(r));
+      v1::WorkRequest w;
+      if (Parse(bytes, &w)) {
+        CheckBounded(ValidateWorkRequest(w, true));
+        CheckBounded(ValidateWorkRequest(w, false));
+      }
       break;
     }
     case 1: {  // DataService.Ingest, its first message

@@ -70,6 +70,21 @@ Status ValidateStreamRequest(const v1::StreamRequest& r) {
   return CheckCount("work ids", ids, L::kMaxWorkIds);
 }
 
+Status ValidateWorkRequest(const v1::WorkRequest& r, bool first) {
+  if (first) {
+    if (!r.has_open()) return Status::InvalidArgument("ServeWork's first message must open the stream");
+    if (r.open().work_size() == 0) {
+      return Status::InvalidArgument("ServeWork's first message must give work (StreamRequest.work)");
+    }
+    return ValidateStreamRequest(r.open());
+  }
+  if (!r.has_more()) return Status::InvalidArgument("only ServeWork's first message opens the stream");
+  STRATA_RETURN_IF_ERROR(CheckCount("work", static_cast<size_t>(r.more().work_size()), L::kMaxWorkSteps));
+  size_t ids = 0;
+  for (const v1::WorkStep& w : r.more().work()) ids += static_cast<size_t>(w.ids_size());
+  return CheckCount("work ids", ids, L::kMaxWorkIds);
+}
+
 Status ValidateStratumIndexRequest(const v1::StratumIndexRequest& r) {
   return CheckVersionedRef(r.dataset(), "of the stratum index");
 }

@@ -23,6 +23,10 @@ namespace strata {
 
 // Data service.
 Status ValidateStreamRequest(const v1::StreamRequest& request);
+// A ServeWork message: the first opens the stream (a valid StreamRequest with
+// work), every later one is more work (at most kMaxWorkSteps steps and
+// kMaxWorkIds samples; BatchStream::AddWork checks it against the plan).
+Status ValidateWorkRequest(const v1::WorkRequest& request, bool first);
 // "name@N": the index of a version, never "the latest".
 Status ValidateStratumIndexRequest(const v1::StratumIndexRequest& request);
 Status ValidateIngestOptions(const v1::IngestOptions& options);

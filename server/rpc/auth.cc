@@ -41,8 +41,8 @@ MethodRule RuleFor(std::string_view method) {
   if (method.rfind("/strata.v1.PeerService/", 0) == 0) return {true, Role::kAdmin};
   if (method == "/strata.v1.DataService/Ingest") return {false, Role::kWriter};
   if (method == "/strata.v1.AdminService/DeleteVersion") return {false, Role::kAdmin};
-  if (method == "/strata.v1.DataService/StreamBatches" || method == "/strata.v1.DataService/ReadStratumIndex" ||
-      method.rfind("/strata.v1.AdminService/", 0) == 0) {
+  if (method == "/strata.v1.DataService/StreamBatches" || method == "/strata.v1.DataService/ServeWork" ||
+      method == "/strata.v1.DataService/ReadStratumIndex" || method.rfind("/strata.v1.AdminService/", 0) == 0) {
     return {false, Role::kReader};
   }
   return {false, Role::kAdmin};

@@ -14,8 +14,17 @@ DataServiceImpl::DataServiceImpl(const Deps& deps)
       metrics_(deps.metrics),
       max_streams_(deps.max_streams),
       stream_memory_(deps.stream_buffer_bytes),
-      stream_calls_{deps.executor, deps.active_streams,   deps.metrics,   deps.catalog,
-                    &draining_,    deps.prefetch_batches, &stream_memory_},
+      stream_calls_{
+          deps.executor,
+          deps.active_streams,
+          deps.metrics,
+          deps.catalog,
+          &draining_,
+          deps.prefetch_batches,
+          &stream_memory_,
+          &open_streams_,
+          [this](const v1::StreamRequest& request, const std::string& peer, std::unique_ptr<BatchStream>* stream,
+                 uint64_t* reserved) { return OpenStream(request, peer, stream, reserved); }},
       ingest_calls_{deps.executor, deps.active_ingests, deps.metrics, deps.ingests, &draining_} {}
 
 grpc::ServerReadReactor<v1::IngestRequest>* DataServiceImpl::Ingest(grpc::CallbackServerContext* context,
@@ -57,37 +66,49 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* DataServiceImpl::StreamBatches(grpc:
     metrics_->CountRejected(Metrics::Reject::kInvalidRequest);
     return new RefusedStreamReactor(ToGrpcStatus(valid));
   }
-  const v1::StreamRequest* request = &parsed;
+  std::unique_ptr<BatchStream> stream;
+  uint64_t reserved = 0;
+  const grpc::Status opened = OpenStream(parsed, context->peer(), &stream, &reserved);
+  if (!opened.ok()) return new RefusedStreamReactor(opened);
+  return new StreamReactor(&stream_calls_, std::move(stream), std::move(parsed), context->peer(), reserved);
+}
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* DataServiceImpl::ServeWork(
+    grpc::CallbackServerContext* context) {
+  return new WorkReactor(&stream_calls_, context->peer());
+}
+
+grpc::Status DataServiceImpl::OpenStream(const v1::StreamRequest& request, const std::string& peer,
+                                         std::unique_ptr<BatchStream>* out, uint64_t* reserved) {
   if (draining_) {
     metrics_->CountRejected(Metrics::Reject::kDraining);
-    return new RefusedStreamReactor(
-        grpc::Status(grpc::StatusCode::UNAVAILABLE, "stratad is shutting down; retry on another node or later"));
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "stratad is shutting down; retry on another node or later");
   }
   if (stream_calls_.active->count() >= max_streams_) {
     metrics_->CountRejected(Metrics::Reject::kTooManyStreams);
-    return new RefusedStreamReactor(
-        grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                     "this node serves its maximum of " + std::to_string(max_streams_) + " streams"));
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        "this node serves its maximum of " + std::to_string(max_streams_) + " streams");
   }
-  auto stream = streams_->Open(*request);
+  auto stream = streams_->Open(request);
   if (!stream.ok()) {
     metrics_->CountRejected(stream.status().code() == Code::kInvalidArgument ? Metrics::Reject::kInvalidRequest
                                                                              : Metrics::Reject::kStreamRefused);
-    spdlog::warn("stream {} from {} refused: {}", QuotePrefix(request->dataset()), context->peer(),
-                 stream.status().ToString());
-    return new RefusedStreamReactor(ToGrpcStatus(stream.status()));
+    spdlog::warn("stream {} from {} refused: {}", QuotePrefix(request.dataset()), peer, stream.status().ToString());
+    return ToGrpcStatus(stream.status());
   }
   const v1::DatasetInfo& info = stream.value()->version().record().info();
-  const uint64_t reserve = EstimateStepBytes(info.bytes(), info.samples(), request->batch_size());
+  const uint64_t reserve = EstimateStepBytes(info.bytes(), info.samples(), request.batch_size());
   if (!stream_memory_.TryAcquire(reserve)) {
     metrics_->CountRejected(Metrics::Reject::kStreamRefused);
-    return new RefusedStreamReactor(grpc::Status(
-        grpc::StatusCode::RESOURCE_EXHAUSTED,
-        "this node's streams hold " + std::to_string(stream_memory_.used() >> 20) + " MiB of their limit of " +
-            std::to_string(stream_memory_.budget() >> 20) + " MiB (half of memory_budget); a batch of this stream " +
-            "needs about " + std::to_string(reserve >> 10) + " KiB more: retry later or on another node"));
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        "this node's streams hold " + std::to_string(stream_memory_.used() >> 20) +
+                            " MiB of their limit of " + std::to_string(stream_memory_.budget() >> 20) +
+                            " MiB (half of memory_budget); a batch of this stream " + "needs about " +
+                            std::to_string(reserve >> 10) + " KiB more: retry later or on another node");
   }
-  return new StreamReactor(&stream_calls_, std::move(stream).value(), *request, context->peer(), reserve);
+  *out = std::move(stream).value();
+  *reserved = reserve;
+  return grpc::Status::OK;
 }
 
 }  // namespace strata

@@ -11,28 +11,48 @@
 
 namespace strata {
 
-StreamReactor::StreamReactor(const StreamCalls* calls, std::unique_ptr<BatchStream> stream, v1::StreamRequest request,
-                             std::string peer, uint64_t reserved)
-    : calls_(calls),
-      stream_(std::move(stream)),
-      request_(std::move(request)),
-      peer_(std::move(peer)),
-      prefetch_(calls->prefetch_batches),
-      next_queued_step_(stream_->next_step()),
-      completed_steps_(stream_->next_step()),
-      memory_(calls->memory),
-      reserved_(reserved),
-      granted_(reserved),
-      step_estimate_(reserved),
-      served_(calls->metrics->datasets().For(request_.dataset())) {
+void OpenStreams::Add(Member* stream) {
+  MutexLock lock(&mu_);
+  members_.insert(stream);
+}
+
+void OpenStreams::Remove(Member* stream) {
+  MutexLock lock(&mu_);
+  members_.erase(stream);
+}
+
+void OpenStreams::WakeAll() {
+  MutexLock lock(&mu_);
+  for (Member* m : members_) m->WakeForDrain();
+}
+
+template <typename Base>
+BatchSender<Base>::BatchSender(const StreamCalls* calls, std::string peer)
+    : calls_(calls), peer_(std::move(peer)), prefetch_(calls->prefetch_batches), memory_(calls->memory) {}
+
+template <typename Base>
+void BatchSender<Base>::Start(std::unique_ptr<BatchStream> stream, v1::StreamRequest request, uint64_t reserved,
+                              bool more_work) {
+  started_ = true;
+  stream_ = std::move(stream);
+  request_ = std::move(request);
+  joins_ = request_.work_size() != 0;
+  request_.clear_work();  // the stream keeps it
+  served_.emplace(calls_->metrics->datasets().For(request_.dataset()));
+  reserved_ = reserved;
+  calls_->open->Add(this);  // first, so that OnDone's Remove always follows it
   calls_->active->Begin();
   calls_->metrics->active_streams.Increment();
   calls_->metrics->streams_opened.Increment();
-  spdlog::info("stream {} rank {}/{} batch {} epoch {} steps [{}, {}) for {}", request_.dataset(), request_.rank(),
+  spdlog::info("stream {} rank {}/{} batch {} epoch {} steps [{}, {}){} for {}", request_.dataset(), request_.rank(),
                request_.world(), request_.batch_size(), request_.epoch(), stream_->next_step(), stream_->end_step(),
-               peer_);
+               more_work ? " and more to come" : "", peer_);
   MutexLock lock(&mu_);
-  if (stream_->done()) {
+  next_queued_step_ = completed_steps_ = stream_->next_step();
+  granted_ = step_estimate_ = reserved;
+  more_work_ = starting_read_ = more_work;
+  set_up_ = true;  // a drain or a cancel that came before this is seen by the next Pump
+  if (AllClaimed()) {
     claimed_all_ = true;  // an empty range: the first Pump finishes the call
     kicking_ = true;      // counted, so that a cancel cannot finish the call under the posted Pump
     boost::asio::post(calls_->executor, [this] { Pump(Wake::kKick); });
@@ -41,8 +61,52 @@ StreamReactor::StreamReactor(const StreamCalls* calls, std::unique_ptr<BatchStre
   }
 }
 
-bool StreamReactor::CanClaim() {
-  if (final_status_ || claimed_all_ || ready_.size() + in_build_ >= prefetch_) return false;
+template <typename Base>
+bool BatchSender<Base>::GiveWork(v1::WorkMore more, const Status& refused) {
+  bool goes_on = false;
+  {
+    MutexLock lock(&mu_);
+    if (!final_status_ && !finishing_) {
+      const Status s = refused.ok() ? stream_->AddWork(std::move(more)) : refused;
+      if (!s.ok()) {
+        spdlog::warn("stream {} rank {} from {}: {}", request_.dataset(), request_.rank(), peer_, s.ToString());
+        final_status_ = ToGrpcStatus(s);
+      } else {
+        goes_on = starting_read_ = true;
+        MaybeScheduleBuild();
+      }
+    }
+  }
+  if (!goes_on) Pump();
+  return goes_on;
+}
+
+template <typename Base>
+void BatchSender<Base>::InputClosed() {
+  {
+    MutexLock lock(&mu_);
+    more_work_ = false;
+    claimed_all_ = claimed_all_ || stream_->done();
+  }
+  Pump();
+}
+
+template <typename Base>
+void BatchSender<Base>::WakeForDrain() {
+  MutexLock lock(&mu_);
+  if (!set_up_ || finishing_ || kicking_) return;
+  kicking_ = true;  // counted like the kick after a build: the call cannot finish under it
+  boost::asio::post(calls_->executor, [this] { Pump(Wake::kKick); });
+}
+
+template <typename Base>
+void BatchSender<Base>::ReadStarted() {
+  Pump(Wake::kReadStarted);
+}
+
+template <typename Base>
+bool BatchSender<Base>::CanClaim() {
+  if (final_status_ || claimed_all_ || stream_->done() || ready_.size() + in_build_ >= prefetch_) return false;
   // The reservation always covers one step; building further ahead takes
   // more of the shared budget, or waits until a write gives some back.
   if (buffered_ == 0 && in_build_ == 0) return true;
@@ -53,7 +117,8 @@ bool StreamReactor::CanClaim() {
   return true;
 }
 
-void StreamReactor::ShrinkGrant() {
+template <typename Base>
+void BatchSender<Base>::ShrinkGrant() {
   const uint64_t keep = std::max(reserved_, buffered_ + uint64_t{in_build_} * step_estimate_);
   if (granted_ > keep) {
     memory_->Release(granted_ - keep);
@@ -61,15 +126,18 @@ void StreamReactor::ShrinkGrant() {
   }
 }
 
-void StreamReactor::MaybeScheduleBuild() {
+template <typename Base>
+void BatchSender<Base>::MaybeScheduleBuild() {
   // A builder not yet at its claim counts as a step being built.
-  while (builders_ < kBuildersPerStream && !final_status_ && !claimed_all_ && ready_.size() + builders_ < prefetch_) {
+  while (builders_ < kBuildersPerStream && !final_status_ && !claimed_all_ && !stream_->done() &&
+         ready_.size() + builders_ < prefetch_) {
     ++builders_;
     boost::asio::post(calls_->executor, [this] { BuildTask(); });
   }
 }
 
-void StreamReactor::BuildTask() {
+template <typename Base>
+void BatchSender<Base>::BuildTask() {
   // Claims and builds steps while the queue has room, so that a stream whose
   // builds are its bottleneck costs no task hand-off (a thread wake-up) per
   // batch. Up to kBuildersPerStream such tasks build different steps at once;
@@ -82,7 +150,7 @@ void StreamReactor::BuildTask() {
       if (!CanClaim()) break;      // still counted in builders_ until Pump(kBuilderEnded) takes it off
       s = stream_->Claim(&claim);  // claims are taken in order, one at a time
       ++in_build_;
-      claimed_all_ = stream_->done();
+      claimed_all_ = AllClaimed();
     }
     const uint64_t step = claim.step;
     std::vector<WirePart> parts;
@@ -104,14 +172,16 @@ void StreamReactor::BuildTask() {
   Pump(Wake::kBuilderEnded);  // may finish the call: no member is touched after
 }
 
-void StreamReactor::ResumeBuild(BatchStream::DeferredStep& deferred) {
+template <typename Base>
+void BatchSender<Base>::ResumeBuild(BatchStream::DeferredStep& deferred) {
   std::vector<WirePart> parts;
   const Status s = stream_->FinishDeferred(deferred, &parts);
   Queue(BatchStream::DeferredStepNumber(deferred), s, parts);
   BuildTask();  // the task that deferred goes on
 }
 
-void StreamReactor::Queue(uint64_t step, const Status& s, std::vector<WirePart>& parts) {
+template <typename Base>
+void BatchSender<Base>::Queue(uint64_t step, const Status& s, std::vector<WirePart>& parts) {
   std::vector<grpc::ByteBuffer> wire;  // serialised here, off the lock and off gRPC's threads
   if (s.ok()) {
     for (const WirePart& p : parts) wire.push_back(p.Serialize());
@@ -135,7 +205,7 @@ void StreamReactor::Queue(uint64_t step, const Status& s, std::vector<WirePart>&
     // Steps built out of order wait for the ones before them.
     while (!built_.empty() && built_.begin()->first == next_queued_step_) {
       std::vector<Outgoing>& step_out = built_.begin()->second;
-      if (request_.work_size() != 0 && step_out.size() == 1 && !ready_.empty() && ready_.back().last_of_step &&
+      if (joins_ && step_out.size() == 1 && !ready_.empty() && ready_.back().last_of_step &&
           ready_.back().steps < kMaxJoinedSteps &&
           ready_.back().wire_bytes + step_out[0].wire_bytes <= kMaxJoinedBytes) {
         Outgoing& into = ready_.back();
@@ -165,7 +235,8 @@ void StreamReactor::Queue(uint64_t step, const Status& s, std::vector<WirePart>&
   }
 }
 
-void StreamReactor::Pump(Wake wake) {
+template <typename Base>
+void BatchSender<Base>::Pump(Wake wake) {
   enum class Action { kNone, kWrite, kFinish } action = Action::kNone;
   grpc::Status finish_status;
   uint64_t cursor = 0;
@@ -173,14 +244,18 @@ void StreamReactor::Pump(Wake wake) {
     MutexLock lock(&mu_);
     if (wake == Wake::kKick) kicking_ = false;
     if (wake == Wake::kBuilderEnded) --builders_;
-    if (writing_ || finishing_) return;
+    if (wake == Wake::kReadStarted) starting_read_ = false;
+    // A cancel before Start has set up the call: the ServeWork reactor's
+    // ReadStarted, after Start, pumps again.
+    if (!set_up_ || writing_ || finishing_) return;
     if (!final_status_ && calls_->draining->load()) {
       final_status_ =
           grpc::Status(grpc::StatusCode::UNAVAILABLE,
                        "stratad is shutting down; resume this stream at step " + std::to_string(completed_steps_));
     }
     if (final_status_ || (claimed_all_ && ready_.empty())) {
-      if (builders_ > 0 || kicking_) return;  // the last build task, or the kick, pumps again when it ends
+      // The last build task, the kick or the read being started pumps again when it ends.
+      if (builders_ > 0 || kicking_ || starting_read_) return;
       finishing_ = true;
       finish_status = final_status_.value_or(grpc::Status::OK);
       cursor = completed_steps_;
@@ -196,14 +271,15 @@ void StreamReactor::Pump(Wake wake) {
     }
   }
   if (action == Action::kWrite) {
-    StartWrite(&in_flight_.wire);
+    this->StartWrite(&in_flight_.wire);
   } else if (action == Action::kFinish) {
     RecordCursor(cursor);
-    Finish(finish_status);
+    this->Finish(finish_status);
   }
 }
 
-void StreamReactor::OnWriteDone(bool ok) {
+template <typename Base>
+void BatchSender<Base>::OnWriteDone(bool ok) {
   TakeBackFromGrpc(this);
   {
     MutexLock lock(&mu_);
@@ -215,8 +291,8 @@ void StreamReactor::OnWriteDone(bool ok) {
       m.bytes_served.Increment(static_cast<double>(in_flight_.payload_bytes));
       m.samples_served.Increment(static_cast<double>(in_flight_.samples));
       m.batches_served.Increment(static_cast<double>(in_flight_.steps));
-      served_.bytes->Increment(static_cast<double>(in_flight_.payload_bytes));
-      served_.samples->Increment(static_cast<double>(in_flight_.samples));
+      served_->bytes->Increment(static_cast<double>(in_flight_.payload_bytes));
+      served_->samples->Increment(static_cast<double>(in_flight_.samples));
       if (in_flight_.last_of_step) completed_steps_ = in_flight_.step + 1;
     }
     buffered_ -= in_flight_.wire_bytes;
@@ -226,8 +302,10 @@ void StreamReactor::OnWriteDone(bool ok) {
   Pump();
 }
 
-void StreamReactor::OnCancel() {
+template <typename Base>
+void BatchSender<Base>::OnCancel() {
   TakeBackFromGrpc(this);
+  if (!started_) return;  // ServeWork before its first message: its read fails and ends the call
   {
     MutexLock lock(&mu_);
     if (!final_status_) final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the client cancelled the stream");
@@ -235,7 +313,8 @@ void StreamReactor::OnCancel() {
   Pump();
 }
 
-void StreamReactor::RecordCursor(uint64_t next_step) {
+template <typename Base>
+void BatchSender<Base>::RecordCursor(uint64_t next_step) {
   if (request_.job_id().empty()) return;
   v1::CursorRecord c;
   c.set_dataset(stream_->version().shape().name);
@@ -252,8 +331,14 @@ void StreamReactor::RecordCursor(uint64_t next_step) {
     spdlog::warn("job {} rank {}: cannot record cursor: {}", request_.job_id(), request_.rank(), s.ToString());
 }
 
-void StreamReactor::OnDone() {
+template <typename Base>
+void BatchSender<Base>::OnDone() {
   TakeBackFromGrpc(this);
+  if (!started_) {  // refused before it started
+    delete this;
+    return;
+  }
+  calls_->open->Remove(this);  // no drain wakes it past here
   calls_->metrics->active_streams.Decrement();
   uint64_t completed = 0;
   {
@@ -267,5 +352,8 @@ void StreamReactor::OnDone() {
   delete this;
   calls->active->End();  // last: the drain may go on as soon as this returns
 }
+
+template class BatchSender<grpc::ServerWriteReactor<grpc::ByteBuffer>>;
+template class BatchSender<grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>>;
 
 }  // namespace strata

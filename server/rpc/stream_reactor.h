@@ -1,4 +1,7 @@
-// The StreamBatches call: a gRPC write reactor that sends one rank's batches.
+// The StreamBatches and ServeWork calls: gRPC reactors that send one rank's
+// batches (BatchSender, the same for both), StreamBatches' for the steps of
+// its request, ServeWork's (server/rpc/work_reactor.h) for the work its
+// client gives as the call goes on.
 //
 // Batches are built on the node's I/O pool by one task per stream, which goes
 // on building while the queue has room (no thread hand-off per batch), at most
@@ -11,8 +14,8 @@
 // Lifetime: gRPC owns the reactor; it deletes itself in OnDone, which gRPC
 // calls only after Finish and every outstanding operation has completed.
 // Finish is called once, when no build task is running, no posted write is
-// pending and no write is outstanding, so no pool task ever touches a
-// finished reactor.
+// pending, no write is outstanding and no read is being started, so no pool
+// task ever touches a finished reactor.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -20,9 +23,11 @@
 #include <atomic>
 #include <boost/asio/thread_pool.hpp>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "common/mutex.h"
@@ -36,6 +41,27 @@
 
 namespace strata {
 
+// The node's open streams, so that a drain can wake those that wait for
+// nothing but their client (a ServeWork call that has sent every step it was
+// given). Thread-safe.
+class OpenStreams {
+ public:
+  class Member {
+   public:
+    virtual ~Member() = default;
+    // Has the stream look at the drain flag soon, on another thread; must not
+    // block or call into gRPC.
+    virtual void WakeForDrain() = 0;
+  };
+  void Add(Member* stream);
+  void Remove(Member* stream);  // before it is destroyed
+  void WakeAll();
+
+ private:
+  Mutex mu_;
+  std::set<Member*> members_ GUARDED_BY(mu_);
+};
+
 // What every stream of a node shares. Owned by the data service; outlives
 // its reactors.
 struct StreamCalls {
@@ -46,21 +72,46 @@ struct StreamCalls {
   const std::atomic<bool>* draining = nullptr;  // read before each write
   uint32_t prefetch_batches = 4;
   StreamMemory* memory = nullptr;  // built, unsent batches of every stream (issue 18)
+  OpenStreams* open = nullptr;     // every started stream, until it is done
+  // Admits and opens a stream for a validated request from `peer`: the node's
+  // checks (draining, its stream limit, memory), then StreamOpener: the
+  // stream and the bytes reserved for it, or the status to refuse the call with.
+  std::function<grpc::Status(const v1::StreamRequest& request, const std::string& peer,
+                             std::unique_ptr<BatchStream>* stream, uint64_t* reserved)>
+      admit;
 };
 
 // Parts go out as raw byte buffers (server/serve/wire_part.h), serialised on the
 // pool by the build task, so that payloads reach gRPC without a copy.
-class StreamReactor final : public HandOffVisible<grpc::ServerWriteReactor<grpc::ByteBuffer>> {
+// `Base`: the gRPC reactor (a server-streaming or a bidirectional one).
+template <typename Base>
+class BatchSender : public HandOffVisible<Base>, public OpenStreams::Member {
  public:
-  // Starts building at once. `reserved` bytes were taken from
-  // calls->memory for the stream (its first step's estimate); the reactor
-  // gives them back when it is done.
-  StreamReactor(const StreamCalls* calls, std::unique_ptr<BatchStream> stream, v1::StreamRequest request,
-                std::string peer, uint64_t reserved);
-
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
   void OnDone() override;
+  void WakeForDrain() override;
+
+ protected:
+  BatchSender(const StreamCalls* calls, std::string peer);
+  // Starts building at once. `reserved` bytes were taken from
+  // calls->memory for the stream (its first step's estimate); the sender
+  // gives them back when it is done. With `more_work`, the stream is given
+  // work as the call goes on (GiveWork) until InputClosed, and the call ends
+  // only after that; the sender then counts a read being started, so the
+  // caller must call ReadStarted after its StartRead.
+  void Start(std::unique_ptr<BatchStream> stream, v1::StreamRequest request, uint64_t reserved, bool more_work);
+  bool started() const { return started_; }
+  const StreamCalls* calls() const { return calls_; }
+  const std::string& peer() const { return peer_; }
+  // Gives the stream more work, or ends the call with `refused` (the message
+  // was not valid) or with what AddWork found wrong. Returns whether the call
+  // goes on: then a read is counted as being started, as in Start.
+  bool GiveWork(v1::WorkMore more, const Status& refused);
+  // The client half-closed: the call ends once every step given is sent.
+  void InputClosed();
+  // The read counted by Start or GiveWork has been started (or is not to be).
+  void ReadStarted();
 
  private:
   struct Outgoing {
@@ -91,43 +142,66 @@ class StreamReactor final : public HandOffVisible<grpc::ServerWriteReactor<grpc:
   // Queues a built step's parts for writing (in step order), or records its
   // error as the call's end; counts it off in_build_.
   void Queue(uint64_t step, const Status& s, std::vector<WirePart>& parts);
-  // Who calls Pump. A posted Pump and an ending build task are counted
-  // (kicking_, builders_) until their Pump takes them off under mu_, so the
-  // call never finishes while one of them is still to touch the reactor.
+  // Who calls Pump. A posted Pump, an ending build task and a read being
+  // started are counted (kicking_, builders_, starting_read_) until their Pump
+  // takes them off under mu_, so the call never finishes while one of them is
+  // still to touch the reactor.
   enum class Wake {
     kCallback,      // a gRPC reaction (write done, cancel)
     kKick,          // the task posted to start a write (clears kicking_)
     kBuilderEnded,  // a build task that stops building (decrements builders_)
+    kReadStarted,   // the read being started is (clears starting_read_)
   };
   // Starts the next write, or finishes the call, if it is time.
   void Pump(Wake wake = Wake::kCallback);
   void RecordCursor(uint64_t next_step);
 
+  // Whether every step the stream will serve is claimed.
+  bool AllClaimed() REQUIRES(mu_) { return stream_->done() && !more_work_; }
+
   const StreamCalls* const calls_;
-  std::unique_ptr<BatchStream> stream_;  // Claim under mu_; Build by the build tasks
-  const v1::StreamRequest request_;
+  // Set by Start; until then only the thread that calls it touches the
+  // reactor, but for OnCancel, which reads it.
+  std::atomic<bool> started_{false};
+  std::unique_ptr<BatchStream> stream_;  // Claim and AddWork under mu_; Build by the build tasks
+  v1::StreamRequest request_;            // without its work
+  bool joins_ = false;                   // it had work: the client reads Batch.following
   const std::string peer_;
   const uint32_t prefetch_;
+  std::optional<DatasetMetrics::Served> served_;  // this stream's dataset's served counters
 
   Mutex mu_;
   std::deque<Outgoing> ready_ GUARDED_BY(mu_);                       // in step order
   std::map<uint64_t, std::vector<Outgoing>> built_ GUARDED_BY(mu_);  // steps built before an earlier one
-  uint64_t next_queued_step_ GUARDED_BY(mu_);                        // the step ready_ takes next
+  uint64_t next_queued_step_ GUARDED_BY(mu_) = 0;                    // the step ready_ takes next
   Outgoing in_flight_;                                               // owned by the outstanding write
   uint32_t builders_ GUARDED_BY(mu_) = 0;                            // build tasks posted or running
   uint32_t in_build_ GUARDED_BY(mu_) = 0;                            // steps claimed, not yet built
   bool writing_ GUARDED_BY(mu_) = false;
   bool kicking_ GUARDED_BY(mu_) = false;      // a posted Pump(kick) has not run yet
-  bool claimed_all_ GUARDED_BY(mu_) = false;  // every step of the range is claimed
+  bool claimed_all_ GUARDED_BY(mu_) = false;  // every step the stream will serve is claimed
+  bool more_work_ GUARDED_BY(mu_) = false;    // ServeWork: the client may give more
+  bool starting_read_ GUARDED_BY(mu_) = false;
+  bool set_up_ GUARDED_BY(mu_) = false;  // Start has set up what Pump reads (Pump waits for it)
   bool finishing_ GUARDED_BY(mu_) = false;
   std::optional<grpc::Status> final_status_ GUARDED_BY(mu_);
-  uint64_t completed_steps_ GUARDED_BY(mu_);  // next step not yet fully written
+  uint64_t completed_steps_ GUARDED_BY(mu_) = 0;  // next step not yet fully written
   StreamMemory* const memory_;
-  const uint64_t reserved_;                 // granted_ never drops below it
-  uint64_t granted_ GUARDED_BY(mu_);        // bytes taken from memory_
-  uint64_t buffered_ GUARDED_BY(mu_) = 0;   // wire bytes built and not yet sent
-  uint64_t step_estimate_ GUARDED_BY(mu_);  // the largest step built so far, or the estimate
-  const DatasetMetrics::Served served_;     // this stream's dataset's served counters
+  uint64_t reserved_ = 0;                       // granted_ never drops below it
+  uint64_t granted_ GUARDED_BY(mu_) = 0;        // bytes taken from memory_
+  uint64_t buffered_ GUARDED_BY(mu_) = 0;       // wire bytes built and not yet sent
+  uint64_t step_estimate_ GUARDED_BY(mu_) = 0;  // the largest step built so far, or the estimate
+};
+
+// StreamBatches: the steps of its request.
+class StreamReactor final : public BatchSender<grpc::ServerWriteReactor<grpc::ByteBuffer>> {
+ public:
+  // Starts building at once (BatchSender::Start).
+  StreamReactor(const StreamCalls* calls, std::unique_ptr<BatchStream> stream, v1::StreamRequest request,
+                std::string peer, uint64_t reserved)
+      : BatchSender(calls, std::move(peer)) {
+    Start(std::move(stream), std::move(request), reserved, false);
+  }
 };
 
 // Finishes a call at once with an error (a refused stream).

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "common/dataset_ref.h"
+#include "common/input_limits.h"
 #include "common/mutex.h"
 #include "common/placement.h"
 #include "common/serving_errors.h"
@@ -30,28 +31,29 @@ uint64_t CursorStart(const v1::StreamRequest& r, const Catalog* catalog, const O
   return same ? c.step() : r.start_step();
 }
 
-// The work of a request against the plan: one step each from start_step on,
-// inside the epoch; each sample an id of the version at a slot of the rank's
-// batch that no other sample of the step takes.
-Status CheckWork(const v1::StreamRequest& r, const EpochPlan& plan, uint64_t num_samples) {
+// Work for the steps from `start` on, against the plan: one step each, in
+// order, inside the epoch; each sample an id of the version at a slot of the
+// rank's batch that no other sample of the step takes.
+Status CheckWork(uint64_t start, const google::protobuf::RepeatedPtrField<v1::WorkStep>& work, uint32_t rank,
+                 const EpochPlan& plan, uint64_t num_samples) {
   const uint64_t steps = plan.num_steps();
-  for (int i = 0; i < r.work_size(); ++i) {
-    const v1::WorkStep& w = r.work(i);
-    if (w.step() != r.start_step() + static_cast<uint64_t>(i) || w.slots_size() != w.ids_size()) {
+  for (int i = 0; i < work.size(); ++i) {
+    const v1::WorkStep& w = work[i];
+    if (w.step() != start + static_cast<uint64_t>(i) || w.slots_size() != w.ids_size()) {
       return Status::InvalidArgument("work step " + std::to_string(w.step()) + " at position " + std::to_string(i) +
                                      " (" + std::to_string(w.slots_size()) + " slots, " + std::to_string(w.ids_size()) +
-                                     " ids): work names the steps from start_step " + std::to_string(r.start_step()) +
+                                     " ids): work names the steps from step " + std::to_string(start) +
                                      " on, one each in order, a slot per id");
     }
   }
-  if (r.start_step() + static_cast<uint64_t>(r.work_size()) > steps) {
+  if (start + static_cast<uint64_t>(work.size()) > steps) {
     return Status::InvalidArgument("work for steps up to " +
-                                   std::to_string(r.start_step() + static_cast<uint64_t>(r.work_size()) - 1) +
+                                   std::to_string(start + static_cast<uint64_t>(work.size()) - 1) +
                                    " runs past the end of the epoch (" + std::to_string(steps) + " steps)");
   }
   std::vector<bool> taken;
-  for (const v1::WorkStep& w : r.work()) {
-    const uint64_t size = plan.RankBatchSize(w.step(), r.rank());
+  for (const v1::WorkStep& w : work) {
+    const uint64_t size = plan.RankBatchSize(w.step(), rank);
     taken.assign(size, false);
     for (int i = 0; i < w.ids_size(); ++i) {
       const uint32_t slot = w.slots(i);
@@ -103,22 +105,29 @@ Result<std::unique_ptr<BatchStream>> BatchStream::Open(const v1::StreamRequest& 
       r.work_size() != 0 ? r.start_step() : CursorStart(r, catalog, *version.value(), plan->plan_hash());
   STRATA_RETURN_IF_ERROR(CheckStartStep(start, steps));
   uint64_t end = r.max_steps() == 0 ? steps : std::min(steps, start + r.max_steps());
+  v1::StreamRequest request = r;
+  std::deque<v1::WorkStep> work;  // the stream keeps the steps not yet begun, apart
   if (r.work_size() != 0) {
-    STRATA_RETURN_IF_ERROR(CheckWork(r, plan.value(), version.value()->shape().num_samples));
+    STRATA_RETURN_IF_ERROR(CheckWork(start, r.work(), r.rank(), plan.value(), version.value()->shape().num_samples));
     end = start + static_cast<uint64_t>(r.work_size());
+    for (v1::WorkStep& w : *request.mutable_work()) work.push_back(std::move(w));
+    request.clear_work();
   }
-  return std::unique_ptr<BatchStream>(new BatchStream(r, std::move(version).value(), std::move(plan).value(), start,
-                                                      end, metrics, limits, std::move(server)));
+  return std::unique_ptr<BatchStream>(new BatchStream(std::move(request), std::move(work), std::move(version).value(),
+                                                      std::move(plan).value(), start, end, metrics, limits,
+                                                      std::move(server)));
 }
 
-BatchStream::BatchStream(v1::StreamRequest request, std::shared_ptr<const OpenVersion> version, EpochPlan plan,
-                         uint64_t start, uint64_t end, Metrics* metrics, const StreamLimits& limits,
-                         StreamServer server)
+BatchStream::BatchStream(v1::StreamRequest request, std::deque<v1::WorkStep> work,
+                         std::shared_ptr<const OpenVersion> version, EpochPlan plan, uint64_t start, uint64_t end,
+                         Metrics* metrics, const StreamLimits& limits, StreamServer server)
     : request_(std::move(request)),
       version_(std::move(version)),
       plan_(std::move(plan)),
       next_step_(start),
       end_step_(end),
+      has_work_(!work.empty()),
+      work_(std::move(work)),
       metrics_(metrics),
       limits_(limits),
       server_(std::move(server)),
@@ -127,7 +136,32 @@ BatchStream::BatchStream(v1::StreamRequest request, std::shared_ptr<const OpenVe
       near_(NearMembers(request_)),
       excluded_(request_.excluded().begin(), request_.excluded().end()),
       claim_scratch_(std::make_unique<Scratch>(version_->num_shards())),
-      planned_end_(start) {}
+      planned_end_(start) {
+  for (const v1::WorkStep& w : work_) work_ids_ += static_cast<uint64_t>(w.ids_size());
+}
+
+Status BatchStream::AddWork(v1::WorkMore more) {
+  if (!has_work_) return Status::InvalidArgument("this stream was opened without work: it takes none");
+  if (more.start_step() != end_step_) {
+    return Status::InvalidArgument("more work from step " + std::to_string(more.start_step()) +
+                                   ": it must follow the last step given (" + std::to_string(end_step_) + ")");
+  }
+  uint64_t ids = 0;
+  for (const v1::WorkStep& w : more.work()) ids += static_cast<uint64_t>(w.ids_size());
+  if (work_.size() + static_cast<uint64_t>(more.work_size()) > InputLimits::kMaxWorkSteps ||
+      work_ids_ + ids > InputLimits::kMaxWorkIds) {
+    return Status::InvalidArgument("more work would have this node hold " +
+                                   std::to_string(work_.size() + static_cast<uint64_t>(more.work_size())) + " steps (" +
+                                   std::to_string(work_ids_ + ids) + " samples) not yet begun; at most " +
+                                   std::to_string(InputLimits::kMaxWorkSteps) + " (" +
+                                   std::to_string(InputLimits::kMaxWorkIds) + ") are taken");
+  }
+  STRATA_RETURN_IF_ERROR(CheckWork(end_step_, more.work(), request_.rank(), plan_, version_->shape().num_samples));
+  for (v1::WorkStep& w : *more.mutable_work()) work_.push_back(std::move(w));
+  work_ids_ += ids;
+  end_step_ += static_cast<uint64_t>(more.work_size());
+  return Status::OK();
+}
 
 BatchStream::~BatchStream() {
   for (const Planned& p : ahead_) server_.blocks->Unpin(p.blocks);
@@ -225,11 +259,14 @@ bool BatchStream::ServesHere(size_t shard, uint64_t id) {
   return p.serving.Serves(id);
 }
 
-void BatchStream::StepSamples(uint64_t step, std::vector<uint64_t>* ids, std::vector<uint32_t>* slots) const {
+void BatchStream::StepSamples(uint64_t step, std::vector<uint64_t>* ids, std::vector<uint32_t>* slots) {
   if (has_work()) {
-    const v1::WorkStep& w = request_.work(static_cast<int>(step - request_.start_step()));
+    // Steps are taken once each, in order: work_ starts at `step`.
+    const v1::WorkStep& w = work_.front();
     ids->assign(w.ids().begin(), w.ids().end());
     slots->assign(w.slots().begin(), w.slots().end());
+    work_ids_ -= static_cast<uint64_t>(w.ids_size());
+    work_.pop_front();
     return;
   }
   slots->clear();

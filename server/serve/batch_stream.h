@@ -22,7 +22,10 @@
 // A client that plans (request.work) names the samples this node owes at
 // each step and their slots: the stream serves exactly those, computes none
 // of the plan's ids, and leaves placement to the client. Its plan still gives
-// the steps' batch sizes, the plan hash and the epoch's length.
+// the steps' batch sizes, the plan hash and the epoch's length. Such a stream
+// can be given more work as it goes (AddWork, for ServeWork's long-lived
+// calls): it is done once it has claimed every step given so far, and goes on
+// when more come. It keeps only the work of the steps not yet begun.
 //
 // With a block cache (server/storage/block_cache.h) the stream plans read_ahead_steps
 // steps ahead of the one it builds: it computes their sample ids once, pins the
@@ -36,8 +39,8 @@
 // into parts. Claimed steps may be built on several threads at once, so that
 // one stream's batches are built on more than one core.
 //
-// Thread-safety: Claim, BuildNext, next_step() and done() are not
-// thread-safe (one caller at a time); Build, BuildOrDefer and FinishDeferred
+// Thread-safety: Claim, AddWork, BuildNext, next_step(), end_step() and
+// done() are not thread-safe (one caller at a time); Build, BuildOrDefer and FinishDeferred
 // may run concurrently with each other and with Claim.
 #pragma once
 
@@ -138,6 +141,13 @@ class BatchStream {
   // while streaming") once the version was deleted (OpenVersion::deleted).
   // REQUIRES: !done().
   Status Claim(StepClaim* claim);
+  // Gives a stream opened with work the steps after end_step(): `more` must
+  // start there, one WorkStep per step, inside the epoch, each sample an id
+  // of the version at a slot of its step that no other takes. The work given
+  // and not yet begun stays within InputLimits::kMaxWorkSteps steps and
+  // kMaxWorkIds samples. InvalidArgument (the stream is unchanged) otherwise,
+  // or if the stream was opened without work.
+  Status AddWork(v1::WorkMore more);
   // Appends a claimed step's batch (one or more parts) to *parts.
   // Corruption if a record is damaged (no bytes of it are sent). Samples this
   // node serves without a good copy are fetched from other nodes; Build
@@ -163,8 +173,9 @@ class BatchStream {
   Status BuildNext(std::vector<WirePart>* parts);
 
  private:
-  BatchStream(v1::StreamRequest request, std::shared_ptr<const OpenVersion> version, EpochPlan plan, uint64_t start,
-              uint64_t end, Metrics* metrics, const StreamLimits& limits, StreamServer server);
+  BatchStream(v1::StreamRequest request, std::deque<v1::WorkStep> work, std::shared_ptr<const OpenVersion> version,
+              EpochPlan plan, uint64_t start, uint64_t end, Metrics* metrics, const StreamLimits& limits,
+              StreamServer server);
   // Per-build scratch: one per Build running at once, kept for reuse.
   struct Scratch;
   std::unique_ptr<Scratch> TakeScratch();
@@ -174,11 +185,12 @@ class BatchStream {
   Status BuildLocal(const StepClaim& claim, Scratch& scratch, DeferredStep& step);
   // Whether this node serves sample `id` of shard `shard`. Thread-safe.
   bool ServesHere(size_t shard, uint64_t id);
-  bool has_work() const { return request_.work_size() != 0; }
+  bool has_work() const { return has_work_; }
   // The samples of `step` this stream serves candidates for: the work's
-  // (with their slots), else the rank's batch from the plan (counted in
-  // planned_samples; slots cleared: ids[i] is slot i).
-  void StepSamples(uint64_t step, std::vector<uint64_t>* ids, std::vector<uint32_t>* slots) const;
+  // (with their slots; taken from work_), else the rank's batch from the plan
+  // (counted in planned_samples; slots cleared: ids[i] is slot i). Called
+  // for each step once, in order.
+  void StepSamples(uint64_t step, std::vector<uint64_t>* ids, std::vector<uint32_t>* slots);
   // Whether this node serves `id` of `shard`: every work sample, else ServesHere.
   bool Serves(size_t shard, uint64_t id) { return has_work() || ServesHere(shard, id); }
   // Whether this node reads `shard` itself at `now` (steady clock, ns): not
@@ -196,11 +208,14 @@ class BatchStream {
   // next_step_): their ids and pinned blocks. REQUIRES: server_.blocks.
   void PlanAhead();
 
-  const v1::StreamRequest request_;
+  const v1::StreamRequest request_;  // without its work (in work_)
   std::shared_ptr<const OpenVersion> version_;
   const EpochPlan plan_;
   uint64_t next_step_;
-  const uint64_t end_step_;
+  uint64_t end_step_;
+  const bool has_work_;
+  std::deque<v1::WorkStep> work_;  // with work: the steps given, not yet taken by StepSamples, in order
+  uint64_t work_ids_ = 0;          // the samples in work_
   Metrics* metrics_;
   const StreamLimits limits_;
   const StreamServer server_;

@@ -8,6 +8,7 @@ namespace {
 TEST(AuthTest, MethodsNeedTheirRoles) {
   EXPECT_EQ(RuleFor("/strata.v1.DataService/Ingest").role, Role::kWriter);
   EXPECT_EQ(RuleFor("/strata.v1.DataService/StreamBatches").role, Role::kReader);
+  EXPECT_EQ(RuleFor("/strata.v1.DataService/ServeWork").role, Role::kReader);
   EXPECT_EQ(RuleFor("/strata.v1.AdminService/GetStatus").role, Role::kReader);
   EXPECT_EQ(RuleFor("/strata.v1.AdminService/DeleteVersion").role, Role::kAdmin);  // strata rm
   EXPECT_TRUE(RuleFor("/strata.v1.PeerService/PutVersion").peer);

@@ -236,6 +236,69 @@ TEST_F(BatchStreamTest, RefusesWorkThatDoesNotFitThePlan) {
   }
 }
 
+// ServeWork gives a stream its work as the call goes on (AddWork): the steps
+// must follow the last one given and fit the plan as the first work does; a
+// refused message changes nothing, and the stream is done only until more comes.
+TEST_F(BatchStreamTest, MoreWorkIsServedAsItComesAndBadWorkChangesNothing) {
+  v1::StreamRequest r = Request(0, 2, 4);  // 13 steps
+  r.set_start_step(1);
+  v1::WorkStep* first = r.add_work();
+  first->set_step(1);
+  first->add_slots(2);
+  first->add_ids(5);
+  auto stream = node_->streams().Open(r);
+  ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+  std::vector<WirePart> parts;
+  ASSERT_TRUE(stream.value()->BuildNext(&parts).ok());
+  EXPECT_TRUE(stream.value()->done()) << "every step given is claimed";
+
+  const auto more = [](uint64_t start, uint64_t steps, const std::function<void(v1::WorkMore*)>& change) {
+    v1::WorkMore m;
+    m.set_start_step(start);
+    for (uint64_t step = start; step < start + steps; ++step) {
+      v1::WorkStep* w = m.add_work();
+      w->set_step(step);
+      w->add_slots(3);
+      w->add_ids(step * 7);
+    }
+    change(&m);
+    return m;
+  };
+  const auto same = [](v1::WorkMore*) {};
+  const std::vector<std::pair<const char*, v1::WorkMore>> bad = {
+      {"a gap before it", more(3, 1, same)},
+      {"a step again", more(1, 1, same)},
+      {"a slot past the batch", more(2, 1, [](v1::WorkMore* m) { m->mutable_work(0)->set_slots(0, 4); })},
+      {"an id past the version", more(2, 1, [](v1::WorkMore* m) { m->mutable_work(0)->set_ids(0, kSamples); })},
+      {"past the epoch", more(2, 12, same)},
+  };
+  for (const auto& [what, m] : bad) {
+    const Status s = stream.value()->AddWork(m);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << what << ": " << s.ToString();
+    EXPECT_TRUE(stream.value()->done()) << what;
+    EXPECT_EQ(stream.value()->end_step(), 2u) << what;
+  }
+  ASSERT_TRUE(stream.value()->AddWork(more(2, 2, same)).ok());
+  EXPECT_EQ(stream.value()->end_step(), 4u);
+  for (uint64_t step = 2; step < 4; ++step) {
+    ASSERT_FALSE(stream.value()->done());
+    parts.clear();
+    ASSERT_TRUE(stream.value()->BuildNext(&parts).ok());
+    ASSERT_EQ(parts.size(), 1u);
+    const v1::Batch b = parts[0].ToMessage();
+    EXPECT_EQ(b.step(), step);
+    ASSERT_EQ(b.ids_size(), 1);
+    EXPECT_EQ(b.ids(0), step * 7);
+    EXPECT_EQ(b.slots(0), 3u);
+  }
+  EXPECT_TRUE(stream.value()->done());
+
+  auto planning = node_->streams().Open(Request(0, 2, 4));
+  ASSERT_TRUE(planning.ok());
+  EXPECT_EQ(planning.value()->AddWork(more(0, 1, same)).code(), Code::kInvalidArgument)
+      << "a stream that plans takes no work";
+}
+
 TEST_F(BatchStreamTest, DamagedRecordIsCorruptionAndNeverSent) {
   auto shards = node_->catalog().ListShards("ds", 1);
   ASSERT_TRUE(shards.ok());
