@@ -53,9 +53,10 @@ void PartQueue::WakeAll() {
 }
 
 PartReader::PartReader(std::shared_ptr<grpc::Channel> channel, v1::StreamRequest request, std::string node,
-                       uint64_t generation, PartQueue* queue)
+                       uint64_t generation, PartQueue* queue, Call call)
     : stub_(v1::DataService::NewStub(channel)),
       request_(std::move(request)),
+      call_(call),
       node_(std::move(node)),
       generation_(generation),
       queue_(queue) {
@@ -75,8 +76,31 @@ void PartReader::Cancel() {
   queue_->WakeAll();
 }
 
-void PartReader::Run() {
-  auto reader = stub_->StreamBatches(&context_, request_);
+bool PartReader::Give(const v1::WorkMore& more) {
+  if (closed_) return false;
+  MutexLock lock(&write_mu_);
+  v1::WorkRequest message;
+  *message.mutable_more() = more;
+  if (writer_ == nullptr) {  // not open yet: Run sends it
+    outbox_.push_back(std::move(message));
+    return true;
+  }
+  return writable_ && (writable_ = writer_->Write(message));
+}
+
+void PartReader::Close() {
+  if (closed_) return;
+  closed_ = true;
+  MutexLock lock(&write_mu_);
+  if (writer_ == nullptr) {
+    close_ = true;  // Run half-closes once it has sent the outbox
+  } else if (writable_) {
+    writable_ = writer_->WritesDone();
+  }
+}
+
+template <typename Reader>
+Status PartReader::ReadAll(Reader* reader) {
   Status refused;  // set when the node sent what no node may send
   for (;;) {
     PartEvent e;                   // the queue takes it whole, payload and all
@@ -116,12 +140,50 @@ void PartReader::Run() {
   v1::Batch ignored;
   while (reader->Read(&ignored)) {
   }
+  return refused;
+}
+
+void PartReader::Run() {
+  Status status;
+  if (call_ == Call::kStream) {
+    auto reader = stub_->StreamBatches(&context_, request_);
+    const Status refused = ReadAll(reader.get());
+    const Status finished = FromGrpcStatus(reader->Finish());
+    status = refused.ok() ? finished : refused;
+  } else {
+    auto stream = stub_->ServeWork(&context_);
+    v1::WorkRequest open;
+    *open.mutable_open() = request_;
+    // The first write waits for the connection: off the lock, so that Give
+    // never waits for it.
+    bool ok = stream->Write(open);
+    for (;;) {
+      std::vector<v1::WorkRequest> due;
+      {
+        MutexLock lock(&write_mu_);
+        if (outbox_.empty()) {
+          if (close_ && ok) ok = stream->WritesDone();
+          writable_ = ok;
+          writer_ = stream.get();
+          break;
+        }
+        due.swap(outbox_);
+      }
+      for (const v1::WorkRequest& more : due) ok = ok && stream->Write(more);
+    }
+    const Status refused = ReadAll(stream.get());
+    {
+      MutexLock lock(&write_mu_);  // no Give writes past here: Finish follows the last write
+      writable_ = false;
+    }
+    const Status finished = FromGrpcStatus(stream->Finish());
+    status = refused.ok() ? finished : refused;
+  }
   PartEvent end;
   end.node = node_;
   end.generation = generation_;
   end.end = true;
-  end.status = FromGrpcStatus(reader->Finish());
-  if (!refused.ok()) end.status = refused;
+  end.status = status;
   if (!cancelled_) queue_->Push(std::move(end), cancelled_);
 }
 

@@ -1,5 +1,7 @@
-// Private to libstrata. One StreamBatches call to one server, read on its own
-// thread into a PartQueue shared by every server of a ClusterStream. Steps a
+// Private to libstrata. One StreamBatches or ServeWork call to one server,
+// read on its own thread into a PartQueue shared by every server of a
+// ClusterStream. A ServeWork call is given more work as the stream goes on
+// (Give), from the stream's thread, while its reader reads. Steps a
 // server joined into one message (Batch.following) are queued as parts of
 // their own; a server that nests them deeper has its call end with Internal.
 //
@@ -69,11 +71,25 @@ class PartQueue {
 
 class PartReader {
  public:
+  enum class Call {
+    kStream,  // StreamBatches(request)
+    kWork,    // ServeWork, opened with request (which has work)
+  };
   PartReader(std::shared_ptr<grpc::Channel> channel, v1::StreamRequest request, std::string node, uint64_t generation,
-             PartQueue* queue);
+             PartQueue* queue, Call call = Call::kStream);
   ~PartReader();  // cancels the call and joins the thread
 
   void Cancel();
+
+  // ServeWork: gives the node the steps it owes next, or half-closes (the
+  // node ends the call once it has sent every step given). Work given before
+  // the call is open is sent once it is. Give returns false, sending
+  // nothing, after Close or once the call has ended. A write waits only for
+  // HTTP/2 flow control, which a node that reads its messages (every node
+  // does, whatever its trainer does) never holds for long.
+  bool Give(const v1::WorkMore& more);
+  void Close();
+  bool closed() const { return closed_; }
 
   // While the reader waits inside Read() for the server's next message: the
   // steady-clock time (ns since its epoch) it began waiting; 0 while it is
@@ -84,9 +100,21 @@ class PartReader {
 
  private:
   void Run();
+  // Reads the call's messages into the queue until it ends; its end status,
+  // or what the node sent that no node may send.
+  template <typename Reader>
+  Status ReadAll(Reader* reader);
 
   const std::unique_ptr<v1::DataService::Stub> stub_;
   const v1::StreamRequest request_;
+  const Call call_;
+  // ServeWork's writing side: messages wait in outbox_ until the call is open.
+  Mutex write_mu_;
+  grpc::ClientReaderWriter<v1::WorkRequest, v1::Batch>* writer_ GUARDED_BY(write_mu_) = nullptr;
+  std::vector<v1::WorkRequest> outbox_ GUARDED_BY(write_mu_);
+  bool close_ GUARDED_BY(write_mu_) = false;     // WritesDone is due
+  bool writable_ GUARDED_BY(write_mu_) = false;  // the call is open and has not ended
+  bool closed_ = false;                          // Close was called (the stream's thread only)
   const std::string node_;
   const uint64_t generation_;
   PartQueue* const queue_;

@@ -1,0 +1,147 @@
+// Private to libstrata. ClusterStream: one rank's batches from every node that
+// serves part of them (client/cluster_stream.cc; its planning here, in
+// client/cluster_stream_plan.cc).
+//
+// The client plans (client/stream_plan.h): on a cluster of several nodes that
+// serve work (ClusterMap.serves_work), the stream computes the epoch plan
+// itself and gives each node the samples it owes a window of steps at a time
+// over one long-lived ServeWork call per node, opened only to nodes that owe
+// something. The next window is planned when half of the current one has been
+// delivered, and each node's share goes to the call it has open; a node that
+// owes nothing in a window has its call closed (it ends once it has sent what
+// it was given) and gets a new one when it owes again.
+// Every part is checked against the plan: a sample at a slot the plan gives
+// another, or a step outside the call's window, fails the stream. Otherwise
+// (one node, a job cursor, older servers, or ClientOptions.plan_on_client
+// off) each node computes the same plan and sends the samples it serves
+// (common/placement.h). Either way this stream fills each step's slots from
+// the parts and yields complete steps in order. Exactly once is kept at the
+// slot: a slot is filled once, and a second copy of it (after a failover
+// reassigns samples) is dropped.
+//
+// Failover: a node whose call ends with an error, or that stalls, is
+// excluded. The remaining calls are cancelled and new ones open from the
+// first incomplete step: the holders that remain take over the excluded
+// node's samples (planning here: the slots still empty are planned again
+// without it; else the excluded nodes are named in the request). Slots
+// already filled stay filled.
+//
+// Stalled means: the trainer waits in Next() for a step the node owes (it has
+// not sent that step's last part), everything the node sent has been read
+// from the queue, and its reader has waited inside Read() (its connection
+// delivering nothing) for stall_timeout_ms. Time the trainer spends away from
+// Next(), and parts waiting unread in the queue, never count against a node.
+//
+// Nodes come back: an excluded node (or one the map said was down) is probed
+// in the background (client/node_probe.h); once it answers, every call is
+// opened again from the first incomplete step with it no longer excluded, so
+// it serves its share again from there. Exactly once still holds at the slot.
+//
+// A node that reports that a sample's holders are all down
+// (common/serving_errors.h) is not at fault: the stream probes the excluded
+// nodes at once and fails with that error (Unavailable, naming the shard)
+// only if none of them is back within the wait below.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "client/client_internal.h"
+#include "client/node_probe.h"
+#include "client/part_reader.h"
+#include "client/stream_plan.h"
+
+namespace strata::client_internal {
+
+class ClusterStream final : public Stream {
+ public:
+  ClusterStream(ChannelSource channels, v1::ClusterMap map, v1::StreamRequest request, ResumeToken position,
+                const ClientOptions& options, std::shared_ptr<StratumIndexCache> indexes);
+
+  ~ClusterStream() override { calls_.clear(); }
+
+  Status Next(Batch* batch) override;
+  uint64_t steps_in_epoch() const override { return steps_in_epoch_; }
+  uint64_t next_step() const override { return position_.step; }
+  ResumeToken resume_token() const override { return position_; }
+  void Cancel() override { cancelled_ = true; }
+  StreamStats stats() const override { return stats_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  // One StreamBatches or ServeWork call to one node.
+  struct Call {
+    std::string node;
+    uint64_t first = 0, end = UINT64_MAX;  // the steps it serves (so far, for ServeWork): [first, end)
+    std::unique_ptr<PartReader> reader;
+    bool ended = false;              // it ended OK: it owes nothing more
+    bool holders_down = false;       // it ended reporting a shard with no live holder
+    bool unknown = false;            // answered NotFound before any node sent a part
+    int64_t completed_through = -1;  // last step whose share it finished
+  };
+
+  Status Fail(Status s) {
+    calls_.clear();
+    final_ = std::move(s);
+    return final_;
+  }
+  // Planning here: the plan from the first node that gives it, the version
+  // and plan hash it fixes, and the epoch's end.
+  Status LoadPlan();
+  // Opens the calls of steps [planned_to_, planned_to_ + kWindowSteps).
+  Status PlanWindow();
+  Status Open(uint64_t from_step);
+  void StartCall(const std::string& node, const v1::StreamRequest& request, uint64_t first, uint64_t end,
+                 PartReader::Call kind = PartReader::Call::kStream);
+  Status Failover(const std::string& node, const std::string& why);
+  // The nodes that answered NotFound before the version was known: when every
+  // node did, the dataset is not there (the stream fails NotFound); once a part
+  // shows the others serve it, they are behind (just sealed, or back from
+  // down before the version reached them) and fail over.
+  Status SettleUnknown();
+  Status Handle(PartEvent& e);
+  Status CheckStalls(Clock::time_point waiting_since);
+  // Takes back the excluded nodes that answered their probe.
+  Status Readmit();
+  const std::string& Address(const std::string& node) const;
+  bool Finished() const { return end_step_ && position_.step >= *end_step_; }
+
+  ChannelSource channels_;
+  const std::shared_ptr<StratumIndexCache> indexes_;  // the client's: may be null
+  const v1::ClusterMap map_;
+  v1::StreamRequest request_;
+  ResumeToken position_;
+  const std::chrono::milliseconds stall_;
+  PartQueue queue_;
+  ExcludedNodes excluded_;
+  StreamStats stats_;
+  // A node reported a shard with no live holder: the error, and when the
+  // stream gives up waiting for an excluded holder to come back.
+  Status holders_down_;
+  Clock::time_point holders_down_until_;
+  std::map<uint64_t, Call> calls_;  // by call id (their PartReader's generation)
+  uint64_t next_call_ = 0;
+  // Planning here (null when the nodes plan).
+  std::optional<WorkPlanner> planner_;
+  std::shared_ptr<const StreamPlan> plan_;
+  uint64_t planned_to_ = 0;                             // calls are open for steps before this
+  std::map<uint64_t, std::vector<uint64_t>> plan_ids_;  // the rank's ids of the steps planned, not yet delivered
+  static constexpr uint64_t kWindowSteps = 32;
+  std::map<uint64_t, Batch> pending_;  // steps being assembled
+  std::vector<Batch> spare_batches_;   // batches callers gave back, to assemble into
+  uint64_t steps_in_epoch_ = 0;
+  std::optional<uint64_t> end_step_;
+  bool opened_ = false;
+  Status final_;
+  std::string last_failure_;  // why the last node was excluded
+  Status unknown_;            // the first NotFound answered before the version was known
+  std::atomic<bool> cancelled_{false};
+  const bool options_plan_;
+};
+
+}  // namespace strata::client_internal

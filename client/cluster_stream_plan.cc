@@ -1,0 +1,115 @@
+// ClusterStream's planning on the client: the plan, loaded once per stream,
+// and each window's work, given to the nodes' ServeWork calls.
+#include <set>
+
+#include "client/batch_assembler.h"
+#include "client/cluster_stream.h"
+#include "plan/stream_start.h"
+
+namespace strata::client_internal {
+
+void ClusterStream::StartCall(const std::string& node, const v1::StreamRequest& request, uint64_t first, uint64_t end,
+                              PartReader::Call kind) {
+  const uint64_t id = ++next_call_;
+  Call& call = calls_[id];
+  call.node = node;
+  call.first = first;
+  call.end = end;
+  call.completed_through = static_cast<int64_t>(first) - 1;
+  call.reader = std::make_unique<PartReader>(channels_(Address(node)), request, node, id, &queue_, kind);
+}
+
+Status ClusterStream::LoadPlan() {
+  const auto timeout = std::max(stall_, std::chrono::milliseconds(2000));
+  Status last = Status::Unavailable("no node is up");
+  for (const auto& n : map_.nodes()) {
+    if (excluded_.Contains(n.id())) continue;
+    auto plan = StreamPlan::Load(channels_(n.address()), request_, timeout, indexes_.get());
+    if (!plan.ok()) {
+      last = plan.status();
+      // A node that is down, or behind (it does not know the version yet), is
+      // not the request's fault: ask the next.
+      if (last.code() == Code::kUnavailable || last.code() == Code::kDeadlineExceeded || last.IsNotFound()) continue;
+      return Fail(last);
+    }
+    plan_ = std::move(plan).value();
+    break;
+  }
+  if (!plan_) return Fail(last);
+  const EpochPlan& plan = plan_->plan();
+  if (Status s = CheckResumedPlan(position_.plan_hash, plan.plan_hash()); !s.ok()) return Fail(s);
+  position_.version = plan_->info().version();
+  position_.plan_hash = plan.plan_hash();
+  steps_in_epoch_ = plan.num_steps();
+  const uint64_t start = request_.start_step();
+  if (Status s = CheckStartStep(start, steps_in_epoch_); !s.ok()) return Fail(s);
+  end_step_ = request_.max_steps() == 0 ? steps_in_epoch_ : std::min(steps_in_epoch_, start + request_.max_steps());
+  // The calls name the version and plan, and only what a node serving work reads.
+  request_.set_dataset(position_.dataset + "@" + std::to_string(position_.version));
+  request_.set_expect_plan_hash(position_.plan_hash);
+  request_.set_max_steps(0);
+  request_.clear_members();
+  request_.clear_member_zones();
+  request_.clear_member_racks();
+  request_.clear_excluded();
+  planner_.emplace(plan_, map_, request_.zone());
+  return Status::OK();
+}
+
+Status ClusterStream::PlanWindow() {
+  const uint64_t from = planned_to_, to = std::min(*end_step_, from + kWindowSteps);
+  if (from >= to) return Status::OK();
+  const EpochPlan& plan = plan_->plan();
+  for (uint64_t step = from; step < to; ++step) {
+    plan.RankBatch(step, request_.rank(), &plan_ids_[step]);
+    // A damaged stratum index: the ids are not to be trusted.
+    if (Status damage = plan.Damage(); !damage.ok()) return Fail(damage);
+    if (plan_ids_[step].empty() && !pending_.count(step)) {  // nothing to receive: complete as it is
+      BatchAssembler::Reset(&pending_[step], position_.epoch, step, request_.rank(), position_.version, steps_in_epoch_,
+                            0);
+    }
+  }
+  std::map<std::string, std::vector<v1::WorkStep>> work;
+  const Status planned = planner_->Plan(
+      from, to, plan_ids_,
+      [this](uint64_t step, uint32_t slot) {
+        auto it = pending_.find(step);
+        return it != pending_.end() && slot < it->second.size() && BatchAssembler::Filled(it->second, slot);
+      },
+      &work);
+  if (!planned.ok()) {
+    if (planned.code() != Code::kUnavailable) return Fail(planned);
+    return Fail(Status::Unavailable("every node that could serve this stream has failed" +
+                                    (last_failure_.empty() ? std::string() : "; last: " + last_failure_)));
+  }
+  std::set<uint64_t> given;  // the calls given this window's work
+  for (auto& [node, steps] : work) {
+    // The node's call that serves the steps up to this window goes on.
+    const std::string& owing = node;  // clang 14 cannot capture a structured binding
+    auto open = std::find_if(calls_.begin(), calls_.end(), [&owing, from](const auto& c) {
+      return c.second.node == owing && c.second.end == from && !c.second.ended && !c.second.reader->closed();
+    });
+    v1::WorkMore more;
+    more.set_start_step(from);
+    for (auto& w : steps) *more.add_work() = std::move(w);
+    if (open != calls_.end() && open->second.reader->Give(more)) {
+      open->second.end = to;
+      given.insert(open->first);
+      continue;
+    }
+    v1::StreamRequest r = request_;  // else a new call (if the open one has ended, its end fails it over)
+    r.set_start_step(from);
+    r.mutable_work()->Swap(more.mutable_work());
+    StartCall(node, r, from, to, PartReader::Call::kWork);
+    given.insert(next_call_);
+  }
+  // A call given nothing now ends once it has sent what it was given; every
+  // call does once the last window is given.
+  for (auto& [id, call] : calls_) {
+    if (!given.count(id) || to >= *end_step_) call.reader->Close();
+  }
+  planned_to_ = to;
+  return Status::OK();
+}
+
+}  // namespace strata::client_internal
