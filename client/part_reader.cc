@@ -79,23 +79,43 @@ void PartReader::Cancel() {
 bool PartReader::Give(const v1::WorkMore& more) {
   if (closed_) return false;
   MutexLock lock(&write_mu_);
-  v1::WorkRequest message;
+  if (stop_) return false;
+  v1::WorkRequest& message = outbox_.emplace_back();
   *message.mutable_more() = more;
-  if (writer_ == nullptr) {  // not open yet: Run sends it
-    outbox_.push_back(std::move(message));
-    return true;
-  }
-  return writable_ && (writable_ = writer_->Write(message));
+  wake_writer_.Signal();
+  return true;
 }
 
 void PartReader::Close() {
   if (closed_) return;
   closed_ = true;
   MutexLock lock(&write_mu_);
-  if (writer_ == nullptr) {
-    close_ = true;  // Run half-closes once it has sent the outbox
-  } else if (writable_) {
-    writable_ = writer_->WritesDone();
+  close_ = true;
+  wake_writer_.Signal();
+}
+
+void PartReader::WriteAll(grpc::ClientReaderWriter<v1::WorkRequest, v1::Batch>* stream) {
+  v1::WorkRequest open;
+  *open.mutable_open() = request_;
+  bool ok = stream->Write(open);
+  bool half_closed = false;
+  for (;;) {
+    std::vector<v1::WorkRequest> due;
+    bool close = false;
+    {
+      MutexLock lock(&write_mu_);
+      wake_writer_.Wait(&write_mu_,
+                        [&]() REQUIRES(write_mu_) { return stop_ || !outbox_.empty() || (close_ && !half_closed); });
+      if (stop_) return;
+      due.swap(outbox_);
+      close = close_;
+    }
+    // A failed write means the call is ending: the reader reports how.
+    for (const v1::WorkRequest& more : due) ok = ok && stream->Write(more);
+    if (close && !half_closed) {
+      half_closed = true;
+      if (ok) ok = stream->WritesDone();
+    }
   }
 }
 
@@ -152,30 +172,16 @@ void PartReader::Run() {
     status = refused.ok() ? finished : refused;
   } else {
     auto stream = stub_->ServeWork(&context_);
-    v1::WorkRequest open;
-    *open.mutable_open() = request_;
-    // The first write waits for the connection: off the lock, so that Give
-    // never waits for it.
-    bool ok = stream->Write(open);
-    for (;;) {
-      std::vector<v1::WorkRequest> due;
-      {
-        MutexLock lock(&write_mu_);
-        if (outbox_.empty()) {
-          if (close_ && ok) ok = stream->WritesDone();
-          writable_ = ok;
-          writer_ = stream.get();
-          break;
-        }
-        due.swap(outbox_);
-      }
-      for (const v1::WorkRequest& more : due) ok = ok && stream->Write(more);
-    }
+    // Owner: this reader's Run, which joins it before Finish (gRPC's rule:
+    // no write outstanding then). Purpose: the call's writes, which may wait.
+    std::thread writer([this, &stream] { WriteAll(stream.get()); });
     const Status refused = ReadAll(stream.get());
     {
-      MutexLock lock(&write_mu_);  // no Give writes past here: Finish follows the last write
-      writable_ = false;
+      MutexLock lock(&write_mu_);
+      stop_ = true;
+      wake_writer_.Signal();
     }
+    writer.join();  // a write still waiting fails now that the call has ended
     const Status finished = FromGrpcStatus(stream->Finish());
     status = refused.ok() ? finished : refused;
   }

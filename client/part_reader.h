@@ -1,7 +1,10 @@
 // Private to libstrata. One StreamBatches or ServeWork call to one server,
 // read on its own thread into a PartQueue shared by every server of a
 // ClusterStream. A ServeWork call is given more work as the stream goes on
-// (Give), from the stream's thread, while its reader reads. Steps a
+// (Give, from the stream's thread), which a writer thread of the call's own
+// sends while its reader reads: a node that stops reading (stopped, or its
+// host gone silent) can hold a write forever, and it must hold neither the
+// stream's thread nor the reader, which the stall clock watches. Steps a
 // server joined into one message (Batch.following) are queued as parts of
 // their own; a server that nests them deeper has its call end with Internal.
 //
@@ -82,11 +85,10 @@ class PartReader {
   void Cancel();
 
   // ServeWork: gives the node the steps it owes next, or half-closes (the
-  // node ends the call once it has sent every step given). Work given before
-  // the call is open is sent once it is. Give returns false, sending
-  // nothing, after Close or once the call has ended. A write waits only for
-  // HTTP/2 flow control, which a node that reads its messages (every node
-  // does, whatever its trainer does) never holds for long.
+  // node ends the call once it has sent every step given). Neither waits:
+  // the writer thread sends them, in order. Give returns false, sending
+  // nothing, after Close or once the call has ended (a write that fails
+  // later ends the call, which the reader reports).
   bool Give(const v1::WorkMore& more);
   void Close();
   bool closed() const { return closed_; }
@@ -104,17 +106,20 @@ class PartReader {
   // or what the node sent that no node may send.
   template <typename Reader>
   Status ReadAll(Reader* reader);
+  // ServeWork's writer: the first message, then the outbox, until the call
+  // ends (stop_).
+  void WriteAll(grpc::ClientReaderWriter<v1::WorkRequest, v1::Batch>* stream);
 
   const std::unique_ptr<v1::DataService::Stub> stub_;
   const v1::StreamRequest request_;
   const Call call_;
-  // ServeWork's writing side: messages wait in outbox_ until the call is open.
+  // ServeWork's writing side: messages wait in outbox_ for the writer.
   Mutex write_mu_;
-  grpc::ClientReaderWriter<v1::WorkRequest, v1::Batch>* writer_ GUARDED_BY(write_mu_) = nullptr;
+  CondVar wake_writer_;
   std::vector<v1::WorkRequest> outbox_ GUARDED_BY(write_mu_);
-  bool close_ GUARDED_BY(write_mu_) = false;     // WritesDone is due
-  bool writable_ GUARDED_BY(write_mu_) = false;  // the call is open and has not ended
-  bool closed_ = false;                          // Close was called (the stream's thread only)
+  bool close_ GUARDED_BY(write_mu_) = false;  // WritesDone is due after the outbox
+  bool stop_ GUARDED_BY(write_mu_) = false;   // the call has ended: the writer stops
+  bool closed_ = false;                       // Close was called (the stream's thread only)
   const std::string node_;
   const uint64_t generation_;
   PartQueue* const queue_;
