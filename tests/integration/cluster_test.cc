@@ -159,7 +159,8 @@ TEST(ClusterTest, JoiningNodeReceivesItsShareAndReadsGoOn) {
   LocalCluster::Options o = Nodes(4, /*start=*/3);
   o.grace_period_s = 1;
   LocalCluster cluster(o);
-  ASSERT_TRUE(Eventually([&] { return cluster.Map(0).nodes.size() == 3; }, 20s)) << "node-4 leaves the map";
+  ASSERT_TRUE(Eventually([&] { return cluster.Map(0).nodes.size() == 3; }, 20s))
+      << "node-4 leaves the map; node-1's map has " << cluster.Map(0).nodes.size() << " nodes";
   auto client = cluster.Connect(0);
   ASSERT_EQ(IngestReplicated(*client, "grow", 4000, 2).dataset.samples, 4000u);
   // A coordinator that is not a holder keeps its own copy until the holders have theirs.
