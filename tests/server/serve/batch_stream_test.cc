@@ -17,6 +17,16 @@ using testing::MakeSample;
 using testing::TempDir;
 using testing::TestNodeConfig;
 
+// Builds the stream's next step, which must come as one part.
+v1::Batch NextPart(BatchStream& stream) {
+  EXPECT_FALSE(stream.done());
+  std::vector<WirePart> parts;
+  const Status s = stream.BuildNext(&parts);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(parts.size(), 1u);
+  return parts.empty() ? v1::Batch() : parts[0].ToMessage();
+}
+
 class BatchStreamTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -173,11 +183,7 @@ TEST_F(BatchStreamTest, WorkIsServedAtItsSlotsWithoutPlanning) {
   EXPECT_EQ(stream.value()->next_step(), 2u);
   EXPECT_EQ(stream.value()->end_step(), 5u);
   for (uint64_t step = 2; step <= 4; ++step) {
-    ASSERT_FALSE(stream.value()->done());
-    parts.clear();
-    ASSERT_TRUE(stream.value()->BuildNext(&parts).ok());
-    ASSERT_EQ(parts.size(), 1u);
-    const v1::Batch b = parts[0].ToMessage();
+    const v1::Batch b = NextPart(*stream.value());
     EXPECT_EQ(b.step(), step);
     EXPECT_EQ(b.batch_size(), 8u) << "the rank's whole batch, not this node's share";
     EXPECT_EQ(b.plan_hash(), plan_hash);
@@ -281,11 +287,7 @@ TEST_F(BatchStreamTest, MoreWorkIsServedAsItComesAndBadWorkChangesNothing) {
   ASSERT_TRUE(stream.value()->AddWork(more(2, 2, same)).ok());
   EXPECT_EQ(stream.value()->end_step(), 4u);
   for (uint64_t step = 2; step < 4; ++step) {
-    ASSERT_FALSE(stream.value()->done());
-    parts.clear();
-    ASSERT_TRUE(stream.value()->BuildNext(&parts).ok());
-    ASSERT_EQ(parts.size(), 1u);
-    const v1::Batch b = parts[0].ToMessage();
+    const v1::Batch b = NextPart(*stream.value());
     EXPECT_EQ(b.step(), step);
     ASSERT_EQ(b.ids_size(), 1);
     EXPECT_EQ(b.ids(0), step * 7);
