@@ -19,7 +19,7 @@ namespace strata {
 
 class WorkReactor final : public BatchSender<grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>> {
  public:
-  // Reads the first message; calls->open opens the stream.
+  // Reads the first message; calls->admit opens the stream.
   WorkReactor(const StreamCalls* calls, std::string peer);
 
   void OnReadDone(bool ok) override;

@@ -40,8 +40,8 @@
 // one stream's batches are built on more than one core.
 //
 // Thread-safety: Claim, AddWork, BuildNext, next_step(), end_step() and
-// done() are not thread-safe (one caller at a time); Build, BuildOrDefer and FinishDeferred
-// may run concurrently with each other and with Claim.
+// done() are not thread-safe (one caller at a time); Build, BuildOrDefer and
+// FinishDeferred may run concurrently with each other, Claim and AddWork.
 #pragma once
 
 #include <atomic>
