@@ -31,11 +31,15 @@ inline IngestSummary IngestReplicated(Client& client, const std::string& dataset
 }
 
 // Streams one epoch on `world` ranks (threads); `at_step(rank, step)` runs after
-// each batch. Checks payloads and labels on the way.
+// each batch. Checks payloads on the way, and that every rank reached the
+// epoch's end (OutOfRange) unless `end` is given: it then gets each rank's
+// final status.
 inline std::vector<Steps> RunRanks(LocalCluster& cluster, int seed_node, const std::string& dataset, uint32_t world,
                                    uint32_t batch, const std::function<void(uint32_t, uint64_t)>& at_step = {},
-                                   SamplerSpec::Kind sampler = SamplerSpec::Kind::kShuffle) {
+                                   SamplerSpec::Kind sampler = SamplerSpec::Kind::kShuffle,
+                                   std::vector<Status>* end = nullptr) {
   std::vector<Steps> out(world);
+  std::vector<Status> ends(world);
   std::vector<std::jthread> threads;
   for (uint32_t r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
@@ -54,7 +58,7 @@ inline std::vector<Steps> RunRanks(LocalCluster& cluster, int seed_node, const s
         Batch b;
         Status s = stream.value()->Next(&b);
         if (!s.ok()) {
-          EXPECT_EQ(s.code(), Code::kOutOfRange) << "rank " << r << ": " << s.ToString();
+          ends[r] = s;
           break;
         }
         for (size_t i = 0; i < b.size(); ++i) {
@@ -66,6 +70,10 @@ inline std::vector<Steps> RunRanks(LocalCluster& cluster, int seed_node, const s
     });
   }
   for (auto& t : threads) t.join();
+  if (end) *end = ends;
+  for (uint32_t r = 0; r < world && !end; ++r) {
+    EXPECT_EQ(ends[r].code(), Code::kOutOfRange) << "rank " << r << ": " << ends[r].ToString();
+  }
   return out;
 }
 

@@ -18,14 +18,12 @@
 #include "common/placement.h"
 #include "server/storage/parity_file.h"
 #include "server/storage/shard_format.h"
-#include "tests/integration/cluster_fixture.h"
-#include "tests/integration/local_cluster.h"
+#include "tests/integration/cluster_epochs.h"
 
 namespace strata::testing {
 namespace {
 
 using namespace std::chrono_literals;
-using Steps = std::vector<std::vector<uint64_t>>;  // per step, the rank's ids in order
 
 constexpr uint64_t kSamples = 3000;
 
@@ -46,61 +44,6 @@ Status IngestEc(Client& client, const std::string& dataset, uint32_t k, uint32_t
     STRATA_RETURN_IF_ERROR(writer.value()->Write(s));
   }
   return writer.value()->Commit().status();
-}
-
-// One epoch on `world` ranks (threads), checking every payload; `at_step`
-// runs after each batch. `end` gets each rank's final status.
-std::vector<Steps> RunRanks(LocalCluster& cluster, const std::string& dataset, uint32_t world,
-                            const std::function<void(uint32_t, uint64_t)>& at_step = {},
-                            std::vector<Status>* end = nullptr) {
-  std::vector<Steps> out(world);
-  std::vector<Status> ends(world);
-  std::vector<std::jthread> threads;
-  for (uint32_t r = 0; r < world; ++r) {
-    threads.emplace_back([&, r] {
-      auto client = cluster.Connect(0);
-      ASSERT_NE(client, nullptr);
-      StreamOptions o;
-      o.dataset = dataset;
-      o.rank = r;
-      o.world = world;
-      o.batch_size = 16;
-      o.seed = 5;
-      auto stream = client->OpenStream(o);
-      ASSERT_TRUE(stream.ok()) << stream.status().ToString();
-      for (;;) {
-        Batch b;
-        Status s = stream.value()->Next(&b);
-        if (!s.ok()) {
-          ends[r] = s;
-          break;
-        }
-        for (size_t i = 0; i < b.size(); ++i) {
-          EXPECT_EQ(b.sample(i), SyntheticPayload(b.ids()[i])) << "id " << b.ids()[i];
-        }
-        out[r].push_back(b.ids());
-        if (at_step) at_step(r, b.step());
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  if (end) *end = ends;
-  for (uint32_t r = 0; r < world && !end; ++r) EXPECT_EQ(ends[r].code(), Code::kOutOfRange) << ends[r].ToString();
-  return out;
-}
-
-void ExpectSameAndExactlyOnce(const std::vector<Steps>& got, const std::vector<Steps>& want) {
-  ASSERT_EQ(got.size(), want.size());
-  std::map<uint64_t, int> seen;
-  for (size_t r = 0; r < got.size(); ++r) {
-    ASSERT_EQ(got[r].size(), want[r].size()) << "rank " << r;
-    for (size_t k = 0; k < got[r].size(); ++k) {
-      EXPECT_EQ(got[r][k], want[r][k]) << "rank " << r << " step " << k;
-      for (uint64_t id : got[r][k]) ++seen[id];
-    }
-  }
-  ASSERT_EQ(seen.size(), kSamples);
-  for (const auto& [id, count] : seen) ASSERT_EQ(count, 1) << "id " << id;
 }
 
 LocalCluster::Options SixNodes() {
@@ -236,15 +179,15 @@ TEST(ErasureTest, SixNodesFourPlusTwo) {
         << dataset.name << ": " << CountFiles(cluster, dataset, ".shard", all) << " shard files for " << shards;
   }
   // A healthy epoch on 4 ranks: every sample once, byte-identical.
-  const auto want = RunRanks(cluster, "ec", 4);
-  ExpectSameAndExactlyOnce(RunRanks(cluster, "ec", 4), want);
+  const auto want = RunRanks(cluster, 0, "ec", 4, 16);
+  ExpectSameAndExactlyOnce(RunRanks(cluster, 0, "ec", 4, 16), want, kSamples);
 
   // A data shard damaged at its holder is never served, and is rebuilt there.
   const int damaged_node = HolderOf(cluster, ec, 0, 1);
   const std::string victim = ChunkPath(cluster, damaged_node, ec, 1, false);
   const std::string original = ReadFile(victim);
   FlipByte(victim, std::filesystem::file_size(victim) / 2, 0x10);
-  ExpectSameAndExactlyOnce(RunRanks(cluster, "ec", 4), want);
+  ExpectSameAndExactlyOnce(RunRanks(cluster, 0, "ec", 4, 16), want, kSamples);
   ASSERT_TRUE(Eventually(
       [&] {
         std::error_code err;
@@ -270,7 +213,7 @@ TEST(ErasureTest, SixNodesFourPlusTwo) {
 
   // kill -9 of 2 nodes mid-epoch: still every sample once.
   std::atomic<int> kills{0};
-  const auto got = RunRanks(cluster, "ec", 4, [&](uint32_t rank, uint64_t step) {
+  const auto got = RunRanks(cluster, 0, "ec", 4, 16, [&](uint32_t rank, uint64_t step) {
     if (rank != 0) return;
     if (step == 5 && kills == 0) {
       cluster.Kill(1);
@@ -282,19 +225,19 @@ TEST(ErasureTest, SixNodesFourPlusTwo) {
     }
   });
   EXPECT_EQ(kills, 2);
-  ExpectSameAndExactlyOnce(got, want);
+  ExpectSameAndExactlyOnce(got, want, kSamples);
   // (The client may have had the whole epoch in flight before the kills:
   // the next one starts with both nodes down.) A full epoch with 2 nodes
   // down reads every shard, so each of the dead nodes' shards is rebuilt on
   // a survivor by a degraded read.
-  ExpectSameAndExactlyOnce(RunRanks(cluster, "ec", 4), want);
+  ExpectSameAndExactlyOnce(RunRanks(cluster, 0, "ec", 4, 16), want, kSamples);
   EXPECT_GE(CountFiles(cluster, ec, ".shard", {0, 3, 4, 5}), static_cast<int>(info.shards));
 
   // A third node down: stripes of "ec2" (never read, so nothing was rebuilt)
   // have 3 of their 6 chunks left, fewer than K.
   cluster.Kill(3);
   std::vector<Status> ends;
-  RunRanks(cluster, "ec2", 4, {}, &ends);
+  RunRanks(cluster, 0, "ec2", 4, 16, {}, SamplerSpec::Kind::kShuffle, &ends);
   bool named = false;
   for (const Status& s : ends) {
     if (s.code() == Code::kOutOfRange) continue;
@@ -381,7 +324,7 @@ TEST(ErasureTest, ANodeGonePastItsGracePeriodHasItsChunksRebuilt) {
       << described.status().ToString();
   const uint32_t shards = described->dataset.shards;
   const Version heal{"heal", described->dataset.version};
-  const auto want = RunRanks(cluster, "heal", 2);
+  const auto want = RunRanks(cluster, 0, "heal", 2, 16);
   cluster.Kill(3);
   const std::vector<int> left = {0, 1, 2, 4, 5, 6};
   const auto placed = [&] {
@@ -399,7 +342,7 @@ TEST(ErasureTest, ANodeGonePastItsGracePeriodHasItsChunksRebuilt) {
     return true;
   };
   ASSERT_TRUE(Eventually(placed, 90s)) << "every chunk at its holder among the 6 left";
-  ExpectSameAndExactlyOnce(RunRanks(cluster, "heal", 2), want);
+  ExpectSameAndExactlyOnce(RunRanks(cluster, 0, "heal", 2, 16), want, kSamples);
 }
 
 }  // namespace
