@@ -1,8 +1,9 @@
 // Batch, and its assembly (client/batch_assembler.h). A step's batch arrives
 // as one or more v1::Batch parts whose `slots` place each sample in the
-// rank's batch. The common case, one part in
-// slot order, takes the part's payload by swap; parts in any other shape are
-// kept until the last slot is filled and then copied once, in slot order.
+// rank's batch. Each byte of a payload is copied once, from where it was
+// received to its place in the batch: one part in slot order at once, parts
+// in any other shape when the last slot is filled, in slot order. A part
+// whose payload is a string of its own, whole and in order, is swapped in.
 #include "strata/batch.h"
 
 #include <algorithm>
@@ -21,14 +22,13 @@ constexpr uint32_t kNoLayout = std::numeric_limits<uint32_t>::max();
 // Everything about a part except which slots are already filled: array
 // lengths, slots in range, sizes summing to the payload, field sizes
 // matching their layouts and summing to each sample's size.
-bool PartIsConsistent(const v1::Batch& part, size_t batch_size) {
+bool PartIsConsistent(const v1::Batch& part, uint64_t payload_size, size_t batch_size) {
   if (part.batch_size() != batch_size) return false;
   const int n = part.slots_size();
   if (part.ids_size() != n || part.labels_size() != n || part.sizes_size() != n) return false;
   if (part.strata_size() != 0 && part.strata_size() != n) return false;
   if (part.layout_of_size() != 0 && part.layout_of_size() != n) return false;
 
-  const uint64_t payload_size = part.payload().size();
   uint64_t total = 0;
   for (int i = 0; i < n; ++i) {
     if (part.slots(i) >= batch_size) return false;
@@ -55,14 +55,15 @@ bool PartIsConsistent(const v1::Batch& part, size_t batch_size) {
   return next_field == part.field_sizes_size();
 }
 
-bool SlotsInOrder(const v1::Batch& part) {
+}  // namespace
+
+bool client_internal::BatchAssembler::WholeInOrder(const v1::Batch& part) {
+  if (static_cast<uint64_t>(part.slots_size()) != part.batch_size() || part.slots_size() == 0) return false;
   for (int i = 0; i < part.slots_size(); ++i) {
     if (part.slots(i) != static_cast<uint32_t>(i)) return false;
   }
   return true;
 }
-
-}  // namespace
 
 void client_internal::BatchAssembler::Reset(Batch* b, uint64_t epoch, uint64_t step, uint32_t rank,
                                             uint64_t dataset_version, uint64_t steps_in_epoch, size_t size) {
@@ -89,7 +90,14 @@ void client_internal::BatchAssembler::Reset(Batch* b, uint64_t epoch, uint64_t s
 }
 
 bool client_internal::BatchAssembler::AddPart(Batch* b, v1::Batch* part) {
-  if (!PartIsConsistent(*part, b->size())) return false;
+  PartPayload payload = PartPayload::Owning(std::move(*part->mutable_payload()));
+  const bool added = AddPart(b, part, &payload);
+  *part->mutable_payload() = payload.TakeOwned();  // refused: its bytes; swapped: the batch's old buffer
+  return added;
+}
+
+bool client_internal::BatchAssembler::AddPart(Batch* b, v1::Batch* part, PartPayload* payload) {
+  if (!PartIsConsistent(*part, payload->size(), b->size())) return false;
   const int n = part->slots_size();
   // An empty part (a server with no sample of this step, saying it is done)
   // adds nothing; in particular it must not finalise a complete batch again.
@@ -118,7 +126,7 @@ bool client_internal::BatchAssembler::AddPart(Batch* b, v1::Batch* part) {
     layout_index[static_cast<size_t>(l)] = static_cast<uint32_t>(it - b->field_names_per_layout_.begin());
   }
 
-  const bool whole = b->filled_ == 0 && static_cast<size_t>(n) == b->size() && SlotsInOrder(*part);
+  const bool whole = b->filled_ == 0 && WholeInOrder(*part);
   const auto part_index = static_cast<uint32_t>(b->part_payloads_.size());
   uint64_t offset = 0;  // within this part's payload
   int next_field = 0;
@@ -149,19 +157,28 @@ bool client_internal::BatchAssembler::AddPart(Batch* b, v1::Batch* part) {
   }
   b->filled_ += static_cast<size_t>(n);
 
-  if (whole) {
+  if (whole && payload->owning()) {
     // Slots 0..n-1 in order: the part's payload is the batch's, offsets included.
-    b->payload_.swap(*part->mutable_payload());
+    payload->SwapOwned(&b->payload_);
+  } else if (whole) {     // received: copied once, here (readers mostly make such payloads strings first)
+    b->payload_.clear();  // keeps its capacity
+    b->payload_.reserve(payload->size());
+    payload->AppendTo(0, payload->size(), &b->payload_);
   } else {
-    b->part_payloads_.push_back(std::move(*part->mutable_payload()));
+    b->part_payloads_.push_back(std::make_shared<PartPayload>(std::move(*payload)));
+    *payload = PartPayload();
     if (Complete(*b)) Finalize(b);
   }
   return true;
 }
 
-// Joins the kept parts into one payload in slot order: the one copy a
-// multi-part batch costs.
 void client_internal::BatchAssembler::DropFilled(const Batch& batch, v1::Batch* part) {
+  PartPayload payload = PartPayload::Owning(std::move(*part->mutable_payload()));
+  DropFilled(batch, part, &payload);
+  *part->mutable_payload() = payload.TakeOwned();
+}
+
+void client_internal::BatchAssembler::DropFilled(const Batch& batch, v1::Batch* part, PartPayload* payload) {
   bool any = false;
   for (uint32_t slot : part->slots()) any = any || (slot < batch.size() && Filled(batch, slot));
   if (!any) return;
@@ -175,6 +192,7 @@ void client_internal::BatchAssembler::DropFilled(const Batch& batch, v1::Batch* 
   kept.clear_field_sizes();
   kept.clear_strata();
   kept.clear_payload();
+  std::string kept_bytes;
   uint64_t offset = 0;
   int field = 0;
   for (int i = 0; i < part->slots_size(); ++i) {
@@ -188,25 +206,42 @@ void client_internal::BatchAssembler::DropFilled(const Batch& batch, v1::Batch* 
       if (part->layout_of_size()) kept.add_layout_of(part->layout_of(i));
       if (part->strata_size()) kept.add_strata(part->strata(i));
       for (int k = 0; k < fields; ++k) kept.add_field_sizes(part->field_sizes(field + k));
-      kept.mutable_payload()->append(part->payload(), offset, part->sizes(i));
+      payload->AppendTo(offset, part->sizes(i), &kept_bytes);
     }
     offset += part->sizes(i);
     field += fields;
   }
   *part = std::move(kept);
+  *payload = PartPayload::Owning(std::move(kept_bytes));
 }
 
+// Joins the kept parts into one payload in slot order: the one copy of their
+// bytes. Slots that follow each other in one part are copied as one run.
 void client_internal::BatchAssembler::Finalize(Batch* b) {
   uint64_t total = 0;
   for (uint64_t s : b->sizes_) total += s;
   b->payload_.clear();
   b->payload_.reserve(total);
+  uint32_t run_part = 0;
+  uint64_t run_from = 0, run_bytes = 0;
+  const auto copy_run = [&] {
+    if (run_bytes != 0) b->part_payloads_[run_part]->AppendTo(run_from, run_bytes, &b->payload_);
+  };
+  uint64_t offset = 0;  // in the joined payload
   for (size_t slot = 0; slot < b->size(); ++slot) {
-    const std::string& from = b->part_payloads_[b->part_of_[slot]];
-    const uint64_t offset = b->payload_.size();
-    b->payload_.append(from, b->offsets_[slot], b->sizes_[slot]);
+    const uint32_t part = b->part_of_[slot];
+    const uint64_t from = b->offsets_[slot];
+    if (part != run_part || from != run_from + run_bytes) {
+      copy_run();
+      run_part = part;
+      run_from = from;
+      run_bytes = 0;
+    }
+    run_bytes += b->sizes_[slot];
     b->offsets_[slot] = offset;
+    offset += b->sizes_[slot];
   }
+  copy_run();
   b->part_payloads_.clear();
 }
 

@@ -157,12 +157,15 @@ Status ClusterStream::Handle(PartEvent& e) {
     BatchAssembler::Reset(&batch, part.epoch(), part.step(), part.rank(), part.dataset_version(), part.steps_in_epoch(),
                           part.batch_size());
   }
-  BatchAssembler::DropFilled(batch, &part);
-  if (!BatchAssembler::AddPart(&batch, &part)) {
+  BatchAssembler::DropFilled(batch, &part, &e.payload);
+  if (!BatchAssembler::AddPart(&batch, &part, &e.payload)) {
     return Fail(
         Status::Internal("node " + e.node + " sent an inconsistent part of step " + std::to_string(part.step())));
   }
-  queue_.Recycle(std::move(part));  // holds what AddPart swapped out: buffers to parse into
+  // What AddPart swapped out (the batch's old buffer) goes back with the
+  // part: a reader copies the next whole batch into it.
+  if (e.payload.owning()) *part.mutable_payload() = e.payload.TakeOwned();
+  queue_.Recycle(std::move(part));  // and its repeated fields' elements, to parse into
   return unknown_.ok() ? Status::OK() : SettleUnknown();
 }
 

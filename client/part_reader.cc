@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "client/batch_assembler.h"
 #include "common/grpc_status.h"
 #include "common/mutex.h"
 
@@ -54,7 +55,9 @@ void PartQueue::WakeAll() {
 
 PartReader::PartReader(std::shared_ptr<grpc::Channel> channel, v1::StreamRequest request, std::string node,
                        uint64_t generation, PartQueue* queue, Call call)
-    : stub_(v1::DataService::NewStub(channel)),
+    : channel_(channel),
+      stream_batches_("/strata.v1.DataService/StreamBatches", grpc::internal::RpcMethod::SERVER_STREAMING, channel),
+      serve_work_("/strata.v1.DataService/ServeWork", grpc::internal::RpcMethod::BIDI_STREAMING, channel),
       request_(std::move(request)),
       call_(call),
       node_(std::move(node)),
@@ -94,7 +97,7 @@ void PartReader::Close() {
   wake_writer_.Signal();
 }
 
-void PartReader::WriteAll(grpc::ClientReaderWriter<v1::WorkRequest, v1::Batch>* stream) {
+void PartReader::WriteAll(grpc::ClientReaderWriter<v1::WorkRequest, grpc::ByteBuffer>* stream) {
   v1::WorkRequest open;
   *open.mutable_open() = request_;
   bool ok = stream->Write(open);
@@ -119,37 +122,61 @@ void PartReader::WriteAll(grpc::ClientReaderWriter<v1::WorkRequest, v1::Batch>* 
   }
 }
 
+namespace {
+
+// A part that is a whole batch has its payload copied here, on the reader's
+// thread, into the buffer its recycled message carries: the stream's thread
+// then takes it by swap. Parts of a batch stay where they were received until
+// the stream's thread joins them, copying each byte once.
+void OwnIfWhole(PartEvent* e) {
+  if (BatchAssembler::WholeInOrder(e->part)) e->payload.Own(std::move(*e->part.mutable_payload()));
+}
+
+}  // namespace
+
 template <typename Reader>
 Status PartReader::ReadAll(Reader* reader) {
   Status refused;  // set when the node sent what no node may send
+  grpc::ByteBuffer received;
+  std::string scratch;
+  std::vector<ReceivedPart> joined;
   for (;;) {
-    PartEvent e;                   // the queue takes it whole, payload and all
-    e.part = queue_->TakeSpare();  // parsing reuses its buffers' capacity
     reading_since_ns_.store(std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                      std::chrono::steady_clock::now().time_since_epoch())
                                                      .count()),
                             std::memory_order_release);
-    const bool got = reader->Read(&e.part);
+    const bool got = reader->Read(&received);
     reading_since_ns_.store(0, std::memory_order_release);
     if (!got) break;
+    PartEvent e;                   // the queue takes it whole, payload and all
+    e.part = queue_->TakeSpare();  // parsing reuses its repeated fields' elements
+    refused = ParsePart(&received, &e.part, &e.payload, &joined, &scratch);
+    received.Clear();  // the parts hold the slices they need
+    if (!refused.ok()) {
+      refused = Status::Internal("node " + node_ + " sent a malformed part (" + refused.message() + ")");
+      context_.TryCancel();
+      break;
+    }
     e.node = node_;
     e.generation = generation_;
+    OwnIfWhole(&e);
     // Steps the node joined into one message (Batch.following) go on as
     // parts of their own, in order.
-    google::protobuf::RepeatedPtrField<v1::Batch> following;
-    following.Swap(e.part.mutable_following());
     bool pushed = queue_->Push(std::move(e), cancelled_);
-    for (v1::Batch& part : following) {
+    for (ReceivedPart& step : joined) {
       if (!pushed) break;
-      if (part.following_size() != 0) {
+      if (step.fields.following_size() != 0) {
         refused = Status::Internal("the node joined steps inside joined steps");
         break;
       }
-      PartEvent joined;
-      joined.node = node_;
-      joined.generation = generation_;
-      joined.part = std::move(part);
-      pushed = queue_->Push(std::move(joined), cancelled_);
+      PartEvent next;
+      next.node = node_;
+      next.generation = generation_;
+      next.part = queue_->TakeSpare();
+      next.part.Swap(&step.fields);  // the spare's elements, for the next joined step to parse into
+      next.payload = std::move(step.payload);
+      OwnIfWhole(&next);
+      pushed = queue_->Push(std::move(next), cancelled_);
     }
     if (!pushed || !refused.ok()) {
       context_.TryCancel();
@@ -157,8 +184,7 @@ Status PartReader::ReadAll(Reader* reader) {
     }
   }
   // Finish() must follow the last Read(): drain what a cancelled call still buffers.
-  v1::Batch ignored;
-  while (reader->Read(&ignored)) {
+  while (reader->Read(&received)) {
   }
   return refused;
 }
@@ -166,12 +192,16 @@ Status PartReader::ReadAll(Reader* reader) {
 void PartReader::Run() {
   Status status;
   if (call_ == Call::kStream) {
-    auto reader = stub_->StreamBatches(&context_, request_);
+    std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
+        grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(channel_.get(), stream_batches_, &context_,
+                                                                      request_));
     const Status refused = ReadAll(reader.get());
     const Status finished = FromGrpcStatus(reader->Finish());
     status = refused.ok() ? finished : refused;
   } else {
-    auto stream = stub_->ServeWork(&context_);
+    std::unique_ptr<grpc::ClientReaderWriter<v1::WorkRequest, grpc::ByteBuffer>> stream(
+        grpc::internal::ClientReaderWriterFactory<v1::WorkRequest, grpc::ByteBuffer>::Create(channel_.get(),
+                                                                                             serve_work_, &context_));
     // Owner: this reader's Run, which joins it before Finish (gRPC's rule:
     // no write outstanding then). Purpose: the call's writes, which may wait.
     std::thread writer([this, &stream] { WriteAll(stream.get()); });

@@ -13,9 +13,10 @@
 // catches up, so a fast server cannot flood the client while a slow one
 // lags, and HTTP/2 flow control passes the wait on to the server.
 //
-// It also keeps parts the stream has consumed, so that readers parse into
-// buffers that already have their capacity: a payload buffer is allocated
-// once and reused, rather than mapped, faulted in and unmapped per batch.
+// A part's payload is not parsed: it stays in the buffers gRPC received it
+// in (client/received_part.h) until its batch is assembled. The queue keeps
+// parts the stream has consumed, so that readers parse the other fields into
+// messages whose repeated fields already have their elements.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -28,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "client/received_part.h"
 #include "common/mutex.h"
 #include "common/status.h"
 #include "strata/v1/data.grpc.pb.h"
@@ -40,7 +42,8 @@ struct PartEvent {
   uint64_t generation = 0;  // which set of readers it came from (failover starts a new one)
   bool end = false;         // the call ended; `status` says how
   Status status;
-  v1::Batch part;
+  v1::Batch part;       // every field but the payload
+  PartPayload payload;  // the part's payload
 };
 
 class PartQueue {
@@ -108,9 +111,13 @@ class PartReader {
   Status ReadAll(Reader* reader);
   // ServeWork's writer: the first message, then the outbox, until the call
   // ends (stop_).
-  void WriteAll(grpc::ClientReaderWriter<v1::WorkRequest, v1::Batch>* stream);
+  void WriteAll(grpc::ClientReaderWriter<v1::WorkRequest, grpc::ByteBuffer>* stream);
 
-  const std::unique_ptr<v1::DataService::Stub> stub_;
+  // The calls are made as the generated stub makes them, but read each
+  // message as the bytes received (grpc::ByteBuffer), which ParsePart splits.
+  const std::shared_ptr<grpc::Channel> channel_;
+  const grpc::internal::RpcMethod stream_batches_;
+  const grpc::internal::RpcMethod serve_work_;
   const v1::StreamRequest request_;
   const Call call_;
   // ServeWork's writing side: messages wait in outbox_ for the writer.

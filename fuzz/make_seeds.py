@@ -152,6 +152,16 @@ def main():
     write("rpc_request", "put_file", b"\x08" + sfield(1, ref("cats", 1, 0)) + vfield(2, 10))
     write("rpc_request", "put_file_escape", b"\x08" + sfield(1, ref("../../../../tmp/x", 1, 0)))
 
+    # A part as a client receives it: the first byte picks the slice size.
+    packed = lambda values: b"".join(varint(v) for v in values)
+    part = (vfield(1, 2) + vfield(2, 7) + vfield(6, 3) + sfield(7, packed([2, 0, 1])) + sfield(8, packed([9, 8, 7]))
+            + sfield(9, "cat") + sfield(9, "dog") + sfield(9, "cat") + sfield(10, packed([3, 0, 5]))
+            + sfield(18, "node-1"))
+    write("received_part", "payload_last", b"\x03" + part + sfield(15, "aaaccccc"))
+    write("received_part", "payload_first_and_twice", b"\x00" + sfield(15, "x") + part + sfield(15, "aaaccccc"))
+    write("received_part", "following", b"\x05" + part + sfield(15, "aaaccccc")
+          + sfield(19, vfield(2, 8) + sfield(15, "joined")))
+
 
 if __name__ == "__main__":
     main()

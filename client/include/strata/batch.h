@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -17,7 +18,8 @@ namespace strata {
 
 namespace client_internal {
 class BatchAssembler;
-}
+class PartPayload;
+}  // namespace client_internal
 
 class Batch {
  public:
@@ -74,10 +76,11 @@ class Batch {
   std::string payload_;
   size_t filled_ = 0;
   std::vector<bool> slot_filled_;
-  // Assembly from several parts: each part's payload is kept until the batch
-  // is complete; meanwhile part_of_[slot] names the part holding that sample
-  // and offsets_[slot] is its offset within that part's payload.
-  std::vector<std::string> part_payloads_;
+  // Assembly from several parts: each part's payload is kept (where it was
+  // received) until the batch is complete; meanwhile part_of_[slot] names the
+  // part holding that sample and offsets_[slot] is its offset within that
+  // part's payload.
+  std::vector<std::shared_ptr<client_internal::PartPayload>> part_payloads_;
   std::vector<uint32_t> part_of_;
 };
 
