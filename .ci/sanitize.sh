@@ -48,7 +48,7 @@ if [ "$mode" = asan ]; then
          path_guard_test kv_store_test catalog_test "block_cache_test:-*MemoryBudget*" ingest_session_test
          stratum_key_test
          batch_stream_test part_builder_test wire_part_test composition_recorder_test auth_test config_test
-         sample_source_test batch_test resume_token_test proto_convert_test format_test epoch_plan_test
+         sample_source_test batch_test received_part_test resume_token_test proto_convert_test format_test epoch_plan_test
          stratified_sampler_test work_planner_test)
 else
   # TSan slows these 5-15x: the long endurance runs are left to ASan, and of
