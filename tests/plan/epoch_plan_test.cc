@@ -167,6 +167,31 @@ TEST(EpochPlanTest, ResumedStepsEqualTheUninterruptedOnes) {
   }
 }
 
+TEST(EpochPlanTest, ShuffleOrderIsPinned) {
+  // Plans and resume tokens name positions of this exact order: a change to it
+  // (to the permutations, or to how Select walks a batch) changes every stored
+  // plan. FNV-1a over every rank's batch of every step.
+  for (const auto& [window, world, pinned] : {std::tuple<uint64_t, uint32_t, uint64_t>{0, 1, 0xC0AE120F256194F5},
+                                              {0, 3, 0xD5D35EA27E1FDC0D},
+                                              {64, 8, 0x69F603A6EC2E2F6D},
+                                              {1000, 3, 0x8D0ADF19D91A8C93}}) {
+    v1::SamplerSpec spec;
+    spec.set_block_window(window);
+    auto plan = EpochPlan::Create(Shape(100'003), spec, 7, 2, 100, world, v1::REMAINDER_SHORT);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    uint64_t hash = 0xCBF29CE484222325;
+    std::vector<uint64_t> ids;
+    for (uint64_t step = 0; step < plan->num_steps(); ++step) {
+      for (uint32_t r = 0; r < world; ++r) {
+        plan->RankBatch(step, r, &ids);
+        hash = (hash ^ ids.size()) * 0x100000001B3;
+        for (uint64_t id : ids) hash = (hash ^ id) * 0x100000001B3;
+      }
+    }
+    EXPECT_EQ(hash, pinned) << "window " << window << ", world " << world;
+  }
+}
+
 TEST(EpochPlanTest, HugeDatasetNeedsNoPerSampleMemory) {
   // 10^12 samples: building an n-element array would exhaust memory.
   EpochPlan plan = MakePlan(1'000'000'000'000ull, 256, 8);

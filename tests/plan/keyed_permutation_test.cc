@@ -52,5 +52,18 @@ TEST(KeyedPermutationTest, LargeDomains) {
   }
 }
 
+TEST(KeyedPermutationTest, ImagesArePinned) {
+  // Plans, plan hashes and resume tokens depend on these values: a change to
+  // the permutation is a change of every stored plan.
+  const KeyedPermutation small(300'000, 42), large((uint64_t{1} << 40) + 7, 42);
+  EXPECT_EQ(small.Forward(0), uint64_t{107294});
+  EXPECT_EQ(small.Forward(299'999), uint64_t{34492});
+  EXPECT_EQ(large.Forward(0), uint64_t{958931476198});
+  EXPECT_EQ(large.Forward(uint64_t{1} << 40), uint64_t{928222019639});
+  uint64_t hash = 0xCBF29CE484222325;  // FNV-1a over the first 4096 images
+  for (uint64_t i = 0; i < 4096; ++i) hash = (hash ^ small.Forward(i)) * 0x100000001B3;
+  EXPECT_EQ(hash, uint64_t{0x4C51F2B46A7AB6DF});
+}
+
 }  // namespace
 }  // namespace strata

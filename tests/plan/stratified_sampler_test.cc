@@ -322,6 +322,41 @@ TEST(StratifiedSamplerTest, BlockWindowKeepsTheGuarantees) {
   EXPECT_NE(plan.plan_hash(), MakePlan(d, Stratified(), 64, 4).plan_hash());
 }
 
+// FNV-1a over every rank's batch of every step, sizes included.
+uint64_t EpochHash(const EpochPlan& plan) {
+  uint64_t hash = 0xCBF29CE484222325;
+  for (const auto& step : RunEpoch(plan)) {
+    for (const auto& rank : step) {
+      hash = (hash ^ rank.size()) * 0x100000001B3;
+      for (uint64_t id : rank) hash = (hash ^ id) * 0x100000001B3;
+    }
+  }
+  return hash;
+}
+
+TEST(StratifiedSamplerTest, OrderIsPinned) {
+  // Plans and resume tokens name positions of this exact order: a change to it
+  // (to the permutations, or to how Select walks a batch) changes every stored
+  // plan. 30 strata of Zipf sizes, ids in stratum order (no std::shuffle, whose
+  // results differ between standard libraries).
+  std::vector<uint64_t> counts;
+  for (uint64_t s = 0; s < 30; ++s) counts.push_back(3000 / (s + 1) + 1);
+  Dataset d = MakeDataset(counts);
+  std::sort(d.stratum_of.begin(), d.stratum_of.end());
+  d.shape.members = InMemoryStratumMembers::FromAssignment(d.stratum_of, 30);
+  v1::SamplerSpec windowed = Stratified();
+  windowed.set_block_window(64);
+  v1::SamplerSpec weighted;  // a few strata cycle through several permutations
+  weighted.set_kind(v1::SamplerSpec::WEIGHTED);
+  for (uint32_t s = 0; s < 30; ++s) (*weighted.mutable_weights())[d.shape.strata[s].key()] = 1 + s % 4;
+  v1::SamplerSpec weighted_windowed = weighted;
+  weighted_windowed.set_block_window(50);
+  EXPECT_EQ(EpochHash(MakePlan(d, Stratified(), 100, 3)), uint64_t{0x63E5206C692E2351});
+  EXPECT_EQ(EpochHash(MakePlan(d, windowed, 16, 8)), uint64_t{0x4C03F33F3EBF3DA9});
+  EXPECT_EQ(EpochHash(MakePlan(d, weighted, 64, 2)), uint64_t{0xB9E375C51F587093});
+  EXPECT_EQ(EpochHash(MakePlan(d, weighted_windowed, 1000, 1)), uint64_t{0x9203EF27487133CD});
+}
+
 TEST(StratifiedSamplerTest, RefusesBadSpecsAndMissingIndex) {
   Dataset d = TwoSources();
   v1::SamplerSpec spec = Stratified();
