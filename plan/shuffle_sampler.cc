@@ -38,7 +38,13 @@ uint64_t ShuffleSampler::batch_size(uint64_t step) const {
 void ShuffleSampler::Select(uint64_t step, uint64_t first, uint64_t stride, std::vector<uint64_t>* ids) const {
   const uint64_t begin = step * global_batch_;
   const uint64_t size = batch_size(step);
-  for (uint64_t i = first; i < size; i += stride) ids->push_back(perm_.Forward(begin + i));
+  if (first >= size) return;
+  // Positions first, first + stride, ... below size, all in one call: the
+  // permutation computes them side by side (WindowedPermutation::ForwardMany).
+  const size_t count = static_cast<size_t>((size - first - 1) / stride + 1);
+  const size_t at = ids->size();
+  ids->resize(at + count);
+  perm_.ForwardMany(begin + first, stride, count, ids->data() + at);
 }
 
 }  // namespace strata

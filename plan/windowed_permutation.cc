@@ -1,5 +1,7 @@
 #include "plan/windowed_permutation.h"
 
+#include <algorithm>
+
 namespace strata {
 
 namespace {
@@ -21,26 +23,45 @@ WindowedPermutation::WindowedPermutation(uint64_t n, uint64_t window, uint64_t k
   last_slot_ = order_.Inverse(blocks_ - 1);
 }
 
-uint64_t WindowedPermutation::Forward(uint64_t i) const {
-  if (window_ == 0) return order_.Forward(i);
+void WindowedPermutation::Locate(uint64_t i, uint64_t* slot, uint64_t* offset) const {
   // Output slots before last_slot_ hold full blocks, then the (maybe short)
   // last block, then full blocks again.
   const uint64_t short_start = last_slot_ * window_;
-  uint64_t slot, offset;
   if (i < short_start) {
-    slot = i / window_;
-    offset = i % window_;
+    *slot = i / window_;
+    *offset = i % window_;
   } else if (i < short_start + last_size_) {
-    slot = last_slot_;
-    offset = i - short_start;
+    *slot = last_slot_;
+    *offset = i - short_start;
   } else {
     const uint64_t j = i - short_start - last_size_;
-    slot = last_slot_ + 1 + j / window_;
-    offset = j % window_;
+    *slot = last_slot_ + 1 + j / window_;
+    *offset = j % window_;
   }
+}
+
+uint64_t WindowedPermutation::Forward(uint64_t i) const {
+  if (window_ == 0) return order_.Forward(i);
+  uint64_t slot, offset;
+  Locate(i, &slot, &offset);
   const uint64_t block = order_.Forward(slot);
   const uint64_t size = block == blocks_ - 1 ? last_size_ : window_;
   return block * window_ + KeyedPermutation(size, BlockKey(key_, block)).Forward(offset);
+}
+
+void WindowedPermutation::ForwardMany(uint64_t first, uint64_t stride, size_t count, uint64_t* out) const {
+  if (window_ == 0) return order_.ForwardMany(first, stride, count, out);
+  // One block at a time: the run of positions whose offsets stay inside it.
+  for (size_t k = 0; k < count;) {
+    uint64_t slot, offset;
+    Locate(first + k * stride, &slot, &offset);
+    const uint64_t block = order_.Forward(slot);
+    const uint64_t size = block == blocks_ - 1 ? last_size_ : window_;  // slot last_slot_ holds the last block
+    const size_t run = stride == 0 ? count - k : std::min<uint64_t>(count - k, (size - offset - 1) / stride + 1);
+    KeyedPermutation(size, BlockKey(key_, block)).ForwardMany(offset, stride, run, out + k);
+    for (size_t e = k; e < k + run; ++e) out[e] += block * window_;
+    k += run;
+  }
 }
 
 }  // namespace strata

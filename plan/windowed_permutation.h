@@ -14,6 +14,7 @@
 // Thread-safety: immutable after construction; safe to share.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "plan/keyed_permutation.h"
@@ -27,8 +28,18 @@ class WindowedPermutation {
   uint64_t size() const { return n_; }
   // The image of i. REQUIRES: i < size(). O(1).
   uint64_t Forward(uint64_t i) const;
+  // out[k] = Forward(first + k * stride) for every k < count, bit for bit.
+  // Window 0 is KeyedPermutation::ForwardMany; with blocks, the positions that
+  // fall in one block share its lookup and go to its inner permutation's
+  // ForwardMany together. REQUIRES: count == 0, or first + (count - 1) *
+  // stride < size() (computed without overflow); out has room for count values.
+  void ForwardMany(uint64_t first, uint64_t stride, size_t count, uint64_t* out) const;
 
  private:
+  // Output slot of position i (which block, in order_'s order) and i's offset
+  // in it. REQUIRES: window_ != 0, i < size().
+  void Locate(uint64_t i, uint64_t* slot, uint64_t* offset) const;
+
   uint64_t n_;
   uint64_t window_;         // 0: no blocks
   uint64_t blocks_ = 0;     // ceil(n / window)

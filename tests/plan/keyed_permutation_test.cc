@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <vector>
 
 namespace strata {
@@ -50,6 +51,60 @@ TEST(KeyedPermutationTest, LargeDomains) {
     EXPECT_LT(x, uint64_t{1} << 40);
     EXPECT_EQ(p.Inverse(x), i);
   }
+}
+
+// Sizes around every edge of the Feistel domain (the smallest even-bit power
+// of two >= n, so powers of 2 and of 4 and their neighbours), small primes,
+// a dataset-sized n and a large one.
+std::vector<uint64_t> ManySizes() {
+  std::vector<uint64_t> sizes = {0, 1, 2, 3, 5, 7, 11, 13, 31, 97, 251, 300'000, 10'000'019, (uint64_t{1} << 40) + 7};
+  for (int bits = 2; bits <= 24; ++bits) {
+    const uint64_t p = uint64_t{1} << bits;  // every power of 4 is one of these
+    sizes.insert(sizes.end(), {p - 1, p, p + 1});
+  }
+  return sizes;
+}
+
+// ForwardMany(first, stride, count) against Forward, position by position.
+void ExpectManyEqualsForward(const KeyedPermutation& p, uint64_t first, uint64_t stride, size_t count) {
+  constexpr uint64_t kUnset = 0xDEADBEEFDEADBEEF;
+  std::vector<uint64_t> out(count + 1, kUnset);
+  p.ForwardMany(first, stride, count, out.data());
+  for (size_t k = 0; k < count; ++k) {
+    ASSERT_EQ(out[k], p.Forward(first + k * stride))
+        << "n=" << p.size() << " first=" << first << " stride=" << stride << " count=" << count << " k=" << k;
+  }
+  EXPECT_EQ(out[count], kUnset) << "wrote past count: n=" << p.size() << " count=" << count;
+}
+
+TEST(KeyedPermutationTest, ForwardManyEqualsForward) {
+  static_assert(KeyedPermutation::kLanes == 8, "the counts below straddle 8 lanes");
+  for (uint64_t n : ManySizes()) {
+    for (uint64_t key : {uint64_t{0}, uint64_t{12345} + n, uint64_t{0xFFFFFFFFFFFFFFFF}}) {
+      const KeyedPermutation p(n, key);
+      ExpectManyEqualsForward(p, 0, 1, 0);
+      if (n == 0) continue;
+      // All of a small domain, in one call and with every stride up to 9.
+      if (n <= 4096) {
+        for (uint64_t stride = 1; stride <= 9; ++stride) ExpectManyEqualsForward(p, 0, stride, (n - 1) / stride + 1);
+      }
+      // Counts below, at and around the lane count, and not a multiple of it,
+      // from the start, the middle and the end of the domain.
+      for (size_t count : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 100, 1001}) {
+        for (uint64_t stride : {uint64_t{1}, uint64_t{2}, uint64_t{8}, uint64_t{1000}, n / count}) {
+          if (stride == 0 || (count - 1) * stride >= n) continue;
+          const uint64_t last_first = n - 1 - (count - 1) * stride;  // the furthest start that fits
+          for (uint64_t first : {uint64_t{0}, last_first / 2, last_first})
+            ExpectManyEqualsForward(p, first, stride, count);
+        }
+      }
+    }
+  }
+}
+
+TEST(KeyedPermutationTest, ForwardManyWithStrideZeroRepeatsOnePosition) {
+  const KeyedPermutation p(1000, 7);
+  ExpectManyEqualsForward(p, 999, 0, 20);
 }
 
 TEST(KeyedPermutationTest, ImagesArePinned) {
