@@ -169,12 +169,12 @@ std::vector<uint64_t> StratifiedSampler::Composition(uint64_t step) const {
   return counts;
 }
 
-std::pair<uint32_t, uint64_t> StratifiedSampler::MemberAt(size_t i, uint64_t j) const {
+void StratifiedSampler::MembersAt(size_t i, uint64_t j, uint64_t stride, size_t count, uint64_t* out) const {
   const StratumQuota& q = quotas_.strata[i];
-  if (j < q.members) return {q.stratum, first_cycle_[i].Forward(j)};
+  if (j < q.members) return first_cycle_[i].ForwardMany(j, stride, count, out);
   // A later cycle of a stratum drawn with replacement: a permutation of its own.
   const uint64_t key = Mix(stratum_keys_[i] + (j / q.members) * 0x9E3779B97F4A7C15ULL);
-  return {q.stratum, WindowedPermutation(q.members, window_, key).Forward(j % q.members)};
+  WindowedPermutation(q.members, window_, key).ForwardMany(j % q.members, stride, count, out);
 }
 
 void StratifiedSampler::Select(uint64_t step, uint64_t first, uint64_t stride, std::vector<uint64_t>* ids) const {
@@ -192,16 +192,29 @@ void StratifiedSampler::Select(uint64_t step, uint64_t first, uint64_t stride, s
   // First (stratum, position among its members), then (order key, id).
   std::vector<std::pair<uint64_t, uint64_t>> keyed;
   keyed.reserve(size / stride + 1);
-  size_t i = 0;  // the run holding `at`; positions only move forward, but for one wrap
-  for (uint64_t p = first; p < size; p += stride) {
+  std::vector<uint64_t> stretch;  // one stretch's positions among its stratum's members
+  size_t i = 0;                   // the run holding `at`; positions only move forward, but for one wrap
+  for (uint64_t p = first; p < size;) {
     const uint64_t at = (p + size - rotation) % size;
     if (at < start[i] || at >= start[i + 1]) {
       const auto from = at < start[i] ? start.begin() : start.begin() + static_cast<std::ptrdiff_t>(i);
       i = static_cast<size_t>(std::upper_bound(from, start.end(), at) - start.begin()) - 1;
     }
-    const auto [stratum, j] = MemberAt(i, layout->taken[i] + (at - start[i]));
-    members_->WillRead(stratum, j);
-    keyed.emplace_back(stratum, j);
+    // The stretch p, p + stride, ... that stays in run i, in this turn of the
+    // rotation (`at` wraps to 0 where p reaches it) and in one cycle of the
+    // stratum: consecutive positions of one permutation, computed together.
+    const StratumQuota& q = quotas_.strata[i];
+    const uint64_t j = layout->taken[i] + (at - start[i]);
+    const uint64_t in_cycle = j < q.members ? j : j % q.members;  // most runs are in the first cycle: no division
+    const uint64_t span = std::min({start[i + 1] - at, (p < rotation ? rotation : size) - p, q.members - in_cycle});
+    const size_t count = span <= stride ? 1 : static_cast<size_t>((span - 1) / stride + 1);  // often 1 over many ranks
+    stretch.resize(count);
+    MembersAt(i, j, stride, count, stretch.data());
+    for (const uint64_t m : stretch) {
+      members_->WillRead(q.stratum, m);
+      keyed.emplace_back(q.stratum, m);
+    }
+    p += count * stride;
   }
   // Read after all were announced: an index that left the page cache reads
   // them from storage together.

@@ -78,9 +78,12 @@ class StratifiedSampler final : public Sampler {
   void MaybeCheckpoint() const REQUIRES(mu_);
   // The short last batch of a WEIGHTED epoch, from the picks after the full batches.
   void ApportionLast(const std::vector<uint64_t>& picks, std::vector<uint64_t>* counts) const;
-  // Where position j of plan stratum i's sequence lies in the index:
-  // (stratum, position among its members, for StratumMembers::Member).
-  std::pair<uint32_t, uint64_t> MemberAt(size_t i, uint64_t j) const;
+  // Where positions j, j + stride, ... (count of them) of plan stratum i's
+  // sequence lie among the members of its stratum (quotas_.strata[i].stratum),
+  // for StratumMembers::Member: out[k] for position j + k * stride. REQUIRES:
+  // the positions lie in one cycle of the stratum's permutations
+  // (j % members + (count - 1) * stride < members).
+  void MembersAt(size_t i, uint64_t j, uint64_t stride, size_t count, uint64_t* out) const;
 
   std::shared_ptr<const StratumMembers> members_;
   const QuotaPlan quotas_;
