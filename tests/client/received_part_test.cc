@@ -47,6 +47,20 @@ grpc::ByteBuffer Received(const std::string& bytes, size_t slice_bytes) {
   return grpc::ByteBuffer(slices.data(), slices.size());
 }
 
+// What ParsePart makes of a message, and the buffers it parses into.
+struct Parsed {
+  v1::Batch header;
+  PartPayload payload;
+  std::vector<ReceivedPart> joined;
+  std::string scratch;
+
+  // Parses `bytes` received in slices of `slice_bytes` bytes.
+  Status Parse(const std::string& bytes, size_t slice_bytes) {
+    grpc::ByteBuffer buffer = Received(bytes, slice_bytes);
+    return ParsePart(&buffer, &header, &payload, &joined, &scratch);
+  }
+};
+
 std::string All(const PartPayload& payload) {
   std::string out;
   payload.AppendTo(0, payload.size(), &out);
@@ -100,30 +114,24 @@ TEST(ReceivedPartTest, APayloadAnywhereCountsAndTheLastOneGivenWins) {
   // Fields of one message may come in any order and repeat: payload first,
   // then the other fields, then the payload again.
   const std::string bytes = first.SerializeAsString() + rest.SerializeAsString() + last.SerializeAsString();
-  grpc::ByteBuffer buffer = Received(bytes, 5);
-  v1::Batch header;
-  PartPayload payload;
-  std::string scratch;
-  std::vector<ReceivedPart> joined;
-  ASSERT_TRUE(ParsePart(&buffer, &header, &payload, &joined, &scratch).ok());
-  ASSERT_EQ(joined.size(), 1u);
+  Parsed p;
+  ASSERT_TRUE(p.Parse(bytes, 5).ok());
+  ASSERT_EQ(p.joined.size(), 1u);
   rest.clear_following();
-  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(header, rest));
-  EXPECT_EQ(All(payload), "last");
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(p.header, rest));
+  EXPECT_EQ(All(p.payload), "last");
   v1::Batch protobuf_says;
   ASSERT_TRUE(protobuf_says.ParseFromString(bytes));
   EXPECT_EQ(protobuf_says.payload(), "last");
 }
 
 TEST(ReceivedPartTest, AnEmptyMessageIsAnEmptyPart) {
-  grpc::ByteBuffer buffer = Received("", 1);
-  v1::Batch header = SamplePart();  // what a recycled part held goes
-  PartPayload payload;
-  std::string scratch;
-  std::vector<ReceivedPart> joined;
-  ASSERT_TRUE(ParsePart(&buffer, &header, &payload, &joined, &scratch).ok());
-  EXPECT_EQ(header.ByteSizeLong(), 0u);
-  EXPECT_EQ(payload.size(), 0u);
+  Parsed p;
+  p.header = SamplePart();  // what a recycled part held goes
+  ASSERT_TRUE(p.Parse("", 1).ok());
+  EXPECT_EQ(p.header.ByteSizeLong(), 0u);
+  EXPECT_EQ(p.payload.size(), 0u);
+  EXPECT_TRUE(p.joined.empty());
 }
 
 TEST(ReceivedPartTest, StepsJoinedIntoAJoinedStepAreLeftInItsFields) {
@@ -131,16 +139,12 @@ TEST(ReceivedPartTest, StepsJoinedIntoAJoinedStepAreLeftInItsFields) {
   v1::Batch* inner = part.mutable_following(0)->add_following();
   inner->set_step(9);
   inner->set_payload("deeper");
-  grpc::ByteBuffer buffer = Received(part.SerializeAsString(), 4);
-  v1::Batch header;
-  PartPayload payload;
-  std::string scratch;
-  std::vector<ReceivedPart> joined;
-  ASSERT_TRUE(ParsePart(&buffer, &header, &payload, &joined, &scratch).ok());
-  ASSERT_EQ(joined.size(), 1u);
-  ASSERT_EQ(joined[0].fields.following_size(), 1);  // which the reader refuses
-  EXPECT_EQ(joined[0].fields.following(0).payload(), "deeper");
-  EXPECT_EQ(All(joined[0].payload), "joined step's own bytes");
+  Parsed p;
+  ASSERT_TRUE(p.Parse(part.SerializeAsString(), 4).ok());
+  ASSERT_EQ(p.joined.size(), 1u);
+  ASSERT_EQ(p.joined[0].fields.following_size(), 1);  // which the reader refuses
+  EXPECT_EQ(p.joined[0].fields.following(0).payload(), "deeper");
+  EXPECT_EQ(All(p.joined[0].payload), "joined step's own bytes");
 }
 
 TEST(ReceivedPartTest, RefusesBytesThatAreNotABatch) {
@@ -168,14 +172,11 @@ TEST(ReceivedPartTest, RefusesBytesThatAreNotABatch) {
   };
   for (const auto& [what, input] : cases) {
     SCOPED_TRACE(what);
-    grpc::ByteBuffer buffer = Received(input, 2);
-    v1::Batch header;
-    PartPayload payload = PartPayload::Owning("kept");
-    std::string scratch;
-    std::vector<ReceivedPart> joined;
-    const Status s = ParsePart(&buffer, &header, &payload, &joined, &scratch);
+    Parsed p;
+    p.payload = PartPayload::Owning("kept");
+    const Status s = p.Parse(input, 2);
     EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
-    EXPECT_EQ(All(payload), "kept");  // unchanged
+    EXPECT_EQ(All(p.payload), "kept");  // unchanged
   }
 }
 

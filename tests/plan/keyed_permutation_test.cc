@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "tests/plan/forward_many_check.h"
+
 namespace strata {
 namespace {
 
@@ -63,18 +65,6 @@ std::vector<uint64_t> ManySizes() {
     sizes.insert(sizes.end(), {p - 1, p, p + 1});
   }
   return sizes;
-}
-
-// ForwardMany(first, stride, count) against Forward, position by position.
-void ExpectManyEqualsForward(const KeyedPermutation& p, uint64_t first, uint64_t stride, size_t count) {
-  constexpr uint64_t kUnset = 0xDEADBEEFDEADBEEF;
-  std::vector<uint64_t> out(count + 1, kUnset);
-  p.ForwardMany(first, stride, count, out.data());
-  for (size_t k = 0; k < count; ++k) {
-    ASSERT_EQ(out[k], p.Forward(first + k * stride))
-        << "n=" << p.size() << " first=" << first << " stride=" << stride << " count=" << count << " k=" << k;
-  }
-  EXPECT_EQ(out[count], kUnset) << "wrote past count: n=" << p.size() << " count=" << count;
 }
 
 TEST(KeyedPermutationTest, ForwardManyEqualsForward) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "plan/keyed_permutation.h"
+#include "tests/plan/forward_many_check.h"
 
 namespace strata {
 namespace {
@@ -31,18 +32,6 @@ TEST(WindowedPermutationTest, WindowZeroOrAtLeastNIsTheKeyedPermutation) {
     const KeyedPermutation k(1000, 5);
     for (uint64_t i = 0; i < 1000; ++i) ASSERT_EQ(w.Forward(i), k.Forward(i)) << "window=" << window;
   }
-}
-
-// ForwardMany(first, stride, count) against Forward, position by position.
-void ExpectManyEqualsForward(const WindowedPermutation& p, uint64_t first, uint64_t stride, size_t count) {
-  constexpr uint64_t kUnset = 0xDEADBEEFDEADBEEF;
-  std::vector<uint64_t> out(count + 1, kUnset);
-  p.ForwardMany(first, stride, count, out.data());
-  for (size_t k = 0; k < count; ++k) {
-    ASSERT_EQ(out[k], p.Forward(first + k * stride))
-        << "n=" << p.size() << " first=" << first << " stride=" << stride << " count=" << count << " k=" << k;
-  }
-  EXPECT_EQ(out[count], kUnset) << "wrote past count: n=" << p.size() << " count=" << count;
 }
 
 TEST(WindowedPermutationTest, ForwardManyEqualsForward) {
