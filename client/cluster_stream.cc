@@ -241,7 +241,7 @@ Status ClusterStream::Next(Batch* batch) {
       if (planner_) {
         // Calls whose window is over have ended: their threads are done.
         std::erase_if(calls_, [this](const auto& c) { return c.second.ended && c.second.end <= position_.step; });
-        if (planned_to_ < *end_step_ && position_.step + kWindowSteps / 2 >= planned_to_) {
+        if (planned_to_ < *end_step_ && position_.step + (window_steps_ + 1) / 2 >= planned_to_) {
           STRATA_RETURN_IF_ERROR(PlanWindow());
         }
       }

@@ -55,6 +55,7 @@
 #include "client/node_probe.h"
 #include "client/part_reader.h"
 #include "client/stream_plan.h"
+#include "common/input_limits.h"
 
 namespace strata::client_internal {
 
@@ -66,6 +67,11 @@ class ClusterStream final : public Stream {
   ~ClusterStream() override { calls_.clear(); }
 
   Status Next(Batch* batch) override;
+  // Tests: the ids a window holds past its first step (kWindowIds if 0), for
+  // streams opened after the call.
+  static void SetWindowIdsForTesting(uint64_t ids) { window_ids_ = ids == 0 ? kWindowIds : ids; }
+  // Steps in the last window of work given to the nodes (0 while the nodes plan).
+  uint64_t last_window_steps() const { return window_steps_; }
   uint64_t steps_in_epoch() const override { return steps_in_epoch_; }
   uint64_t next_step() const override { return position_.step; }
   ResumeToken resume_token() const override { return position_; }
@@ -93,7 +99,10 @@ class ClusterStream final : public Stream {
   // Planning here: the plan from the first node that gives it, the version
   // and plan hash it fixes, and the epoch's end.
   Status LoadPlan();
-  // Opens the calls of steps [planned_to_, planned_to_ + kWindowSteps).
+  // Gives the nodes the work of the next window: the steps from planned_to_,
+  // at most kWindowSteps of them and, past the first, at most kWindowIds
+  // ids (so that the windows a call holds stay inside a node's bound on work
+  // given and not yet begun, InputLimits::kMaxWorkIds, however big the batch).
   Status PlanWindow();
   Status Open(uint64_t from_step);
   void StartCall(const std::string& node, const v1::StreamRequest& request, uint64_t first, uint64_t end,
@@ -131,9 +140,14 @@ class ClusterStream final : public Stream {
   std::shared_ptr<const StreamPlan> plan_;
   uint64_t planned_to_ = 0;                             // calls are open for steps before this
   std::map<uint64_t, std::vector<uint64_t>> plan_ids_;  // the rank's ids of the steps planned, not yet delivered
+  uint64_t window_steps_ = 0;                           // steps in the last window given
   static constexpr uint64_t kWindowSteps = 32;
-  std::map<uint64_t, Batch> pending_;  // steps being assembled
-  std::vector<Batch> spare_batches_;   // batches callers gave back, to assemble into
+  // A next window is planned once at most half the last one is left: a node
+  // holds at most two windows' ids not yet begun, half its bound.
+  static constexpr uint64_t kWindowIds = InputLimits::kMaxWorkIds / 4;
+  static std::atomic<uint64_t> window_ids_;  // kWindowIds, but for tests
+  std::map<uint64_t, Batch> pending_;        // steps being assembled
+  std::vector<Batch> spare_batches_;         // batches callers gave back, to assemble into
   uint64_t steps_in_epoch_ = 0;
   std::optional<uint64_t> end_step_;
   bool opened_ = false;

@@ -8,6 +8,8 @@
 
 namespace strata::client_internal {
 
+std::atomic<uint64_t> ClusterStream::window_ids_{ClusterStream::kWindowIds};
+
 void ClusterStream::StartCall(const std::string& node, const v1::StreamRequest& request, uint64_t first, uint64_t end,
                               PartReader::Call kind) {
   const uint64_t id = ++next_call_;
@@ -57,17 +59,21 @@ Status ClusterStream::LoadPlan() {
 }
 
 Status ClusterStream::PlanWindow() {
-  const uint64_t from = planned_to_, to = std::min(*end_step_, from + kWindowSteps);
-  if (from >= to) return Status::OK();
+  const uint64_t from = planned_to_;
+  if (from >= *end_step_) return Status::OK();
   const EpochPlan& plan = plan_->plan();
-  for (uint64_t step = from; step < to; ++step) {
-    plan.RankBatch(step, request_.rank(), &plan_ids_[step]);
+  uint64_t to = from, ids = 0;
+  std::vector<uint64_t> step_ids;
+  while (to < *end_step_ && to - from < kWindowSteps) {
+    plan.RankBatch(to, request_.rank(), &step_ids);
     // A damaged stratum index: the ids are not to be trusted.
     if (Status damage = plan.Damage(); !damage.ok()) return Fail(damage);
-    if (plan_ids_[step].empty() && !pending_.count(step)) {  // nothing to receive: complete as it is
-      BatchAssembler::Reset(&pending_[step], position_.epoch, step, request_.rank(), position_.version, steps_in_epoch_,
-                            0);
+    if (to > from && ids + step_ids.size() > window_ids_.load()) break;  // the next window's first step
+    ids += step_ids.size();
+    if (step_ids.empty() && !pending_.count(to)) {  // nothing to receive: complete as it is
+      BatchAssembler::Reset(&pending_[to], position_.epoch, to, request_.rank(), position_.version, steps_in_epoch_, 0);
     }
+    plan_ids_[to++].swap(step_ids);
   }
   std::map<std::string, std::vector<v1::WorkStep>> work;
   const Status planned = planner_->Plan(
@@ -109,6 +115,7 @@ Status ClusterStream::PlanWindow() {
     if (!given.count(id) || to >= *end_step_) call.reader->Close();
   }
   planned_to_ = to;
+  window_steps_ = to - from;
   return Status::OK();
 }
 

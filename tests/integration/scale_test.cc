@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "client/cluster_stream.h"
 #include "tests/integration/cluster_fixture.h"
 #include "tests/integration/local_cluster.h"
 
@@ -257,6 +258,57 @@ TEST(ScaleTest, SmallStepsJoinWhileTheTrainerIsAwayAndArriveExactlyOnce) {
   uint64_t total = 0;
   for (const auto& [id, n] : joined) total += n;
   EXPECT_GT(total, 0u) << "the nodes' writes backed up while the trainer was away: steps were joined";
+}
+
+// A planning client bounds each window by ids as well as by steps, so that a
+// node is never given more work not yet begun than it accepts
+// (InputLimits::kMaxWorkIds), however large the batches: with the bound
+// lowered to 45 ids and batches of 30, every window is one step. The work
+// still goes over one call per node, and every sample arrives once.
+TEST(ScaleTest, WindowsBoundedByIdsStillServeEverySampleOnceOverOneCallPerNode) {
+  LocalCluster::Options options;
+  options.nodes = 3;
+  LocalCluster cluster(options);
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 60s));
+  auto client = cluster.Connect(0, 30000);
+  ASSERT_NE(client, nullptr);
+  constexpr uint64_t kCount = 600;
+  SyntheticIngest how{.labels = 3, .replication = 1, .shard_target_bytes = 4 << 10, .payload = Payload};
+  ASSERT_TRUE(TryIngestSynthetic(*client, "windows", kCount, how).ok());
+  ASSERT_TRUE(Eventually([&] { return ShardHolders(cluster, *client, "windows").size() > 1; }, 30s));
+  const auto opened_before = Counter(cluster, "strata_streams_opened_total");
+  client_internal::ClusterStream::SetWindowIdsForTesting(45);
+  StreamOptions o;
+  o.dataset = "windows";
+  o.batch_size = 30;
+  auto stream = client->OpenStream(o);
+  ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+  const auto* planning = dynamic_cast<const client_internal::ClusterStream*>(stream.value().get());
+  ASSERT_NE(planning, nullptr);
+  std::map<uint64_t, int> seen;
+  uint64_t steps = 0;
+  for (;; ++steps) {
+    Batch b;
+    const Status st = stream.value()->Next(&b);
+    if (!st.ok()) {
+      EXPECT_EQ(st.code(), Code::kOutOfRange) << st.ToString();
+      break;
+    }
+    EXPECT_EQ(planning->last_window_steps(), 1u) << "step " << steps;
+    for (size_t i = 0; i < b.size(); ++i) {
+      ++seen[b.ids()[i]];
+      EXPECT_EQ(b.sample(i), Payload(b.ids()[i])) << "id " << b.ids()[i];
+    }
+  }
+  client_internal::ClusterStream::SetWindowIdsForTesting(0);
+  EXPECT_EQ(steps, kCount / 30);
+  ASSERT_EQ(seen.size(), kCount);
+  for (const auto& [id, n] : seen) ASSERT_EQ(n, 1) << "id " << id;
+  EXPECT_EQ(stream.value()->stats().failovers, 0u);
+  // 20 windows of one step each, given to the calls already open.
+  for (const auto& [id, n] : Grown(opened_before, Counter(cluster, "strata_streams_opened_total"))) {
+    EXPECT_LE(n, 1u) << id;
+  }
 }
 
 }  // namespace
