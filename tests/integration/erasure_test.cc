@@ -6,6 +6,7 @@
 // the shard; a damaged shard is never served and is rebuilt; a damaged parity
 // file is found by the scrubber and rebuilt by repair; so is a parity file
 // whose checksums are right but whose content is not its stripe's parity.
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "common/placement.h"
 #include "server/storage/parity_file.h"
 #include "server/storage/shard_format.h"
+#include "strata/v1/cluster.grpc.pb.h"
 #include "tests/integration/cluster_epochs.h"
 
 namespace strata::testing {
@@ -87,6 +89,25 @@ int HolderAmong(const LocalCluster& cluster, const std::vector<int>& members, co
     if (cluster.Id(i) == id) return i;
   }
   return -1;
+}
+
+// Whether node `node` lists the chunk among the files it holds: what it
+// serves to peers and streams. A rebuilt or copied chunk is on disk (linked
+// into place) before the node lists it (after the directory is synced):
+// until then it answers NotFound, so a file on disk with the right bytes is
+// not yet a chunk a degraded read elsewhere can use.
+bool Lists(const LocalCluster& cluster, int node, const Version& v, uint32_t seq, bool parity) {
+  auto peer = v1::PeerService::NewStub(grpc::CreateChannel(cluster.Address(node), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + 5s);
+  v1::ListLocalFilesRequest request;
+  request.set_dataset(v.name);
+  request.set_version(v.version);
+  v1::ListLocalFilesReply reply;
+  if (!peer->ListLocalFiles(&context, request, &reply).ok()) return false;
+  const auto kind = parity ? v1::FileRef::PARITY : v1::FileRef::SHARD;
+  return std::any_of(reply.files().begin(), reply.files().end(),
+                     [&](const v1::LocalFile& f) { return f.file().kind() == kind && f.file().seq() == seq; });
 }
 
 // Files of version `v` with `extension` over the data directories of `nodes`.
@@ -191,7 +212,8 @@ TEST(ErasureTest, SixNodesFourPlusTwo) {
   ASSERT_TRUE(Eventually(
       [&] {
         std::error_code err;
-        return std::filesystem::exists(victim, err) && ReadFile(victim) == original;
+        return std::filesystem::exists(victim, err) && ReadFile(victim) == original &&
+               Lists(cluster, damaged_node, ec, 1, false);
       },
       60s))
       << "the damaged shard is rebuilt from its stripe";
@@ -205,13 +227,17 @@ TEST(ErasureTest, SixNodesFourPlusTwo) {
   ASSERT_TRUE(Eventually(
       [&] {
         std::error_code err;
-        return std::filesystem::exists(parity, err) && ReadFile(parity) == parity_original;
+        return std::filesystem::exists(parity, err) && ReadFile(parity) == parity_original &&
+               Lists(cluster, parity_node, ec, 1, true);
       },
       90s))
       << "the damaged parity file is rebuilt";
   EXPECT_FALSE(std::filesystem::is_empty(cluster.DataDir(parity_node) + "/quarantine"));
 
-  // kill -9 of 2 nodes mid-epoch: still every sample once.
+  // kill -9 of 2 nodes mid-epoch: still every sample once. A stripe with 2
+  // nodes down has no chunk to spare (stripe 0 here: its 4 left include both
+  // chunks rebuilt above), hence the waits above until they are served again,
+  // not only back on disk.
   std::atomic<int> kills{0};
   const auto got = RunRanks(cluster, 0, "ec", 4, 16, [&](uint32_t rank, uint64_t step) {
     if (rank != 0) return;
