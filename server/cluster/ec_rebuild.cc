@@ -22,6 +22,8 @@ namespace {
 
 constexpr std::chrono::seconds kReadTimeout{60};
 constexpr size_t kLocalPieceBytes = size_t{1} << 20;
+// Peers' answers a failed chunk read names in its error (the others counted).
+constexpr size_t kToldAnswers = 3;
 
 // Paces one read: called with each piece's size before it is read (empty: no
 // pacing); false stops the read with Cancelled.
@@ -132,13 +134,33 @@ Result<std::string> DecodeChunk(const RebuildDeps& d, const v1::DatasetInfo& inf
     Status s = ReadLocalFile(d, source, o.pace_local, &bytes);
     if (s.code() == Code::kCancelled) return s;
     if (!s.ok()) {
+      // The first answers go into the error (the holder's first: the last
+      // alone, a node that never had the chunk, hid why the holder did not
+      // give it), the rest counted, so a large cluster's error stays short.
+      std::string tried = "here: " + s.message();
+      size_t told = 0, untold = 0;
+      const auto tell = [&](const std::string& id, const std::string& answer) {
+        if (told < kToldAnswers) {
+          tried += "; " + id + ": " + answer;
+          ++told;
+        } else {
+          ++untold;
+        }
+      };
       for (const std::string& id : EcRanked(members, source, k, m)) {
         const v1::NodeInfo* n = FindNode(map, id);
-        if (id == d.view->self_id() || n == nullptr || n->state() != v1::NODE_UP) continue;
+        if (id == d.view->self_id() || n == nullptr) continue;
+        if (n->state() != v1::NODE_UP) {
+          tell(id, "down");
+          continue;
+        }
         s = ReadPeerFile(d.peers->Peer(*n).get(), source, file_bytes, o.pace_remote, &bytes);
         if (s.ok() || s.code() == Code::kCancelled) break;
+        tell(id, s.ToString());
       }
       if (s.code() == Code::kCancelled) return s;
+      if (untold > 0) tried += "; " + std::to_string(untold) + " more";
+      if (!s.ok()) s = Status(s.code(), tried);
     }
     if (s.ok() && bytes.size() != file_bytes) {
       s = Status::Corruption(FileName(source) + " is " + std::to_string(bytes.size()) + " bytes, not " +
