@@ -13,6 +13,7 @@
 // epoch is over.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -208,6 +209,52 @@ TEST(ScaleTest, SixteenNodesEightRanksEverySampleOnceEachNodeItsShare) {
   }
 }
 
+// Waits for the 3 nodes of `cluster` to see each other up, then ingests
+// `count` samples of `how` as `name` and waits until more than `min_holders`
+// nodes hold its shards. The client of node 0, or null (the failure recorded).
+std::unique_ptr<Client> IngestOnThree(LocalCluster& cluster, const std::string& name, uint64_t count,
+                                      const SyntheticIngest& how, size_t min_holders) {
+  EXPECT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 60s));
+  auto client = cluster.Connect(0, 30000);
+  if (client == nullptr) {
+    ADD_FAILURE() << "no client of node 0";
+    return nullptr;
+  }
+  const auto ingested = TryIngestSynthetic(*client, name, count, how);
+  if (!ingested.ok()) {
+    ADD_FAILURE() << ingested.status().ToString();
+    return nullptr;
+  }
+  if (!Eventually([&] { return ShardHolders(cluster, *client, name).size() > min_holders; }, 30s)) {
+    ADD_FAILURE() << name << "'s shards are not on more than " << min_holders << " nodes";
+    return nullptr;
+  }
+  return client;
+}
+
+// Reads `stream` to its end, which must be OutOfRange: each batch is the
+// step after the last and each sample holds payload(id); `after_batch` runs
+// after each batch, given its step. Counts each id in *seen; returns the
+// number of steps.
+uint64_t ReadEpoch(Stream& stream, const std::function<std::string(uint64_t)>& payload, std::map<uint64_t, int>* seen,
+                   const std::function<void(uint64_t)>& after_batch = {}) {
+  uint64_t step = 0;
+  for (;; ++step) {
+    Batch b;
+    const Status st = stream.Next(&b);
+    if (!st.ok()) {
+      EXPECT_EQ(st.code(), Code::kOutOfRange) << st.ToString();
+      return step;
+    }
+    EXPECT_EQ(b.step(), step);
+    for (size_t i = 0; i < b.size(); ++i) {
+      ++(*seen)[b.ids()[i]];
+      EXPECT_EQ(b.sample(i), payload(b.ids()[i])) << "id " << b.ids()[i];
+    }
+    if (after_batch) after_batch(step);
+  }
+}
+
 // Small steps join while the trainer is away: 3 nodes at R=1, 16 KiB samples,
 // batches of 3 (about one sample a node a step). The trainer takes one batch
 // and stops for a second, so each node's writes back up and its steps go out
@@ -217,14 +264,11 @@ TEST(ScaleTest, SmallStepsJoinWhileTheTrainerIsAwayAndArriveExactlyOnce) {
   LocalCluster::Options options;
   options.nodes = 3;
   LocalCluster cluster(options);
-  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 60s));
-  auto client = cluster.Connect(0, 30000);
-  ASSERT_NE(client, nullptr);
   constexpr uint64_t kSmall = 600;
   const auto payload = [](uint64_t i) { return SyntheticPayload(i) + std::string(16 << 10, static_cast<char>(i)); };
   SyntheticIngest how{.labels = 3, .replication = 1, .shard_target_bytes = 64 << 10, .payload = payload};
-  ASSERT_TRUE(TryIngestSynthetic(*client, "joined", kSmall, how).ok());
-  ASSERT_TRUE(Eventually([&] { return ShardHolders(cluster, *client, "joined").size() > 0; }, 30s));
+  auto client = IngestOnThree(cluster, "joined", kSmall, how, 0);
+  ASSERT_NE(client, nullptr);
   const auto joined_before = Counter(cluster, "strata_joined_steps_total");
   ClientOptions co;
   co.max_buffered_parts = 2;
@@ -236,21 +280,9 @@ TEST(ScaleTest, SmallStepsJoinWhileTheTrainerIsAwayAndArriveExactlyOnce) {
   auto stream = reader.value()->OpenStream(o);
   ASSERT_TRUE(stream.ok()) << stream.status().ToString();
   std::map<uint64_t, int> seen;
-  uint64_t step = 0;
-  for (;; ++step) {
-    Batch b;
-    const Status st = stream.value()->Next(&b);
-    if (!st.ok()) {
-      EXPECT_EQ(st.code(), Code::kOutOfRange) << st.ToString();
-      break;
-    }
-    EXPECT_EQ(b.step(), step);
-    for (size_t i = 0; i < b.size(); ++i) {
-      ++seen[b.ids()[i]];
-      EXPECT_EQ(b.sample(i), payload(b.ids()[i])) << "id " << b.ids()[i];
-    }
-    if (step == 0) std::this_thread::sleep_for(1s);  // the trainer is away
-  }
+  const uint64_t step = ReadEpoch(*stream.value(), payload, &seen, [](uint64_t read) {
+    if (read == 0) std::this_thread::sleep_for(1s);  // the trainer is away
+  });
   EXPECT_EQ(step, kSmall / 3);
   ASSERT_EQ(seen.size(), kSmall);
   for (const auto& [id, n] : seen) ASSERT_EQ(n, 1) << "id " << id;
@@ -269,13 +301,10 @@ TEST(ScaleTest, WindowsBoundedByIdsStillServeEverySampleOnceOverOneCallPerNode) 
   LocalCluster::Options options;
   options.nodes = 3;
   LocalCluster cluster(options);
-  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 60s));
-  auto client = cluster.Connect(0, 30000);
-  ASSERT_NE(client, nullptr);
   constexpr uint64_t kCount = 600;
   SyntheticIngest how{.labels = 3, .replication = 1, .shard_target_bytes = 4 << 10, .payload = Payload};
-  ASSERT_TRUE(TryIngestSynthetic(*client, "windows", kCount, how).ok());
-  ASSERT_TRUE(Eventually([&] { return ShardHolders(cluster, *client, "windows").size() > 1; }, 30s));
+  auto client = IngestOnThree(cluster, "windows", kCount, how, 1);
+  ASSERT_NE(client, nullptr);
   const auto opened_before = Counter(cluster, "strata_streams_opened_total");
   client_internal::ClusterStream::SetWindowIdsForTesting(45);
   StreamOptions o;
@@ -286,20 +315,9 @@ TEST(ScaleTest, WindowsBoundedByIdsStillServeEverySampleOnceOverOneCallPerNode) 
   const auto* planning = dynamic_cast<const client_internal::ClusterStream*>(stream.value().get());
   ASSERT_NE(planning, nullptr);
   std::map<uint64_t, int> seen;
-  uint64_t steps = 0;
-  for (;; ++steps) {
-    Batch b;
-    const Status st = stream.value()->Next(&b);
-    if (!st.ok()) {
-      EXPECT_EQ(st.code(), Code::kOutOfRange) << st.ToString();
-      break;
-    }
-    EXPECT_EQ(planning->last_window_steps(), 1u) << "step " << steps;
-    for (size_t i = 0; i < b.size(); ++i) {
-      ++seen[b.ids()[i]];
-      EXPECT_EQ(b.sample(i), Payload(b.ids()[i])) << "id " << b.ids()[i];
-    }
-  }
+  const uint64_t steps = ReadEpoch(*stream.value(), Payload, &seen, [&](uint64_t step) {
+    EXPECT_EQ(planning->last_window_steps(), 1u) << "step " << step;
+  });
   client_internal::ClusterStream::SetWindowIdsForTesting(0);
   EXPECT_EQ(steps, kCount / 30);
   ASSERT_EQ(seen.size(), kCount);
