@@ -63,17 +63,23 @@ Status ClusterStream::PlanWindow() {
   if (from >= *end_step_) return Status::OK();
   const EpochPlan& plan = plan_->plan();
   uint64_t to = from, ids = 0;
-  std::vector<uint64_t> step_ids;
   while (to < *end_step_ && to - from < kWindowSteps) {
-    plan.RankBatch(to, request_.rank(), &step_ids);
-    // A damaged stratum index: the ids are not to be trusted.
-    if (Status damage = plan.Damage(); !damage.ok()) return Fail(damage);
-    if (to > from && ids + step_ids.size() > window_ids_.load()) break;  // the next window's first step
-    ids += step_ids.size();
-    if (step_ids.empty() && !pending_.count(to)) {  // nothing to receive: complete as it is
+    // A step's ids are computed once and kept until it is delivered: the
+    // next window starts with the step a full window stopped before, and a
+    // failover plans its steps again.
+    auto [at, fresh] = plan_ids_.try_emplace(to);
+    if (fresh) {
+      plan.RankBatch(to, request_.rank(), &at->second);
+      // A damaged stratum index: the ids are not to be trusted.
+      if (Status damage = plan.Damage(); !damage.ok()) return Fail(damage);
+    }
+    const size_t step_ids = at->second.size();
+    if (to > from && ids + step_ids > window_ids_.load()) break;  // the next window's first step
+    ids += step_ids;
+    if (step_ids == 0 && !pending_.count(to)) {  // nothing to receive: complete as it is
       BatchAssembler::Reset(&pending_[to], position_.epoch, to, request_.rank(), position_.version, steps_in_epoch_, 0);
     }
-    plan_ids_[to++].swap(step_ids);
+    ++to;
   }
   std::map<std::string, std::vector<v1::WorkStep>> work;
   const Status planned = planner_->Plan(
