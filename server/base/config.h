@@ -54,7 +54,7 @@ struct NodeConfig {
   std::string data_dir = "./strata-data";         // shard files and the RocksDB metadata
   std::string log_level = "info";                 // trace, debug, info, warn, error
   uint64_t shard_target_bytes = 64ull << 20;      // cut a shard when it reaches this size
-  uint32_t io_threads = 4;                        // threads that build batches and write shards
+  uint32_t io_threads = 4;                        // lanes that build batches; as many threads write shards
   uint32_t prefetch_batches = 2;                  // batches built ahead of the network, per stream
   uint64_t cache_bytes = DefaultCacheBytes();     // shard bytes kept in memory by the block cache; 0 disables it
   uint64_t cache_block_bytes = 2ull << 20;        // the cache's unit: an aligned range of a shard file

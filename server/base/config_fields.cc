@@ -167,7 +167,8 @@ const std::vector<ConfigField>& ConfigFields() {
                     : Status::OK();
        },
        nullptr},
-      {"io_threads", nullptr, nullptr, "threads that build batches and write shards", STRATA_REF(io_threads),
+      {"io_threads", nullptr, nullptr, "threads that build batches, and as many that write shards",
+       STRATA_REF(io_threads),
        [](const NodeConfig& c) {
          return c.io_threads < 1 || c.io_threads > 256 ? Invalid("io_threads must be between 1 and 256") : Status::OK();
        },

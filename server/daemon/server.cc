@@ -94,6 +94,7 @@ Status Server::Build() {
   // The executors, each owned by this Server and joined by Stop() (see the
   // members' comments in server.h, and docs/design.md, "Threads").
   pool_ = std::make_unique<boost::asio::thread_pool>(config_.io_threads);
+  lanes_ = std::make_unique<StreamLanes>(config_.io_threads);
   DecompressedCache::Process().SetCapacity(DecompressedCacheBytes(config_));
   if (DecompressedCacheBytes(config_) < config_.decompressed_cache_bytes) {
     spdlog::info("decompressed_cache_bytes {} lowered to {}: a quarter of memory_budget",
@@ -170,9 +171,10 @@ Status Server::Build() {
       StreamServer{config_.node_id, records_.get(), config_.cache_bytes > 0 ? blocks_.get() : nullptr});
 
   // The services.
-  data_ = std::make_unique<DataServiceImpl>(DataServiceImpl::Deps{
-      pool_->get_executor(), streams_.get(), ingest_.get(), catalog_.get(), metrics_.get(), active_streams_.get(),
-      active_ingests_.get(), config_.max_streams, config_.prefetch_batches, StreamBufferBudget(config_)});
+  data_ = std::make_unique<DataServiceImpl>(
+      DataServiceImpl::Deps{pool_->get_executor(), lanes_.get(), streams_.get(), ingest_.get(), catalog_.get(),
+                            metrics_.get(), active_streams_.get(), active_ingests_.get(), config_.max_streams,
+                            config_.prefetch_batches, StreamBufferBudget(config_)});
   admin_ = std::make_unique<AdminServiceImpl>(catalog_.get(), status_.get(), view_.get(), deleter_.get(),
                                               admin_pool_->get_executor());
   peer_ = std::make_unique<PeerServiceImpl>(
@@ -392,6 +394,7 @@ Status Server::Stop() {
   if (peer_pool_) peer_pool_->join();
   if (admin_pool_) admin_pool_->join();
   if (rebuild_pool_) rebuild_pool_->join();
+  if (lanes_) lanes_->Join();
   if (pool_) pool_->join();
   Status closed = kv_->Close();
   spdlog::info("stopped: storage closed{}", closed.ok() ? "" : " with an error: " + closed.ToString());

@@ -16,6 +16,7 @@ DataServiceImpl::DataServiceImpl(const Deps& deps)
       stream_memory_(deps.stream_buffer_bytes),
       stream_calls_{
           deps.executor,
+          deps.lanes,
           deps.active_streams,
           deps.metrics,
           deps.catalog,

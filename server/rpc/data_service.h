@@ -25,6 +25,7 @@ class DataServiceImpl final
   // What the service uses. Every pointer must outlive the service.
   struct Deps {
     boost::asio::thread_pool::executor_type executor;  // the node's I/O pool
+    StreamLanes* lanes = nullptr;                      // the threads that build streams' batches
     const StreamOpener* streams = nullptr;
     IngestCoordinator* ingests = nullptr;
     Catalog* catalog = nullptr;  // resume cursors

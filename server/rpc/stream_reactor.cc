@@ -28,7 +28,12 @@ void OpenStreams::WakeAll() {
 
 template <typename Base>
 BatchSender<Base>::BatchSender(const StreamCalls* calls, std::string peer)
-    : calls_(calls), peer_(std::move(peer)), prefetch_(calls->prefetch_batches), memory_(calls->memory) {}
+    : calls_(calls),
+      lane_(calls->lanes->Acquire()),
+      exec_(calls->lanes->executor(lane_)),
+      peer_(std::move(peer)),
+      prefetch_(calls->prefetch_batches),
+      memory_(calls->memory) {}
 
 template <typename Base>
 void BatchSender<Base>::Start(std::unique_ptr<BatchStream> stream, v1::StreamRequest request, uint64_t reserved,
@@ -55,7 +60,7 @@ void BatchSender<Base>::Start(std::unique_ptr<BatchStream> stream, v1::StreamReq
   if (AllClaimed()) {
     claimed_all_ = true;  // an empty range: the first Pump finishes the call
     kicking_ = true;      // counted, so that a cancel cannot finish the call under the posted Pump
-    boost::asio::post(calls_->executor, [this] { Pump(Wake::kKick); });
+    boost::asio::post(exec_, [this] { Pump(Wake::kKick); });
   } else {
     MaybeScheduleBuild();
   }
@@ -96,7 +101,7 @@ void BatchSender<Base>::WakeForDrain() {
   MutexLock lock(&mu_);
   if (!set_up_ || finishing_ || kicking_) return;
   kicking_ = true;  // counted like the kick after a build: the call cannot finish under it
-  boost::asio::post(calls_->executor, [this] { Pump(Wake::kKick); });
+  boost::asio::post(exec_, [this] { Pump(Wake::kKick); });
 }
 
 template <typename Base>
@@ -132,7 +137,7 @@ void BatchSender<Base>::MaybeScheduleBuild() {
   while (builders_ < kBuildersPerStream && !final_status_ && !claimed_all_ && !stream_->done() &&
          ready_.size() + builders_ < prefetch_) {
     ++builders_;
-    boost::asio::post(calls_->executor, [this] { BuildTask(); });
+    boost::asio::post(exec_, [this] { BuildTask(); });
   }
 }
 
@@ -158,10 +163,10 @@ void BatchSender<Base>::BuildTask() {
       // Records from other nodes are asked for without holding this thread:
       // the task goes on in ResumeBuild once they have come, still counted in
       // builders_ (so the call cannot finish, and the reactor go, meanwhile).
-      const bool built = stream_->BuildOrDefer(
-          std::move(claim), &parts, &s, [this](std::shared_ptr<BatchStream::DeferredStep> deferred) {
-            boost::asio::post(calls_->executor, [this, deferred] { ResumeBuild(*deferred); });
-          });
+      const bool built = stream_->BuildOrDefer(std::move(claim), &parts, &s,
+                                               [this](std::shared_ptr<BatchStream::DeferredStep> deferred) {
+                                                 boost::asio::post(exec_, [this, deferred] { ResumeBuild(*deferred); });
+                                               });
       if (!built) return;
     }
     Queue(step, s, parts);
@@ -227,9 +232,9 @@ void BatchSender<Base>::Queue(uint64_t step, const Status& s, std::vector<WirePa
     }
   }
   if (!writing_ && !kicking_ && !ready_.empty()) {
-    // The writer is idle: another thread starts the write, so that this
-    // one goes on building while the batch is sent (on two cores the send,
-    // the kernel's loopback included, is as long as the build).
+    // The writer is idle: a thread of the I/O pool starts the write, so that
+    // this one goes on building while the batch is sent (on two cores the
+    // send, the kernel's loopback included, is as long as the build).
     kicking_ = true;
     boost::asio::post(calls_->executor, [this] { Pump(Wake::kKick); });
   }
@@ -334,7 +339,8 @@ void BatchSender<Base>::RecordCursor(uint64_t next_step) {
 template <typename Base>
 void BatchSender<Base>::OnDone() {
   TakeBackFromGrpc(this);
-  if (!started_) {  // refused before it started
+  calls_->lanes->Release(lane_);  // no task of this stream is left on the lane
+  if (!started_) {                // refused before it started
     delete this;
     return;
   }
