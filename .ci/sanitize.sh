@@ -54,7 +54,8 @@ else
   # TSan slows these 5-15x: the long endurance runs are left to ASan, and of
   # the cluster tests the failover and rebalance ones run (NAME:FILTER).
   tests=(stream_epoch_test serve_work_test "cluster_test:*KillNine*:*Joining*" restart_test batch_stream_test
-         part_builder_test periodic_task_test active_work_test "block_cache_test:-*MemoryBudget*" replicator_test
+         part_builder_test periodic_task_test active_work_test stream_lanes_test "block_cache_test:-*MemoryBudget*"
+         replicator_test
          multi_writer_test "scale_test:*SmallStepsJoin*")
 fi
 
