@@ -112,11 +112,12 @@ class Server {
   std::unique_ptr<Catalog> catalog_;
   std::unique_ptr<DatasetCache> cache_;
   std::unique_ptr<LocalFiles> files_;
-  // The node's I/O pool (io_threads): shard reads and writes, ingest messages, file chunks from peers, block
-  // read-ahead.
+  // The node's I/O pool (io_threads): shard reads and writes, ingest
+  // messages, file chunks from peers, block read-ahead, and the start of a
+  // stream's write when its writer is idle.
   std::unique_ptr<boost::asio::thread_pool> pool_;
   // The stream lanes (io_threads, one thread each): each stream's batch
-  // builds and write starts, all on one lane (server/base/stream_lanes.h).
+  // builds, all on one lane (server/base/stream_lanes.h).
   std::unique_ptr<StreamLanes> lanes_;
   std::unique_ptr<BlockCache> blocks_;
   // The background pool (2 threads): the repair loop, whose rounds block on

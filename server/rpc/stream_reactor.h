@@ -5,15 +5,15 @@
 //
 // Batches are built on the stream's lane (server/base/stream_lanes.h: one
 // thread, which the stream shares only with other streams) by a build task
-// that goes on building while the queue has room (no thread hand-off per batch), at most
-// prefetch_batches ahead of the network, and written one at a time in step
-// order; when the writer is idle, the build task posts the write's start to
-// the node's I/O pool and builds on (later writes start from gRPC's callback
-// threads as the one before completes). Only the builds stay on the lane: a
-// write's start is short and runs beside them, which measured 1.08 times the
-// rate of starting it on the lane after the build. HTTP/2 flow control holds writes back for a slow
-// client, and the bounded queue holds building back, so a slow trainer bounds
-// the server's memory.
+// that goes on building while the queue has room (no thread hand-off per
+// batch), at most prefetch_batches ahead of the network, and written one at a
+// time in step order. When the writer is idle, the build task posts the
+// write's start to the node's I/O pool and builds on; later writes start from
+// gRPC's callback threads as the one before completes. Only the builds stay on
+// the lane: a write's start is short and runs beside them (1.08 times the rate
+// of starting it on the lane after the build). HTTP/2 flow control holds
+// writes back for a slow client, and the bounded queue holds building back, so
+// a slow trainer bounds the server's memory.
 //
 // Lifetime: gRPC owns the reactor; it deletes itself in OnDone, which gRPC
 // calls only after Finish and every outstanding operation has completed.
@@ -168,8 +168,8 @@ class BatchSender : public HandOffVisible<Base>, public OpenStreams::Member {
   bool AllClaimed() REQUIRES(mu_) { return stream_->done() && !more_work_; }
 
   const StreamCalls* const calls_;
-  const uint32_t lane_;                                 // from calls_->lanes, given back in OnDone
-  const boost::asio::thread_pool::executor_type exec_;  // the lane's: builds, deferred steps, drain wake-ups
+  const uint32_t lane_;               // from calls_->lanes, given back in OnDone
+  const StreamLanes::Executor exec_;  // the lane's: builds, deferred steps, drain wake-ups
   // Set by Start; until then only the thread that calls it touches the
   // reactor, but for OnCancel, which reads it.
   std::atomic<bool> started_{false};
