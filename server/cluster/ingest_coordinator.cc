@@ -159,7 +159,9 @@ void IngestCoordinator::StartPart(const v1::IngestOptions& options,
     part.ingest_id = ingest_id;
     part.writer = writer;
     part.writers = joined->options().writers();
-    part.on_abort = [this, name, ingest_id](const std::string& why) { AbortAtHome(name, ingest_id, why); };
+    part.on_abort = [this, name, ingest_id](const std::string& why, std::function<void()> told) {
+      AbortAtHome(name, ingest_id, why, std::move(told));
+    };
     done(IngestSession::OpenPart(o, d_.catalog, d_.dir, d_.metrics, limits_, Observer(o), std::move(part)));
   };
   const v1::ClusterMap map = d_.view->Current();
@@ -201,20 +203,24 @@ void IngestCoordinator::CommitPart(v1::IngestPart part, std::function<void(Resul
       });
 }
 
-void IngestCoordinator::AbortAtHome(const std::string& name, const std::string& ingest_id,
-                                    const std::string& why) const {
+void IngestCoordinator::AbortAtHome(const std::string& name, const std::string& ingest_id, const std::string& why,
+                                    std::function<void()> told) const {
   const v1::ClusterMap map = d_.view->Current();
   auto home = DatasetHome(name, map);
-  if (!home.ok()) return;  // no home up: it aborts the version when it restarts
+  if (!home.ok()) {  // no home up: it aborts the version when it restarts
+    if (told) told();
+    return;
+  }
   auto call = std::make_shared<HomeCall<v1::AbortIngestRequest, v1::AbortIngestReply>>();
   call->request.set_ingest_id(ingest_id);
   call->request.set_why(why.substr(0, 1000));
   call->context.set_deadline(std::chrono::system_clock::now() + kAbortTimeout);
   HandOffToGrpc(call.get());
   d_.peers->Peer(**home)->async()->AbortIngest(
-      &call->context, &call->request, &call->reply, [call, ingest_id](grpc::Status s) {
+      &call->context, &call->request, &call->reply, [call, ingest_id, told = std::move(told)](grpc::Status s) {
         TakeBackFromGrpc(call.get());
         if (!s.ok()) spdlog::warn("ingest {}: telling its coordinator of an abort: {}", ingest_id, s.error_message());
+        if (told) told();
       });
 }
 

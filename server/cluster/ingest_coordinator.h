@@ -88,8 +88,10 @@ class IngestCoordinator {
   // options gets.
   std::unique_ptr<IngestReplication> Observer(const v1::IngestOptions& options) const;
   // Tells the home of dataset `name` to abort an ingest with several writers
-  // (best effort, does not block).
-  void AbortAtHome(const std::string& name, const std::string& ingest_id, const std::string& why) const;
+  // (best effort, does not block). `told` (optional) runs once the home has
+  // answered, or could not be reached (at most 30 s), on a gRPC thread.
+  void AbortAtHome(const std::string& name, const std::string& ingest_id, const std::string& why,
+                   std::function<void()> told = nullptr) const;
 
  private:
   Deps d_;  // set at construction, and multi once by set_multi

@@ -420,15 +420,22 @@ Result<v1::IngestPart> IngestSession::FinishPart(const Status& copies) {
   return out;
 }
 
-void IngestSession::Abort(const std::string& why) {
-  if (committed_ || aborted_) return;
+void IngestSession::Abort(const std::string& why, std::function<void()> told) {
+  if (committed_ || aborted_) {
+    if (told) told();
+    return;
+  }
   aborted_ = true;
   writer_.reset();  // removes its temporary file
   index_.reset();   // and the stratum index's
   Status files = dir_->RemoveVersion(name_, version_);
   // A part's version is the home's to abort, for every writer.
   Status meta = part_ ? Status::OK() : catalog_->AbortVersion(name_, version_);
-  if (part_ && part_->on_abort) part_->on_abort(why);
+  if (part_ && part_->on_abort) {
+    part_->on_abort(why, std::move(told));
+  } else if (told) {
+    told();
+  }
   if (observer_) observer_->AfterAbort();
   metrics_->active_ingests.Decrement();
   metrics_->ingests_aborted.Increment();

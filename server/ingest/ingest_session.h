@@ -63,8 +63,9 @@ struct IngestPartOptions {
   uint32_t writer = 0;
   uint32_t writers = 1;
   // Called once if the part is aborted (with why), so that the home aborts the
-  // version for every writer. It must not block.
-  std::function<void(const std::string&)> on_abort;
+  // version for every writer. It must not block; it calls `told` (when not
+  // empty) once the home has recorded the abort, or could not be told.
+  std::function<void(const std::string& why, std::function<void()> told)> on_abort;
 };
 
 inline constexpr uint32_t kMaxIngestWriters = 1024;
@@ -119,7 +120,11 @@ class IngestSession {
   bool is_part() const { return part_.has_value(); }
 
   // Removes what was written and marks the version aborted. Idempotent.
-  void Abort(const std::string& why);
+  void Abort(const std::string& why) { Abort(why, nullptr); }
+  // The same; `told` runs once the abort is known where it must be: for a
+  // part, at the home (IngestPartOptions.on_abort), on its thread; otherwise
+  // (and for a session already committed or aborted) at once, on this one.
+  void Abort(const std::string& why, std::function<void()> told);
 
   const std::string& name() const { return name_; }
   uint64_t version() const { return version_; }

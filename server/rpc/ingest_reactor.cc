@@ -30,9 +30,9 @@ void IngestReactor::OnReadDone(bool ok) {
   TakeBackFromGrpc(this);
   if (!ok) {
     // The client half-closed or vanished before committing.
-    if (session_) session_->Abort("the client ended the stream without a commit");
-    session_.reset();
-    Finish(grpc::Status(grpc::StatusCode::ABORTED, "the ingest stream ended without a commit; nothing was stored"));
+    AbortAndFinish(
+        "the client ended the stream without a commit",
+        grpc::Status(grpc::StatusCode::ABORTED, "the ingest stream ended without a commit; nothing was stored"));
     return;
   }
   boost::asio::post(calls_->executor, [this] { Process(); });
@@ -85,8 +85,21 @@ void IngestReactor::Refuse(const Status& s) {
                                  : calls_->draining->load()         ? Metrics::Reject::kDraining
                                                                     : Metrics::Reject::kIngestRefused);
   spdlog::warn("ingest from {} refused: {}", peer_, s.ToString());
-  session_.reset();  // aborts: files removed, version marked aborted
-  Finish(ToGrpcStatus(s));
+  AbortAndFinish(s.ToString(), ToGrpcStatus(s));
+}
+
+void IngestReactor::AbortAndFinish(const std::string& why, grpc::Status status) {
+  if (!session_) {
+    Finish(status);
+    return;
+  }
+  // Files removed, version marked aborted; the call finishes on the I/O pool.
+  session_->Abort(why, [this, status = std::move(status)] {
+    boost::asio::post(calls_->executor, [this, status] {
+      session_.reset();
+      Finish(status);
+    });
+  });
 }
 
 Status IngestReactor::Handle(const v1::IngestRequest& request) {
@@ -149,9 +162,12 @@ void IngestReactor::CommitPart(uint64_t expected_samples) {
         boost::asio::post(calls_->executor, [this, shared, name] {
           if (!shared->ok()) {
             // Whatever the home made of it, the version must not seal without
-            // this part: abort it there (a no-op if it has sealed it).
-            calls_->coordinator->AbortAtHome(name, part_options_.ingest_id(), shared->status().ToString());
-            return Refuse(shared->status());
+            // this part: abort it there (a no-op if it has sealed it), and
+            // refuse once the home has answered.
+            calls_->coordinator->AbortAtHome(
+                name, part_options_.ingest_id(), shared->status().ToString(),
+                [this, shared] { boost::asio::post(calls_->executor, [this, shared] { Refuse(shared->status()); }); });
+            return;
           }
           *reply_->mutable_dataset() = (*shared)->dataset();
           reply_->set_writers_committed((*shared)->writers_committed());

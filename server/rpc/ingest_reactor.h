@@ -57,6 +57,11 @@ class IngestReactor final : public HandOffVisible<grpc::ServerReadReactor<v1::In
   Status Handle(const v1::IngestRequest& request);
   // Counts and logs the refusal, aborts the session, finishes the call.
   void Refuse(const Status& s);
+  // Aborts the session (if any) and finishes the call with `status` once the
+  // abort is known where it must be: a part's home hears of it before the
+  // client does, so that a writer whose ingest has ended has aborted the
+  // version for every writer (another writer's later commit is refused).
+  void AbortAndFinish(const std::string& why, grpc::Status status);
   // Several writers: opens this writer's part once the home has answered,
   // and commits it at the home.
   void OpenPart(const v1::IngestOptions& options);

@@ -3,11 +3,13 @@
 // dense ids in writer order; any writer that fails aborts it for all.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <thread>
 
+#include "common/placement.h"
 #include "tests/integration/cluster_fixture.h"
 #include "tests/integration/local_cluster.h"
 #include "tests/support/process.h"
@@ -202,6 +204,62 @@ TEST(MultiWriterTest, AWriterThatFailsAbortsTheVersionForEveryWriter) {
   ASSERT_TRUE(sealed.ok()) << sealed.status().ToString();
   EXPECT_EQ(sealed->dataset.state, VersionState::kSealed);
   EXPECT_EQ(sealed->dataset.samples, 200u);
+}
+
+// A writer's Abort() returns once the dataset's home has recorded the abort,
+// so that a commit another writer sends after it has returned is refused.
+// (Writer 1's node used to answer its client at once and tell the home on the
+// side: writer 2's commit could reach the home first and be taken, 2 of 3,
+// which TSan's slower processes once showed in CI.) The home is stopped
+// (SIGSTOP) while writer 1 aborts: the abort cannot return until it resumes.
+TEST(MultiWriterTest, AnAbortIsRecordedAtTheHomeBeforeTheWriterHearsOfIt) {
+  LocalCluster cluster({});
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
+  std::vector<std::string> ids;
+  for (int i = 0; i < cluster.size(); ++i) ids.push_back(cluster.Id(i));
+  const std::string home = RankMembers(DatasetHomeKey("parts"), ids).front();
+  // An ingest id whose writer 1 goes to a node that is not the home (writer w
+  // starts at the w-th node in the id's order: Client::StartIngest), and
+  // the client that starts the writers connected to another node still.
+  std::string ingest_id;
+  for (int k = 0; ingest_id.empty(); ++k) {
+    const std::string id = "hold-" + std::to_string(k);
+    if (RankMembers(id, ids)[1] != home) ingest_id = id;
+  }
+  int connect_to = 0, home_index = 0;
+  for (int i = 0; i < cluster.size(); ++i) {
+    if (cluster.Id(i) == home) home_index = i;
+  }
+  if (connect_to == home_index) connect_to = 1;
+  auto client = cluster.Connect(connect_to, 30000);
+  ASSERT_NE(client, nullptr);
+  std::vector<std::unique_ptr<IngestWriter>> open(3);
+  for (uint32_t w = 0; w < 3; ++w) {
+    auto started = client->StartIngest(PartOptions(ingest_id, 3, w));
+    ASSERT_TRUE(started.ok()) << started.status().ToString();
+    open[w] = std::move(started).value();
+    ASSERT_TRUE(WriteSamples(*open[w], w, 100).ok());
+  }
+  ASSERT_TRUE(open[0]->Commit().ok());
+
+  cluster.Pause(home_index);
+  std::atomic<bool> returned{false};
+  std::thread abort([&] {
+    open[1]->Abort();
+    returned = true;
+  });
+  std::this_thread::sleep_for(1s);
+  EXPECT_FALSE(returned.load()) << "writer 1's abort returned while the home, which must record it, was stopped";
+  cluster.Resume(home_index);
+  abort.join();
+
+  auto last = open[2]->Commit();
+  ASSERT_FALSE(last.ok()) << "writer 2's commit was taken after writer 1 had aborted";
+  const Status& why = last.status();
+  EXPECT_TRUE((why.code() == Code::kFailedPrecondition && why.message().find("aborted") != std::string::npos) ||
+              why.code() == Code::kUnavailable)
+      << why.ToString();
+  EXPECT_EQ(client->Describe("parts").status().code(), Code::kNotFound);
 }
 
 TEST(MultiWriterTest, WritersMustAgreeAndEachJoinsOnce) {
