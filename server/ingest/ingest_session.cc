@@ -431,17 +431,21 @@ void IngestSession::Abort(const std::string& why, std::function<void()> told) {
   Status files = dir_->RemoveVersion(name_, version_);
   // A part's version is the home's to abort, for every writer.
   Status meta = part_ ? Status::OK() : catalog_->AbortVersion(name_, version_);
-  if (part_ && part_->on_abort) {
-    part_->on_abort(why, std::move(told));
-  } else if (told) {
-    told();
-  }
   if (observer_) observer_->AfterAbort();
   metrics_->active_ingests.Decrement();
   metrics_->ingests_aborted.Increment();
   spdlog::warn("ingest {}@{}: aborted after {} samples: {}", name_, version_, samples_, why);
   if (!files.ok()) spdlog::error("ingest {}@{}: {}", name_, version_, files.ToString());
   if (!meta.ok()) spdlog::error("ingest {}@{}: {}", name_, version_, meta.ToString());
+  // Last, touching nothing of this session after: `told` may let its owner
+  // destroy it on another thread, even before the hook returns (the hook is
+  // moved out of the session first).
+  if (part_ && part_->on_abort) {
+    auto tell_home = std::move(part_->on_abort);
+    tell_home(why, std::move(told));
+  } else if (told) {
+    told();
+  }
 }
 
 }  // namespace strata

@@ -124,6 +124,8 @@ class IngestSession {
   // The same; `told` runs once the abort is known where it must be: for a
   // part, at the home (IngestPartOptions.on_abort), on its thread; otherwise
   // (and for a session already committed or aborted) at once, on this one.
+  // Abort touches the session no more once `told` may run, so `told` may
+  // have the session destroyed (on any thread).
   void Abort(const std::string& why, std::function<void()> told);
 
   const std::string& name() const { return name_; }
