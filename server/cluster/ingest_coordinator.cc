@@ -149,8 +149,12 @@ void IngestCoordinator::StartPart(const v1::IngestOptions& options,
   if (d_.disk != nullptr) {
     if (Status room = d_.disk->CheckWritable("the ingest of " + ref->name); !room.ok()) return done(room);
   }
+  const v1::ClusterMap map = d_.view->Current();
+  auto found = DatasetHome(ref->name, map);
+  if (!found.ok()) return done(found.status());
+  const v1::NodeInfo home = **found;
   // Opens the part once the home has answered.
-  auto open = [this, name = ref->name, ingest_id = options.ingest_id(), writer = options.writer(),
+  auto open = [this, name = ref->name, ingest_id = options.ingest_id(), writer = options.writer(), home,
                done](Result<v1::JoinIngestReply> joined) {
     if (!joined.ok()) return done(joined.status());
     v1::IngestOptions o = joined->options();
@@ -159,21 +163,19 @@ void IngestCoordinator::StartPart(const v1::IngestOptions& options,
     part.ingest_id = ingest_id;
     part.writer = writer;
     part.writers = joined->options().writers();
-    part.on_abort = [this, name, ingest_id](const std::string& why, std::function<void()> told) {
-      AbortAtHome(name, ingest_id, why, std::move(told));
+    part.home = home;
+    part.on_abort = [this, home, ingest_id](const std::string& why, std::function<void()> told) {
+      AbortAtHome(home, ingest_id, why, std::move(told));
     };
     done(IngestSession::OpenPart(o, d_.catalog, d_.dir, d_.metrics, limits_, Observer(o), std::move(part)));
   };
-  const v1::ClusterMap map = d_.view->Current();
-  auto home = DatasetHome(ref->name, map);
-  if (!home.ok()) return done(home.status());
-  if ((*home)->id() == d_.view->self_id()) return open(d_.multi->Join(options));
+  if (home.id() == d_.view->self_id()) return open(d_.multi->Join(options));
   auto call = std::make_shared<HomeCall<v1::JoinIngestRequest, v1::JoinIngestReply>>();
   *call->request.mutable_options() = options;
   call->context.set_deadline(std::chrono::system_clock::now() + kJoinTimeout);
-  const std::string home_id = (*home)->id();
+  const std::string home_id = home.id();
   HandOffToGrpc(call.get());
-  d_.peers->Peer(**home)->async()->JoinIngest(
+  d_.peers->Peer(home)->async()->JoinIngest(
       &call->context, &call->request, &call->reply, [call, open, home_id](grpc::Status s) {
         TakeBackFromGrpc(call.get());
         Status status = FromGrpcStatus(s);
@@ -182,17 +184,16 @@ void IngestCoordinator::StartPart(const v1::IngestOptions& options,
       });
 }
 
-void IngestCoordinator::CommitPart(v1::IngestPart part, std::function<void(Result<v1::CommitPartReply>)> done) {
-  const v1::ClusterMap map = d_.view->Current();
-  auto home = DatasetHome(part.dataset(), map);
-  if (!home.ok()) return done(home.status());
-  if ((*home)->id() == d_.view->self_id()) return done(d_.multi->Commit(part));
+void IngestCoordinator::CommitPart(const v1::NodeInfo& home, v1::IngestPart part,
+                                   std::function<void(Result<v1::CommitPartReply>)> done) {
+  // The home the writer joined at, not the map's home now: only it knows the ingest.
+  if (home.id() == d_.view->self_id()) return done(d_.multi->Commit(part));
   auto call = std::make_shared<HomeCall<v1::IngestPart, v1::CommitPartReply>>();
   call->request = std::move(part);
   call->context.set_deadline(std::chrono::system_clock::now() + kCommitTimeout);
-  const std::string home_id = (*home)->id();
+  const std::string home_id = home.id();
   HandOffToGrpc(call.get());
-  d_.peers->Peer(**home)->async()->CommitPart(
+  d_.peers->Peer(home)->async()->CommitPart(
       &call->context, &call->request, &call->reply, [call, done, home_id](grpc::Status s) {
         TakeBackFromGrpc(call.get());
         Status status = FromGrpcStatus(s);
@@ -203,20 +204,14 @@ void IngestCoordinator::CommitPart(v1::IngestPart part, std::function<void(Resul
       });
 }
 
-void IngestCoordinator::AbortAtHome(const std::string& name, const std::string& ingest_id, const std::string& why,
+void IngestCoordinator::AbortAtHome(const v1::NodeInfo& home, const std::string& ingest_id, const std::string& why,
                                     std::function<void()> told) const {
-  const v1::ClusterMap map = d_.view->Current();
-  auto home = DatasetHome(name, map);
-  if (!home.ok()) {  // no home up: it aborts the version when it restarts
-    if (told) told();
-    return;
-  }
   auto call = std::make_shared<HomeCall<v1::AbortIngestRequest, v1::AbortIngestReply>>();
   call->request.set_ingest_id(ingest_id);
   call->request.set_why(why.substr(0, 1000));
   call->context.set_deadline(std::chrono::system_clock::now() + kAbortTimeout);
   HandOffToGrpc(call.get());
-  d_.peers->Peer(**home)->async()->AbortIngest(
+  d_.peers->Peer(home)->async()->AbortIngest(
       &call->context, &call->request, &call->reply, [call, ingest_id, told = std::move(told)](grpc::Status s) {
         TakeBackFromGrpc(call.get());
         if (!s.ok()) spdlog::warn("ingest {}: telling its coordinator of an abort: {}", ingest_id, s.error_message());

@@ -80,17 +80,18 @@ class IngestCoordinator {
   // takes a writer. `done` runs once, on this thread or a gRPC thread, and
   // must not block.
   void StartPart(const v1::IngestOptions& options, std::function<void(Result<std::unique_ptr<IngestSession>>)> done);
-  // Hands a committed part to the home; `done` gets the home's answer, as
-  // StartPart's. A part the home refuses is aborted there, for every writer.
-  void CommitPart(v1::IngestPart part, std::function<void(Result<v1::CommitPartReply>)> done);
+  // Hands a committed part to `home`, the node its writer joined at
+  // (IngestSession::part_home); `done` gets the home's answer, as StartPart's.
+  // A part the home refuses is aborted there, for every writer.
+  void CommitPart(const v1::NodeInfo& home, v1::IngestPart part, std::function<void(Result<v1::CommitPartReply>)> done);
 
   // The observer (copies, parity, retention) a session with these resolved
   // options gets.
   std::unique_ptr<IngestReplication> Observer(const v1::IngestOptions& options) const;
-  // Tells the home of dataset `name` to abort an ingest with several writers
-  // (best effort, does not block). `told` (optional) runs once the home has
-  // answered, or could not be reached (at most 30 s), on a gRPC thread.
-  void AbortAtHome(const std::string& name, const std::string& ingest_id, const std::string& why,
+  // Tells `home` (where the writer joined) to abort an ingest with several
+  // writers (best effort, does not block). `told` (optional) runs once the
+  // home has answered, or could not be reached (at most 30 s), on a gRPC thread.
+  void AbortAtHome(const v1::NodeInfo& home, const std::string& ingest_id, const std::string& why,
                    std::function<void()> told = nullptr) const;
 
  private:

@@ -62,6 +62,10 @@ struct IngestPartOptions {
   std::string ingest_id;
   uint32_t writer = 0;
   uint32_t writers = 1;
+  // The dataset's home when this writer joined: the ingest lives in its
+  // memory, so the part's commit and abort go to it, wherever the cluster map
+  // puts the home by then (a node joined, or one seemed down for a moment).
+  v1::NodeInfo home;
   // Called once if the part is aborted (with why), so that the home aborts the
   // version for every writer. It must not block; it calls `told` (when not
   // empty) once the home has recorded the abort, or could not be told.
@@ -118,6 +122,8 @@ class IngestSession {
   // The session counts as committed after it (the home now decides).
   Result<v1::IngestPart> FinishPart(const Status& copies);
   bool is_part() const { return part_.has_value(); }
+  // A part session's home (IngestPartOptions.home). REQUIRES: is_part().
+  const v1::NodeInfo& part_home() const { return part_->home; }
 
   // Removes what was written and marks the version aborted. Idempotent.
   void Abort(const std::string& why) { Abort(why, nullptr); }

@@ -156,16 +156,16 @@ void IngestReactor::CommitPart(uint64_t expected_samples) {
     boost::asio::post(calls_->executor, [this, copies = std::move(copies)] {
       auto part = session_->FinishPart(copies);
       if (!part.ok()) return Refuse(part.status());
-      const std::string name = part->dataset();
-      calls_->coordinator->CommitPart(std::move(part).value(), [this, name](Result<v1::CommitPartReply> reply) {
+      const v1::NodeInfo home = session_->part_home();
+      calls_->coordinator->CommitPart(home, std::move(part).value(), [this, home](Result<v1::CommitPartReply> reply) {
         auto shared = std::make_shared<Result<v1::CommitPartReply>>(std::move(reply));
-        boost::asio::post(calls_->executor, [this, shared, name] {
+        boost::asio::post(calls_->executor, [this, shared, home] {
           if (!shared->ok()) {
             // Whatever the home made of it, the version must not seal without
             // this part: abort it there (a no-op if it has sealed it), and
             // refuse once the home has answered.
             calls_->coordinator->AbortAtHome(
-                name, part_options_.ingest_id(), shared->status().ToString(),
+                home, part_options_.ingest_id(), shared->status().ToString(),
                 [this, shared] { boost::asio::post(calls_->executor, [this, shared] { Refuse(shared->status()); }); });
             return;
           }

@@ -20,6 +20,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
+std::multiset<std::pair<std::string, std::string>> Samples(Client& client, const std::string& dataset);
+
 // Writer w's sample j: its own payload and label, so that a sample's id says
 // which writer sent it and where.
 std::string PartPayload(uint32_t w, uint64_t j) { return "w" + std::to_string(w) + "-" + SyntheticPayload(j); }
@@ -259,6 +261,58 @@ TEST(MultiWriterTest, AnAbortIsRecordedAtTheHomeBeforeTheWriterHearsOfIt) {
   ASSERT_FALSE(last.ok()) << "writer 2's commit was taken after writer 1 had aborted";
   EXPECT_TRUE(RefusedAfterAbort(last.status())) << last.status().ToString();
   EXPECT_EQ(client->Describe("parts").status().code(), Code::kNotFound);
+}
+
+// The ingest lives in the memory of the home its writers joined at: when a
+// node joins and becomes the dataset's home in placement order, the writers'
+// commits still go to the home they joined at, and the version seals there.
+TEST(MultiWriterTest, CommitsGoToTheHomeTheWritersJoinedAtWhenANodeJoins) {
+  LocalCluster::Options o;
+  o.nodes = 4;
+  o.start = 3;  // node-4 is listed but down: it leaves the map after the grace period
+  o.grace_period_s = 1;
+  LocalCluster cluster(o);
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3 && cluster.Map(0).nodes.size() == 3; }, 20s));
+  // A dataset whose home is node-4 once it is up, and another node before.
+  std::vector<std::string> ids;
+  for (int i = 0; i < cluster.size(); ++i) ids.push_back(cluster.Id(i));
+  std::string name;
+  for (int k = 0; name.empty(); ++k) {
+    const std::string candidate = "moving-" + std::to_string(k);
+    if (RankMembers(DatasetHomeKey(candidate), ids).front() == cluster.Id(3)) name = candidate;
+  }
+  auto client = cluster.Connect(0, 30000);
+  ASSERT_NE(client, nullptr);
+  std::vector<std::unique_ptr<IngestWriter>> open(2);
+  for (uint32_t w = 0; w < 2; ++w) {
+    IngestOptions options = PartOptions("moving", 2, w);
+    options.dataset = name;
+    auto started = client->StartIngest(options);
+    ASSERT_TRUE(started.ok()) << started.status().ToString();
+    open[w] = std::move(started).value();
+    ASSERT_TRUE(WriteSamples(*open[w], w, 100).ok());
+  }
+
+  cluster.Start(3);  // joins, and is now first in the dataset's home order
+  ASSERT_TRUE(Eventually(
+      [&] {
+        for (int i = 0; i < cluster.size(); ++i) {
+          if (cluster.UpIn(i) != 4) return false;
+        }
+        return true;
+      },
+      30s))
+      << "node-4 did not come up in every node's map";
+  for (uint32_t w = 0; w < 2; ++w) {
+    auto committed = open[w]->Commit();
+    ASSERT_TRUE(committed.ok()) << "writer " << w << ": " << committed.status().ToString();
+    if (w == 1) {
+      EXPECT_EQ(committed->dataset.state, VersionState::kSealed);
+      EXPECT_EQ(committed->dataset.samples, 200u);
+    }
+  }
+  ASSERT_TRUE(Eventually([&] { return client->Describe(name).ok(); }, 20s));
+  EXPECT_EQ(Samples(*client, name).size(), 200u);
 }
 
 TEST(MultiWriterTest, WritersMustAgreeAndEachJoinsOnce) {
