@@ -20,8 +20,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::multiset<std::pair<std::string, std::string>> Samples(Client& client, const std::string& dataset);
-
 // Writer w's sample j: its own payload and label, so that a sample's id says
 // which writer sent it and where.
 std::string PartPayload(uint32_t w, uint64_t j) { return "w" + std::to_string(w) + "-" + SyntheticPayload(j); }
@@ -47,6 +45,20 @@ Status WriteSamples(IngestWriter& writer, uint32_t w, uint64_t n) {
     STRATA_RETURN_IF_ERROR(writer.Write(s));
   }
   return Status::OK();
+}
+
+// Every sample of `dataset` as (label, payload), in no particular order.
+std::multiset<std::pair<std::string, std::string>> Samples(Client& client, const std::string& dataset) {
+  std::multiset<std::pair<std::string, std::string>> out;
+  StreamOptions o;
+  o.dataset = dataset;
+  o.batch_size = 64;
+  const RankRun run = StreamAll(client, o);
+  EXPECT_EQ(run.end.code(), Code::kOutOfRange) << run.end.ToString();
+  for (const Batch& b : run.batches) {
+    for (size_t i = 0; i < b.size(); ++i) out.emplace(b.labels()[i], std::string(b.sample(i)));
+  }
+  return out;
 }
 
 // How a commit sent after another writer's abort is refused: the home refuses
@@ -340,20 +352,6 @@ TEST(MultiWriterTest, WritersMustAgreeAndEachJoinsOnce) {
   ec.ec_parity = 1;
   EXPECT_EQ(client->StartIngest(ec).status().code(), Code::kInvalidArgument);
   first.value()->Abort();
-}
-
-// Every sample of `dataset` as (label, payload), in no particular order.
-std::multiset<std::pair<std::string, std::string>> Samples(Client& client, const std::string& dataset) {
-  std::multiset<std::pair<std::string, std::string>> out;
-  StreamOptions o;
-  o.dataset = dataset;
-  o.batch_size = 64;
-  const RankRun run = StreamAll(client, o);
-  EXPECT_EQ(run.end.code(), Code::kOutOfRange) << run.end.ToString();
-  for (const Batch& b : run.batches) {
-    for (size_t i = 0; i < b.size(); ++i) out.emplace(b.labels()[i], std::string(b.sample(i)));
-  }
-  return out;
 }
 
 TEST(MultiWriterTest, TheCliRunsAllWritersOrOneOfThem) {
