@@ -2,10 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/post.hpp>
 #include <chrono>
 
 #include "common/dataset_ref.h"
 #include "common/grpc_status.h"
+#include "common/mutex.h"
 #include "common/placement.h"
 #include "server/base/grpc_handoff.h"
 #include "server/cluster/ingest_replication.h"
@@ -23,6 +25,9 @@ namespace {
 constexpr std::chrono::seconds kJoinTimeout{30};
 constexpr std::chrono::minutes kCommitTimeout{10};
 constexpr std::chrono::seconds kAbortTimeout{30};
+// How long a home waits for the other nodes to say whether an ingest it does
+// not know is open at one of them.
+constexpr std::chrono::seconds kProbeTimeout{10};
 
 // One call to the home in flight, alive until its callback has run.
 template <typename Request, typename Reply>
@@ -138,7 +143,7 @@ Result<std::unique_ptr<IngestSession>> IngestCoordinator::Start(const v1::Ingest
 
 void IngestCoordinator::StartPart(const v1::IngestOptions& options,
                                   std::function<void(Result<std::unique_ptr<IngestSession>>)> done) {
-  if (d_.multi == nullptr || d_.peers == nullptr) {
+  if (d_.multi == nullptr || d_.peers == nullptr || d_.pool == nullptr) {
     return done(Status::Unimplemented("this node does not take ingests with several writers"));
   }
   if (!ValidIngestId(options.ingest_id())) {
@@ -157,19 +162,22 @@ void IngestCoordinator::StartPart(const v1::IngestOptions& options,
   auto open = [this, name = ref->name, ingest_id = options.ingest_id(), writer = options.writer(), home,
                done](Result<v1::JoinIngestReply> joined) {
     if (!joined.ok()) return done(joined.status());
+    auto at = Coordinator(*joined, home);
+    if (!at.ok()) return done(at.status());
+    const v1::NodeInfo coordinator = std::move(at).value();
     v1::IngestOptions o = joined->options();
     o.set_dataset(name + "@" + std::to_string(joined->version()));
     IngestPartOptions part;
     part.ingest_id = ingest_id;
     part.writer = writer;
     part.writers = joined->options().writers();
-    part.home = home;
-    part.on_abort = [this, home, ingest_id](const std::string& why, std::function<void()> told) {
-      AbortAtHome(home, ingest_id, why, std::move(told));
+    part.home = coordinator;
+    part.on_abort = [this, coordinator, ingest_id](const std::string& why, std::function<void()> told) {
+      AbortAtHome(coordinator, ingest_id, why, std::move(told));
     };
     done(IngestSession::OpenPart(o, d_.catalog, d_.dir, d_.metrics, limits_, Observer(o), std::move(part)));
   };
-  if (home.id() == d_.view->self_id()) return open(d_.multi->Join(options));
+  if (home.id() == d_.view->self_id()) return JoinAsHome(options, open);
   auto call = std::make_shared<HomeCall<v1::JoinIngestRequest, v1::JoinIngestReply>>();
   *call->request.mutable_options() = options;
   call->context.set_deadline(std::chrono::system_clock::now() + kJoinTimeout);
@@ -182,6 +190,80 @@ void IngestCoordinator::StartPart(const v1::IngestOptions& options,
         if (!status.ok()) return open(status.WithContext("joining the ingest at its coordinator " + home_id));
         open(std::move(call->reply));
       });
+}
+
+void IngestCoordinator::JoinAsHome(v1::IngestOptions options, std::function<void(Result<v1::JoinIngestReply>)> done) {
+  if (d_.multi == nullptr || d_.peers == nullptr || d_.pool == nullptr) {
+    return done(Status::Unimplemented("this node does not take ingests with several writers"));
+  }
+  auto here = d_.multi->Join(options, MultiIngests::JoinMode::kOpenOnly);
+  if (here.status().code() != Code::kNotFound) return done(std::move(here));
+  // Unknown here. The home may have moved since the first writer joined (a
+  // node that ranks first came up): the ingest then stays open at the home
+  // it began at, and this writer joins it there.
+  const std::string& self = d_.view->self_id();
+  const v1::ClusterMap map = d_.view->Current();
+  std::vector<v1::NodeInfo> others;
+  for (const auto& n : map.nodes()) {
+    if (n.state() == v1::NODE_UP && n.id() != self) others.push_back(n);
+  }
+  auto create = [this, options, done] {
+    boost::asio::post(*d_.pool,
+                      [this, options, done] { done(d_.multi->Join(options, MultiIngests::JoinMode::kOpenOrCreate)); });
+  };
+  if (others.empty()) return create();
+  struct Probe {
+    Mutex mu;
+    size_t pending GUARDED_BY(mu) = 0;
+    bool answered GUARDED_BY(mu) = false;
+  };
+  auto probe = std::make_shared<Probe>();
+  {
+    MutexLock lock(&probe->mu);
+    probe->pending = others.size();
+  }
+  for (const v1::NodeInfo& node : others) {
+    auto call = std::make_shared<HomeCall<v1::JoinIngestRequest, v1::JoinIngestReply>>();
+    *call->request.mutable_options() = options;
+    call->context.set_deadline(std::chrono::system_clock::now() + kProbeTimeout);
+    HandOffToGrpc(call.get());
+    d_.peers->Peer(node)->async()->JoinOpenIngest(
+        &call->context, &call->request, &call->reply, [call, probe, node, done, create](grpc::Status s) {
+          TakeBackFromGrpc(call.get());
+          Status status = FromGrpcStatus(s);
+          // Open there: joined (or refused: aborted, sealed, other options).
+          // Not open there, or no answer (down, or a node from before
+          // JoinOpenIngest): it is not there.
+          const bool there =
+              status.ok() || (status.code() != Code::kNotFound && status.code() != Code::kUnavailable &&
+                              status.code() != Code::kDeadlineExceeded && status.code() != Code::kUnimplemented &&
+                              status.code() != Code::kCancelled);
+          bool last = false;
+          {
+            MutexLock lock(&probe->mu);
+            if (probe->answered) return;
+            last = --probe->pending == 0;
+            if (!there && !last) return;
+            probe->answered = true;
+          }
+          if (!there) return create();
+          if (!status.ok()) return done(status.WithContext("joining ingest at " + node.id() + ", where it is open"));
+          *call->reply.mutable_coordinator() = node;
+          done(std::move(call->reply));
+        });
+  }
+}
+
+Result<v1::NodeInfo> IngestCoordinator::Coordinator(const v1::JoinIngestReply& reply, const v1::NodeInfo& home) const {
+  if (!reply.has_coordinator()) return home;
+  // Named by the network: only a member of this node's map, at the address the map gives.
+  const v1::ClusterMap map = d_.view->Current();
+  const v1::NodeInfo* n = FindNode(map, reply.coordinator().id());
+  if (n == nullptr) {
+    return Status::Unavailable("the ingest is open at " + reply.coordinator().id().substr(0, 128) +
+                               ", which is not in this node's cluster map");
+  }
+  return *n;
 }
 
 void IngestCoordinator::CommitPart(const v1::NodeInfo& home, v1::IngestPart part,

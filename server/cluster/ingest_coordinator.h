@@ -7,6 +7,7 @@
 // Thread-safety: safe for concurrent use; each session belongs to its caller.
 #pragma once
 
+#include <boost/asio/thread_pool.hpp>
 #include <functional>
 #include <memory>
 #include <string>
@@ -58,6 +59,9 @@ class IngestCoordinator {
     // peers to reach another home. nullptr: such ingests are refused.
     MultiIngests* multi = nullptr;
     PeerClients* peers = nullptr;
+    // Where a join that creates a version (RocksDB) runs once the other
+    // nodes have answered: the peer pool. Required with multi.
+    boost::asio::thread_pool* pool = nullptr;
   };
   IngestCoordinator(Deps deps, IngestLimits limits);
   // The home's registry, made after the coordinator (it uses Observer).
@@ -75,11 +79,20 @@ class IngestCoordinator {
   Status CheckRoom(int samples) const;
 
   // One writer of an ingest with several (options.ingest_id set): asks the
-  // dataset's home for the version (JoinIngest; its registry directly when
-  // this node is the home), then opens this writer's part session. Any node
-  // takes a writer. `done` runs once, on this thread or a gRPC thread, and
-  // must not block.
+  // dataset's home for the version (JoinIngest; JoinAsHome when this node is
+  // the home), then opens this writer's part session at the node the ingest
+  // is open at. Any node takes a writer. `done` runs once, on this thread, a
+  // gRPC thread or the pool, and must not block.
   void StartPart(const v1::IngestOptions& options, std::function<void(Result<std::unique_ptr<IngestSession>>)> done);
+  // At the dataset's home (this node), one writer's join: the ingest open
+  // here; else the one open at another node up, whose version this writer
+  // then writes (the reply's coordinator names that node: the home has moved
+  // since the first writer joined); else a new one, created here. Asks the
+  // other nodes (JoinOpenIngest, at most 10 s) only for an ingest unknown
+  // here. `done` runs once, on this thread, a gRPC thread or the pool, and
+  // must not block; `options` is a copy, since `done` may free the request
+  // it came in before the other nodes have all been asked.
+  void JoinAsHome(v1::IngestOptions options, std::function<void(Result<v1::JoinIngestReply>)> done);
   // Hands a committed part to `home`, the node its writer joined at
   // (IngestSession::part_home); `done` gets the home's answer, as StartPart's.
   // A part the home refuses is aborted there, for every writer.
@@ -95,6 +108,10 @@ class IngestCoordinator {
                    std::function<void()> told = nullptr) const;
 
  private:
+  // The node a join's reply says the ingest is open at (the coordinator it
+  // names, found in this node's map), else `home`, the node that answered.
+  Result<v1::NodeInfo> Coordinator(const v1::JoinIngestReply& reply, const v1::NodeInfo& home) const;
+
   Deps d_;  // set at construction, and multi once by set_multi
   const IngestLimits limits_;
 };

@@ -38,7 +38,7 @@ uint32_t Ordinal(const std::string& ordinals, uint64_t i) {
 
 MultiIngests::MultiIngests(Deps deps, IngestLimits limits) : d_(deps), limits_(limits) {}
 
-Result<v1::JoinIngestReply> MultiIngests::Join(const v1::IngestOptions& options) {
+Result<v1::JoinIngestReply> MultiIngests::Join(const v1::IngestOptions& options, JoinMode mode) {
   if (!ValidIngestId(options.ingest_id())) {
     return Status::InvalidArgument("an ingest id is 1 to 128 letters, digits, '.', '_' or '-'");
   }
@@ -55,14 +55,19 @@ Result<v1::JoinIngestReply> MultiIngests::Join(const v1::IngestOptions& options)
   if (ref->version) return Status::InvalidArgument("an ingest with several writers names the dataset only, not @N");
   const std::string& self = d_.view->self_id();
   const v1::ClusterMap map = d_.view->Current();
-  auto home = DatasetHome(ref->name, map);
-  if (!home.ok()) return home.status();
-  if ((*home)->id() != self) {
-    return Status::FailedPrecondition("ingests of dataset '" + ref->name + "' are coordinated by " + (*home)->id());
-  }
   MutexLock lock(&mu_);
   auto it = entries_.find(options.ingest_id());
   if (it == entries_.end()) {
+    // An ingest open here is joined here even when the home has moved since;
+    // only the home creates one.
+    if (mode == JoinMode::kOpenOnly) {
+      return Status::NotFound("ingest " + options.ingest_id() + " is not open at " + self);
+    }
+    auto home = DatasetHome(ref->name, map);
+    if (!home.ok()) return home.status();
+    if ((*home)->id() != self) {
+      return Status::FailedPrecondition("ingests of dataset '" + ref->name + "' are coordinated by " + (*home)->id());
+    }
     if (entries_.size() >= kMaxIngests) {
       // Forget a finished ingest; refuse when every one is still open.
       auto done = std::find_if(entries_.begin(), entries_.end(),

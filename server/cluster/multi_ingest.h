@@ -6,7 +6,10 @@
 // leaves the catalog alone. The home keeps one entry per ingest id:
 //   Join    the first writer's node creates the version (numbered as any,
 //           VERSION_INGESTING here only); every later one gets the same
-//           version and must bring the same options and writer count;
+//           version and must bring the same options and writer count. A
+//           home that does not know the ingest asks the other nodes first
+//           (IngestCoordinator::JoinAsHome): the home may have moved since
+//           the first writer joined;
 //   Commit  a writer's part arrives once its copies meet the write policy;
 //           when the last of them arrives, the home gives writer w's ids the
 //           range after writer w-1's (dense ids, in writer order), records
@@ -60,11 +63,17 @@ class MultiIngests {
   // Every pointer must outlive this object.
   MultiIngests(Deps deps, IngestLimits limits);
 
-  // A writer joins: the version, created by the first. FailedPrecondition
-  // when this node is not the dataset's home or the ingest was aborted;
+  enum class JoinMode {
+    kOpenOnly,      // join an ingest open here; NotFound (nothing created) otherwise
+    kOpenOrCreate,  // ... else create it, when this node is the dataset's home
+  };
+  // A writer joins: the version, created by the first. An ingest open here
+  // is joined whichever node the map makes home now (a node that joined
+  // since may rank first). FailedPrecondition when the ingest was aborted or
+  // sealed, or must be created and this node is not the dataset's home;
   // InvalidArgument for options that differ from the first writer's, a
   // writer out of range, or erasure coding (one writer only).
-  Result<v1::JoinIngestReply> Join(const v1::IngestOptions& options);
+  Result<v1::JoinIngestReply> Join(const v1::IngestOptions& options, JoinMode mode);
   // A writer's committed part; seals the version when it is the last.
   // InvalidArgument (and the version aborted) for a part that does not add up.
   Result<v1::CommitPartReply> Commit(const v1::IngestPart& part);

@@ -156,7 +156,7 @@ Status Server::Build() {
   ingest_ = std::make_unique<IngestCoordinator>(
       IngestCoordinator::Deps{view_.get(), catalog_.get(), dir_.get(), files_.get(), replicator_.get(), versions_.get(),
                               metrics_.get(), disk_.get(), peer_disks_.get(), numbers_.get(), deleter_.get(), nullptr,
-                              peers_.get()},
+                              peers_.get(), peer_pool_.get()},
       ingest_limits);
   multi_ingests_ =
       std::make_unique<MultiIngests>(MultiIngests::Deps{view_.get(), catalog_.get(), dir_.get(), versions_.get(),
@@ -177,9 +177,9 @@ Status Server::Build() {
                             config_.prefetch_batches, StreamBufferBudget(config_)});
   admin_ = std::make_unique<AdminServiceImpl>(catalog_.get(), status_.get(), view_.get(), deleter_.get(),
                                               admin_pool_->get_executor());
-  peer_ = std::make_unique<PeerServiceImpl>(
-      PeerServiceImpl::Deps{peer_pool_->get_executor(), view_.get(), dir_.get(), files_.get(), records_.get(),
-                            versions_.get(), repairer_.get(), peers_.get(), disk_.get(), multi_ingests_.get()});
+  peer_ = std::make_unique<PeerServiceImpl>(PeerServiceImpl::Deps{
+      peer_pool_->get_executor(), view_.get(), dir_.get(), files_.get(), records_.get(), versions_.get(),
+      repairer_.get(), peers_.get(), disk_.get(), multi_ingests_.get(), ingest_.get()});
   return Status::OK();
 }
 

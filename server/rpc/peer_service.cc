@@ -268,10 +268,28 @@ grpc::ServerUnaryReactor* PeerServiceImpl::ListLocalFiles(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* PeerServiceImpl::JoinIngest(grpc::CallbackServerContext* context,
                                                       const v1::JoinIngestRequest* request,
                                                       v1::JoinIngestReply* reply) {
+  if (d_.multi == nullptr || d_.coordinator == nullptr) {
+    return Done(context, Status::Unimplemented("no ingests with several writers here"));
+  }
+  if (Status valid = ValidateIngestOptions(request->options()); !valid.ok()) return Done(context, valid);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  // On the peer pool: a join waits on the registry's lock, which a creating join holds across RocksDB writes.
+  boost::asio::post(d_.executor, [coordinator = d_.coordinator, request, reply, reactor] {
+    coordinator->JoinAsHome(request->options(), [reactor, reply](Result<v1::JoinIngestReply> joined) {
+      if (joined.ok()) *reply = std::move(joined).value();
+      reactor->Finish(ToGrpcStatus(joined.status()));
+    });
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* PeerServiceImpl::JoinOpenIngest(grpc::CallbackServerContext* context,
+                                                          const v1::JoinIngestRequest* request,
+                                                          v1::JoinIngestReply* reply) {
   if (d_.multi == nullptr) return Done(context, Status::Unimplemented("no ingests with several writers here"));
   if (Status valid = ValidateIngestOptions(request->options()); !valid.ok()) return Done(context, valid);
   return OnExecutor(context, d_.executor, [d = &d_, request, reply]() -> Status {
-    auto joined = d->multi->Join(request->options());
+    auto joined = d->multi->Join(request->options(), MultiIngests::JoinMode::kOpenOnly);
     if (!joined.ok()) return joined.status();
     *reply = std::move(joined).value();
     return Status::OK();

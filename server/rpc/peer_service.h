@@ -6,6 +6,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "server/cluster/cluster_view.h"
+#include "server/cluster/ingest_coordinator.h"
 #include "server/cluster/multi_ingest.h"
 #include "server/cluster/peer_records.h"
 #include "server/cluster/repairer.h"
@@ -31,10 +32,11 @@ class PeerServiceImpl final : public v1::PeerService::CallbackService {
     LocalFiles* files = nullptr;
     PeerRecords* records = nullptr;
     VersionSync* versions = nullptr;
-    Repairer* repairer = nullptr;     // kicked when an imported version changes the catalog
-    PeerClients* peers = nullptr;     // a PutVersion is confirmed with the version's coordinator
-    const DiskSpace* disk = nullptr;  // Ping reports it; PutFile is refused below its low watermark
-    MultiIngests* multi = nullptr;    // ingests with several writers, where this node is the home
+    Repairer* repairer = nullptr;              // kicked when an imported version changes the catalog
+    PeerClients* peers = nullptr;              // a PutVersion is confirmed with the version's coordinator
+    const DiskSpace* disk = nullptr;           // Ping reports it; PutFile is refused below its low watermark
+    MultiIngests* multi = nullptr;             // ingests with several writers, where this node is the home
+    IngestCoordinator* coordinator = nullptr;  // joins them (required with multi)
   };
   explicit PeerServiceImpl(Deps deps) : d_(std::move(deps)) {}
 
@@ -50,6 +52,8 @@ class PeerServiceImpl final : public v1::PeerService::CallbackService {
                                        v1::PutVersionReply* reply) override;
   grpc::ServerUnaryReactor* JoinIngest(grpc::CallbackServerContext* context, const v1::JoinIngestRequest* request,
                                        v1::JoinIngestReply* reply) override;
+  grpc::ServerUnaryReactor* JoinOpenIngest(grpc::CallbackServerContext* context, const v1::JoinIngestRequest* request,
+                                           v1::JoinIngestReply* reply) override;
   grpc::ServerUnaryReactor* CommitPart(grpc::CallbackServerContext* context, const v1::IngestPart* request,
                                        v1::CommitPartReply* reply) override;
   grpc::ServerUnaryReactor* AbortIngest(grpc::CallbackServerContext* context, const v1::AbortIngestRequest* request,

@@ -327,6 +327,80 @@ TEST(MultiWriterTest, CommitsGoToTheHomeTheWritersJoinedAtWhenANodeJoins) {
   EXPECT_EQ(Samples(*client, name).size(), 200u);
 }
 
+TEST(MultiWriterTest, AWriterJoiningAfterTheHomeMovedJoinsTheIngestWhereItBegan) {
+  LocalCluster::Options o;
+  o.nodes = 4;
+  o.start = 3;  // node-4 is listed but down: it leaves the map after the grace period
+  o.grace_period_s = 1;
+  LocalCluster cluster(o);
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3 && cluster.Map(0).nodes.size() == 3; }, 20s));
+  std::vector<std::string> ids;
+  for (int i = 0; i < cluster.size(); ++i) ids.push_back(cluster.Id(i));
+  std::string name;  // home: node-4 once it is up, another node before
+  for (int k = 0; name.empty(); ++k) {
+    const std::string candidate = "moved-" + std::to_string(k);
+    if (RankMembers(DatasetHomeKey(candidate), ids).front() == cluster.Id(3)) name = candidate;
+  }
+  // An ingest id that sends writer 1 to another node than node-4 (which asks
+  // node-4) and writer 2 to node-4 itself, once the four are up.
+  std::string ingest_id;
+  for (int k = 0; ingest_id.empty(); ++k) {
+    const std::string candidate = "moved-ingest-" + std::to_string(k);
+    const std::vector<std::string> order = RankMembers(candidate, ids);
+    if (order[1] != cluster.Id(3) && order[2] == cluster.Id(3)) ingest_id = candidate;
+  }
+  auto client = cluster.Connect(0, 30000);
+  ASSERT_NE(client, nullptr);
+  auto start = [&](Client& at, uint32_t w) -> std::unique_ptr<IngestWriter> {
+    IngestOptions options = PartOptions(ingest_id, 3, w);
+    options.dataset = name;
+    auto started = at.StartIngest(options);
+    EXPECT_TRUE(started.ok()) << "writer " << w << ": " << started.status().ToString();
+    if (!started.ok()) return nullptr;
+    EXPECT_TRUE(WriteSamples(*started.value(), w, 100).ok());
+    return std::move(started).value();
+  };
+  std::vector<std::unique_ptr<IngestWriter>> open(3);
+  open[0] = start(*client, 0);  // joins at the home of the moment
+  ASSERT_NE(open[0], nullptr);
+
+  cluster.Start(3);  // now first in the dataset's home order
+  ASSERT_TRUE(Eventually(
+      [&] {
+        for (int i = 0; i < cluster.size(); ++i) {
+          if (cluster.UpIn(i) != 4) return false;
+        }
+        return true;
+      },
+      30s))
+      << "node-4 did not come up in every node's map";
+  open[1] = start(*client, 1);  // its node asks node-4, which finds the ingest at the old home
+  open[2] = start(*client, 2);  // node-4 takes the writer itself, and finds the ingest the same way
+  ASSERT_NE(open[1], nullptr);
+  ASSERT_NE(open[2], nullptr);
+  for (uint32_t w = 0; w < 3; ++w) {
+    auto committed = open[w]->Commit();
+    ASSERT_TRUE(committed.ok()) << "writer " << w << ": " << committed.status().ToString();
+    if (w == 2) {
+      EXPECT_EQ(committed->dataset.state, VersionState::kSealed);
+      EXPECT_EQ(committed->dataset.samples, 300u);
+    }
+  }
+  ASSERT_TRUE(Eventually([&] { return client->Describe(name).ok(); }, 20s));
+  EXPECT_EQ(Samples(*client, name).size(), 300u);
+  // One version, sealed: node-4 began none of its own.
+  auto at_new_home = cluster.Connect(3, 30000);
+  ASSERT_NE(at_new_home, nullptr);
+  for (Client* c : {client.get(), at_new_home.get()}) {
+    auto listed = c->ListDatasets(/*include_unsealed=*/true);
+    ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+    for (const DatasetInfo& v : listed.value()) {
+      if (v.name != name) continue;
+      EXPECT_EQ(v.state, VersionState::kSealed) << name << "@" << v.version << " at " << c->address();
+    }
+  }
+}
+
 TEST(MultiWriterTest, WritersMustAgreeAndEachJoinsOnce) {
   LocalCluster cluster({});
   ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
