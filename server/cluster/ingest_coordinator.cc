@@ -26,8 +26,10 @@ constexpr std::chrono::seconds kJoinTimeout{30};
 constexpr std::chrono::minutes kCommitTimeout{10};
 constexpr std::chrono::seconds kAbortTimeout{30};
 // How long a home waits for the other nodes to say whether an ingest it does
-// not know is open at one of them.
-constexpr std::chrono::seconds kProbeTimeout{10};
+// not know is open at one of them: well within the client's wait for its
+// ingest to be accepted (ClientOptions::connect_timeout_ms, 5 s by default).
+// A node that answers later is taken not to hold it.
+constexpr std::chrono::seconds kProbeTimeout{2};
 
 // One call to the home in flight, alive until its callback has run.
 template <typename Request, typename Reply>

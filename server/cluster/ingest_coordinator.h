@@ -88,7 +88,7 @@ class IngestCoordinator {
   // here; else the one open at another node up, whose version this writer
   // then writes (the reply's coordinator names that node: the home has moved
   // since the first writer joined); else a new one, created here. Asks the
-  // other nodes (JoinOpenIngest, at most 10 s) only for an ingest unknown
+  // other nodes (JoinOpenIngest, at most 2 s) only for an ingest unknown
   // here. `done` runs once, on this thread, a gRPC thread or the pool, and
   // must not block; `options` is a copy, since `done` may free the request
   // it came in before the other nodes have all been asked.

@@ -251,12 +251,24 @@ TEST_F(PeerAttackTest, AForgedIngestPartIsRefusedAndAbortsItsIngest) {
     request.mutable_options()->set_writer(writer);
     return peer_->JoinIngest(&context, request, reply);
   };
+  // What a home asks the other nodes: joins only an ingest open there.
+  auto join_open = [&](const std::string& id, v1::JoinIngestReply* reply) {
+    grpc::ClientContext context;
+    v1::JoinIngestRequest request;
+    request.mutable_options()->set_dataset("forged");
+    request.mutable_options()->set_ingest_id(id);
+    request.mutable_options()->set_writers(2);
+    request.mutable_options()->set_writer(1);
+    return peer_->JoinOpenIngest(&context, request, reply);
+  };
   auto commit = [&](const v1::IngestPart& part) {
     grpc::ClientContext context;
     v1::CommitPartReply reply;
     return peer_->CommitPart(&context, part, &reply);
   };
   v1::JoinIngestReply joined;
+  EXPECT_EQ(join_open("atk", &joined).error_code(), grpc::StatusCode::NOT_FOUND) << "nothing is created";
+  EXPECT_EQ(join_open("../atk", &joined).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(join("atk", 2, 2, &joined).error_code(), grpc::StatusCode::INVALID_ARGUMENT) << "writer out of range";
   EXPECT_EQ(join("../atk", 2, 0, &joined).error_code(), grpc::StatusCode::INVALID_ARGUMENT) << "a path as ingest id";
   ASSERT_TRUE(join("atk", 2, 0, &joined).ok());
@@ -281,6 +293,7 @@ TEST_F(PeerAttackTest, AForgedIngestPartIsRefusedAndAbortsItsIngest) {
 
   // The ingest is aborted for every writer; nothing of it is visible or outside.
   EXPECT_EQ(join("atk", 2, 1, &joined).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(join_open("atk", &joined).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_EQ(node_->client().Describe("forged").status().code(), Code::kNotFound);
   EXPECT_FALSE(fs::exists(Outside("outside")));
   // A part of an ingest this home never heard of.
