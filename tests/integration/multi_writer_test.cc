@@ -70,6 +70,39 @@ bool RefusedAfterAbort(const Status& s) {
          s.code() == Code::kUnavailable;
 }
 
+// Four nodes listed and three up: node-4 is down, and leaves the map after
+// the grace period, until the test starts it.
+LocalCluster::Options FourListedThreeUp() {
+  LocalCluster::Options o;
+  o.nodes = 4;
+  o.start = 3;
+  o.grace_period_s = 1;
+  return o;
+}
+
+// A dataset name whose home is node-4 once it is up (and another node before).
+std::string HomedAtNodeFour(const LocalCluster& cluster, const std::string& prefix) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < cluster.size(); ++i) ids.push_back(cluster.Id(i));
+  for (int k = 0;; ++k) {
+    const std::string candidate = prefix + std::to_string(k);
+    if (RankMembers(DatasetHomeKey(candidate), ids).front() == cluster.Id(3)) return candidate;
+  }
+}
+
+// Starts node-4 and waits until every node's map has all four up.
+bool StartNodeFour(LocalCluster& cluster) {
+  cluster.Start(3);
+  return Eventually(
+      [&] {
+        for (int i = 0; i < cluster.size(); ++i) {
+          if (cluster.UpIn(i) != 4) return false;
+        }
+        return true;
+      },
+      30s);
+}
+
 TEST(MultiWriterTest, FourWritersOnThreeNodesSealOneVersionWithDenseIdsInWriterOrder) {
   LocalCluster cluster({});
   ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
@@ -279,20 +312,9 @@ TEST(MultiWriterTest, AnAbortIsRecordedAtTheHomeBeforeTheWriterHearsOfIt) {
 // node joins and becomes the dataset's home in placement order, the writers'
 // commits still go to the home they joined at, and the version seals there.
 TEST(MultiWriterTest, CommitsGoToTheHomeTheWritersJoinedAtWhenANodeJoins) {
-  LocalCluster::Options o;
-  o.nodes = 4;
-  o.start = 3;  // node-4 is listed but down: it leaves the map after the grace period
-  o.grace_period_s = 1;
-  LocalCluster cluster(o);
+  LocalCluster cluster(FourListedThreeUp());
   ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3 && cluster.Map(0).nodes.size() == 3; }, 20s));
-  // A dataset whose home is node-4 once it is up, and another node before.
-  std::vector<std::string> ids;
-  for (int i = 0; i < cluster.size(); ++i) ids.push_back(cluster.Id(i));
-  std::string name;
-  for (int k = 0; name.empty(); ++k) {
-    const std::string candidate = "moving-" + std::to_string(k);
-    if (RankMembers(DatasetHomeKey(candidate), ids).front() == cluster.Id(3)) name = candidate;
-  }
+  const std::string name = HomedAtNodeFour(cluster, "moving-");
   auto client = cluster.Connect(0, 30000);
   ASSERT_NE(client, nullptr);
   std::vector<std::unique_ptr<IngestWriter>> open(2);
@@ -305,16 +327,8 @@ TEST(MultiWriterTest, CommitsGoToTheHomeTheWritersJoinedAtWhenANodeJoins) {
     ASSERT_TRUE(WriteSamples(*open[w], w, 100).ok());
   }
 
-  cluster.Start(3);  // joins, and is now first in the dataset's home order
-  ASSERT_TRUE(Eventually(
-      [&] {
-        for (int i = 0; i < cluster.size(); ++i) {
-          if (cluster.UpIn(i) != 4) return false;
-        }
-        return true;
-      },
-      30s))
-      << "node-4 did not come up in every node's map";
+  // node-4 joins, and is now first in the dataset's home order.
+  ASSERT_TRUE(StartNodeFour(cluster)) << "node-4 did not come up in every node's map";
   for (uint32_t w = 0; w < 2; ++w) {
     auto committed = open[w]->Commit();
     ASSERT_TRUE(committed.ok()) << "writer " << w << ": " << committed.status().ToString();
@@ -328,19 +342,11 @@ TEST(MultiWriterTest, CommitsGoToTheHomeTheWritersJoinedAtWhenANodeJoins) {
 }
 
 TEST(MultiWriterTest, AWriterJoiningAfterTheHomeMovedJoinsTheIngestWhereItBegan) {
-  LocalCluster::Options o;
-  o.nodes = 4;
-  o.start = 3;  // node-4 is listed but down: it leaves the map after the grace period
-  o.grace_period_s = 1;
-  LocalCluster cluster(o);
+  LocalCluster cluster(FourListedThreeUp());
   ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3 && cluster.Map(0).nodes.size() == 3; }, 20s));
+  const std::string name = HomedAtNodeFour(cluster, "moved-");
   std::vector<std::string> ids;
   for (int i = 0; i < cluster.size(); ++i) ids.push_back(cluster.Id(i));
-  std::string name;  // home: node-4 once it is up, another node before
-  for (int k = 0; name.empty(); ++k) {
-    const std::string candidate = "moved-" + std::to_string(k);
-    if (RankMembers(DatasetHomeKey(candidate), ids).front() == cluster.Id(3)) name = candidate;
-  }
   // An ingest id that sends writer 1 to another node than node-4 (which asks
   // node-4) and writer 2 to node-4 itself, once the four are up.
   std::string ingest_id;
@@ -364,16 +370,8 @@ TEST(MultiWriterTest, AWriterJoiningAfterTheHomeMovedJoinsTheIngestWhereItBegan)
   open[0] = start(*client, 0);  // joins at the home of the moment
   ASSERT_NE(open[0], nullptr);
 
-  cluster.Start(3);  // now first in the dataset's home order
-  ASSERT_TRUE(Eventually(
-      [&] {
-        for (int i = 0; i < cluster.size(); ++i) {
-          if (cluster.UpIn(i) != 4) return false;
-        }
-        return true;
-      },
-      30s))
-      << "node-4 did not come up in every node's map";
+  // node-4 joins, and is now first in the dataset's home order.
+  ASSERT_TRUE(StartNodeFour(cluster)) << "node-4 did not come up in every node's map";
   open[1] = start(*client, 1);  // its node asks node-4, which finds the ingest at the old home
   open[2] = start(*client, 2);  // node-4 takes the writer itself, and finds the ingest the same way
   ASSERT_NE(open[1], nullptr);
