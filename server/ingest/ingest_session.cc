@@ -83,7 +83,8 @@ Result<std::unique_ptr<IngestSession>> IngestSession::OpenPart(const v1::IngestO
   if (part.writers < 1 || part.writers > kMaxIngestWriters || part.writer >= part.writers) {
     return Status::InvalidArgument("writer out of range");
   }
-  STRATA_RETURN_IF_ERROR(dir->PrepareVersionDir(ref.name, *ref.version));
+  // Not emptied: other writers' shards, and copies of them, may be here already.
+  STRATA_RETURN_IF_ERROR(dir->EnsureVersionDir(ref.name, *ref.version));
   metrics->active_ingests.Increment();
   spdlog::info("ingest {}@{}: writer {} of ingest {} started (shard target {} bytes)", ref.name, *ref.version,
                part.writer, part.ingest_id, checked->shard_target);

@@ -54,6 +54,10 @@ std::string DataDir::VersionDir(const std::string& name, uint64_t version) const
 
 Status DataDir::PrepareVersionDir(const std::string& name, uint64_t version) const {
   STRATA_RETURN_IF_ERROR(RemoveVersion(name, version));
+  return EnsureVersionDir(name, version);
+}
+
+Status DataDir::EnsureVersionDir(const std::string& name, uint64_t version) const {
   auto dir = CheckedVersionDir(name, version);
   if (!dir.ok()) return dir.status();
   std::error_code ec;

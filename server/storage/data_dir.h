@@ -39,6 +39,10 @@ class DataDir {
   // Creates the version's directory, empty: files left by an earlier aborted
   // ingest of the same version number are removed.
   Status PrepareVersionDir(const std::string& name, uint64_t version) const;
+  // Creates the version's directory if it is missing, and keeps what is in
+  // it: a part of an ingest with several writers shares the version with the
+  // others, whose shards and copies may already be there.
+  Status EnsureVersionDir(const std::string& name, uint64_t version) const;
   // Removes the version's files (missing files are not an error).
   Status RemoveVersion(const std::string& name, uint64_t version) const;
   // Removes temporary files left by a crash (".tmp.*" under shards/). Returns how many.

@@ -399,6 +399,49 @@ TEST(MultiWriterTest, AWriterJoiningAfterTheHomeMovedJoinsTheIngestWhereItBegan)
   }
 }
 
+TEST(MultiWriterTest, AWriterThatStartsLateKeepsTheCopiesOfThoseThatCommitted) {
+  // Writers need not overlap: one may commit before the next has started.
+  // The copies the first one's shards left on every node must survive the
+  // next one's start on its node.
+  LocalCluster cluster({});
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
+  auto client = cluster.Connect(0, 30000);
+  ASSERT_NE(client, nullptr);
+  for (uint32_t w = 0; w < 2; ++w) {
+    IngestOptions options = PartOptions("late", 2, w);
+    options.dataset = "late";
+    options.replication = 3;  // a copy of every shard on every node
+    auto started = client->StartIngest(options);
+    ASSERT_TRUE(started.ok()) << "writer " << w << ": " << started.status().ToString();
+    ASSERT_TRUE(WriteSamples(*started.value(), w, 100).ok());
+    auto committed = started.value()->Commit();
+    ASSERT_TRUE(committed.ok()) << "writer " << w << ": " << committed.status().ToString();
+    EXPECT_EQ(committed->dataset.state, w == 1 ? VersionState::kSealed : VersionState::kIngesting);
+  }
+  auto described = client->Describe("late");
+  ASSERT_TRUE(described.ok()) << described.status().ToString();
+  std::set<uint32_t> shards;
+  for (const auto& shard : described->shards) shards.insert(shard.seq);
+  ASSERT_GE(shards.size(), 2u);
+  for (int i = 0; i < cluster.size(); ++i) {
+    auto files = client->ListNodeFiles(cluster.Address(i));
+    ASSERT_TRUE(files.ok()) << files.status().ToString();
+    std::set<uint32_t> listed, on_disk;
+    for (const FileRef& f : files.value()) {
+      if (f.dataset == "late" && f.kind == FileRef::Kind::kShard) listed.insert(f.seq);
+    }
+    EXPECT_EQ(listed, shards) << cluster.Id(i) << "'s inventory";
+    const std::string dir = cluster.DataDir(i) + "/shards/late/v" + std::to_string(described->dataset.version);
+    for (uint32_t seq : shards) {
+      char name[32];
+      std::snprintf(name, sizeof(name), "/%06u.shard", seq);
+      if (std::filesystem::exists(dir + name)) on_disk.insert(seq);
+    }
+    EXPECT_EQ(on_disk, shards) << cluster.Id(i) << " lost copies";
+  }
+  EXPECT_EQ(Samples(*client, "late").size(), 200u);
+}
+
 TEST(MultiWriterTest, WritersMustAgreeAndEachJoinsOnce) {
   LocalCluster cluster({});
   ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
