@@ -403,7 +403,9 @@ TEST(MultiWriterTest, AWriterThatStartsLateKeepsTheCopiesOfThoseThatCommitted) {
   // Writers need not overlap: one may commit before the next has started.
   // The copies the first one's shards left on every node must survive the
   // next one's start on its node.
-  LocalCluster cluster({});
+  LocalCluster::Options o;
+  o.failure_timeout_ms = 10000;  // no node seems down on a slow host: every copy is needed
+  LocalCluster cluster(o);
   ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
   auto client = cluster.Connect(0, 30000);
   ASSERT_NE(client, nullptr);
