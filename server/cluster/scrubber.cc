@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
+
 #include "server/cluster/file_transfer.h"
 #include "server/storage/ec_stripes.h"
 
@@ -48,6 +50,16 @@ std::chrono::milliseconds Scrubber::Step() {
 
 void Scrubber::Verify(const v1::FileRef& file) {
   const std::string path = dir_->Absolute(dir_->FileRelativePath(file));
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec) && !ec) {
+    // Gone since the pass listed it: removed with its version, or lost from
+    // under the inventory, which would keep the repairer from fetching it.
+    if (files_->Has(file)) {
+      spdlog::error("scrub: {} is listed here but gone from disk", FileName(file));
+      quarantine_(file);
+    }
+    return;
+  }
   // Paced piece by piece: the reads are spread at the configured rate,
   // never a whole shard at full speed after a long sleep (a burst that
   // took a core from the streams just when a new dataset was first read).

@@ -2,7 +2,9 @@
 // at scrub_bytes_per_sec, pass after pass. A corrupt copy is quarantined
 // (moved aside, never served again) and the repair loop copies a good one
 // back from another holder. Reads meanwhile check every record anyway; the
-// scrubber finds damage in data nobody is reading.
+// scrubber finds damage in data nobody is reading. A copy the node's
+// inventory lists that is gone from disk is damage too: quarantining it drops
+// it from the inventory, so the repair loop fetches it again.
 //
 // A parity file of an erasure-coded version that passes its own checksums is
 // also checked against its stripe (CheckStripeParity, ec_rebuild.h): its

@@ -143,6 +143,42 @@ TEST(DamageTest, ScrubberFindsDamageNobodyReads) {
   EXPECT_FALSE(std::filesystem::is_empty(cluster.DataDir(2) + "/quarantine"));
 }
 
+TEST(DamageTest, ACopyGoneFromDiskIsFetchedAgain) {
+  // The node's inventory still lists the copy, so only the scrubber, which
+  // finds the file missing, can have it fetched again.
+  LocalCluster cluster(Nodes(3));
+  auto client = cluster.Connect(0);
+  ASSERT_EQ(IngestReplicated(*client, "gone", 3000, 2).dataset.samples, 3000u);
+  // Once the node has released the copies it is not a holder of, a shard it holds.
+  const std::string dir = cluster.DataDir(2) + "/shards/gone/v1";
+  std::string victim;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto files = client->ListNodeFiles(cluster.Address(2));
+        if (!files.ok()) return false;
+        size_t listed = 0, on_disk = 0;
+        for (const FileRef& f : files.value()) {
+          if (f.dataset != "gone" || f.kind != FileRef::Kind::kShard) continue;
+          ++listed;
+          char name[32];
+          std::snprintf(name, sizeof(name), "/%06u.shard", f.seq);
+          victim = dir + name;
+        }
+        for (const auto& e : std::filesystem::directory_iterator(dir)) on_disk += e.path().extension() == ".shard";
+        return listed > 0 && listed == on_disk;
+      },
+      30s));
+  ASSERT_TRUE(std::filesystem::remove(victim)) << victim;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto reader = ShardReader::Open(victim);
+        return reader.ok() && reader.value()->VerifyFile().ok();
+      },
+      90s))
+      << "the scrubber drops the lost copy from the inventory and the repairer fetches it\n"
+      << cluster.Process(2).Log();
+}
+
 // A stratum index damaged on one node before any stream read it: that node's
 // stratified stream fails when it reads the damaged block, the client fails
 // over to the other nodes (every sample still once), and the copy is
