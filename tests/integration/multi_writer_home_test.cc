@@ -1,0 +1,145 @@
+// Ingest with several writers while the dataset's home moves: a node that
+// ranks first for the dataset comes up mid-ingest. The writers that joined
+// before commit where they joined; a writer that joins after joins the same
+// ingest there.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "common/placement.h"
+#include "tests/integration/cluster_fixture.h"
+#include "tests/integration/local_cluster.h"
+#include "tests/integration/multi_writer_parts.h"
+
+namespace strata::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Four nodes listed and three up: node-4 is down, and leaves the map after
+// the grace period, until the test starts it.
+LocalCluster::Options FourListedThreeUp() {
+  LocalCluster::Options o;
+  o.nodes = 4;
+  o.start = 3;
+  o.grace_period_s = 1;
+  return o;
+}
+
+// A dataset name whose home is node-4 once it is up (and another node before).
+std::string HomedAtNodeFour(const LocalCluster& cluster, const std::string& prefix) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < cluster.size(); ++i) ids.push_back(cluster.Id(i));
+  for (int k = 0;; ++k) {
+    const std::string candidate = prefix + std::to_string(k);
+    if (RankMembers(DatasetHomeKey(candidate), ids).front() == cluster.Id(3)) return candidate;
+  }
+}
+
+// Starts node-4 and waits until every node's map has all four up.
+bool StartNodeFour(LocalCluster& cluster) {
+  cluster.Start(3);
+  return Eventually(
+      [&] {
+        for (int i = 0; i < cluster.size(); ++i) {
+          if (cluster.UpIn(i) != 4) return false;
+        }
+        return true;
+      },
+      30s);
+}
+
+// The ingest lives in the memory of the home its writers joined at: when a
+// node joins and becomes the dataset's home in placement order, the writers'
+// commits still go to the home they joined at, and the version seals there.
+TEST(MultiWriterTest, CommitsGoToTheHomeTheWritersJoinedAtWhenANodeJoins) {
+  LocalCluster cluster(FourListedThreeUp());
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3 && cluster.Map(0).nodes.size() == 3; }, 20s));
+  const std::string name = HomedAtNodeFour(cluster, "moving-");
+  auto client = cluster.Connect(0, 30000);
+  ASSERT_NE(client, nullptr);
+  std::vector<std::unique_ptr<IngestWriter>> open(2);
+  for (uint32_t w = 0; w < 2; ++w) {
+    IngestOptions options = PartOptions("moving", 2, w);
+    options.dataset = name;
+    auto started = client->StartIngest(options);
+    ASSERT_TRUE(started.ok()) << started.status().ToString();
+    open[w] = std::move(started).value();
+    ASSERT_TRUE(WriteSamples(*open[w], w, 100).ok());
+  }
+
+  // node-4 joins, and is now first in the dataset's home order.
+  ASSERT_TRUE(StartNodeFour(cluster)) << "node-4 did not come up in every node's map";
+  for (uint32_t w = 0; w < 2; ++w) {
+    auto committed = open[w]->Commit();
+    ASSERT_TRUE(committed.ok()) << "writer " << w << ": " << committed.status().ToString();
+    if (w == 1) {
+      EXPECT_EQ(committed->dataset.state, VersionState::kSealed);
+      EXPECT_EQ(committed->dataset.samples, 200u);
+    }
+  }
+  ASSERT_TRUE(Eventually([&] { return client->Describe(name).ok(); }, 20s));
+  EXPECT_EQ(Samples(*client, name).size(), 200u);
+}
+
+TEST(MultiWriterTest, AWriterJoiningAfterTheHomeMovedJoinsTheIngestWhereItBegan) {
+  LocalCluster cluster(FourListedThreeUp());
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3 && cluster.Map(0).nodes.size() == 3; }, 20s));
+  const std::string name = HomedAtNodeFour(cluster, "moved-");
+  std::vector<std::string> ids;
+  for (int i = 0; i < cluster.size(); ++i) ids.push_back(cluster.Id(i));
+  // An ingest id that sends writer 1 to another node than node-4 (which asks
+  // node-4) and writer 2 to node-4 itself, once the four are up.
+  std::string ingest_id;
+  for (int k = 0; ingest_id.empty(); ++k) {
+    const std::string candidate = "moved-ingest-" + std::to_string(k);
+    const std::vector<std::string> order = RankMembers(candidate, ids);
+    if (order[1] != cluster.Id(3) && order[2] == cluster.Id(3)) ingest_id = candidate;
+  }
+  auto client = cluster.Connect(0, 30000);
+  ASSERT_NE(client, nullptr);
+  auto start = [&](Client& at, uint32_t w) -> std::unique_ptr<IngestWriter> {
+    IngestOptions options = PartOptions(ingest_id, 3, w);
+    options.dataset = name;
+    auto started = at.StartIngest(options);
+    EXPECT_TRUE(started.ok()) << "writer " << w << ": " << started.status().ToString();
+    if (!started.ok()) return nullptr;
+    EXPECT_TRUE(WriteSamples(*started.value(), w, 100).ok());
+    return std::move(started).value();
+  };
+  std::vector<std::unique_ptr<IngestWriter>> open(3);
+  open[0] = start(*client, 0);  // joins at the home of the moment
+  ASSERT_NE(open[0], nullptr);
+
+  // node-4 joins, and is now first in the dataset's home order.
+  ASSERT_TRUE(StartNodeFour(cluster)) << "node-4 did not come up in every node's map";
+  open[1] = start(*client, 1);  // its node asks node-4, which finds the ingest at the old home
+  open[2] = start(*client, 2);  // node-4 takes the writer itself, and finds the ingest the same way
+  ASSERT_NE(open[1], nullptr);
+  ASSERT_NE(open[2], nullptr);
+  for (uint32_t w = 0; w < 3; ++w) {
+    auto committed = open[w]->Commit();
+    ASSERT_TRUE(committed.ok()) << "writer " << w << ": " << committed.status().ToString();
+    if (w == 2) {
+      EXPECT_EQ(committed->dataset.state, VersionState::kSealed);
+      EXPECT_EQ(committed->dataset.samples, 300u);
+    }
+  }
+  ASSERT_TRUE(Eventually([&] { return client->Describe(name).ok(); }, 20s));
+  EXPECT_EQ(Samples(*client, name).size(), 300u);
+  // One version, sealed: node-4 began none of its own.
+  auto at_new_home = cluster.Connect(3, 30000);
+  ASSERT_NE(at_new_home, nullptr);
+  for (Client* c : {client.get(), at_new_home.get()}) {
+    auto listed = c->ListDatasets(/*include_unsealed=*/true);
+    ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+    for (const DatasetInfo& v : listed.value()) {
+      if (v.name != name) continue;
+      EXPECT_EQ(v.state, VersionState::kSealed) << name << "@" << v.version << " at " << c->address();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace strata::testing

@@ -1,0 +1,57 @@
+// Shared by the multi-writer ingest tests: each writer's samples, the
+// options of one writer's part, and every sample of a dataset read back.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "tests/integration/cluster_fixture.h"
+
+namespace strata::testing {
+
+// Writer w's sample j: its own payload and label, so that a sample's id says
+// which writer sent it and where.
+inline std::string PartPayload(uint32_t w, uint64_t j) { return "w" + std::to_string(w) + "-" + SyntheticPayload(j); }
+inline std::string PartLabel(uint32_t w, uint64_t j) { return "label" + std::to_string((w + j) % 4); }
+
+inline IngestOptions PartOptions(const std::string& id, uint32_t writers, uint32_t writer) {
+  IngestOptions o;
+  o.dataset = "parts";
+  o.ingest_id = id;
+  o.writers = writers;
+  o.writer = writer;
+  o.replication = 2;
+  o.shard_target_bytes = 8 << 10;  // several shards per writer
+  return o;
+}
+
+inline Status WriteSamples(IngestWriter& writer, uint32_t w, uint64_t n) {
+  for (uint64_t j = 0; j < n; ++j) {
+    Sample s;
+    s.key = "w" + std::to_string(w) + "-" + std::to_string(j);
+    s.label = PartLabel(w, j);
+    s.fields.push_back({"bin", PartPayload(w, j)});
+    STRATA_RETURN_IF_ERROR(writer.Write(s));
+  }
+  return Status::OK();
+}
+
+// Every sample of `dataset` as (label, payload), in no particular order.
+inline std::multiset<std::pair<std::string, std::string>> Samples(Client& client, const std::string& dataset) {
+  std::multiset<std::pair<std::string, std::string>> out;
+  StreamOptions o;
+  o.dataset = dataset;
+  o.batch_size = 64;
+  const RankRun run = StreamAll(client, o);
+  EXPECT_EQ(run.end.code(), Code::kOutOfRange) << run.end.ToString();
+  for (const Batch& b : run.batches) {
+    for (size_t i = 0; i < b.size(); ++i) out.emplace(b.labels()[i], std::string(b.sample(i)));
+  }
+  return out;
+}
+
+}  // namespace strata::testing
