@@ -46,7 +46,7 @@ if [ "$mode" = asan ]; then
   tests=("${integration[@]}"
          shard_format_test shard_footer_test shard_copy_test record_view_test stratum_index_test aligned_writer_test
          path_guard_test kv_store_test catalog_test "block_cache_test:-*MemoryBudget*" ingest_session_test
-         stratum_key_test
+         stratum_key_test verified_records_test
          batch_stream_test part_builder_test wire_part_test composition_recorder_test auth_test config_test
          sample_source_test batch_test received_part_test resume_token_test proto_convert_test format_test epoch_plan_test
          stratified_sampler_test work_planner_test)
@@ -55,7 +55,7 @@ else
   # the cluster tests the failover and rebalance ones run (NAME:FILTER).
   tests=(stream_epoch_test serve_work_test "cluster_test:*KillNine*:*Joining*" restart_test batch_stream_test
          part_builder_test periodic_task_test active_work_test stream_lanes_test "block_cache_test:-*MemoryBudget*"
-         replicator_test
+         replicator_test verified_records_test
          multi_writer_test multi_writer_home_test "scale_test:*SmallStepsJoin*")
 fi
 

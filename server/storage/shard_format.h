@@ -57,6 +57,7 @@
 #include "common/status.h"
 #include "common/unique_fd.h"
 #include "server/storage/aligned_writer.h"
+#include "server/storage/verified_records.h"
 #include "strata/v1/storage.pb.h"
 
 namespace strata {
@@ -201,8 +202,10 @@ struct RecordView {
 // Verifies and parses one raw record (length prefix to checksum), as
 // ShardReader::RawRecord returns it or a peer sends it. The views point into
 // `raw`. Corruption (and *out left empty) if the checksum, framing, id or
-// field sizes do not match.
-Status ParseRecord(std::string_view raw, uint64_t expected_id, RecordView* out);
+// field sizes do not match. With `checksum_verified` (a record this process
+// verified and has kept locked in memory since: server/storage/verified_records.h)
+// the checksum is not computed again; everything else is checked.
+Status ParseRecord(std::string_view raw, uint64_t expected_id, RecordView* out, bool checksum_verified = false);
 
 // Reads a shard file through a read-only memory mapping.
 // Thread-safe: after Open, every method is const and may be called concurrently.
@@ -234,7 +237,9 @@ class ShardReader {
 
   // Reads record `index` (0-based within the shard), verifying its checksum and
   // its id. A damaged record gives Corruption and never its bytes; an index past
-  // the end gives OutOfRange. On any error *out is left empty.
+  // the end gives OutOfRange. On any error *out is left empty. A record it
+  // verified while its pages were locked (Lock) is not hashed again until they
+  // are released (server/storage/verified_records.h).
   Status Read(uint64_t index, RecordView* out) const;
 
   // Whether the records are stored in compressed blocks (format 4). Such a
@@ -303,10 +308,19 @@ class ShardReader {
   // Neither changes what a read returns; both clip the range to the file.
   // Populate maps the pages of [offset, offset + len) into this process,
   // reading them from storage first if they are not in the page cache
-  // (blocking: call it off the serving path). IOError if storage fails.
+  // (blocking: call it off the serving path), and locks them there as Lock
+  // does where it can. IOError if storage fails.
   Status Populate(uint64_t offset, uint64_t len) const;
-  // Release drops those pages from this process's memory; the page cache may
-  // keep them, and a later read maps them back in.
+  // Lock locks those pages in memory (mlock; it maps them, reading them from
+  // storage where needed: call it off the serving path), so that the records
+  // reads verify in them need not be hashed again. False where the kernel
+  // refused, or the shard is compressed (read around the mapping).
+  bool Lock(uint64_t offset, uint64_t len) const;
+  // Whether every page of [offset, offset + len) is locked now.
+  bool Locked(uint64_t offset, uint64_t len) const;
+  // Release unlocks those pages and drops them from this process's memory
+  // (every record of the file is then verified again when next read); the
+  // page cache may keep them, and a later read maps them back in.
   void Release(uint64_t offset, uint64_t len) const;
   // Whether every page of [offset, offset + len) is in the kernel's page
   // cache (mincore). Touching an uncached page through the mapping reads its
@@ -326,6 +340,9 @@ class ShardReader {
 
  private:
   ShardReader() = default;
+  // ParseRaw, with the checksum left out where a read verified the record in
+  // locked pages (VerifiedRecords::Trusted).
+  Status Parse(uint64_t index, std::string_view raw, RecordView* out, bool checksum_verified) const;
   // Checks header, trailer and footer of the mapped file and fills the members.
   Status CheckLayout();
   // Format 4: parses the footer's tables and message.
@@ -355,6 +372,8 @@ class ShardReader {
   // Format 4: names this reader's blocks in the process's cache of
   // decompressed blocks (server/storage/decompressed_cache.h).
   uint64_t serial_ = 0;
+  // Uncompressed shards: the records verified in locked pages.
+  std::unique_ptr<VerifiedRecords> verified_;
 };
 
 }  // namespace strata

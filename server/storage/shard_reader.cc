@@ -64,6 +64,9 @@ Result<std::unique_ptr<ShardReader>> ShardReader::Open(const std::string& path) 
   reader->base_ = static_cast<const char*>(map);
   reader->size_ = size;
   STRATA_RETURN_IF_ERROR(reader->CheckLayout());
+  if (!reader->compressed()) {
+    reader->verified_ = std::make_unique<VerifiedRecords>(reader->base_, size, reader->records_);
+  }
   return reader;
 }
 
@@ -199,7 +202,11 @@ Status ShardReader::CopyRawRecord(uint64_t index, std::string* raw, bool if_cach
 }
 
 Status ShardReader::ParseRaw(uint64_t index, std::string_view raw, RecordView* out) const {
-  Status s = ParseRecord(raw, first_id() + index, out);
+  return Parse(index, raw, out, /*checksum_verified=*/false);
+}
+
+Status ShardReader::Parse(uint64_t index, std::string_view raw, RecordView* out, bool checksum_verified) const {
+  Status s = ParseRecord(raw, first_id() + index, out, checksum_verified);
   if (!s.ok()) return Status::Corruption("shard " + path_ + " record " + std::to_string(index) + ": " + s.message());
   return s;
 }
@@ -274,6 +281,7 @@ void ShardReader::PrefetchRecord(uint64_t index) const {
 Status ShardReader::Populate(uint64_t offset, uint64_t len) const {
   const auto [at, bytes] = PageSpan(base_, size_, offset, len);
   if (bytes == 0) return Status::OK();
+  if (Lock(offset, len)) return Status::OK();  // mlock maps the pages too
 #ifdef MADV_POPULATE_READ
   if (madvise(at, bytes, MADV_POPULATE_READ) == 0) return Status::OK();
   if (errno != EINVAL) return ErrnoStatus("read ahead in " + path_, errno);
@@ -286,8 +294,15 @@ Status ShardReader::Populate(uint64_t offset, uint64_t len) const {
   return Status::OK();
 }
 
+bool ShardReader::Lock(uint64_t offset, uint64_t len) const { return verified_ && verified_->Lock(offset, len); }
+
+bool ShardReader::Locked(uint64_t offset, uint64_t len) const {
+  return verified_ && len > 0 && offset < size_ && verified_->Locked(offset, offset + std::min(len, size_ - offset));
+}
+
 void ShardReader::Release(uint64_t offset, uint64_t len) const {
   const auto [at, bytes] = PageSpan(base_, size_, offset, len);
+  if (verified_) verified_->Unlock(offset, len);  // locked pages cannot be dropped
   // A shared read-only file mapping: the pages are dropped from this process
   // only, and read back from the file when touched again.
   if (bytes != 0) madvise(at, bytes, MADV_DONTNEED);
@@ -315,7 +330,15 @@ Status ShardReader::Read(uint64_t index, RecordView* out) const {
     out->Clear();
     return Status::FailedPrecondition("shard " + path_ + " is compressed: read it with ReadBlockRecord or ReadCopy");
   }
-  return ParseRaw(index, RawRecord(index), out);
+  const std::string_view raw = RawRecord(index);
+  if (raw.empty()) return ParseRaw(index, raw, out);
+  const uint64_t begin = static_cast<uint64_t>(raw.data() - base_);
+  const uint64_t end = begin + raw.size();
+  const bool trusted = verified_->Trusted(index, begin, end);
+  const uint64_t ticket = trusted ? 0 : verified_->Begin(begin, end);
+  Status s = Parse(index, raw, out, trusted);
+  if (s.ok() && !trusted) verified_->Verified(ticket, index);
+  return s;
 }
 
 Status ShardReader::VerifyFile(const std::function<bool(size_t)>& before_piece) const {
