@@ -29,7 +29,11 @@
 // a buffer (one copy) so that they map nothing. Only admitted blocks are ever
 // mapped by streams, so the shard memory streams map stays within the budget.
 // Eviction unmaps a block from this process (ShardReader::Release) and leaves
-// the kernel's page cache to the kernel.
+// the kernel's page cache to the kernel. Admitted blocks are locked in memory
+// (ShardReader::Populate for those read ahead, ShardReader::Lock on the pool
+// for those a use takes in, unless there is a memory budget) until they are
+// released, so that a record read again from one is not hashed again
+// (server/storage/verified_records.h).
 //
 // With a memory budget for the whole process (memory_budget_bytes), the
 // cache's budget is what the rest of the process leaves of it: the cache
