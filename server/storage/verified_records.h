@@ -17,7 +17,8 @@
 // and unlocks them when it lets them go (ShardReader::Populate, Lock,
 // Release). Where the kernel refuses to lock (RLIMIT_MEMLOCK without
 // CAP_IPC_LOCK, or vm.max_map_count), nothing is locked and every read hashes
-// its record, as it would without a cache.
+// its record, as it would without a cache. (ASan and TSan make mlock a no-op
+// that succeeds: in their builds the pages are marked locked but are not.)
 //
 // Thread-safety: thread-safe. A read that overlaps an unlock of its pages may
 // still serve bytes it verified before (as a read that overlaps the cache's
