@@ -111,7 +111,6 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
   // mapping. Admitted blocks stay admitted while pinned. REQUIRES: pinned.
   void Use(std::span<const BlockRef> blocks, std::vector<bool>* mapped) {
     std::vector<Release> releases;
-    std::vector<Release> locks;  // blocks admitted here, to lock on the pool (offset: the block; bytes: the load)
     uint64_t hits = 0, misses = 0;
     mapped->assign(blocks.size(), false);
     {
@@ -139,14 +138,9 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
         if (resident_ + e.bytes <= budget_ && blocks[i].reader->Cached(blocks[i].use_offset, 1)) {
           e.residency = Residency::kResident;
           e.release_after_uses = false;  // counted again: released when it is evicted
-          e.load = ++loads_started_;
           resident_ += e.bytes;
           (*mapped)[i] = true;
           ++e.uses;
-          // Locking maps every page of the block, where the use maps the few it
-          // reads: under a memory budget, which counts them, a block taken in
-          // for a sparse use is not locked (its records are hashed each read).
-          if (options_.memory_budget_bytes == 0) locks.push_back({e.reader, blocks[i].block, e.load});
         }
       }
       hits_ += hits;
@@ -158,15 +152,6 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
       if (misses) metrics_->cache_misses.Increment(static_cast<double>(misses));
     }
     ReleaseAll(releases);
-    // Locked, its records are hashed once while it stays (ShardReader::Lock);
-    // off the serving path, since locking maps every page of the block.
-    for (Release& l : locks) {
-      boost::asio::post(*pool_, [self = shared_from_this(), l = std::move(l)] {
-        const uint64_t block = l.offset;
-        l.reader->Lock(block * self->options_.block_bytes, self->options_.block_bytes);
-        self->Locked(Key{l.reader.get(), block}, l.bytes);
-      });
-    }
   }
 
   // Drops a pin of each block and, where (*mapped)[i], ends a use of block i
@@ -358,18 +343,6 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
       orphaned = it == entries_.end() || it->second.residency == Residency::kAbsent;
     }
     if (orphaned) key.reader->Release(key.block * options_.block_bytes, options_.block_bytes);
-  }
-
-  // A block admitted by a use has been locked. If it was evicted (or shed)
-  // meanwhile, its release may have come before the lock: release it again.
-  // REQUIRES: the caller keeps key.reader alive.
-  void Locked(const Key& key, uint64_t load) {
-    {
-      MutexLock lock(&mu_);
-      auto it = entries_.find(key);
-      if (it != entries_.end() && it->second.residency == Residency::kResident && it->second.load == load) return;
-    }
-    key.reader->Release(key.block * options_.block_bytes, options_.block_bytes);
   }
 
   static void ReleaseAll(std::vector<Release>& releases) {

@@ -29,11 +29,13 @@
 // a buffer (one copy) so that they map nothing. Only admitted blocks are ever
 // mapped by streams, so the shard memory streams map stays within the budget.
 // Eviction unmaps a block from this process (ShardReader::Release) and leaves
-// the kernel's page cache to the kernel. Admitted blocks are locked in memory
-// (ShardReader::Populate for those read ahead, ShardReader::Lock on the pool
-// for those a use takes in, unless there is a memory budget) until they are
+// the kernel's page cache to the kernel. Blocks read ahead are locked in
+// memory as they are read in (ShardReader::Populate) until they are
 // released, so that a record read again from one is not hashed again
-// (server/storage/verified_records.h).
+// (server/storage/verified_records.h). Blocks a sparse use takes in are not:
+// locking would map all of their pages (which a memory budget counts, and a
+// stream's first batch of a large dataset waits for), and the small records
+// read from them are copied into their parts, so their hash costs little.
 //
 // With a memory budget for the whole process (memory_budget_bytes), the
 // cache's budget is what the rest of the process leaves of it: the cache
