@@ -13,8 +13,8 @@
 // shard files are immutable and only stratad writes the data directory. The
 // scrubber re-reads every file from storage in any case.)
 //
-// The block cache (server/storage/block_cache.h) locks the blocks it holds
-// and unlocks them when it lets them go (ShardReader::Populate, Lock,
+// The block cache (server/storage/block_cache.h) locks the blocks it reads
+// ahead and unlocks them when it lets them go (ShardReader::Populate,
 // Release). Where the kernel refuses to lock (RLIMIT_MEMLOCK without
 // CAP_IPC_LOCK, or vm.max_map_count), nothing is locked and every read hashes
 // its record, as it would without a cache. (ASan and TSan make mlock a no-op
