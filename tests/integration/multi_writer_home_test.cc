@@ -53,6 +53,19 @@ bool StartNodeFour(LocalCluster& cluster) {
 // The ingest lives in the memory of the home its writers joined at: when a
 // node joins and becomes the dataset's home in placement order, the writers'
 // commits still go to the home they joined at, and the version seals there.
+// Commits every writer in turn; the last commit seals the version, with
+// `samples` samples.
+void CommitAllAndExpectSealed(std::vector<std::unique_ptr<IngestWriter>>& open, uint64_t samples) {
+  for (size_t w = 0; w < open.size(); ++w) {
+    auto committed = open[w]->Commit();
+    ASSERT_TRUE(committed.ok()) << "writer " << w << ": " << committed.status().ToString();
+    if (w + 1 == open.size()) {
+      EXPECT_EQ(committed->dataset.state, VersionState::kSealed);
+      EXPECT_EQ(committed->dataset.samples, samples);
+    }
+  }
+}
+
 TEST(MultiWriterTest, CommitsGoToTheHomeTheWritersJoinedAtWhenANodeJoins) {
   LocalCluster cluster(FourListedThreeUp());
   ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3 && cluster.Map(0).nodes.size() == 3; }, 20s));
@@ -71,14 +84,7 @@ TEST(MultiWriterTest, CommitsGoToTheHomeTheWritersJoinedAtWhenANodeJoins) {
 
   // node-4 joins, and is now first in the dataset's home order.
   ASSERT_TRUE(StartNodeFour(cluster)) << "node-4 did not come up in every node's map";
-  for (uint32_t w = 0; w < 2; ++w) {
-    auto committed = open[w]->Commit();
-    ASSERT_TRUE(committed.ok()) << "writer " << w << ": " << committed.status().ToString();
-    if (w == 1) {
-      EXPECT_EQ(committed->dataset.state, VersionState::kSealed);
-      EXPECT_EQ(committed->dataset.samples, 200u);
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(CommitAllAndExpectSealed(open, 200));
   ASSERT_TRUE(Eventually([&] { return client->Describe(name).ok(); }, 20s));
   EXPECT_EQ(Samples(*client, name).size(), 200u);
 }
@@ -118,14 +124,7 @@ TEST(MultiWriterTest, AWriterJoiningAfterTheHomeMovedJoinsTheIngestWhereItBegan)
   open[2] = start(*client, 2);  // node-4 takes the writer itself, and finds the ingest the same way
   ASSERT_NE(open[1], nullptr);
   ASSERT_NE(open[2], nullptr);
-  for (uint32_t w = 0; w < 3; ++w) {
-    auto committed = open[w]->Commit();
-    ASSERT_TRUE(committed.ok()) << "writer " << w << ": " << committed.status().ToString();
-    if (w == 2) {
-      EXPECT_EQ(committed->dataset.state, VersionState::kSealed);
-      EXPECT_EQ(committed->dataset.samples, 300u);
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(CommitAllAndExpectSealed(open, 300));
   ASSERT_TRUE(Eventually([&] { return client->Describe(name).ok(); }, 20s));
   EXPECT_EQ(Samples(*client, name).size(), 300u);
   // One version, sealed: node-4 began none of its own.
