@@ -3,6 +3,8 @@
 // the same way) aside and hands every other field to protobuf.
 #include "client/received_part.h"
 
+#include <google/protobuf/io/coded_stream.h>
+
 #include <algorithm>
 #include <limits>
 #include <utility>
@@ -13,7 +15,13 @@ namespace {
 
 constexpr uint64_t kPayloadField = 15;    // v1::Batch.payload
 constexpr uint64_t kFollowingField = 19;  // v1::Batch.following
-constexpr uint64_t kMaxLength = std::numeric_limits<int32_t>::max();
+// What protobuf accepts in the tag and length of a field this walk cuts out
+// (the payload, a joined step), which it never sees: a tag in at most 5
+// bytes, a length in at most 5 bytes and at most 16 bytes (its parser's
+// slop) short of 2 GiB.
+constexpr uint64_t kMaxTagBytes = 5;
+constexpr uint64_t kMaxLengthBytes = 5;
+constexpr uint64_t kMaxLength = std::numeric_limits<int32_t>::max() - 16;
 
 // Appends bytes [at, at + len) of `m`. REQUIRES: the range lies inside it.
 void AppendRange(const ReceivedMessage& m, uint64_t at, uint64_t len, std::string* out) {
@@ -117,10 +125,12 @@ Status Malformed(const std::string& why) {
 
 // Walks the top-level fields of one message (or of one joined step inside
 // it), copying all but the payload, and `following` where asked for, to be
-// parsed by protobuf.
+// parsed by protobuf. `nesting` is how deep protobuf would let messages nest
+// inside these fields: one less inside a joined step than at the top, as
+// protobuf parsing the whole message would count.
 class PartSplitter {
  public:
-  static Status Split(const std::shared_ptr<const ReceivedMessage>& message, uint64_t begin, uint64_t end,
+  static Status Split(const std::shared_ptr<const ReceivedMessage>& message, uint64_t begin, uint64_t end, int nesting,
                       v1::Batch* fields, PartPayload* payload,
                       std::vector<std::pair<uint64_t, uint64_t>>* joined,  // null: leave `following` in *fields
                       std::string* scratch) {
@@ -134,7 +144,10 @@ class PartSplitter {
     while (!cursor.AtEnd()) {
       const uint64_t field_start = cursor.position();
       uint64_t tag = 0;
-      if (!cursor.Varint(&tag) || tag > std::numeric_limits<uint32_t>::max()) return Malformed("a bad tag");
+      if (!cursor.Varint(&tag) || tag > std::numeric_limits<uint32_t>::max() ||
+          cursor.position() - field_start > kMaxTagBytes) {
+        return Malformed("a bad tag");
+      }
       const uint64_t field = tag >> 3;
       if (field == 0) return Malformed("field number 0");
       switch (tag & 7) {
@@ -151,7 +164,10 @@ class PartSplitter {
           break;
         case 2: {  // length-delimited
           uint64_t length = 0;
-          if (!cursor.Varint(&length) || length > kMaxLength) return Malformed("a bad length");
+          const uint64_t length_start = cursor.position();
+          if (!cursor.Varint(&length) || length > kMaxLength || cursor.position() - length_start > kMaxLengthBytes) {
+            return Malformed("a bad length");
+          }
           const uint64_t data = cursor.position();
           if (!cursor.Skip(length)) return Malformed("a field past the end of the message");
           const bool is_payload = field == kPayloadField;
@@ -171,7 +187,12 @@ class PartSplitter {
       }
     }
     AppendRange(m, copied_to, cursor.position() - copied_to, scratch);
-    if (!fields->ParseFromString(*scratch)) return Malformed("protobuf refuses its fields");
+    google::protobuf::io::CodedInputStream input(reinterpret_cast<const uint8_t*>(scratch->data()),
+                                                 static_cast<int>(scratch->size()));
+    input.SetRecursionLimit(nesting);
+    if (!fields->ParseFromCodedStream(&input) || !input.ConsumedEntireMessage()) {
+      return Malformed("protobuf refuses its fields");
+    }
     *payload = std::move(p);
     return Status::OK();
   }
@@ -220,12 +241,13 @@ Status ParsePart(grpc::ByteBuffer* buffer, v1::Batch* header, PartPayload* paylo
   }
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   PartPayload own;
-  STRATA_RETURN_IF_ERROR(PartSplitter::Split(message, 0, total, header, &own, &ranges, scratch));
+  const int nesting = google::protobuf::io::CodedInputStream::GetDefaultRecursionLimit();
+  STRATA_RETURN_IF_ERROR(PartSplitter::Split(message, 0, total, nesting, header, &own, &ranges, scratch));
   joined->resize(ranges.size());
   for (size_t i = 0; i < ranges.size(); ++i) {
     ReceivedPart& step = (*joined)[i];
-    STRATA_RETURN_IF_ERROR(
-        PartSplitter::Split(message, ranges[i].first, ranges[i].second, &step.fields, &step.payload, nullptr, scratch));
+    STRATA_RETURN_IF_ERROR(PartSplitter::Split(message, ranges[i].first, ranges[i].second, nesting - 1, &step.fields,
+                                               &step.payload, nullptr, scratch));
   }
   *payload = std::move(own);
   return Status::OK();

@@ -80,10 +80,13 @@ struct ReceivedPart {
 // `following` (which no node may send) stays in its fields, unsplit. As
 // protobuf, a payload field given twice takes the last. Returns
 // InvalidArgument for bytes that are not a well-formed Batch: a truncated or
-// overlong varint or length, field number 0, group wire types (a Batch has
-// no groups), or fields protobuf refuses; *header and *joined may then hold
-// anything, *payload is unchanged. `scratch` holds the other fields' bytes
-// while they are parsed (kept by callers for its capacity).
+// overlong varint or length (a tag or length in more than the 5 bytes
+// protobuf reads), field number 0, group wire types (a Batch has no groups),
+// messages nested deeper than protobuf allows in the whole message, or
+// fields protobuf refuses. What it accepts, protobuf parsing the whole
+// message accepts too (fuzz/received_part_fuzzer.cc). *header and *joined
+// may then hold anything, *payload is unchanged. `scratch` holds the other
+// fields' bytes while they are parsed (kept by callers for its capacity).
 Status ParsePart(grpc::ByteBuffer* buffer, v1::Batch* header, PartPayload* payload, std::vector<ReceivedPart>* joined,
                  std::string* scratch);
 

@@ -165,6 +165,15 @@ TEST(ReceivedPartTest, RefusesBytesThatAreNotABatch) {
                                            "abc",
                                            5)},
       {"length past 2 GiB", std::string("\x7a\xff\xff\xff\xff\x0f", 6)},
+      // Protobuf reads a tag or a length in at most 5 bytes: a payload's,
+      // which protobuf never sees, too.
+      {"a payload's tag in 6 bytes", std::string("\xfa\x80\x80\x80\x80\x00\x01"
+                                                 "A",
+                                                 8)},
+      {"a payload's length in 7 bytes", std::string("\x7a\x81\x80\x80\x80\x80\x00"
+                                                    "A",
+                                                    8)},
+      {"a joined step's length in 6 bytes", std::string("\x9a\x01\x80\x80\x80\x80\x80\x00", 8)},
       {"a part cut short", bytes.substr(0, bytes.size() - 1)},
       {"a joined step cut short", std::string("\x9a\x01\x02\x10", 4)},
       {"invalid UTF-8 in a joined step", std::string("\x9a\x01\x04", 3) + bad_utf8},
@@ -178,6 +187,28 @@ TEST(ReceivedPartTest, RefusesBytesThatAreNotABatch) {
     EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
     EXPECT_EQ(All(p.payload), "kept");  // unchanged
   }
+}
+
+// Protobuf parsing the whole message counts a joined step as one level of
+// nesting: a part it refuses as nested too deeply is refused, one level less
+// is not.
+TEST(ReceivedPartTest, RefusesWhatProtobufRefusesAsNestedTooDeeply) {
+  const auto nested = [](int levels) {  // `levels` joined steps, each inside the one before
+    v1::Batch part;
+    v1::Batch* at = &part;
+    for (int i = 0; i < levels; ++i) at = at->add_following();
+    at->set_payload("innermost");
+    return part.SerializeAsString();
+  };
+  int refused = 1;
+  while (v1::Batch().ParseFromString(nested(refused))) ++refused;
+  ASSERT_GT(refused, 2);
+  Parsed deepest;
+  ASSERT_TRUE(deepest.Parse(nested(refused - 1), 7).ok());
+  ASSERT_EQ(deepest.joined.size(), 1u);
+  EXPECT_EQ(deepest.joined[0].fields.following_size(), 1);
+  Parsed too_deep;
+  EXPECT_EQ(too_deep.Parse(nested(refused), 7).code(), Code::kInvalidArgument);
 }
 
 // Assembly from received parts: each byte lands in slot order, copied once
