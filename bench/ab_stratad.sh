@@ -13,7 +13,10 @@
 # whatever still differs between the two falls on both binaries alike. Prints
 # every pair, each binary's median, each round's median of B/A over its
 # pairs, and the geometric mean of the rounds' medians: the figure to quote.
-# Two runs of A against itself gave 0.964 and 1.013 on a 2-core VM.
+# Two runs of A against itself gave 0.964 and 1.013 on a 2-core VM. The same
+# for the CPU time the servers spent per sample (user + system, from
+# /proc/PID/stat around each stream): a change that frees CPU shows there even
+# when the client, on the same cores, keeps the rate where it was.
 #
 # Usage: bench/ab_stratad.sh A_STRATAD B_STRATAD [options] [-- STRATAD_ARGS...]
 #   --samples N   samples in the dataset (default 300000)
@@ -29,7 +32,7 @@
 # build/server/stratad from before a change.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; }
 [ $# -ge 1 ] && { [ "$1" = -h ] || [ "$1" = --help ]; } && { usage; exit 0; }
 [ $# -ge 2 ] || { usage >&2; exit 2; }
 a="$1" b="$2"; shift 2
@@ -82,8 +85,14 @@ for c in 1 2; do
 done
 rm -rf "$work/src"
 
-one_stream() {  # cluster -> samples/s of all `world` ranks together
-  local t0 t1 pids=() r
+server_ticks() {  # cluster -> CPU clock ticks its servers have used
+  local t=0 f
+  for f in "$work/$1"/node-*.pid; do t=$((t + $(awk '{print $14 + $15}' "/proc/$(cat "$f")/stat"))); done
+  echo "$t"
+}
+one_stream() {  # cluster -> "samples/s of all `world` ranks together, servers' CPU µs per sample"
+  local t0 t1 pids=() r c0 c1
+  c0=$(server_ticks "$1")
   t0=$(date +%s.%N)
   for r in $(seq 0 $((world - 1))); do
     "$strata" stream --server "$(servers "$1")" --dataset ab --batch-size "$batch" \
@@ -92,7 +101,8 @@ one_stream() {  # cluster -> samples/s of all `world` ranks together
   done
   wait "${pids[@]}"
   t1=$(date +%s.%N)
-  /usr/bin/python3 -c "print(round($samples / ($t1 - $t0)))"
+  c1=$(server_ticks "$1")
+  /usr/bin/python3 -c "print(round($samples / ($t1 - $t0)), round(($c1 - $c0) / $(getconf CLK_TCK) / $samples * 1e6, 3))"
 }
 
 results=""  # lines "round a_rate b_rate"
@@ -105,12 +115,12 @@ for round in $(seq 1 "$rounds"); do
   one_stream "$b_on" >/dev/null
   for p in $(seq 1 "$pairs"); do
     if [ $((p % 2)) = 1 ]; then
-      ra=$(one_stream "$a_on"); rb=$(one_stream "$b_on")
+      read -r ra ca < <(one_stream "$a_on"); read -r rb cb < <(one_stream "$b_on")
     else
-      rb=$(one_stream "$b_on"); ra=$(one_stream "$a_on")
+      read -r rb cb < <(one_stream "$b_on"); read -r ra ca < <(one_stream "$a_on")
     fi
-    echo "round $round (A on cluster $a_on)  pair $p  A $ra  B $rb samples/s"
-    results+="$round $ra $rb"$'\n'
+    echo "round $round (A on cluster $a_on)  pair $p  A $ra  B $rb samples/s  servers' CPU A $ca  B $cb µs/sample"
+    results+="$round $ra $rb $ca $cb"$'\n'
   done
   stop 1
   stop 2
@@ -129,4 +139,13 @@ for r in sorted({row[0] for row in rows}, key=int):
     print(f"round {r}: median B/A over its pairs {medians[-1]:.3f}")
 mean = math.exp(sum(math.log(m) for m in medians) / len(medians))
 print(f"B / A: {mean:.3f} (geometric mean of the rounds)")
+ca = [float(r[3]) for r in rows]
+cb = [float(r[4]) for r in rows]
+if min(ca) > 0 and min(cb) > 0:
+    print(f"servers' CPU per sample: A median {statistics.median(ca):.3f} µs, B median {statistics.median(cb):.3f} µs")
+    cpu = []
+    for r in sorted({row[0] for row in rows}, key=int):
+        cpu.append(statistics.median(float(row[4]) / float(row[3]) for row in rows if row[0] == r))
+    print(f"servers' CPU per sample, B / A: {math.exp(sum(math.log(m) for m in cpu) / len(cpu)):.3f} "
+          "(geometric mean of the rounds' medians)")
 PY
