@@ -105,7 +105,7 @@ one_stream() {  # cluster -> "samples/s of all `world` ranks together, servers' 
   /usr/bin/python3 -c "print(round($samples / ($t1 - $t0)), round(($c1 - $c0) / $(getconf CLK_TCK) / $samples * 1e6, 3))"
 }
 
-results=""  # lines "round a_rate b_rate"
+results=""  # lines "round a_rate b_rate a_cpu b_cpu"
 for round in $(seq 1 "$rounds"); do
   a_on=$((1 + (round - 1) % 2)) b_on=$((2 - (round - 1) % 2))
   start "$a" "$a_on"
