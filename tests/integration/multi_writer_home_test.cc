@@ -50,9 +50,6 @@ bool StartNodeFour(LocalCluster& cluster) {
       30s);
 }
 
-// The ingest lives in the memory of the home its writers joined at: when a
-// node joins and becomes the dataset's home in placement order, the writers'
-// commits still go to the home they joined at, and the version seals there.
 // Commits every writer in turn; the last commit seals the version, with
 // `samples` samples.
 void CommitAllAndExpectSealed(std::vector<std::unique_ptr<IngestWriter>>& open, uint64_t samples) {
@@ -66,6 +63,9 @@ void CommitAllAndExpectSealed(std::vector<std::unique_ptr<IngestWriter>>& open, 
   }
 }
 
+// The ingest lives in the memory of the home its writers joined at: when a
+// node joins and becomes the dataset's home in placement order, the writers'
+// commits still go to the home they joined at, and the version seals there.
 TEST(MultiWriterTest, CommitsGoToTheHomeTheWritersJoinedAtWhenANodeJoins) {
   LocalCluster cluster(FourListedThreeUp());
   ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3 && cluster.Map(0).nodes.size() == 3; }, 20s));
