@@ -30,15 +30,16 @@ Status PeerRecords::ReadLocal(const v1::FileRef& shard, uint64_t index, std::str
   DatasetRef ref{shard.dataset(), shard.version()};
   auto version = cache_->Open(ref);
   if (!version.ok()) return version.status();
-  if (shard.seq() >= version.value()->num_shards()) return Status::NotFound("no shard " + FileName(shard));
-  const auto& info = version.value()->shard(shard.seq()).info();
+  const std::optional<size_t> at = version.value()->IndexOf(shard.seq());
+  if (!at) return Status::NotFound("no shard " + FileName(shard));
+  const auto& info = version.value()->shard(*at).info();
   if (index >= info.samples())
     return Status::OutOfRange("record " + std::to_string(index) + " past the end of " + FileName(shard));
   Status s = version.value()->ReadRaw(info.first_id() + index, raw);
   if (s.IsCorruption()) {
     metrics_->checksum_failures.Increment();
     Quarantine(shard);
-    version.value()->Invalidate(shard.seq());
+    version.value()->Invalidate(*at);
   }
   return s;
 }

@@ -256,8 +256,8 @@ void Repairer::ReleaseExtras(const v1::ClusterMap& map) {
 Status Repairer::ReleaseFile(const v1::FileRef& file) {
   d_.files->Remove(file);
   auto version = d_.cache->Open(DatasetRef{file.dataset(), file.version()});
-  if (version.ok() && file.kind() == v1::FileRef::SHARD && file.seq() < version.value()->num_shards()) {
-    version.value()->Invalidate(file.seq());
+  if (version.ok() && file.kind() == v1::FileRef::SHARD) {
+    if (const auto at = version.value()->IndexOf(file.seq())) version.value()->Invalidate(*at);
   }
   return d_.dir->RemoveFile(file);
 }

@@ -42,6 +42,15 @@ OpenVersion::Location OpenVersion::Locate(uint64_t id) const {
   return {shard, shards_[shard].info().seq(), id - first_ids_[shard]};
 }
 
+std::optional<size_t> OpenVersion::IndexOf(uint32_t seq) const {
+  // Shards are listed by id, and ids follow seqs (a writer's seqs and ids both
+  // ascend, and writer w's come after writer w-1's).
+  const auto it = std::lower_bound(shards_.begin(), shards_.end(), seq,
+                                   [](const v1::ShardRecord& s, uint32_t want) { return s.info().seq() < want; });
+  if (it == shards_.end() || it->info().seq() != seq) return std::nullopt;
+  return static_cast<size_t>(it - shards_.begin());
+}
+
 Result<std::pair<std::shared_ptr<const ShardReader>, uint64_t>> OpenVersion::RecordOf(uint64_t id) const {
   if (id >= shape_.num_samples || first_ids_.empty()) {
     return Status::OutOfRange("sample " + std::to_string(id) + " is past the end of " + shape_.name + "@" +

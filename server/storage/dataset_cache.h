@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,6 +67,10 @@ class OpenVersion {
   };
   Location Locate(uint64_t id) const;
   const v1::ShardRecord& shard(size_t i) const { return shards_[i]; }
+  // The index of the shard with sequence number `seq`, if the version has
+  // one. An index is not a seq: a version written by several writers numbers
+  // writer w's shards from w * PartSeqSpan (server/ingest/ingest_session.h).
+  std::optional<size_t> IndexOf(uint32_t seq) const;
   // The open reader of shard i, opened on first use (NotFound if this node
   // does not hold the file, Corruption if its layout is damaged).
   Result<std::shared_ptr<const ShardReader>> Reader(size_t shard) const;

@@ -129,6 +129,60 @@ TEST(MultiWriterTest, FourWritersOnThreeNodesSealOneVersionWithDenseIdsInWriterO
   }
 }
 
+// A node whose copies of another writer's shards are damaged reads those
+// samples from the other holders: they find a shard by its seq (writer w's
+// from w * PartSeqSpan), not by its place in the version's list.
+TEST(MultiWriterTest, SamplesOfADamagedCopyComeFromThePeersWhateverTheWriter) {
+  LocalCluster::Options options;
+  options.failure_timeout_ms = 10000;  // no node seems down on a slow host
+  LocalCluster cluster(options);
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
+  auto client = cluster.Connect(0, 30000);
+  ASSERT_NE(client, nullptr);
+  const uint64_t each = 300;
+  for (uint32_t w = 0; w < 2; ++w) {
+    IngestOptions o = PartOptions("peers", 2, w);
+    o.replication = 3;  // every node holds every shard, and none releases one
+    auto started = client->StartIngest(o);
+    ASSERT_TRUE(started.ok()) << started.status().ToString();
+    ASSERT_TRUE(WriteSamples(*started.value(), w, each).ok());
+    auto committed = started.value()->Commit();
+    ASSERT_TRUE(committed.ok()) << "writer " << w << ": " << committed.status().ToString();
+  }
+  // Every copy on node-1 cut in half: node-1 reads none of its own.
+  const std::string dir = cluster.DataDir(0) + "/shards/parts/v1";
+  size_t cut = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".shard") continue;
+    std::filesystem::resize_file(e.path(), std::filesystem::file_size(e.path()) / 2);
+    ++cut;
+  }
+  ASSERT_GE(cut, 4u);
+  // Node-1 owes a share of every step and fetches each of its samples from
+  // the other holders; none of its parts fails (no failover).
+  StreamOptions o;
+  o.dataset = "parts";
+  o.batch_size = 50;
+  auto stream = client->OpenStream(o);
+  ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+  std::map<uint64_t, int> seen;
+  Batch b;
+  Status end;
+  while ((end = stream.value()->Next(&b)).ok()) {
+    for (size_t i = 0; i < b.size(); ++i) {
+      const uint64_t id = b.ids()[i];
+      ++seen[id];
+      const uint32_t w = id < each ? 0 : 1;
+      EXPECT_EQ(b.sample(i), PartPayload(w, id - w * each)) << "id " << id;
+    }
+  }
+  ASSERT_EQ(end.code(), Code::kOutOfRange) << end.ToString();
+  EXPECT_EQ(stream.value()->stats().failovers, 0u);
+  EXPECT_EQ(seen.size(), 2 * each);
+  for (const auto& [id, n] : seen) ASSERT_EQ(n, 1) << "id " << id;
+  EXPECT_GE(Metric(cluster.Process(0).metrics_address(), "strata_proxied_records_total"), 1);
+}
+
 TEST(MultiWriterTest, AWriterThatFailsAbortsTheVersionForEveryWriter) {
   LocalCluster cluster({});
   ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
