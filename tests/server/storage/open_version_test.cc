@@ -24,10 +24,9 @@ TEST(OpenVersionTest, FindsAShardByItsSeqWhenSeqsAreNotPlaces) {
   record.mutable_info()->set_samples(100);
   // Writer 0 cut two shards, writer 1 three.
   const DataDir dir("/nonexistent");
-  OpenVersion v(record,
-                {Shard(0, 0, 20), Shard(1, 20, 20), Shard(span, 40, 20), Shard(span + 1, 60, 20),
-                 Shard(span + 2, 80, 20)},
-                &dir);
+  OpenVersion v(
+      record,
+      {Shard(0, 0, 20), Shard(1, 20, 20), Shard(span, 40, 20), Shard(span + 1, 60, 20), Shard(span + 2, 80, 20)}, &dir);
   EXPECT_EQ(v.IndexOf(0), 0u);
   EXPECT_EQ(v.IndexOf(1), 1u);
   EXPECT_EQ(v.IndexOf(span), 2u);
