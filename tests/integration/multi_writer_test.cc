@@ -243,7 +243,9 @@ TEST(MultiWriterTest, AWriterThatFailsAbortsTheVersionForEveryWriter) {
 // which TSan's slower processes once showed in CI.) The home is stopped
 // (SIGSTOP) while writer 1 aborts: the abort cannot return until it resumes.
 TEST(MultiWriterTest, AnAbortIsRecordedAtTheHomeBeforeTheWriterHearsOfIt) {
-  LocalCluster cluster({});
+  LocalCluster::Options options;
+  options.failure_timeout_ms = 10000;  // the stopped home stays in every map as it was: up
+  LocalCluster cluster(options);
   ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
   std::vector<std::string> ids;
   for (int i = 0; i < cluster.size(); ++i) ids.push_back(cluster.Id(i));
@@ -279,9 +281,13 @@ TEST(MultiWriterTest, AnAbortIsRecordedAtTheHomeBeforeTheWriterHearsOfIt) {
     returned = true;
   });
   std::this_thread::sleep_for(1s);
-  EXPECT_FALSE(returned.load()) << "writer 1's abort returned while the home, which must record it, was stopped";
+  const bool early = returned.load();
+  EXPECT_FALSE(early) << "writer 1's abort returned while the home, which must record it, was stopped";
   cluster.Resume(home_index);
   abort.join();
+  if (early) {
+    for (int i = 0; i < cluster.size(); ++i) ADD_FAILURE() << cluster.Id(i) << "'s log:\n" << cluster.Process(i).Log();
+  }
 
   auto last = open[2]->Commit();
   ASSERT_FALSE(last.ok()) << "writer 2's commit was taken after writer 1 had aborted";
