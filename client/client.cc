@@ -241,6 +241,10 @@ class GrpcClient final : public Client {
     const auto deadline = std::chrono::steady_clock::now() + kIngestFailoverWindow;
     const auto attempt = std::chrono::milliseconds(std::max<int64_t>(1000, options_.connect_timeout_ms));
     Status last = Status::Unavailable("no node of the cluster is up to take the ingest");
+    // One of several writers whose attempt timed out may have joined all the
+    // same (a slow home): its node withdraws that join when it finds the call
+    // cancelled, so "already joined" is then worth asking again.
+    bool may_hold_join = false;
     for (;;) {
       auto map = AnyClusterMap();
       if (!map.ok()) return map.status();
@@ -262,8 +266,10 @@ class GrpcClient final : public Client {
           const Status& s = writer.status();
           const bool elsewhere =
               s.code() == Code::kFailedPrecondition && s.message().find("are coordinated by") != std::string::npos;
+          const bool withdrawing = s.code() == Code::kAlreadyExists && may_hold_join;
+          if (s.code() == Code::kDeadlineExceeded && !options.ingest_id.empty()) may_hold_join = true;
           if (s.code() != Code::kUnavailable && s.code() != Code::kDeadlineExceeded && s.code() != Code::kCancelled &&
-              !elsewhere) {
+              !elsewhere && !withdrawing) {
             return s;  // the request's fault: every node would say the same
           }
           last = Status(s.code(), id + ": " + s.message());

@@ -126,7 +126,8 @@ Status GrpcIngestWriter::AwaitAccepted(std::chrono::milliseconds timeout) {
   if (context_.GetServerInitialMetadata().count(kAcceptedKey) > 0) return Status::OK();
   Status s = ServerEnded();
   if (timed_out) {
-    error_ = Status::Unavailable("the node did not take the ingest within " + std::to_string(timeout.count()) + " ms");
+    error_ =
+        Status::DeadlineExceeded("the node did not take the ingest within " + std::to_string(timeout.count()) + " ms");
     return error_;
   }
   return s;

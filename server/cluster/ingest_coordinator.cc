@@ -177,6 +177,9 @@ void IngestCoordinator::StartPart(const v1::IngestOptions& options,
     part.on_abort = [this, coordinator, ingest_id](const std::string& why, std::function<void()> told) {
       AbortAtHome(coordinator, ingest_id, why, std::move(told));
     };
+    part.on_withdraw = [this, coordinator, ingest_id, writer](const std::string& why, std::function<void()> told) {
+      WithdrawAtHome(coordinator, ingest_id, writer, why, std::move(told));
+    };
     done(IngestSession::OpenPart(o, d_.catalog, d_.dir, d_.metrics, limits_, Observer(o), std::move(part)));
   };
   if (home.id() == d_.view->self_id()) return JoinAsHome(options, open);
@@ -290,15 +293,35 @@ void IngestCoordinator::CommitPart(const v1::NodeInfo& home, v1::IngestPart part
 
 void IngestCoordinator::AbortAtHome(const v1::NodeInfo& home, const std::string& ingest_id, const std::string& why,
                                     std::function<void()> told) const {
+  v1::AbortIngestRequest request;
+  request.set_ingest_id(ingest_id);
+  request.set_why(why.substr(0, 1000));
+  TellHome(home, std::move(request), std::move(told));
+}
+
+void IngestCoordinator::WithdrawAtHome(const v1::NodeInfo& home, const std::string& ingest_id, uint32_t writer,
+                                       const std::string& why, std::function<void()> told) const {
+  v1::AbortIngestRequest request;
+  request.set_ingest_id(ingest_id);
+  request.set_why(why.substr(0, 1000));
+  request.set_withdraw(true);
+  request.set_writer(writer);
+  TellHome(home, std::move(request), std::move(told));
+}
+
+void IngestCoordinator::TellHome(const v1::NodeInfo& home, v1::AbortIngestRequest request,
+                                 std::function<void()> told) const {
   auto call = std::make_shared<HomeCall<v1::AbortIngestRequest, v1::AbortIngestReply>>();
-  call->request.set_ingest_id(ingest_id);
-  call->request.set_why(why.substr(0, 1000));
+  call->request = std::move(request);
   call->context.set_deadline(std::chrono::system_clock::now() + kAbortTimeout);
   HandOffToGrpc(call.get());
   d_.peers->Peer(home)->async()->AbortIngest(
-      &call->context, &call->request, &call->reply, [call, ingest_id, told = std::move(told)](grpc::Status s) {
+      &call->context, &call->request, &call->reply, [call, told = std::move(told)](grpc::Status s) {
         TakeBackFromGrpc(call.get());
-        if (!s.ok()) spdlog::warn("ingest {}: telling its coordinator of an abort: {}", ingest_id, s.error_message());
+        if (!s.ok()) {
+          spdlog::warn("ingest {}: telling its coordinator of {}: {}", call->request.ingest_id(),
+                       call->request.withdraw() ? "a withdrawal" : "an abort", s.error_message());
+        }
         if (told) told();
       });
 }

@@ -106,8 +106,14 @@ class IngestCoordinator {
   // home has answered, or could not be reached (at most 30 s), on a gRPC thread.
   void AbortAtHome(const v1::NodeInfo& home, const std::string& ingest_id, const std::string& why,
                    std::function<void()> told = nullptr) const;
+  // The same for one writer's withdrawal (MultiIngests::Withdraw): the
+  // ingest stays open and the writer may join again.
+  void WithdrawAtHome(const v1::NodeInfo& home, const std::string& ingest_id, uint32_t writer, const std::string& why,
+                      std::function<void()> told) const;
 
  private:
+  // Sends `request` to `home`'s AbortIngest; `told` as AbortAtHome's.
+  void TellHome(const v1::NodeInfo& home, v1::AbortIngestRequest request, std::function<void()> told) const;
   // The node a join's reply says the ingest is open at (the coordinator it
   // names, found in this node's map), else `home`, the node that answered.
   Result<v1::NodeInfo> Coordinator(const v1::JoinIngestReply& reply, const v1::NodeInfo& home) const;

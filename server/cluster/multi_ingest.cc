@@ -295,6 +295,22 @@ Status MultiIngests::Abort(const std::string& ingest_id, const std::string& why)
   return AbortLocked(&it->second, why);
 }
 
+Status MultiIngests::Withdraw(const std::string& ingest_id, uint32_t writer, const std::string& why) {
+  MutexLock lock(&mu_);
+  auto it = entries_.find(ingest_id);
+  if (it == entries_.end()) return Status::OK();
+  Entry& e = it->second;
+  if (e.sealed || !e.aborted.empty() || writer >= e.joined.size() || !e.joined[writer]) return Status::OK();
+  if (e.parts.count(writer) > 0) {
+    return Status::FailedPrecondition("writer " + std::to_string(writer) + " of ingest " + ingest_id +
+                                      " has committed its part");
+  }
+  e.joined[writer] = false;
+  spdlog::info("ingest {}@{}: writer {} withdrew its join and may join again: {}", e.name, e.version, writer,
+               why.substr(0, 1000));
+  return Status::OK();
+}
+
 Status MultiIngests::AbortLocked(Entry* e, const std::string& why) {
   if (e->sealed || !e->aborted.empty()) return Status::OK();
   e->aborted = why.empty() ? "aborted" : why.substr(0, 1000);

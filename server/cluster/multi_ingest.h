@@ -16,7 +16,10 @@
 //           every shard, builds the stratum index from the parts' strata,
 //           seals the version once and broadcasts it;
 //   Abort   any writer that fails aborts the version for all of them: the
-//           aborted record is broadcast and every node drops its files.
+//           aborted record is broadcast and every node drops its files;
+//   Withdraw a writer whose client gave up waiting for its join (a slow
+//           home) and never sent a sample leaves the ingest open: its node
+//           undoes the join here, and the client joins again.
 // Entries live in memory: a home that restarts mid-ingest forgets them, the
 // version stays unsealed (its files are dropped as an aborted ingest's), and
 // the writers' commits are refused with FailedPrecondition.
@@ -79,6 +82,11 @@ class MultiIngests {
   Result<v1::CommitPartReply> Commit(const v1::IngestPart& part);
   // Aborts the ingest for every writer. OK if it is unknown or already over.
   Status Abort(const std::string& ingest_id, const std::string& why);
+  // Undoes writer `writer`'s join, so that it may join again: its node
+  // withdraws it when its client gave up waiting for the join before sending
+  // a sample. OK if the ingest is unknown or over, or the writer is not
+  // joined; FailedPrecondition if its part was committed.
+  Status Withdraw(const std::string& ingest_id, uint32_t writer, const std::string& why);
 
  private:
   struct Entry {

@@ -449,4 +449,17 @@ void IngestSession::Abort(const std::string& why, std::function<void()> told) {
   }
 }
 
+void IngestSession::Withdraw(const std::string& why, std::function<void()> told) {
+  if (committed_ || aborted_ || !part_ || !part_->on_withdraw || samples_ > 0) return Abort(why, std::move(told));
+  aborted_ = true;
+  writer_.reset();  // removes its temporary file, if it had one
+  index_.reset();
+  metrics_->active_ingests.Decrement();
+  spdlog::info("ingest {}@{}: writer {} of ingest {} withdrew before its first sample: {}", name_, version_,
+               part_->writer, part_->ingest_id, why);
+  // Last, as in Abort: `told` may have the session destroyed.
+  auto tell_home = std::move(part_->on_withdraw);
+  tell_home(why, std::move(told));
+}
+
 }  // namespace strata

@@ -70,6 +70,8 @@ struct IngestPartOptions {
   // version for every writer. It must not block; it calls `told` (when not
   // empty) once the home has recorded the abort, or could not be told.
   std::function<void(const std::string& why, std::function<void()> told)> on_abort;
+  // The same for Withdraw: the home undoes this writer's join instead.
+  std::function<void(const std::string& why, std::function<void()> told)> on_withdraw;
 };
 
 inline constexpr uint32_t kMaxIngestWriters = 1024;
@@ -133,6 +135,12 @@ class IngestSession {
   // Abort touches the session no more once `told` may run, so `told` may
   // have the session destroyed (on any thread).
   void Abort(const std::string& why, std::function<void()> told);
+  // For a part that has taken no sample: ends it as if its writer had never
+  // joined. Nothing of the version is removed here (other writers' shards and
+  // copies stay), and the home undoes the join (IngestPartOptions.on_withdraw),
+  // so that the writer may join again; `told` as Abort's. Anything else (a
+  // whole version, a part with samples, a part without on_withdraw) is aborted.
+  void Withdraw(const std::string& why, std::function<void()> told);
 
   const std::string& name() const { return name_; }
   uint64_t version() const { return version_; }

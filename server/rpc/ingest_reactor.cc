@@ -93,13 +93,21 @@ void IngestReactor::AbortAndFinish(const std::string& why, grpc::Status status) 
     Finish(status);
     return;
   }
-  // Files removed, version marked aborted; the call finishes on the I/O pool.
-  session_->Abort(why, [this, status = std::move(status)] {
+  auto finish = [this, status = std::move(status)] {
     boost::asio::post(calls_->executor, [this, status] {
       session_.reset();
       Finish(status);
     });
-  });
+  };
+  // A client that cancelled the call (it gave up waiting for a slow join, or
+  // went away) before any sample arrived withdraws a part instead: the other
+  // writers' ingest stays open and this writer may join again.
+  if (context_->IsCancelled()) {
+    session_->Withdraw(why, std::move(finish));
+    return;
+  }
+  // Files removed, version marked aborted; the call finishes on the I/O pool.
+  session_->Abort(why, std::move(finish));
 }
 
 Status IngestReactor::Handle(const v1::IngestRequest& request) {

@@ -4,7 +4,8 @@
 // starts only after the previous message is written, so shard writes and
 // fsyncs never block gRPC's threads. The call ends with the sealed version's
 // summary after the commit message, or with the error that aborted the ingest;
-// a stream that ends without a commit aborts it.
+// a stream that ends without a commit aborts it (but one writer's part of an
+// ingest with several, cancelled before its first sample, only withdraws).
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -61,6 +62,8 @@ class IngestReactor final : public HandOffVisible<grpc::ServerReadReactor<v1::In
   // abort is known where it must be: a part's home hears of it before the
   // client does, so that a writer whose ingest has ended has aborted the
   // version for every writer (another writer's later commit is refused).
+  // A call the client cancelled before its first sample withdraws a part
+  // instead (IngestSession::Withdraw).
   void AbortAndFinish(const std::string& why, grpc::Status status);
   // Several writers: opens this writer's part once the home has answered,
   // and commits it at the home.

@@ -311,8 +311,10 @@ grpc::ServerUnaryReactor* PeerServiceImpl::AbortIngest(grpc::CallbackServerConte
                                                        const v1::AbortIngestRequest* request,
                                                        v1::AbortIngestReply* /*reply*/) {
   if (d_.multi == nullptr) return Done(context, Status::Unimplemented("no ingests with several writers here"));
-  return OnExecutor(context, d_.executor,
-                    [d = &d_, request] { return d->multi->Abort(request->ingest_id(), request->why()); });
+  return OnExecutor(context, d_.executor, [d = &d_, request] {
+    return request->withdraw() ? d->multi->Withdraw(request->ingest_id(), request->writer(), request->why())
+                               : d->multi->Abort(request->ingest_id(), request->why());
+  });
 }
 
 }  // namespace strata

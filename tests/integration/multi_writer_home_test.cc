@@ -1,7 +1,8 @@
-// Ingest with several writers while the dataset's home moves: a node that
-// ranks first for the dataset comes up mid-ingest. The writers that joined
-// before commit where they joined; a writer that joins after joins the same
-// ingest there.
+// Ingest with several writers while the dataset's home moves or stalls: a
+// node that ranks first for the dataset comes up mid-ingest (the writers that
+// joined before commit where they joined; a writer that joins after joins the
+// same ingest there), or the home answers a join only after the client gave
+// up waiting (the join is withdrawn and the writer joins again).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -138,6 +139,60 @@ TEST(MultiWriterTest, AWriterJoiningAfterTheHomeMovedJoinsTheIngestWhereItBegan)
       EXPECT_EQ(v.state, VersionState::kSealed) << name << "@" << v.version << " at " << c->address();
     }
   }
+}
+
+// A home slower than the client's patience: a home that does not know an
+// ingest asks the other nodes whether it is open there before it creates it
+// (JoinAsHome), and a node that is stopped (SIGSTOP) but not yet taken for
+// dead keeps that question waiting for its 2 s timeout. So every join of
+// writer 0 sent before the ingest exists is answered after its client, which
+// waits 1 s, gave up: the first of them joins all the same. Its node finds
+// the call cancelled and withdraws the join (instead of aborting the ingest
+// for every writer), the client, which gave up on a join it may hold, asks
+// again, and the ingest seals with every writer's samples.
+TEST(MultiWriterTest, AJoinItsClientGaveUpOnIsWithdrawnAndTheWriterJoinsAgain) {
+  LocalCluster::Options options;
+  options.failure_timeout_ms = 30000;  // the stopped node stays up in every map, and is asked
+  LocalCluster cluster(options);
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
+  std::vector<std::string> ids;
+  for (int i = 0; i < cluster.size(); ++i) ids.push_back(cluster.Id(i));
+  const std::string home = RankMembers(DatasetHomeKey("parts"), ids).front();
+  // Writer 0 goes first to a node that is not the home, which asks the home.
+  std::string ingest_id;
+  for (int k = 0; ingest_id.empty(); ++k) {
+    const std::string id = "patience-" + std::to_string(k);
+    if (RankMembers(id, ids)[0] != home) ingest_id = id;
+  }
+  const std::string first_node = RankMembers(ingest_id, ids)[0];
+  int home_index = 0, first_index = 0, stopped = 0;
+  for (int i = 0; i < cluster.size(); ++i) {
+    if (cluster.Id(i) == home) home_index = i;
+    if (cluster.Id(i) == first_node) first_index = i;
+  }
+  while (stopped == home_index || stopped == first_index) ++stopped;
+  ClientOptions impatient;
+  impatient.connect_timeout_ms = 1000;  // an attempt waits 1 s for its node to take the ingest
+  auto client = Client::Connect(cluster.Address(first_index), impatient);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+
+  cluster.Pause(stopped);
+  auto first = client.value()->StartIngest(PartOptions(ingest_id, 2, 0));
+  cluster.Resume(stopped);
+  ASSERT_TRUE(first.ok()) << "writer 0: " << first.status().ToString() << "\n" << cluster.Process(home_index).Log();
+  EXPECT_NE(cluster.Process(home_index).Log().find("writer 0 withdrew its join"), std::string::npos)
+      << "no join was withdrawn: the first join did not come after its client had gone\n"
+      << cluster.Process(home_index).Log();
+  std::vector<std::unique_ptr<IngestWriter>> open;
+  open.push_back(std::move(first).value());
+  ASSERT_TRUE(WriteSamples(*open[0], 0, 100).ok());
+  auto second = client.value()->StartIngest(PartOptions(ingest_id, 2, 1));
+  ASSERT_TRUE(second.ok()) << "writer 1: " << second.status().ToString();
+  open.push_back(std::move(second).value());
+  ASSERT_TRUE(WriteSamples(*open[1], 1, 100).ok());
+  ASSERT_NO_FATAL_FAILURE(CommitAllAndExpectSealed(open, 200));
+  ASSERT_TRUE(Eventually([&] { return client.value()->Describe("parts").ok(); }, 20s));
+  EXPECT_EQ(Samples(*client.value(), "parts").size(), 200u);
 }
 
 }  // namespace
