@@ -155,22 +155,13 @@ TEST(MultiWriterTest, AJoinItsClientGaveUpOnIsWithdrawnAndTheWriterJoinsAgain) {
   options.failure_timeout_ms = 30000;  // the stopped node stays up in every map, and is asked
   LocalCluster cluster(options);
   ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
-  std::vector<std::string> ids;
-  for (int i = 0; i < cluster.size(); ++i) ids.push_back(cluster.Id(i));
-  const std::string home = RankMembers(DatasetHomeKey("parts"), ids).front();
-  // Writer 0 goes first to a node that is not the home, which asks the home.
-  std::string ingest_id;
-  for (int k = 0; ingest_id.empty(); ++k) {
-    const std::string id = "patience-" + std::to_string(k);
-    if (RankMembers(id, ids)[0] != home) ingest_id = id;
-  }
-  const std::string first_node = RankMembers(ingest_id, ids)[0];
-  int home_index = 0, first_index = 0, stopped = 0;
-  for (int i = 0; i < cluster.size(); ++i) {
-    if (cluster.Id(i) == home) home_index = i;
-    if (cluster.Id(i) == first_node) first_index = i;
-  }
-  while (stopped == home_index || stopped == first_index) ++stopped;
+  // Writer 0 goes first to a node that is not the home, which asks the home;
+  // the third node is the one stopped.
+  const NodesAndHome nodes = HomeOf(cluster, "parts");
+  const std::string ingest_id = IngestIdAwayFromHome(nodes, "patience", 0);
+  const int home_index = nodes.home;
+  const int first_index = nodes.IndexOf(RankMembers(ingest_id, nodes.ids)[0]);
+  const int stopped = 3 - home_index - first_index;
   ClientOptions impatient;
   impatient.connect_timeout_ms = 1000;  // an attempt waits 1 s for its node to take the ingest
   auto client = Client::Connect(cluster.Address(first_index), impatient);

@@ -4,12 +4,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "common/placement.h"
 #include "tests/integration/cluster_fixture.h"
+#include "tests/integration/local_cluster.h"
 
 namespace strata::testing {
 
@@ -38,6 +42,31 @@ inline Status WriteSamples(IngestWriter& writer, uint32_t w, uint64_t n) {
     STRATA_RETURN_IF_ERROR(writer.Write(s));
   }
   return Status::OK();
+}
+
+// A cluster's nodes as the writers' placement sees them: their ids, and
+// the index of a dataset's home (the first in its ranked order).
+struct NodesAndHome {
+  std::vector<std::string> ids;
+  int home = 0;
+  int IndexOf(const std::string& id) const {
+    return static_cast<int>(std::find(ids.begin(), ids.end(), id) - ids.begin());
+  }
+};
+inline NodesAndHome HomeOf(const LocalCluster& cluster, const std::string& dataset) {
+  NodesAndHome n;
+  for (int i = 0; i < cluster.size(); ++i) n.ids.push_back(cluster.Id(i));
+  n.home = n.IndexOf(RankMembers(DatasetHomeKey(dataset), n.ids).front());
+  return n;
+}
+// An ingest id PREFIX-K whose writer `writer` starts at a node that is not
+// the home (writer w starts at the w-th node in the id's ranked order:
+// Client::StartIngest), so that its node asks the home.
+inline std::string IngestIdAwayFromHome(const NodesAndHome& nodes, const std::string& prefix, uint32_t writer) {
+  for (int k = 0;; ++k) {
+    const std::string id = prefix + "-" + std::to_string(k);
+    if (nodes.IndexOf(RankMembers(id, nodes.ids)[writer]) != nodes.home) return id;
+  }
 }
 
 // Every sample of `dataset` as (label, payload), in no particular order.

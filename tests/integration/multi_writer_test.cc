@@ -247,22 +247,12 @@ TEST(MultiWriterTest, AnAbortIsRecordedAtTheHomeBeforeTheWriterHearsOfIt) {
   options.failure_timeout_ms = 10000;  // the stopped home stays in every map as it was: up
   LocalCluster cluster(options);
   ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
-  std::vector<std::string> ids;
-  for (int i = 0; i < cluster.size(); ++i) ids.push_back(cluster.Id(i));
-  const std::string home = RankMembers(DatasetHomeKey("parts"), ids).front();
-  // An ingest id whose writer 1 goes to a node that is not the home (writer w
-  // starts at the w-th node in the id's order: Client::StartIngest), and
-  // the client that starts the writers connected to another node still.
-  std::string ingest_id;
-  for (int k = 0; ingest_id.empty(); ++k) {
-    const std::string id = "hold-" + std::to_string(k);
-    if (RankMembers(id, ids)[1] != home) ingest_id = id;
-  }
-  int connect_to = 0, home_index = 0;
-  for (int i = 0; i < cluster.size(); ++i) {
-    if (cluster.Id(i) == home) home_index = i;
-  }
-  if (connect_to == home_index) connect_to = 1;
+  // Writer 1 goes to a node that is not the home, and the client that starts
+  // the writers is connected to another node still.
+  const NodesAndHome nodes = HomeOf(cluster, "parts");
+  const std::string ingest_id = IngestIdAwayFromHome(nodes, "hold", 1);
+  const int home_index = nodes.home;
+  const int connect_to = home_index == 0 ? 1 : 0;
   auto client = cluster.Connect(connect_to, 30000);
   ASSERT_NE(client, nullptr);
   std::vector<std::unique_ptr<IngestWriter>> open(3);
