@@ -197,6 +197,16 @@ void IngestCoordinator::StartPart(const v1::IngestOptions& options,
       });
 }
 
+std::vector<v1::NodeInfo> IngestCoordinator::OthersUp() const {
+  const std::string& self = d_.view->self_id();
+  const v1::ClusterMap map = d_.view->Current();
+  std::vector<v1::NodeInfo> others;
+  for (const auto& n : map.nodes()) {
+    if (n.state() == v1::NODE_UP && n.id() != self) others.push_back(n);
+  }
+  return others;
+}
+
 void IngestCoordinator::JoinAsHome(v1::IngestOptions options, std::function<void(Result<v1::JoinIngestReply>)> done) {
   if (d_.multi == nullptr || d_.peers == nullptr || d_.pool == nullptr) {
     return done(Status::Unimplemented("this node does not take ingests with several writers"));
@@ -206,12 +216,7 @@ void IngestCoordinator::JoinAsHome(v1::IngestOptions options, std::function<void
   // Unknown here. The home may have moved since the first writer joined (a
   // node that ranks first came up): the ingest then stays open at the home
   // it began at, and this writer joins it there.
-  const std::string& self = d_.view->self_id();
-  const v1::ClusterMap map = d_.view->Current();
-  std::vector<v1::NodeInfo> others;
-  for (const auto& n : map.nodes()) {
-    if (n.state() == v1::NODE_UP && n.id() != self) others.push_back(n);
-  }
+  const std::vector<v1::NodeInfo> others = OthersUp();
   auto create = [this, options, done] {
     boost::asio::post(*d_.pool,
                       [this, options, done] { done(d_.multi->Join(options, MultiIngests::JoinMode::kOpenOrCreate)); });
@@ -274,7 +279,7 @@ Result<v1::NodeInfo> IngestCoordinator::Coordinator(const v1::JoinIngestReply& r
 void IngestCoordinator::CommitPart(const v1::NodeInfo& home, v1::IngestPart part,
                                    std::function<void(Result<v1::CommitPartReply>)> done) {
   // The home the writer joined at, not the map's home now: only it knows the ingest.
-  if (home.id() == d_.view->self_id()) return done(d_.multi->Commit(part));
+  if (home.id() == d_.view->self_id()) return CommitAsHome(std::move(part), std::move(done));
   auto call = std::make_shared<HomeCall<v1::IngestPart, v1::CommitPartReply>>();
   call->request = std::move(part);
   call->context.set_deadline(std::chrono::system_clock::now() + kCommitTimeout);
@@ -289,6 +294,63 @@ void IngestCoordinator::CommitPart(const v1::NodeInfo& home, v1::IngestPart part
         }
         done(std::move(call->reply));
       });
+}
+
+void IngestCoordinator::CommitAsHome(v1::IngestPart part, std::function<void(Result<v1::CommitPartReply>)> done) {
+  if (d_.multi == nullptr || d_.peers == nullptr || d_.pool == nullptr) {
+    return done(Status::Unimplemented("this node does not take ingests with several writers"));
+  }
+  auto commit = [this, done](v1::IngestPart p) {
+    boost::asio::post(*d_.pool, [this, done, p = std::move(p)] { done(d_.multi->Commit(p)); });
+  };
+  const std::vector<v1::NodeInfo> others = OthersUp();
+  if (others.empty()) return commit(std::move(part));
+  struct Search {
+    Mutex mu;
+    size_t pending GUARDED_BY(mu) = 0;
+    std::vector<std::pair<v1::NodeInfo, v1::FindIngestReply>> open GUARDED_BY(mu);
+    v1::IngestPart part;
+  };
+  auto search = std::make_shared<Search>();
+  search->part = std::move(part);
+  {
+    MutexLock lock(&search->mu);
+    search->pending = others.size();
+  }
+  const std::string ingest_id = search->part.ingest_id();
+  for (const v1::NodeInfo& node : others) {
+    auto call = std::make_shared<HomeCall<v1::FindIngestRequest, v1::FindIngestReply>>();
+    call->request.set_ingest_id(ingest_id);
+    call->context.set_deadline(std::chrono::system_clock::now() + kProbeTimeout);
+    HandOffToGrpc(call.get());
+    d_.peers->Peer(node)->async()->FindIngest(
+        &call->context, &call->request, &call->reply, [this, call, search, node, commit, done](grpc::Status s) {
+          TakeBackFromGrpc(call.get());
+          // No answer (down, or a node from before FindIngest): not open there.
+          std::vector<std::pair<v1::NodeInfo, v1::FindIngestReply>> open;
+          {
+            MutexLock lock(&search->mu);
+            if (s.ok() && call->reply.open()) search->open.emplace_back(node, call->reply);
+            if (--search->pending != 0) return;
+            open = std::move(search->open);
+          }
+          if (open.empty()) return commit(std::move(search->part));
+          const v1::IngestPart& p = search->part;
+          std::string why = "ingest " + p.ingest_id() + " was begun by two nodes at once as the cluster changed (" +
+                            d_.view->self_id() + ": " + p.dataset() + "@" + std::to_string(p.version());
+          for (const auto& [n, found] : open) {
+            why += "; " + n.id() + ": " + found.dataset().substr(0, 200) + "@" + std::to_string(found.version());
+          }
+          why +=
+              "), so no version could ever take every writer's part: both were aborted; write it again with a "
+              "new ingest id";
+          for (const auto& [n, found] : open) AbortAtHome(n, p.ingest_id(), why);
+          boost::asio::post(*d_.pool, [this, done, ingest_id = p.ingest_id(), why] {
+            d_.multi->Abort(ingest_id, why).IgnoreError();
+            done(Status::FailedPrecondition(why));
+          });
+        });
+  }
 }
 
 void IngestCoordinator::AbortAtHome(const v1::NodeInfo& home, const std::string& ingest_id, const std::string& why,

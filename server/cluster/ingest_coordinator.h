@@ -97,6 +97,14 @@ class IngestCoordinator {
   // (IngestSession::part_home); `done` gets the home's answer, as StartPart's.
   // A part the home refuses is aborted there, for every writer.
   void CommitPart(const v1::NodeInfo& home, v1::IngestPart part, std::function<void(Result<v1::CommitPartReply>)> done);
+  // At the home (this node), a writer's part: first asks every other node up
+  // whether the ingest is open there too (FindIngest, at most 2 s each). Two
+  // homes can each have begun it as the cluster changed (a first writer at
+  // each, or a new home that could not reach the old one), and neither would
+  // ever see every writer's commit: then the ingest is aborted at both, and
+  // the commit is refused with FailedPrecondition saying so. Otherwise
+  // MultiIngests::Commit, on the pool. `done` as StartPart's.
+  void CommitAsHome(v1::IngestPart part, std::function<void(Result<v1::CommitPartReply>)> done);
 
   // The observer (copies, parity, retention) a session with these resolved
   // options gets.
@@ -112,6 +120,8 @@ class IngestCoordinator {
                       std::function<void()> told) const;
 
  private:
+  // The nodes up in this node's map, but this one.
+  std::vector<v1::NodeInfo> OthersUp() const;
   // Sends `request` to `home`'s AbortIngest; `told` as AbortAtHome's.
   void TellHome(const v1::NodeInfo& home, v1::AbortIngestRequest request, std::function<void()> told) const;
   // The node a join's reply says the ingest is open at (the coordinator it

@@ -311,6 +311,17 @@ Status MultiIngests::Withdraw(const std::string& ingest_id, uint32_t writer, con
   return Status::OK();
 }
 
+v1::FindIngestReply MultiIngests::Find(const std::string& ingest_id) const {
+  MutexLock lock(&mu_);
+  v1::FindIngestReply reply;
+  auto it = entries_.find(ingest_id);
+  if (it == entries_.end() || it->second.sealed || !it->second.aborted.empty()) return reply;
+  reply.set_open(true);
+  reply.set_dataset(it->second.name);
+  reply.set_version(it->second.version);
+  return reply;
+}
+
 Status MultiIngests::AbortLocked(Entry* e, const std::string& why) {
   if (e->sealed || !e->aborted.empty()) return Status::OK();
   e->aborted = why.empty() ? "aborted" : why.substr(0, 1000);

@@ -87,6 +87,8 @@ class MultiIngests {
   // a sample. OK if the ingest is unknown or over, or the writer is not
   // joined; FailedPrecondition if its part was committed.
   Status Withdraw(const std::string& ingest_id, uint32_t writer, const std::string& why);
+  // Whether the ingest is open here (neither sealed nor aborted), and its version.
+  v1::FindIngestReply Find(const std::string& ingest_id) const;
 
  private:
   struct Entry {
@@ -108,7 +110,7 @@ class MultiIngests {
 
   const Deps d_;
   const IngestLimits limits_;
-  Mutex mu_;
+  mutable Mutex mu_;
   std::map<std::string, Entry> entries_ GUARDED_BY(mu_);
 };
 

@@ -298,13 +298,25 @@ grpc::ServerUnaryReactor* PeerServiceImpl::JoinOpenIngest(grpc::CallbackServerCo
 
 grpc::ServerUnaryReactor* PeerServiceImpl::CommitPart(grpc::CallbackServerContext* context,
                                                       const v1::IngestPart* request, v1::CommitPartReply* reply) {
-  if (d_.multi == nullptr) return Done(context, Status::Unimplemented("no ingests with several writers here"));
-  return OnExecutor(context, d_.executor, [d = &d_, request, reply]() -> Status {
-    auto committed = d->multi->Commit(*request);  // checks every field of the part
-    if (!committed.ok()) return committed.status();
-    *reply = std::move(committed).value();
-    return Status::OK();
+  if (d_.multi == nullptr || d_.coordinator == nullptr) {
+    return Done(context, Status::Unimplemented("no ingests with several writers here"));
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  // MultiIngests::Commit checks every field of the part.
+  d_.coordinator->CommitAsHome(*request, [reactor, reply](Result<v1::CommitPartReply> committed) {
+    if (committed.ok()) *reply = std::move(committed).value();
+    reactor->Finish(ToGrpcStatus(committed.status()));
   });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* PeerServiceImpl::FindIngest(grpc::CallbackServerContext* context,
+                                                      const v1::FindIngestRequest* request,
+                                                      v1::FindIngestReply* reply) {
+  if (d_.multi == nullptr) return Done(context, Status::Unimplemented("no ingests with several writers here"));
+  if (!ValidIngestId(request->ingest_id())) return Done(context, Status::InvalidArgument("invalid ingest id"));
+  *reply = d_.multi->Find(request->ingest_id());
+  return Done(context, Status::OK());
 }
 
 grpc::ServerUnaryReactor* PeerServiceImpl::AbortIngest(grpc::CallbackServerContext* context,

@@ -56,6 +56,8 @@ class PeerServiceImpl final : public v1::PeerService::CallbackService {
                                            v1::JoinIngestReply* reply) override;
   grpc::ServerUnaryReactor* CommitPart(grpc::CallbackServerContext* context, const v1::IngestPart* request,
                                        v1::CommitPartReply* reply) override;
+  grpc::ServerUnaryReactor* FindIngest(grpc::CallbackServerContext* context, const v1::FindIngestRequest* request,
+                                       v1::FindIngestReply* reply) override;
   grpc::ServerUnaryReactor* AbortIngest(grpc::CallbackServerContext* context, const v1::AbortIngestRequest* request,
                                         v1::AbortIngestReply* reply) override;
   grpc::ServerUnaryReactor* ListVersions(grpc::CallbackServerContext* context, const v1::ListVersionsRequest* request,

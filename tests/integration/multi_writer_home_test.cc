@@ -186,5 +186,94 @@ TEST(MultiWriterTest, AJoinItsClientGaveUpOnIsWithdrawnAndTheWriterJoinsAgain) {
   EXPECT_EQ(Samples(*client.value(), "parts").size(), 200u);
 }
 
+// Two homes begin the same ingest: the old home is stopped (SIGSTOP) and
+// taken for down while a node that ranks first for the dataset comes up, so
+// the next writer's join creates the ingest again at the new home, which
+// cannot ask the old one. Neither would ever see both writers' commits. A
+// home asks the other nodes before it takes a part (FindIngest), finds the
+// other, and aborts the ingest at both: the commits are refused, saying so,
+// and no version is left half-begun.
+TEST(MultiWriterTest, AnIngestBegunByTwoHomesIsAbortedAtBothAtTheFirstCommit) {
+  LocalCluster::Options o = FourListedThreeUp();
+  o.grace_period_s = 300;  // the stopped home stays listed, down, and comes back
+  LocalCluster cluster(o);
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
+  const std::string name = HomedAtNodeFour(cluster, "split-");
+  const NodesAndHome nodes = HomeOf(cluster, name);  // node-4, which is down
+  std::vector<std::string> running(nodes.ids.begin(), nodes.ids.begin() + 3);
+  const int old_home = nodes.IndexOf(RankMembers(DatasetHomeKey(name), running).front());
+  const int other = old_home == 0 ? 1 : 0;
+  auto client = cluster.Connect(other, 30000);
+  ASSERT_NE(client, nullptr);
+  auto start = [&](uint32_t w) -> std::unique_ptr<IngestWriter> {
+    IngestOptions options = PartOptions("split", 2, w);
+    options.dataset = name;
+    auto started = client->StartIngest(options);
+    EXPECT_TRUE(started.ok()) << "writer " << w << ": " << started.status().ToString();
+    if (!started.ok()) return nullptr;
+    EXPECT_TRUE(WriteSamples(*started.value(), w, 100).ok());
+    return std::move(started).value();
+  };
+  std::vector<std::unique_ptr<IngestWriter>> open(2);
+  open[0] = start(0);  // begins the ingest at the old home
+  ASSERT_NE(open[0], nullptr);
+
+  // The old home stops and is taken for down; node-4 comes up, and is the
+  // home in the maps of the nodes that run.
+  cluster.Pause(old_home);
+  cluster.Start(3);
+  ASSERT_TRUE(Eventually(
+      [&] {
+        for (int i = 0; i < cluster.size(); ++i) {
+          if (i != old_home && cluster.UpIn(i) != 3) return false;
+        }
+        return true;
+      },
+      30s))
+      << "node-4 up and the old home down in every running node's map";
+  open[1] = start(1);  // begins the ingest again, at node-4
+  ASSERT_NE(open[1], nullptr);
+  cluster.Resume(old_home);
+  ASSERT_TRUE(Eventually(
+      [&] {
+        for (int i = 0; i < cluster.size(); ++i) {
+          if (cluster.UpIn(i) != 4) return false;
+        }
+        return true;
+      },
+      30s))
+      << "every node up in every node's map";
+
+  // The first commit finds the other home (a commit taken before the homes
+  // saw each other would only be aborted later, as when another writer fails).
+  auto second = open[1]->Commit();
+  auto first = open[0]->Commit();
+  EXPECT_FALSE(first.ok() && second.ok()) << "both commits were taken: two versions that never seal";
+  bool said = false;
+  for (const auto* r : {&second, &first}) {
+    if (r->ok()) continue;
+    EXPECT_EQ(r->status().code(), Code::kFailedPrecondition) << r->status().ToString();
+    said = said || r->status().message().find("begun by two nodes") != std::string::npos;
+  }
+  EXPECT_TRUE(said) << "no commit said why: " << second.status().ToString() << " / " << first.status().ToString();
+  // Neither version is served, and neither stays half-begun: both are aborted.
+  EXPECT_EQ(client->Describe(name).status().code(), Code::kNotFound);
+  for (int i : {old_home, 3}) {
+    auto at = cluster.Connect(i, 30000);
+    ASSERT_NE(at, nullptr);
+    ASSERT_TRUE(Eventually(
+        [&] {
+          auto listed = at->ListDatasets(/*include_unsealed=*/true);
+          if (!listed.ok()) return false;
+          for (const DatasetInfo& v : listed.value()) {
+            if (v.name == name && v.state != VersionState::kAborted) return false;
+          }
+          return true;
+        },
+        20s))
+        << cluster.Id(i) << " still holds a version of " << name << " that is not aborted";
+  }
+}
+
 }  // namespace
 }  // namespace strata::testing

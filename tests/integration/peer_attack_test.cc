@@ -272,6 +272,33 @@ TEST_F(PeerAttackTest, AForgedIngestPartIsRefusedAndAbortsItsIngest) {
   EXPECT_EQ(join("atk", 2, 2, &joined).error_code(), grpc::StatusCode::INVALID_ARGUMENT) << "writer out of range";
   EXPECT_EQ(join("../atk", 2, 0, &joined).error_code(), grpc::StatusCode::INVALID_ARGUMENT) << "a path as ingest id";
   ASSERT_TRUE(join("atk", 2, 0, &joined).ok());
+  // Whether it is open here (a home's question before it takes a part).
+  auto find = [&](const std::string& id, v1::FindIngestReply* reply) {
+    grpc::ClientContext context;
+    v1::FindIngestRequest request;
+    request.set_ingest_id(id);
+    return peer_->FindIngest(&context, request, reply);
+  };
+  v1::FindIngestReply found;
+  EXPECT_EQ(find("../atk", &found).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  ASSERT_TRUE(find("atk", &found).ok());
+  EXPECT_TRUE(found.open());
+  EXPECT_EQ(found.version(), joined.version());
+  ASSERT_TRUE(find("never-joined", &found).ok());
+  EXPECT_FALSE(found.open());
+  // A forged withdrawal: a writer out of range, or one that never joined, changes nothing.
+  auto withdraw = [&](uint32_t writer) {
+    grpc::ClientContext context;
+    v1::AbortIngestRequest request;
+    request.set_ingest_id("atk");
+    request.set_withdraw(true);
+    request.set_writer(writer);
+    v1::AbortIngestReply reply;
+    return peer_->AbortIngest(&context, request, &reply);
+  };
+  EXPECT_TRUE(withdraw(7).ok());
+  EXPECT_TRUE(withdraw(1).ok());
+  EXPECT_EQ(join("atk", 2, 0, &joined).error_code(), grpc::StatusCode::ALREADY_EXISTS) << "writer 0 is still joined";
 
   v1::IngestPart part;
   part.set_ingest_id("atk");
@@ -294,6 +321,8 @@ TEST_F(PeerAttackTest, AForgedIngestPartIsRefusedAndAbortsItsIngest) {
   // The ingest is aborted for every writer; nothing of it is visible or outside.
   EXPECT_EQ(join("atk", 2, 1, &joined).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_EQ(join_open("atk", &joined).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  ASSERT_TRUE(find("atk", &found).ok());
+  EXPECT_FALSE(found.open()) << "an aborted ingest is not open";
   EXPECT_EQ(node_->client().Describe("forged").status().code(), Code::kNotFound);
   EXPECT_FALSE(fs::exists(Outside("outside")));
   // A part of an ingest this home never heard of.
