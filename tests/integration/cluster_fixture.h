@@ -74,7 +74,8 @@ inline IngestSummary IngestSynthetic(Client& client, const std::string& dataset,
 // Every batch of one rank's stream, or the error that ended it.
 struct RankRun {
   std::vector<Batch> batches;
-  Status end;  // OutOfRange after a full epoch
+  Status end;         // OutOfRange after a full epoch
+  StreamStats stats;  // failovers and readmissions, as the stream ended
 };
 
 inline RankRun StreamAll(Client& client, const StreamOptions& options) {
@@ -89,6 +90,7 @@ inline RankRun StreamAll(Client& client, const StreamOptions& options) {
     Status s = stream.value()->Next(&b);
     if (!s.ok()) {
       run.end = s;
+      run.stats = stream.value()->stats();
       return run;
     }
     run.batches.push_back(std::move(b));

@@ -160,15 +160,11 @@ TEST(MultiWriterTest, SamplesOfADamagedCopyComeFromThePeersWhateverTheWriter) {
   ASSERT_GE(cut, 4u);
   // Node-1 owes a share of every step and fetches each of its samples from
   // the other holders; none of its parts fails (no failover).
-  StreamOptions o;
-  o.dataset = "parts";
-  o.batch_size = 50;
-  auto stream = client->OpenStream(o);
-  ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+  const RankRun run = StreamDataset(*client, "parts");
+  ASSERT_EQ(run.end.code(), Code::kOutOfRange) << run.end.ToString();
+  EXPECT_EQ(run.stats.failovers, 0u);
   std::map<uint64_t, int> seen;
-  Batch b;
-  Status end;
-  while ((end = stream.value()->Next(&b)).ok()) {
+  for (const Batch& b : run.batches) {
     for (size_t i = 0; i < b.size(); ++i) {
       const uint64_t id = b.ids()[i];
       ++seen[id];
@@ -176,8 +172,6 @@ TEST(MultiWriterTest, SamplesOfADamagedCopyComeFromThePeersWhateverTheWriter) {
       EXPECT_EQ(b.sample(i), PartPayload(w, id - w * each)) << "id " << id;
     }
   }
-  ASSERT_EQ(end.code(), Code::kOutOfRange) << end.ToString();
-  EXPECT_EQ(stream.value()->stats().failovers, 0u);
   EXPECT_EQ(seen.size(), 2 * each);
   for (const auto& [id, n] : seen) ASSERT_EQ(n, 1) << "id " << id;
   EXPECT_GE(Metric(cluster.Process(0).metrics_address(), "strata_proxied_records_total"), 1);
