@@ -48,6 +48,18 @@ for tool in nginx iperf3 curl; do
     { echo "peers.sh: $tool is missing; run deploy/setup-debian.sh" >&2; exit 2; }
 done
 [ -x "$bin/client/strata" ] || { echo "peers.sh: no build in $bin; run deploy/local/build.sh" >&2; exit 2; }
+# The cost-by-size runs write the largest set's tar sources (about 2,000 bytes
+# a sample) while the node refuses ingests below its disk_low_watermark (5% of
+# the file system): fail now rather than after the peer runs.
+if [ "$scale" = 1 ]; then
+  read -r fs_size fs_avail < <(df --output=size,avail -B1 /tmp | tail -1)
+  need=$((big * 2000 + fs_size / 20))
+  if [ "$fs_avail" -lt "$need" ]; then
+    echo "peers.sh: /tmp has $((fs_avail >> 30)) GiB free; the $big-sample set needs at least $((need >> 30)) GiB" \
+      "(its tar sources and the node's 5% disk_low_watermark). Free space, or pass --big N or --skip-scale" >&2
+    exit 2
+  fi
+fi
 py=/usr/bin/python3
 strata="$bin/client/strata"
 cluster="$root/deploy/local/cluster.sh"
