@@ -55,7 +55,7 @@ else
   # the cluster tests the failover and rebalance ones run (NAME:FILTER).
   tests=(stream_epoch_test serve_work_test "cluster_test:*KillNine*:*Joining*" restart_test batch_stream_test
          part_builder_test periodic_task_test active_work_test stream_lanes_test "block_cache_test:-*MemoryBudget*"
-         replicator_test verified_records_test
+         replicator_test verified_records_test open_version_test
          multi_writer_test multi_writer_home_test "scale_test:*SmallStepsJoin*")
 fi
 

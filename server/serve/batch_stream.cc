@@ -210,6 +210,14 @@ void BatchStream::PlanAhead() {
     Planned p;
     StepSamples(planned_end_, &p.ids, &p.slots);
     records.clear();
+    if (ahead == 0) {  // the first step opens its shards' readers at once
+      std::vector<size_t> shards;
+      for (uint64_t id : p.ids) {
+        const size_t shard = version_->Locate(id).shard;
+        if (Serves(shard, id) && Local(shard, now)) shards.push_back(shard);
+      }
+      version_->OpenReaders(std::move(shards));
+    }
     for (uint64_t id : p.ids) {
       const OpenVersion::Location at = version_->Locate(id);
       if (!Serves(at.shard, id) || !Local(at.shard, now)) continue;

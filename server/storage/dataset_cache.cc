@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <system_error>
+#include <thread>
 
 #include "common/file_util.h"
 #include "common/mutex.h"
@@ -34,6 +36,32 @@ Result<std::shared_ptr<const ShardReader>> OpenVersion::Reader(size_t shard) con
     slot.reader = std::shared_ptr<const ShardReader>(std::move(opened).value());
   }
   return slot.reader;
+}
+
+void OpenVersion::OpenReaders(std::vector<size_t> shards) const {
+  std::sort(shards.begin(), shards.end());
+  shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
+  std::erase_if(shards, [this](size_t shard) {
+    if (shard >= slots_.size()) return true;
+    Slot& slot = slots_[shard];
+    MutexLock lock(&slot.mu);
+    return slot.reader != nullptr;
+  });
+  if (shards.size() < 2) return;  // one opens on its first Reader as well
+  const size_t n = std::min(kOpeningThreads, shards.size());
+  std::vector<std::thread> threads;
+  threads.reserve(n);
+  try {
+    for (size_t t = 0; t < n; ++t) {
+      threads.emplace_back([this, &shards, t, n] {
+        for (size_t i = t; i < shards.size(); i += n) (void)Reader(shards[i]);
+      });
+    }
+  } catch (const std::system_error&) {
+    // No thread to be had: the shards the started ones do not open open on
+    // their first Reader.
+  }
+  for (std::thread& thread : threads) thread.join();
 }
 
 OpenVersion::Location OpenVersion::Locate(uint64_t id) const {
