@@ -58,7 +58,7 @@ void OpenVersion::OpenReaders(std::vector<size_t> shards) const {
       });
     }
   } catch (const std::system_error&) {
-    // No thread to be had: the shards the started ones do not open open on
+    // No thread to be had: the shards no started thread takes are opened by
     // their first Reader.
   }
   for (std::thread& thread : threads) thread.join();
