@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <boost/asio/post.hpp>
+#include <functional>
 
 #include "common/grpc_status.h"
 #include "common/unique_fd.h"
@@ -33,6 +34,16 @@ grpc::ServerUnaryReactor* OnExecutor(grpc::CallbackServerContext* context,
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   boost::asio::post(executor, [reactor, work = std::move(work)]() mutable { reactor->Finish(ToGrpcStatus(work())); });
   return reactor;
+}
+
+// A callback for work that answers later (IngestCoordinator's): it fills
+// *reply with the result, if any, and finishes the call with its status.
+template <typename Reply>
+std::function<void(Result<Reply>)> FinishWith(grpc::ServerUnaryReactor* reactor, Reply* reply) {
+  return [reactor, reply](Result<Reply> result) {
+    if (result.ok()) *reply = std::move(result).value();
+    reactor->Finish(ToGrpcStatus(result.status()));
+  };
 }
 
 // Receives one file; chunks are written on the peer pool, one at a time.
@@ -275,10 +286,7 @@ grpc::ServerUnaryReactor* PeerServiceImpl::JoinIngest(grpc::CallbackServerContex
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // On the peer pool: a join waits on the registry's lock, which a creating join holds across RocksDB writes.
   boost::asio::post(d_.executor, [coordinator = d_.coordinator, request, reply, reactor] {
-    coordinator->JoinAsHome(request->options(), [reactor, reply](Result<v1::JoinIngestReply> joined) {
-      if (joined.ok()) *reply = std::move(joined).value();
-      reactor->Finish(ToGrpcStatus(joined.status()));
-    });
+    coordinator->JoinAsHome(request->options(), FinishWith(reactor, reply));
   });
   return reactor;
 }
@@ -303,10 +311,7 @@ grpc::ServerUnaryReactor* PeerServiceImpl::CommitPart(grpc::CallbackServerContex
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // MultiIngests::Commit checks every field of the part.
-  d_.coordinator->CommitAsHome(*request, [reactor, reply](Result<v1::CommitPartReply> committed) {
-    if (committed.ok()) *reply = std::move(committed).value();
-    reactor->Finish(ToGrpcStatus(committed.status()));
-  });
+  d_.coordinator->CommitAsHome(*request, FinishWith(reactor, reply));
   return reactor;
 }
 
