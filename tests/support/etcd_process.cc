@@ -13,7 +13,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -79,14 +81,28 @@ int EtcdProcess::FreePort() {
   // between this check and the server's bind, which then fails.
   int low = 32768;
   std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> low;
+  // Never the same port twice in one process: a cluster picks every node's
+  // port before any node binds, and gRPC binds with SO_REUSEPORT, so two
+  // nodes given one port both start, and the port answers for the one that
+  // was killed (seen once in CI: a killed node's status read "ok").
+  static std::mutex mu;
+  static std::set<int> given;
   static std::mt19937 rng(std::random_device{}());
+  std::lock_guard<std::mutex> lock(mu);
   if (low > 10000) {
     std::uniform_int_distribution<int> pick(10000, low - 1);
     for (int attempt = 0; attempt < 100; ++attempt) {
-      if (const int port = BindLoopback(pick(rng)); port != 0) return port;
+      const int candidate = pick(rng);
+      if (given.count(candidate) != 0) continue;
+      if (const int port = BindLoopback(candidate); port != 0) {
+        given.insert(port);
+        return port;
+      }
     }
   }
-  return BindLoopback(0);
+  const int port = BindLoopback(0);
+  given.insert(port);
+  return port;
 }
 
 std::unique_ptr<EtcdProcess> EtcdProcess::Start() { return Start(Tls{}); }
