@@ -125,8 +125,10 @@ Status ClusterStream::Handle(PartEvent& e) {
     return Failover(e.node, "failed (" + e.status.ToString() + ")");
   }
   v1::Batch& part = e.part;
-  if (part.last_part())
+  if (part.last_part()) {
     node.completed_through = std::max<int64_t>(node.completed_through, static_cast<int64_t>(part.step()));
+    node.owed.erase(part.step());
+  }
   if (part.step() < position_.step) return Status::OK();  // already delivered
   if (part.epoch() != position_.epoch || part.rank() != request_.rank() ||
       (position_.version != 0 && part.dataset_version() != position_.version) ||
@@ -200,7 +202,8 @@ Status ClusterStream::CheckStalls(Clock::time_point waiting_since) {
   if (now - waiting_since <= stall_) return Status::OK();
   for (const auto& [call, node] : calls_) {
     const bool owes = !node.ended && !node.holders_down && node.first <= position_.step && position_.step < node.end &&
-                      node.completed_through < static_cast<int64_t>(position_.step);
+                      node.completed_through < static_cast<int64_t>(position_.step) &&
+                      (!node.work || node.owed.count(position_.step) != 0);
     const int64_t reading = node.reader->reading_since_ns();
     if (!owes || reading == 0) continue;
     const Clock::time_point silent_since = Clock::time_point(std::chrono::nanoseconds(reading));

@@ -27,7 +27,9 @@
 // already filled stay filled.
 //
 // Stalled means: the trainer waits in Next() for a step the node owes (it has
-// not sent that step's last part), everything the node sent has been read
+// not sent that step's last part; planning here, a step it was given samples
+// of: the stream asks nodes for no part of the other steps,
+// StreamRequest.omit_idle_steps), everything the node sent has been read
 // from the queue, and its reader has waited inside Read() (its connection
 // delivering nothing) for stall_timeout_ms. Time the trainer spends away from
 // Next(), and parts waiting unread in the queue, never count against a node.
@@ -48,6 +50,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -89,6 +92,10 @@ class ClusterStream final : public Stream {
     bool holders_down = false;       // it ended reporting a shard with no live holder
     bool unknown = false;            // answered NotFound before any node sent a part
     int64_t completed_through = -1;  // last step whose share it finished
+    // ServeWork: the steps it was given samples of and has not finished (it
+    // sends no part of the others: StreamRequest.omit_idle_steps).
+    bool work = false;
+    std::set<uint64_t> owed;
   };
 
   Status Fail(Status s) {

@@ -18,6 +18,7 @@ void ClusterStream::StartCall(const std::string& node, const v1::StreamRequest& 
   call.first = first;
   call.end = end;
   call.completed_through = static_cast<int64_t>(first) - 1;
+  call.work = kind == PartReader::Call::kWork;
   call.reader = std::make_unique<PartReader>(channels_(Address(node)), request, node, id, &queue_, kind);
 }
 
@@ -54,6 +55,7 @@ Status ClusterStream::LoadPlan() {
   request_.clear_member_zones();
   request_.clear_member_racks();
   request_.clear_excluded();
+  request_.set_omit_idle_steps(true);  // a node's share of a step is known from its work
   planner_.emplace(plan_, map_, request_.zone());
   return Status::OK();
 }
@@ -103,9 +105,14 @@ Status ClusterStream::PlanWindow() {
     });
     v1::WorkMore more;
     more.set_start_step(from);
-    for (auto& w : steps) *more.add_work() = std::move(w);
+    std::vector<uint64_t> owed;
+    for (auto& w : steps) {
+      if (w.ids_size() != 0) owed.push_back(w.step());
+      *more.add_work() = std::move(w);
+    }
     if (open != calls_.end() && open->second.reader->Give(more)) {
       open->second.end = to;
+      open->second.owed.insert(owed.begin(), owed.end());
       given.insert(open->first);
       continue;
     }
@@ -113,6 +120,7 @@ Status ClusterStream::PlanWindow() {
     r.set_start_step(from);
     r.mutable_work()->Swap(more.mutable_work());
     StartCall(node, r, from, to, PartReader::Call::kWork);
+    calls_[next_call_].owed.insert(owed.begin(), owed.end());
     given.insert(next_call_);
   }
   // A call given nothing now ends once it has sent what it was given; every

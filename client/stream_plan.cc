@@ -216,6 +216,10 @@ Status WorkPlanner::Plan(uint64_t from, uint64_t to, const std::map<uint64_t, st
   out->clear();
   for (uint64_t step = from; step < to; ++step) {
     const std::vector<uint64_t>& step_ids = ids.at(step);
+    // The node the step's first sample went to keeps its samples while its
+    // outstanding work stays within one step of the least (see the header).
+    const uint64_t slack = step_ids.size();
+    uint32_t keeper = UINT32_MAX;
     for (uint32_t slot = 0; slot < step_ids.size(); ++slot) {
       if (filled(step, slot)) continue;
       const uint64_t id = step_ids[slot];
@@ -224,11 +228,14 @@ Status WorkPlanner::Plan(uint64_t from, uint64_t to, const std::map<uint64_t, st
       if (n == 0) return Status::Unavailable("every node of the cluster is excluded");
       // The least outstanding of the candidates, from the one the id hashes to.
       const size_t first = servers.servers.Pick(id);
-      size_t best = first;
-      for (size_t k = 1; k < n; ++k) {
+      size_t best = first, kept = n;
+      for (size_t k = 0; k < n; ++k) {
         const size_t c = (first + k) % n;
         if (outstanding_[servers.index[c]] < outstanding_[servers.index[best]]) best = c;
+        if (servers.index[c] == keeper) kept = c;
       }
+      if (kept != n && outstanding_[keeper] <= outstanding_[servers.index[best]] + slack) best = kept;
+      if (keeper == UINT32_MAX) keeper = servers.index[best];
       ++outstanding_[servers.index[best]];
       std::vector<v1::WorkStep>& work = (*out)[servers.servers.nodes()[best]];
       if (work.empty()) {  // a node's work covers the whole range, one WorkStep a step

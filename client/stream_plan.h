@@ -13,11 +13,14 @@
 // (common/file_placement.h, common/placement.h) says may serve it (the live
 // holders of its shard, those in the trainer's zone first): the one with the
 // least work outstanding for this stream (assigned, not yet received), ties
-// going to the holder the sample id hashes to. So the load spreads over every
-// copy, and a node that is slow to deliver (busy with other jobs, a slow disk
-// or link) is given less in the windows that follow. Slots already filled are
-// left out, so a plan made again after a failover asks only for what is
-// missing.
+// going to the holder the sample id hashes to; but the node a step's first
+// sample goes to keeps every later sample of the step it may serve while its
+// outstanding work is within one step's samples of the least. So the load
+// spreads over every copy, step by step, a step comes in as few parts as
+// placement allows (one, where every node holds every shard), and a node that
+// is slow to deliver (busy with other jobs, a slow disk or link) is given
+// less in the windows that follow. Slots already filled are left out, so a
+// plan made again after a failover asks only for what is missing.
 //
 // Thread-safety: a StreamPlan is immutable; a WorkPlanner belongs to one stream.
 #pragma once

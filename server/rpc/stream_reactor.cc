@@ -42,6 +42,7 @@ void BatchSender<Base>::Start(std::unique_ptr<BatchStream> stream, v1::StreamReq
   stream_ = std::move(stream);
   request_ = std::move(request);
   joins_ = request_.work_size() != 0;
+  omits_idle_ = joins_ && request_.omit_idle_steps();
   request_.clear_work();  // the stream keeps it
   served_.emplace(calls_->metrics->datasets().For(request_.dataset()));
   reserved_ = reserved;
@@ -203,16 +204,27 @@ void BatchSender<Base>::Queue(uint64_t step, const Status& s, std::vector<WirePa
       const uint64_t bytes = wire[i].Length();
       step_bytes += bytes;
       out.push_back(Outgoing{std::move(wire[i]), parts[i].payload_bytes(), bytes,
-                             static_cast<uint64_t>(parts[i].message().ids_size()), step, i + 1 == parts.size()});
+                             static_cast<uint64_t>(parts[i].message().ids_size()), step, step, i + 1 == parts.size()});
     }
     buffered_ += step_bytes;
     step_estimate_ = std::max(step_estimate_, step_bytes);
     // Steps built out of order wait for the ones before them.
     while (!built_.empty() && built_.begin()->first == next_queued_step_) {
       std::vector<Outgoing>& step_out = built_.begin()->second;
-      if (joins_ && step_out.size() == 1 && !ready_.empty() && ready_.back().last_of_step &&
-          ready_.back().steps < kMaxJoinedSteps &&
-          ready_.back().wire_bytes + step_out[0].wire_bytes <= kMaxJoinedBytes) {
+      if (omits_idle_ && step_out.size() == 1 && step_out[0].samples == 0) {
+        // The client gave this node nothing of the step and wants no part of
+        // it: the step is done once what is queued before it is sent.
+        buffered_ -= step_out[0].wire_bytes;
+        if (!ready_.empty()) {
+          ready_.back().through = step_out[0].step;
+        } else if (writing_) {
+          in_flight_.through = step_out[0].step;
+        } else {
+          completed_steps_ = step_out[0].step + 1;
+        }
+      } else if (joins_ && step_out.size() == 1 && !ready_.empty() && ready_.back().last_of_step &&
+                 ready_.back().steps < kMaxJoinedSteps &&
+                 ready_.back().wire_bytes + step_out[0].wire_bytes <= kMaxJoinedBytes) {
         Outgoing& into = ready_.back();
         Outgoing& next = step_out[0];
         into.wire = WirePart::Follow(into.wire, next.wire);
@@ -221,7 +233,7 @@ void BatchSender<Base>::Queue(uint64_t step, const Status& s, std::vector<WirePa
         into.wire_bytes = joined;
         into.payload_bytes += next.payload_bytes;
         into.samples += next.samples;
-        into.step = next.step;
+        into.step = into.through = next.step;
         ++into.steps;
         calls_->metrics->joined_steps.Increment();
       } else {
@@ -298,7 +310,7 @@ void BatchSender<Base>::OnWriteDone(bool ok) {
       m.batches_served.Increment(static_cast<double>(in_flight_.steps));
       served_->bytes->Increment(static_cast<double>(in_flight_.payload_bytes));
       served_->samples->Increment(static_cast<double>(in_flight_.samples));
-      if (in_flight_.last_of_step) completed_steps_ = in_flight_.step + 1;
+      if (in_flight_.last_of_step) completed_steps_ = in_flight_.through + 1;
     }
     buffered_ -= in_flight_.wire_bytes;
     in_flight_ = Outgoing();

@@ -125,7 +125,8 @@ class BatchSender : public HandOffVisible<Base>, public OpenStreams::Member {
     uint64_t payload_bytes = 0;
     uint64_t wire_bytes = 0;  // counted in buffered_ until its write completes
     uint64_t samples = 0;
-    uint64_t step = 0;  // the last step it carries
+    uint64_t step = 0;     // the last step it carries
+    uint64_t through = 0;  // the last step it completes: `step`, or an idle step omitted after it
     bool last_of_step = false;
     uint32_t steps = 1;  // steps joined in it (Batch.following)
   };
@@ -176,6 +177,7 @@ class BatchSender : public HandOffVisible<Base>, public OpenStreams::Member {
   std::unique_ptr<BatchStream> stream_;  // Claim and AddWork under mu_; Build by the build tasks
   v1::StreamRequest request_;            // without its work
   bool joins_ = false;                   // it had work: the client reads Batch.following
+  bool omits_idle_ = false;              // ... and asked for no part of a step it gave nothing of
   const std::string peer_;
   const uint32_t prefetch_;
   std::optional<DatasetMetrics::Served> served_;  // this stream's dataset's served counters

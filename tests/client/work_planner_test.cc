@@ -1,10 +1,12 @@
 // WorkPlanner: the work a planning client gives each node. Every slot of the
 // planned steps goes to exactly one node, with the plan's id; the load
-// spreads over a shard's holders by the work outstanding, a node that has not
-// delivered gets less, an excluded node nothing, and a shard with one copy
-// always goes to its holder.
+// spreads over a shard's holders by the work outstanding, a step staying on
+// the node its first sample went to wherever that node holds its samples; a
+// node that has not delivered gets less, an excluded node nothing, and a
+// shard with one copy always goes to its holder.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -84,37 +86,81 @@ std::map<std::string, uint64_t> Count(const std::map<std::string, std::vector<v1
   return per_node;
 }
 
-TEST(WorkPlannerTest, SpreadsOverTheHoldersAndGivesANodeThatHasNotDeliveredLess) {
+TEST(WorkPlannerTest, SpreadsWholeStepsOverTheHoldersAndGivesANodeThatHasNotDeliveredLess) {
   auto plan = Plan(3);  // every node holds every shard
   WorkPlanner planner(plan, Map(), "");
   std::map<std::string, std::vector<v1::WorkStep>> work;
-  auto ids = Ids(*plan, 0, 4);
-  ASSERT_TRUE(planner.Plan(0, 4, ids, kNothingFilled, &work).ok());
-  auto per_node = Count(work, ids, 0, 4);
+  auto ids = Ids(*plan, 0, 6);
+  ASSERT_TRUE(planner.Plan(0, 6, ids, kNothingFilled, &work).ok());
+  auto per_node = Count(work, ids, 0, 6);
   for (const char* n : {"a", "b", "c"}) {
-    EXPECT_EQ(per_node[n], 40u) << n << ": 120 samples over three copies, evenly";
-    EXPECT_EQ(planner.outstanding(n), 40u);
+    EXPECT_EQ(per_node[n], 60u) << n << ": 6 steps of 30 over three copies, evenly";
+    EXPECT_EQ(planner.outstanding(n), 60u);
   }
-  // b and c deliver everything, a nothing: the next window goes mostly to them.
-  planner.Received("b", 40);
-  planner.Received("c", 40);
-  ids = Ids(*plan, 4, 8);
-  ASSERT_TRUE(planner.Plan(4, 8, ids, kNothingFilled, &work).ok());
-  per_node = Count(work, ids, 4, 8);
-  EXPECT_LT(per_node["a"], 20u);
-  EXPECT_GT(per_node["b"], 45u);
-  EXPECT_GT(per_node["c"], 45u);
+  // Each step comes whole from one node: one part, no join.
+  for (const auto& [node, steps] : work) {
+    for (const v1::WorkStep& w : steps) {
+      EXPECT_TRUE(w.ids_size() == 0 || w.ids_size() == static_cast<int>(kBatch)) << node << " step " << w.step();
+    }
+  }
+  // b and c deliver everything, a nothing: the next window goes to them.
+  planner.Received("b", 60);
+  planner.Received("c", 60);
+  ids = Ids(*plan, 6, 10);
+  ASSERT_TRUE(planner.Plan(6, 10, ids, kNothingFilled, &work).ok());
+  per_node = Count(work, ids, 6, 10);
+  EXPECT_EQ(per_node["a"], 0u);
+  EXPECT_EQ(per_node["b"], 60u);
+  EXPECT_EQ(per_node["c"], 60u);
   // Excluded: nothing, and the outstanding work is forgotten with the calls.
   planner.SetExcluded({"b"});
   EXPECT_EQ(planner.outstanding("a"), 0u);
-  ids = Ids(*plan, 8, 10);
-  ASSERT_TRUE(planner.Plan(8, 10, ids, kNothingFilled, &work).ok());
-  per_node = Count(work, ids, 8, 10);
+  ids = Ids(*plan, 10, 12);
+  ASSERT_TRUE(planner.Plan(10, 12, ids, kNothingFilled, &work).ok());
+  per_node = Count(work, ids, 10, 12);
   EXPECT_EQ(per_node.count("b"), 0u);
   EXPECT_EQ(per_node["a"] + per_node["c"], 60u);
   // Every node excluded: Unavailable.
   planner.SetExcluded({"a", "b", "c"});
-  EXPECT_EQ(planner.Plan(8, 10, ids, kNothingFilled, &work).code(), Code::kUnavailable);
+  EXPECT_EQ(planner.Plan(10, 12, ids, kNothingFilled, &work).code(), Code::kUnavailable);
+}
+
+// With two copies of each shard on three nodes, the node a step's first
+// sample goes to keeps every sample of the step it holds; only the others go
+// elsewhere. The load still spreads evenly over many steps.
+TEST(WorkPlannerTest, AStepsFirstNodeKeepsEverySampleItHolds) {
+  auto plan = Plan(2);
+  WorkPlanner planner(plan, Map(), "");
+  std::map<std::string, std::vector<v1::WorkStep>> work;
+  const auto ids = Ids(*plan, 0, 30);
+  ASSERT_TRUE(planner.Plan(0, 30, ids, kNothingFilled, &work).ok());
+  const auto per_node = Count(work, ids, 0, 30);
+  PlacementSet members({{"a", "", ""}, {"b", "", ""}, {"c", "", ""}});
+  const auto holds = [&](const std::string& node, uint64_t id) {
+    const auto holders = FileHolders(plan->info(), ShardRef("d", 1, static_cast<uint32_t>(id / 100)), members);
+    return std::find(holders.begin(), holders.end(), node) != holders.end();
+  };
+  for (uint64_t step = 0; step < 30; ++step) {
+    std::string keeper;  // the node given slot 0
+    for (const auto& [node, steps] : work) {
+      const v1::WorkStep& w = steps[step];
+      for (int k = 0; k < w.ids_size(); ++k) {
+        if (w.slots(k) == 0) keeper = node;
+      }
+    }
+    for (const auto& [node, steps] : work) {
+      const v1::WorkStep& w = steps[step];
+      for (int k = 0; k < w.ids_size(); ++k) {
+        EXPECT_TRUE(holds(node, w.ids(k))) << "id " << w.ids(k) << " given to " << node << ", which lacks it";
+        if (node != keeper) {
+          EXPECT_FALSE(holds(keeper, w.ids(k))) << "step " << step << " id " << w.ids(k);
+        }
+      }
+    }
+  }
+  for (const char* n : {"a", "b", "c"}) {
+    EXPECT_GT(per_node.at(n), 30u * kBatch / 3 / 2) << n << ": the load spreads";
+  }
 }
 
 TEST(WorkPlannerTest, OneCopyGoesToItsHolderAndFilledSlotsAreLeftOut) {

@@ -1,8 +1,9 @@
 // ServeWork against a live stratad: one long-lived call takes a client's work
 // as it comes and serves each step given exactly once, at its slots, with its
 // bytes; it stays open while it waits for more and ends OK once the client has
-// half-closed and every step given is sent. Malformed messages end the call
-// with InvalidArgument, and the server keeps serving.
+// half-closed and every step given is sent; a step that names none of its
+// samples gets an empty part unless the client asked for none. Malformed
+// messages end the call with InvalidArgument, and the server keeps serving.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -139,6 +140,42 @@ TEST_F(ServeWorkTest, OneCallServesWorkAsItComesAndEndsAfterTheHalfClose) {
       EXPECT_EQ(sample.first, id) << "step " << step << " slot " << slot;
       EXPECT_EQ(sample.second, SyntheticPayload(id)) << "id " << id;
     }
+  }
+}
+
+// A step whose work names none of the node's samples gets an empty part
+// marked last_part, as older clients expect, unless the client asked for
+// none (StreamRequest.omit_idle_steps): then only steps with samples come.
+TEST_F(ServeWorkTest, IdleStepsGetAnEmptyPartUnlessTheClientAsksForNone) {
+  std::vector<v1::WorkStep> steps = Steps(0, 6);
+  for (uint64_t idle : {1, 3, 4, 5}) {
+    steps[idle].clear_slots();
+    steps[idle].clear_ids();
+  }
+  for (const bool omit : {false, true}) {
+    grpc::ClientContext context;
+    auto stream = stub_->ServeWork(&context);
+    v1::WorkRequest open = Open("work", 10, 0, steps);
+    open.mutable_open()->set_omit_idle_steps(omit);
+    ASSERT_TRUE(stream->Write(open));
+    ASSERT_TRUE(stream->WritesDone());
+    std::map<uint64_t, std::pair<int, bool>> parts;  // step -> (samples, last_part)
+    v1::Batch message;
+    while (stream->Read(&message)) {
+      std::vector<v1::Batch> all = {message};
+      all.insert(all.end(), message.following().begin(), message.following().end());
+      for (const v1::Batch& part : all) {
+        EXPECT_TRUE(parts.emplace(part.step(), std::make_pair(part.ids_size(), part.last_part())).second)
+            << "step " << part.step() << " in two parts";
+      }
+    }
+    const grpc::Status end = stream->Finish();
+    EXPECT_TRUE(end.ok()) << end.error_message();
+    std::map<uint64_t, std::pair<int, bool>> want = {{0, {10, true}}, {2, {10, true}}};
+    if (!omit) {
+      for (uint64_t idle : {1, 3, 4, 5}) want[idle] = {0, true};
+    }
+    EXPECT_EQ(parts, want) << (omit ? "omitted" : "sent");
   }
 }
 
