@@ -4,10 +4,11 @@
 # run so that this noisy VM's drift falls on both alike.
 #
 # The cluster (this build's stratad, --nodes of them, replication 1 when
-# there are several) ingests the dataset once; then, round after round, A and
-# B take turns streaming the whole epoch with `strata stream`. Prints every
-# figure, each binary's median client CPU (user + system seconds, from the
-# kernel's accounting of the child) and samples/s, and B's medians over A's.
+# there are several, or --replication) ingests the dataset once; then, round
+# after round, A and B take turns streaming the whole epoch with `strata
+# stream`. Prints every figure, each binary's median client CPU (user +
+# system seconds, from the kernel's accounting of the child) and samples/s,
+# and B's medians over A's.
 #
 # Usage: bench/ab_client.sh A_STRATA B_STRATA [options]
 #   --nodes N     nodes in the cluster (default 3)
@@ -15,14 +16,15 @@
 #   --size SIZE   bytes per sample, as strata-make-dataset takes it (default 1KiB)
 #   --batch N     batch size (default 256)
 #   --rounds N    turns of A then B (default 5)
+#   --replication R  copies of each shard on several nodes (default 1)
 # Keep a copy of build/client/strata from before a change as A.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
 [ $# -ge 1 ] && { [ "$1" = -h ] || [ "$1" = --help ]; } && { usage; exit 0; }
 [ $# -ge 2 ] || { usage >&2; exit 2; }
 a="$1" b="$2"; shift 2
-nodes=3 samples=300000 size=1KiB batch=256 rounds=5
+nodes=3 samples=300000 size=1KiB batch=256 rounds=5 copies=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
@@ -30,6 +32,7 @@ while [ $# -gt 0 ]; do
     --size) size="$2"; shift 2 ;;
     --batch) batch="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
+    --replication) copies="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "ab_client.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -43,14 +46,14 @@ work="$(mktemp -d /tmp/strata-ab-client-XXXXXX)"
 trap '"$cluster" stop --dir "$work/cluster" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 base=$((21000 + RANDOM % 10000))
 
-echo "== $nodes node(s), $samples samples of $size, batch $batch, $rounds rounds"
+echo "== $nodes node(s), replication $copies, $samples samples of $size, batch $batch, $rounds rounds"
 "$build/bench/strata-make-dataset" --out "$work/data" --format tar --samples "$samples" --size "$size" \
   --samples-per-tar 10000 --classes 10 >/dev/null
 "$cluster" start --nodes "$nodes" --base-port "$base" --dir "$work/cluster" >/dev/null
 servers=""
 for i in $(seq 0 $((nodes - 1))); do servers+="${servers:+,}127.0.0.1:$((base + i))"; done
 replication=()
-[ "$nodes" -gt 1 ] && replication=(--replication 1)
+[ "$nodes" -gt 1 ] && replication=(--replication "$copies")
 "$build/client/strata" ingest -q --server "127.0.0.1:$base" --dataset ab "${replication[@]}" "$work/data"/*.tar >/dev/null
 "$build/client/strata" stream --server "$servers" --dataset ab --batch-size "$batch" --quiet >/dev/null  # warm
 

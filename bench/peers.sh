@@ -5,7 +5,10 @@
 #          full by curl (two transfers at a time, like two loader workers);
 #   peer 2 PyTorch's DataLoader + DistributedSampler (shuffle, 2 workers)
 #          reading the same samples stored one file per sample;
-#   strata shuffled and stratified batches from 1 node, shuffled from 3 nodes.
+#   strata shuffled and stratified batches from 1 node, shuffled from 3 nodes
+#          (one copy of each shard, so every step is joined from three nodes'
+#          parts; and, for the 1 KiB set, three copies, a 3-node cluster's
+#          default, where each step comes whole from one node).
 # For small samples (1 KiB) and large ones (1 MiB), then the scale figures:
 # 1, 4 and 16 concurrent client streams with the server's peak memory, and the
 # cost by dataset size (10k, 1M, 10M samples): ingest rate, shard bytes, time
@@ -39,7 +42,7 @@ while [ $# -gt 0 ]; do
     --big) big="$2"; shift 2 ;;
     --skip-scale) scale=0; shift ;;
     --scale-budget) scale_budget="$2"; shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "peers.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -143,6 +146,12 @@ for kind in small large; do
   "$strata" ingest -q --server 127.0.0.1:$base --dataset $kind "$work/www/$kind"/*.tar >/dev/null
   "$strata" ingest -q --server 127.0.0.1:$((base + 10)) --dataset $kind --replication 1 \
     "$work/www/$kind"/*.tar >/dev/null
+  copies=()  # three copies of the 2 GB set would hold 6 GB more through the cost-by-size runs
+  if [ $kind = small ]; then
+    "$strata" ingest -q --server 127.0.0.1:$((base + 10)) --dataset ${kind}3 "$work/www/$kind"/*.tar >/dev/null
+    "$strata" stream --server "$three" --dataset ${kind}3 --batch-size $batch --quiet >/dev/null
+    copies=("strata_3_nodes_3_copies_shuffle|$three|${kind}3|")
+  fi
   # Warm the page cache for every system.
   cat "$work/www/$kind"/*.tar >/dev/null
   find "$work/files-$kind" -type f -print0 | xargs -0 cat >/dev/null
@@ -165,12 +174,12 @@ for kind in small large; do
   dl_mbs=$(echo "$out" | grep -o 'mb_per_s=[^ ]*' | cut -d= -f2)
   row $kind pytorch_dataloader "$n" "$dl_secs" "$dl_sps" "$(calc "round($dl_mbs / 1000, 3)")"
 
-  for spec in "strata_1_node_shuffle|127.0.0.1:$base|" \
-              "strata_1_node_stratified|127.0.0.1:$base|--sampler stratified" \
-              "strata_3_nodes_shuffle|$three|"; do
-    IFS='|' read -r name servers extra <<<"$spec"
+  for spec in "strata_1_node_shuffle|127.0.0.1:$base|$kind|" \
+              "strata_1_node_stratified|127.0.0.1:$base|$kind|--sampler stratified" \
+              "strata_3_nodes_shuffle|$three|$kind|" "${copies[@]}"; do
+    IFS='|' read -r name servers ds extra <<<"$spec"
     # shellcheck disable=SC2086
-    read -r s m <<<"$(best_stream "$servers" $kind $batch $extra)"
+    read -r s m <<<"$(best_stream "$servers" $ds $batch $extra)"
     row $kind "$name" "$n" "$(calc "round($n / $s, 3)")" "$s" "$(calc "round($m / 1000, 3)")"
   done
   find "$work/files-$kind" -delete
@@ -311,10 +320,10 @@ with open(sys.argv[1], "w", newline="") as f:
     w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
     w.writeheader()
     w.writerows(rows)
-print(f"{'size':6} {'system':28} {'samples/s':>12} {'GB/s':>7} {'strata 1 node/this':>19} {'vs iperf3':>9}")
+print(f"{'size':6} {'system':32} {'samples/s':>12} {'GB/s':>7} {'strata 1 node/this':>19} {'vs iperf3':>9}")
 for r in rows:
     if r["size"] in ("small", "large") and "streams" not in r["system"]:
-        print(f"{r['size']:6} {r['system']:28} {r['samples_per_s']:>12} {r['gb_per_s']:>7} "
+        print(f"{r['size']:6} {r['system']:32} {r['samples_per_s']:>12} {r['gb_per_s']:>7} "
               f"{r['strata_vs_this']:>19} {r['vs_iperf3']:>9}")
 try:
     import matplotlib
@@ -324,12 +333,12 @@ except ImportError:
     print("matplotlib is missing: no chart")
     sys.exit(0)
 systems = ["nginx_webdataset", "pytorch_dataloader", "strata_1_node_shuffle", "strata_1_node_stratified",
-           "strata_3_nodes_shuffle"]
+           "strata_3_nodes_shuffle", "strata_3_nodes_3_copies_shuffle"]
 fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
 for ax, size, unit in ((axes[0], "small", "samples_per_s"), (axes[1], "large", "gb_per_s")):
     names = [s for s in systems if (size, s) in by]
     vals = [float(by[(size, s)][unit]) for s in names]
-    ax.bar(range(len(names)), vals, color=["#999", "#999", "#2a7", "#2a7", "#2a7"][:len(names)])
+    ax.bar(range(len(names)), vals, color=["#999", "#999", "#2a7", "#2a7", "#2a7", "#2a7"][:len(names)])
     ax.set_xticks(range(len(names)))
     ax.set_xticklabels([s.replace("_", "\n", 1) for s in names], fontsize=8)
     if unit == "gb_per_s":
