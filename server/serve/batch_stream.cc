@@ -203,24 +203,25 @@ void BatchStream::PlanAhead() {
   const uint64_t ahead = first_planned_ ? limits_.read_ahead_steps : 0;
   first_planned_ = true;
   const uint64_t horizon = std::min(end_step_, next_step_ + 1 + ahead);
+  std::vector<OpenVersion::Location> served;  // the step's samples this node reads
   std::vector<std::pair<const std::shared_ptr<const ShardReader>*, uint64_t>> records;
   claim_scratch_->Forget();
   const int64_t now = NowNs();
   for (; planned_end_ < horizon; ++planned_end_) {
     Planned p;
     StepSamples(planned_end_, &p.ids, &p.slots);
+    served.clear();
     records.clear();
-    if (ahead == 0) {  // the first step opens its shards' readers at once
-      std::vector<size_t> shards;
-      for (uint64_t id : p.ids) {
-        const size_t shard = version_->Locate(id).shard;
-        if (Serves(shard, id) && Local(shard, now)) shards.push_back(shard);
-      }
-      version_->OpenReaders(std::move(shards));
-    }
     for (uint64_t id : p.ids) {
       const OpenVersion::Location at = version_->Locate(id);
-      if (!Serves(at.shard, id) || !Local(at.shard, now)) continue;
+      if (Serves(at.shard, id) && Local(at.shard, now)) served.push_back(at);
+    }
+    if (ahead == 0) {  // the first step opens its shards' readers at once
+      std::vector<size_t> shards;
+      for (const OpenVersion::Location& at : served) shards.push_back(at.shard);
+      version_->OpenReaders(std::move(shards));
+    }
+    for (const OpenVersion::Location& at : served) {
       const auto& reader = claim_scratch_->Reader(*version_, at.shard);
       if (reader.ok()) records.emplace_back(&reader.value(), at.record);  // else the read reports why
     }
