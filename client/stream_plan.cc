@@ -123,6 +123,7 @@ Result<std::shared_ptr<const StreamPlan>> StreamPlan::Load(const std::shared_ptr
     return Status::Internal("the node's shards of " + name + " hold " + std::to_string(next) + " samples, not " +
                             std::to_string(info.samples()));
   }
+  plan->IndexShards();
   DatasetShape shape;
   shape.name = info.name();
   shape.version = info.version();
@@ -149,15 +150,19 @@ std::shared_ptr<const StreamPlan> StreamPlan::Make(v1::DatasetInfo info, std::ve
   auto out = std::make_shared<StreamPlan>();
   out->info_ = std::move(info);
   out->shards_ = std::move(shards);
+  out->IndexShards();
   out->plan_.emplace(std::move(plan));
   return out;
 }
 
-size_t StreamPlan::ShardOf(uint64_t id) const {
-  auto it = std::upper_bound(shards_.begin(), shards_.end(), id,
-                             [](uint64_t v, const v1::ShardInfo& s) { return v < s.first_id(); });
-  return static_cast<size_t>(it - shards_.begin()) - 1;
+void StreamPlan::IndexShards() {
+  std::vector<uint64_t> firsts;
+  firsts.reserve(shards_.size());
+  for (const v1::ShardInfo& s : shards_) firsts.push_back(s.first_id());
+  ids_ = IdRanges(std::move(firsts));
 }
+
+size_t StreamPlan::ShardOf(uint64_t id) const { return ids_.Find(id); }
 
 bool MatchesPlan(const v1::Batch& part, const std::vector<uint64_t>& ids) {
   if (part.batch_size() != ids.size() || part.slots_size() != part.ids_size()) return false;

@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "common/id_ranges.h"
 #include "common/mutex.h"
 #include "common/placement.h"
 #include "common/status.h"
@@ -86,7 +87,10 @@ class StreamPlan {
 
  private:
   v1::DatasetInfo info_;
+  void IndexShards();  // sets ids_ from shards_
+
   std::vector<v1::ShardInfo> shards_;  // by first_id, tiling [0, samples)
+  IdRanges ids_;                       // which of shards_ holds an id
   std::optional<EpochPlan> plan_;
 };
 

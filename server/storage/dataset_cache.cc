@@ -18,8 +18,14 @@ namespace strata {
 
 OpenVersion::OpenVersion(v1::VersionRecord record, std::vector<v1::ShardRecord> shards, const DataDir* dir)
     : record_(std::move(record)), shards_(std::move(shards)), dir_(dir), slots_(shards_.size()) {
-  first_ids_.reserve(shards_.size());
-  for (const auto& s : shards_) first_ids_.push_back(s.info().first_id());
+  std::vector<uint64_t> firsts;
+  firsts.reserve(shards_.size());
+  seqs_.reserve(shards_.size());
+  for (const auto& s : shards_) {
+    firsts.push_back(s.info().first_id());
+    seqs_.push_back(s.info().seq());
+  }
+  ids_ = IdRanges(std::move(firsts));
   const v1::DatasetInfo& info = record_.info();
   shape_.name = info.name();
   shape_.version = info.version();
@@ -65,9 +71,8 @@ void OpenVersion::OpenReaders(std::vector<size_t> shards) const {
 }
 
 OpenVersion::Location OpenVersion::Locate(uint64_t id) const {
-  const auto it = std::upper_bound(first_ids_.begin(), first_ids_.end(), id);
-  const size_t shard = static_cast<size_t>(it - first_ids_.begin()) - 1;
-  return {shard, shards_[shard].info().seq(), id - first_ids_[shard]};
+  const size_t shard = ids_.Find(id);
+  return {shard, seqs_[shard], id - ids_.first(shard)};
 }
 
 std::optional<size_t> OpenVersion::IndexOf(uint32_t seq) const {
@@ -80,7 +85,7 @@ std::optional<size_t> OpenVersion::IndexOf(uint32_t seq) const {
 }
 
 Result<std::pair<std::shared_ptr<const ShardReader>, uint64_t>> OpenVersion::RecordOf(uint64_t id) const {
-  if (id >= shape_.num_samples || first_ids_.empty()) {
+  if (id >= shape_.num_samples || ids_.size() == 0) {
     return Status::OutOfRange("sample " + std::to_string(id) + " is past the end of " + shape_.name + "@" +
                               std::to_string(shape_.version));
   }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/dataset_ref.h"
+#include "common/id_ranges.h"
 #include "common/mutex.h"
 #include "plan/epoch_plan.h"
 #include "plan/stratum_index.h"
@@ -108,7 +109,8 @@ class OpenVersion {
 
   v1::VersionRecord record_;
   std::vector<v1::ShardRecord> shards_;
-  std::vector<uint64_t> first_ids_;  // ascending; shard i holds ids [first_ids_[i], first_ids_[i+1])
+  IdRanges ids_;                // which shard holds an id
+  std::vector<uint32_t> seqs_;  // each shard's sequence number (shards_[i].info().seq())
   DatasetShape shape_;
   const DataDir* dir_;
   mutable std::vector<Slot> slots_;
