@@ -27,16 +27,17 @@
 #   --rounds N    rounds, an even number (default 4)
 #   --pairs N     pairs of streams in each round (default 5)
 #   --world N     streams running at once, one rank each (default 1)
+#   --shard-size SIZE  shard size for the ingest (default: the server's)
 # STRATAD_ARGS go to both servers (for example --memory-budget 96MiB).
 # Build A by checking out the base commit into another tree, or keep a copy of
 # build/server/stratad from before a change.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; }
 [ $# -ge 1 ] && { [ "$1" = -h ] || [ "$1" = --help ]; } && { usage; exit 0; }
 [ $# -ge 2 ] || { usage >&2; exit 2; }
 a="$1" b="$2"; shift 2
-samples=300000 size=1KiB batch=256 nodes=1 rounds=4 pairs=5 world=1 extra=()
+samples=300000 size=1KiB batch=256 nodes=1 rounds=4 pairs=5 world=1 extra=() shard_size=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --samples) samples="$2"; shift 2 ;;
@@ -46,6 +47,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds="$2"; shift 2 ;;
     --pairs) pairs="$2"; shift 2 ;;
     --world) world="$2"; shift 2 ;;
+    --shard-size) shard_size=(--shard-size "$2"); shift 2 ;;
     --) shift; extra=("$@"); break ;;
     -h|--help) usage; exit 0 ;;
     *) echo "ab_stratad.sh: unknown option $1" >&2; exit 2 ;;
@@ -80,7 +82,8 @@ echo "making $samples samples of $size and ingesting them with A into two cluste
 replication=(); [ "$nodes" -gt 1 ] && replication=(--replication 1)
 for c in 1 2; do
   start "$a" $c
-  "$strata" ingest -q --server "$(servers $c)" --dataset ab ${replication[@]+"${replication[@]}"} "$work/src"/*.tar >/dev/null
+  "$strata" ingest -q --server "$(servers $c)" --dataset ab ${replication[@]+"${replication[@]}"} \
+    ${shard_size[@]+"${shard_size[@]}"} "$work/src"/*.tar >/dev/null
   stop $c
 done
 rm -rf "$work/src"
