@@ -44,7 +44,7 @@ integration=(stream_epoch_test restart_test bad_input_test serve_work_test cli_t
              ingest_compat_test disk_fault_test multi_writer_test multi_writer_home_test "scale_test:*SmallStepsJoin*")
 if [ "$mode" = asan ]; then
   tests=("${integration[@]}"
-         shard_format_test shard_footer_test shard_copy_test record_view_test stratum_index_test aligned_writer_test
+         shard_format_test shard_footer_test shard_copy_test record_view_test id_ranges_test stratum_index_test aligned_writer_test
          path_guard_test kv_store_test catalog_test "block_cache_test:-*MemoryBudget*" ingest_session_test
          stratum_key_test verified_records_test open_version_test
          batch_stream_test part_builder_test wire_part_test composition_recorder_test auth_test config_test

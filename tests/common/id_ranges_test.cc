@@ -77,5 +77,21 @@ TEST(IdRangesTest, HugeIdsKeepTheTableSmall) {
   ExpectAgrees(firsts, uint64_t{1} << 60);
 }
 
+TEST(IdRangesTest, IdsNearTheTopOfTheRange) {
+  // A client builds its ranges from a node's shard list: first ids near 2^64
+  // must neither wrap the table's span nor misplace an id.
+  const uint64_t top = ~uint64_t{0};
+  const IdRanges ranges({0, top - 2});
+  EXPECT_EQ(ranges.Find(0), 0u);
+  EXPECT_EQ(ranges.Find(top - 3), 0u);
+  EXPECT_EQ(ranges.Find(top - 2), 1u);
+  EXPECT_EQ(ranges.Find(top), 1u);
+  const IdRanges many({0, 1, top / 2, top - 1, top});
+  for (uint64_t id : {uint64_t{0}, uint64_t{1}, top / 2 - 1, top / 2, top - 2, top - 1, top}) {
+    const std::vector<uint64_t> firsts{0, 1, top / 2, top - 1, top};
+    EXPECT_EQ(many.Find(id), Expected(firsts, id)) << id;
+  }
+}
+
 }  // namespace
 }  // namespace strata
