@@ -231,14 +231,16 @@ void BatchStream::PlanAhead() {
     if (ahead == 0) {
       for (const auto& [reader, record] : records) (*reader)->AdviseOffset(record);
     }
+    if (!step_blocks_) step_blocks_.emplace(server_.blocks->options().block_bytes);
     for (size_t i = 0; i < records.size(); ++i) {
       if (i + kOffsetsAhead < records.size()) {
         (*records[i + kOffsetsAhead].first)->PrefetchOffset(records[i + kOffsetsAhead].second);
       }
       const auto [begin, end] = (*records[i].first)->RecordRange(records[i].second);
-      server_.blocks->AddRange(*records[i].first, begin, end, &p.blocks);
+      step_blocks_->Add(*records[i].first, begin, end);
+      p.large |= end - begin >= WirePart::kZeroCopyMinBytes;
     }
-    BlockCache::Dedupe(&p.blocks);
+    p.blocks = step_blocks_->Take();
     // The step being built now is read at once: reading it ahead would only race the build.
     server_.blocks->Pin(p.blocks, /*read_ahead=*/planned_end_ > next_step_);
     ahead_.push_back(std::move(p));
@@ -322,14 +324,21 @@ Status BatchStream::Claim(StepClaim* claim) {
       // refers to a record keeps its whole block pinned and resident until
       // gRPC has sent it, and a 64 KiB record alone in a 2 MiB block would
       // hold 32 times its size beside the cache's budget for as long as the
-      // batch waits to go out.
-      if (!BlockCache::Dense(b.use_bytes, server_.blocks->options().block_bytes)) claim->sparse.push_back(keys.back());
+      // batch waits to go out. (Records too small to be sent from the
+      // mapping are copied wherever they lie: a step of only those needs no
+      // list.)
+      if (now.large && !BlockCache::Dense(b.use_bytes, server_.blocks->options().block_bytes)) {
+        claim->sparse.push_back(keys.back());
+      }
     }
     claim->owner->pins = server_.blocks->Hold(std::move(now.blocks), &mapped);
     for (size_t i = 0; i < keys.size(); ++i) {
       // Blocks the cache did not admit: records in them are read with pread.
-      if (!mapped[i]) claim->unmapped.push_back(keys[i]);  // stays sorted
+      if (!mapped[i]) claim->unmapped.push_back(keys[i]);
     }
+    // InBlocks searches both lists.
+    std::sort(claim->sparse.begin(), claim->sparse.end());
+    std::sort(claim->unmapped.begin(), claim->unmapped.end());
     ahead_.pop_front();
   } else {
     StepSamples(claim->step, &claim->ids, &claim->slots);

@@ -248,8 +248,10 @@ class BatchStream {
     std::vector<uint64_t> ids;
     std::vector<uint32_t> slots;
     std::vector<BlockCache::BlockRef> blocks;  // pinned
+    bool large = false;                        // some record spans WirePart::kZeroCopyMinBytes or more
   };
   std::deque<Planned> ahead_;
+  std::optional<BlockCache::StepBlocks> step_blocks_;  // PlanAhead's, with a block cache
   uint64_t planned_end_;
   bool first_planned_ = false;  // PlanAhead has run once
   Mutex composition_mu_;

@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <cstring>
@@ -78,6 +79,54 @@ class BlockCacheTest : public ::testing::Test {
   std::shared_ptr<const ShardReader> reader_;
   boost::asio::thread_pool pool_{2};
 };
+
+TEST_F(BlockCacheTest, StepBlocksCollectWhatAddRangeAndDedupeGive) {
+  // Several readers (the same file opened again), ranges at random, some
+  // straddling blocks and some empty, over many steps: each step's blocks are
+  // AddRange + Dedupe's, in the order first met, and nothing of one step
+  // carries into the next.
+  std::vector<std::shared_ptr<const ShardReader>> readers{reader_};
+  for (int i = 0; i < 3; ++i)
+    readers.push_back(std::shared_ptr<const ShardReader>(std::move(ShardReader::Open(path_)).value()));
+  // Small blocks: a step of thousands of ranges meets thousands of them.
+  constexpr uint64_t kSmall = 4096;
+  BlockCache cache(BlockCacheOptions{64 * kBlock, kSmall}, &pool_, nullptr);
+  BlockCache::StepBlocks step(kSmall);
+  std::mt19937_64 rng(3);
+  for (int round = 0; round < 300; ++round) {
+    // Mostly a few hundred ranges, now and then thousands (the table grows,
+    // then starts small again).
+    const size_t ranges = round % 50 == 7 ? 6000 : rng() % 400;
+    std::vector<BlockCache::BlockRef> expected;
+    std::vector<std::pair<const void*, uint64_t>> order;  // blocks as first met
+    for (size_t i = 0; i < ranges; ++i) {
+      const auto& r = readers[rng() % readers.size()];
+      const uint64_t begin = rng() % (64 * kBlock);
+      const uint64_t end = begin + (rng() % 4 == 0 ? rng() % (3 * kSmall) : rng() % 1024);
+      step.Add(r, begin, end);
+      std::vector<BlockCache::BlockRef> one;
+      cache.AddRange(r, begin, end, &one);
+      for (const auto& b : one) {
+        const std::pair<const void*, uint64_t> key(b.reader.get(), b.block);
+        if (std::find(order.begin(), order.end(), key) == order.end()) order.push_back(key);
+      }
+      for (auto& b : one) expected.push_back(std::move(b));
+    }
+    BlockCache::Dedupe(&expected);
+    const std::vector<BlockCache::BlockRef> got = step.Take();
+    ASSERT_EQ(got.size(), expected.size()) << "round " << round;
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(std::make_pair(static_cast<const void*>(got[i].reader.get()), got[i].block), order[i]);
+      const auto it = std::find_if(expected.begin(), expected.end(), [&](const BlockCache::BlockRef& e) {
+        return e.reader == got[i].reader && e.block == got[i].block;
+      });
+      ASSERT_NE(it, expected.end());
+      EXPECT_EQ(got[i].use_bytes, it->use_bytes);
+      EXPECT_EQ(got[i].use_offset, it->use_offset);
+    }
+  }
+  EXPECT_TRUE(step.Take().empty());
+}
 
 TEST_F(BlockCacheTest, RangesMapToAlignedBlocksAndDedupe) {
   BlockCache cache(BlockCacheOptions{64 * kBlock, kBlock}, &pool_, nullptr);
