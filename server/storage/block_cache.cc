@@ -201,7 +201,6 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
   }
 
  private:
-  // The entry of `b`, created absent. REQUIRES: mu_ held.
   // Puts `key` last in the idle list, on a spare node if there is one.
   std::list<Key>::iterator Idle(const Key& key) REQUIRES(mu_) {
     if (spare_.empty()) return idle_.insert(idle_.end(), key);
@@ -211,6 +210,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
     return node;
   }
 
+  // The entry of `b`, created absent. REQUIRES: mu_ held.
   Entry& Find(const BlockRef& b) REQUIRES(mu_) {
     auto [it, added] = entries_.try_emplace(Key{b.reader.get(), b.block});
     if (added) {
@@ -394,31 +394,6 @@ BlockCache::BlockCache(BlockCacheOptions options, boost::asio::thread_pool* pool
 BlockCache::~BlockCache() = default;
 
 const BlockCacheOptions& BlockCache::options() const { return state_->options(); }
-
-void BlockCache::AddRange(const std::shared_ptr<const ShardReader>& reader, uint64_t begin, uint64_t end,
-                          std::vector<BlockRef>* out) const {
-  if (end <= begin) return;
-  const uint64_t bs = state_->options().block_bytes;
-  for (uint64_t b = begin / bs; b <= (end - 1) / bs; ++b) {
-    const uint64_t first = std::max(begin, b * bs);
-    out->push_back(BlockRef{reader, b, std::min(end, (b + 1) * bs) - first, first});
-  }
-}
-
-void BlockCache::Dedupe(std::vector<BlockRef>* blocks) {
-  auto key = [](const BlockRef& b) { return std::make_pair(static_cast<const void*>(b.reader.get()), b.block); };
-  std::sort(blocks->begin(), blocks->end(), [&](const BlockRef& a, const BlockRef& b) { return key(a) < key(b); });
-  size_t kept = 0;
-  for (size_t i = 0; i < blocks->size(); ++i) {
-    if (kept > 0 && key((*blocks)[kept - 1]) == key((*blocks)[i])) {
-      (*blocks)[kept - 1].use_bytes += (*blocks)[i].use_bytes;
-      (*blocks)[kept - 1].use_offset = std::min((*blocks)[kept - 1].use_offset, (*blocks)[i].use_offset);
-    } else {
-      (*blocks)[kept++] = std::move((*blocks)[i]);
-    }
-  }
-  blocks->resize(kept);
-}
 
 size_t BlockCache::StepBlocks::SlotOf(const ShardReader* reader, uint64_t block) const {
   const size_t mask = slots_.size() - 1;

@@ -101,21 +101,15 @@ class BlockCache {
 
   const BlockCacheOptions& options() const;
 
-  // Appends the blocks holding bytes [begin, end) of `reader`'s file, with
-  // the bytes of each that the range covers.
-  void AddRange(const std::shared_ptr<const ShardReader>& reader, uint64_t begin, uint64_t end,
-                std::vector<BlockRef>* out) const;
-  // Sorts and deduplicates a step's blocks (a block counts once per step,
-  // with the sum of its uses and the first byte any of them reads).
-  static void Dedupe(std::vector<BlockRef>* blocks);
-
-  // Collects a step's blocks as its records' ranges arrive: AddRange then
-  // Dedupe, less the sort, in the order the blocks are first met. A step of
-  // small records at random lands in as many blocks as it has records, and
-  // sorting them was 7% of its build (bench/README.md). Not thread-safe.
+  // Collects a step's blocks as its records' ranges arrive: each block once,
+  // in the order first met, with the bytes the step reads of it and the first
+  // of them. A step of small records at random lands in about as many blocks
+  // as it has records; collecting them into a vector and sorting it to
+  // dedupe was 7% of a lane's build (bench/README.md). Not thread-safe.
   class StepBlocks {
    public:
     explicit StepBlocks(uint64_t block_bytes) : block_bytes_(block_bytes) {}
+    // Adds the blocks holding bytes [begin, end) of `reader`'s file.
     void Add(const std::shared_ptr<const ShardReader>& reader, uint64_t begin, uint64_t end);
     // The blocks added since the last Take, each once; leaves none.
     std::vector<BlockRef> Take();
@@ -143,8 +137,8 @@ class BlockCache {
   static bool Dense(uint64_t use_bytes, uint64_t block_bytes) { return use_bytes * 16 >= block_bytes; }
 
   // Pins each block for one coming use and, with read_ahead, reads in on the
-  // pool those that are not resident and fit in the budget. `blocks` must be
-  // deduplicated.
+  // pool those that are not resident and fit in the budget. `blocks` must
+  // name each block once (as StepBlocks gives them).
   void Pin(std::span<const BlockRef> blocks, bool read_ahead = true);
   // Drops one pin of each block: a use it was pinned for will not happen.
   // `blocks` must be what was pinned.

@@ -51,13 +51,12 @@ uint64_t MappedBytes(const std::string& path) { return testing::Mapped(path).rss
 // The blocks of records [first, first + n).
 std::vector<BlockCache::BlockRef> BlocksOf(const BlockCache& cache, const std::shared_ptr<const ShardReader>& r,
                                            std::vector<uint64_t> records) {
-  std::vector<BlockCache::BlockRef> out;
+  BlockCache::StepBlocks step(cache.options().block_bytes);
   for (uint64_t i : records) {
     const auto [begin, end] = r->RecordRange(i);
-    cache.AddRange(r, begin, end, &out);
+    step.Add(r, begin, end);
   }
-  BlockCache::Dedupe(&out);
-  return out;
+  return step.Take();
 }
 
 void WaitForReadAhead(const BlockCache& cache, uint64_t blocks) {
@@ -80,62 +79,66 @@ class BlockCacheTest : public ::testing::Test {
   boost::asio::thread_pool pool_{2};
 };
 
-TEST_F(BlockCacheTest, StepBlocksCollectWhatAddRangeAndDedupeGive) {
+TEST_F(BlockCacheTest, StepBlocksNameEachBlockOnceInTheOrderMet) {
   // Several readers (the same file opened again), ranges at random, some
   // straddling blocks and some empty, over many steps: each step's blocks are
-  // AddRange + Dedupe's, in the order first met, and nothing of one step
+  // those its ranges cover, each once with the bytes the ranges read of it
+  // and the first of them, in the order first met; nothing of one step
   // carries into the next.
   std::vector<std::shared_ptr<const ShardReader>> readers{reader_};
-  for (int i = 0; i < 3; ++i)
+  for (int i = 0; i < 3; ++i) {
     readers.push_back(std::shared_ptr<const ShardReader>(std::move(ShardReader::Open(path_)).value()));
-  // Small blocks: a step of thousands of ranges meets thousands of them.
+  }
+  // Small blocks: a step of thousands of ranges meets thousands of them, and
+  // the table grows, then starts small again.
   constexpr uint64_t kSmall = 4096;
-  BlockCache cache(BlockCacheOptions{64 * kBlock, kSmall}, &pool_, nullptr);
   BlockCache::StepBlocks step(kSmall);
   std::mt19937_64 rng(3);
   for (int round = 0; round < 300; ++round) {
-    // Mostly a few hundred ranges, now and then thousands (the table grows,
-    // then starts small again).
     const size_t ranges = round % 50 == 7 ? 6000 : rng() % 400;
-    std::vector<BlockCache::BlockRef> expected;
-    std::vector<std::pair<const void*, uint64_t>> order;  // blocks as first met
+    struct Expected {
+      const ShardReader* reader;
+      uint64_t block, bytes, first;
+    };
+    std::vector<Expected> expected;  // in the order first met
     for (size_t i = 0; i < ranges; ++i) {
       const auto& r = readers[rng() % readers.size()];
       const uint64_t begin = rng() % (64 * kBlock);
       const uint64_t end = begin + (rng() % 4 == 0 ? rng() % (3 * kSmall) : rng() % 1024);
       step.Add(r, begin, end);
-      std::vector<BlockCache::BlockRef> one;
-      cache.AddRange(r, begin, end, &one);
-      for (const auto& b : one) {
-        const std::pair<const void*, uint64_t> key(b.reader.get(), b.block);
-        if (std::find(order.begin(), order.end(), key) == order.end()) order.push_back(key);
+      for (uint64_t at = begin; at < end;) {  // byte by block, the slow way
+        const uint64_t block = at / kSmall;
+        const uint64_t stop = std::min(end, (block + 1) * kSmall);
+        auto it = std::find_if(expected.begin(), expected.end(),
+                               [&](const Expected& e) { return e.reader == r.get() && e.block == block; });
+        if (it == expected.end()) {
+          expected.push_back({r.get(), block, stop - at, at});
+        } else {
+          it->bytes += stop - at;
+          it->first = std::min(it->first, at);
+        }
+        at = stop;
       }
-      for (auto& b : one) expected.push_back(std::move(b));
     }
-    BlockCache::Dedupe(&expected);
     const std::vector<BlockCache::BlockRef> got = step.Take();
     ASSERT_EQ(got.size(), expected.size()) << "round " << round;
     for (size_t i = 0; i < got.size(); ++i) {
-      ASSERT_EQ(std::make_pair(static_cast<const void*>(got[i].reader.get()), got[i].block), order[i]);
-      const auto it = std::find_if(expected.begin(), expected.end(), [&](const BlockCache::BlockRef& e) {
-        return e.reader == got[i].reader && e.block == got[i].block;
-      });
-      ASSERT_NE(it, expected.end());
-      EXPECT_EQ(got[i].use_bytes, it->use_bytes);
-      EXPECT_EQ(got[i].use_offset, it->use_offset);
+      ASSERT_EQ(got[i].reader.get(), expected[i].reader) << "round " << round << ", block " << i;
+      ASSERT_EQ(got[i].block, expected[i].block);
+      EXPECT_EQ(got[i].use_bytes, expected[i].bytes);
+      EXPECT_EQ(got[i].use_offset, expected[i].first);
     }
   }
   EXPECT_TRUE(step.Take().empty());
 }
 
-TEST_F(BlockCacheTest, RangesMapToAlignedBlocksAndDedupe) {
-  BlockCache cache(BlockCacheOptions{64 * kBlock, kBlock}, &pool_, nullptr);
-  std::vector<BlockCache::BlockRef> out;
-  cache.AddRange(reader_, kBlock - 1, kBlock + 1, &out);  // straddles blocks 0 and 1
-  cache.AddRange(reader_, 3 * kBlock, 4 * kBlock, &out);  // exactly block 3
-  cache.AddRange(reader_, 10, 10, &out);                  // empty
-  cache.AddRange(reader_, 5, 6, &out);                    // block 0 again
-  BlockCache::Dedupe(&out);
+TEST_F(BlockCacheTest, RangesMapToAlignedBlocksEachOnce) {
+  BlockCache::StepBlocks step(kBlock);
+  step.Add(reader_, kBlock - 1, kBlock + 1);  // straddles blocks 0 and 1
+  step.Add(reader_, 3 * kBlock, 4 * kBlock);  // exactly block 3
+  step.Add(reader_, 10, 10);                  // empty
+  step.Add(reader_, 5, 6);                    // block 0 again
+  const std::vector<BlockCache::BlockRef> out = step.Take();
   ASSERT_EQ(out.size(), 3u);
   EXPECT_EQ(out[0].block, 0u);
   EXPECT_EQ(out[0].use_bytes, 2u);   // one byte from each of two ranges
@@ -194,9 +197,10 @@ uint64_t StreamRandomSteps(BlockCache& cache, const std::shared_ptr<const ShardR
     std::shared_ptr<const void> held = cache.Hold(std::move(pinned[step]), &mapped);
     for (uint64_t i : records[step]) {
       // Through the mapping only if all its blocks are admitted.
-      std::vector<BlockCache::BlockRef> own;
+      BlockCache::StepBlocks record(cache.options().block_bytes);
       const auto [begin, end] = reader->RecordRange(i);
-      cache.AddRange(reader, begin, end, &own);
+      record.Add(reader, begin, end);
+      const std::vector<BlockCache::BlockRef> own = record.Take();
       bool all = true;
       for (const auto& b : own) {
         for (size_t k = 0; k < blocks.size(); ++k) {
@@ -425,11 +429,11 @@ TEST_F(BlockCacheTest, HeldBlocksStayUntilTheOwnerIsReleased) {
 // budget has room.
 TEST_F(BlockCacheTest, SparseUsesDoNotEvict) {
   BlockCache cache(BlockCacheOptions{2 * kBlock, kBlock}, &pool_, nullptr);
-  std::vector<BlockCache::BlockRef> sparse;
-  cache.AddRange(reader_, 0 * kBlock + 100, 0 * kBlock + 200, &sparse);
-  cache.AddRange(reader_, 1 * kBlock + 100, 1 * kBlock + 200, &sparse);
-  cache.AddRange(reader_, 2 * kBlock + 100, 2 * kBlock + 200, &sparse);
-  BlockCache::Dedupe(&sparse);
+  BlockCache::StepBlocks step(kBlock);
+  step.Add(reader_, 0 * kBlock + 100, 0 * kBlock + 200);
+  step.Add(reader_, 1 * kBlock + 100, 1 * kBlock + 200);
+  step.Add(reader_, 2 * kBlock + 100, 2 * kBlock + 200);
+  std::vector<BlockCache::BlockRef> sparse = step.Take();
   cache.Pin(sparse);
   EXPECT_EQ(cache.stats().read_ahead_blocks, 0u);
   std::vector<bool> mapped;
@@ -481,8 +485,9 @@ TEST_F(BlockCacheTest, BlocksReadAheadAreLockedUntilEvicted) {
   if (!reader_->Lock(kBlock * 20, kBlock)) GTEST_SKIP() << "this process may not lock memory (RLIMIT_MEMLOCK)";
   reader_->Release(kBlock * 20, kBlock);
   auto a = BlocksOf(cache, reader_, {0});  // block 0, read ahead
-  std::vector<BlockCache::BlockRef> b;     // block 5, used sparsely: taken in by its use, not read ahead
-  cache.AddRange(reader_, 5 * kBlock, 5 * kBlock + 10, &b);
+  BlockCache::StepBlocks step(kBlock);     // block 5, used sparsely: taken in by its use, not read ahead
+  step.Add(reader_, 5 * kBlock, 5 * kBlock + 10);
+  std::vector<BlockCache::BlockRef> b = step.Take();
   cache.Pin(a);
   cache.Pin(b);
   WaitForReadAhead(cache, 1);
