@@ -45,7 +45,7 @@ integration=(stream_epoch_test restart_test bad_input_test serve_work_test cli_t
 if [ "$mode" = asan ]; then
   tests=("${integration[@]}"
          shard_format_test shard_footer_test shard_copy_test record_view_test id_ranges_test stratum_index_test aligned_writer_test
-         path_guard_test kv_store_test catalog_test "block_cache_test:-*MemoryBudget*" ingest_session_test
+         path_guard_test kv_store_test catalog_test "block_cache_test:-*MemoryBudget*" step_blocks_test ingest_session_test
          stratum_key_test verified_records_test open_version_test
          batch_stream_test part_builder_test wire_part_test composition_recorder_test auth_test config_test
          sample_source_test batch_test received_part_test resume_token_test proto_convert_test format_test epoch_plan_test
