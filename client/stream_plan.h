@@ -86,9 +86,9 @@ class StreamPlan {
   size_t ShardOf(uint64_t id) const;
 
  private:
-  v1::DatasetInfo info_;
   void IndexShards();  // sets ids_ from shards_
 
+  v1::DatasetInfo info_;
   std::vector<v1::ShardInfo> shards_;  // by first_id, tiling [0, samples)
   IdRanges ids_;                       // which of shards_ holds an id
   std::optional<EpochPlan> plan_;

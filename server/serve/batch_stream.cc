@@ -206,6 +206,7 @@ void BatchStream::PlanAhead() {
   std::vector<OpenVersion::Location> served;  // the step's samples this node reads
   std::vector<std::pair<const std::shared_ptr<const ShardReader>*, uint64_t>> records;
   claim_scratch_->Forget();
+  if (!step_blocks_) step_blocks_.emplace(server_.blocks->options().block_bytes);
   const int64_t now = NowNs();
   for (; planned_end_ < horizon; ++planned_end_) {
     Planned p;
@@ -231,7 +232,6 @@ void BatchStream::PlanAhead() {
     if (ahead == 0) {
       for (const auto& [reader, record] : records) (*reader)->AdviseOffset(record);
     }
-    if (!step_blocks_) step_blocks_.emplace(server_.blocks->options().block_bytes);
     for (size_t i = 0; i < records.size(); ++i) {
       if (i + kOffsetsAhead < records.size()) {
         (*records[i + kOffsetsAhead].first)->PrefetchOffset(records[i + kOffsetsAhead].second);
