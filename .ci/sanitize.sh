@@ -45,7 +45,8 @@ integration=(stream_epoch_test restart_test bad_input_test serve_work_test cli_t
 if [ "$mode" = asan ]; then
   tests=("${integration[@]}"
          shard_format_test shard_footer_test shard_copy_test record_view_test id_ranges_test stratum_index_test aligned_writer_test
-         path_guard_test kv_store_test catalog_test "block_cache_test:-*MemoryBudget*" step_blocks_test ingest_session_test
+         path_guard_test kv_store_test catalog_test "block_cache_test:-*MemoryBudget*" block_cache_locks_test step_blocks_test
+         ingest_session_test
          stratum_key_test verified_records_test open_version_test
          batch_stream_test part_builder_test wire_part_test composition_recorder_test auth_test config_test
          sample_source_test batch_test received_part_test resume_token_test proto_convert_test format_test epoch_plan_test
@@ -55,6 +56,7 @@ else
   # the cluster tests the failover and rebalance ones run (NAME:FILTER).
   tests=(stream_epoch_test serve_work_test "cluster_test:*KillNine*:*Joining*" restart_test batch_stream_test
          part_builder_test periodic_task_test active_work_test stream_lanes_test "block_cache_test:-*MemoryBudget*"
+         block_cache_locks_test
          replicator_test verified_records_test open_version_test
          multi_writer_test multi_writer_home_test "scale_test:*SmallStepsJoin*")
 fi

@@ -41,6 +41,10 @@ struct Entry {
   Residency residency = Residency::kAbsent;
   uint64_t load = 0;  // which read-ahead owns a kLoading entry
   bool idle = false;  // resident or loading with no pins: in the idle list
+  // Its pages are locked (read ahead), or a task to lock them is queued: a
+  // block taken in by a sparse use is locked once uses keep coming back to it.
+  bool locked = false;
+  uint32_t unlocked_uses = 0;  // uses through the mapping while resident and not locked
   // Shed while uses read it through the mapping (Shed): the pages they touch
   // from then on are mapped beyond the cache's count, so the range is
   // released once more when the last of those uses ends.
@@ -87,6 +91,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
         const bool dense = BlockCache::Dense(b.use_bytes, e.bytes);
         if (read_ahead && dense && e.residency == Residency::kAbsent && MakeRoom(e.bytes, &releases)) {
           e.residency = Residency::kLoading;
+          e.locked = true;  // Populate locks what it reads in
           e.load = ++loads_started_;
           resident_ += e.bytes;
           loading_ += e.bytes;
@@ -111,6 +116,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
   // mapping. Admitted blocks stay admitted while pinned. REQUIRES: pinned.
   void Use(std::span<const BlockRef> blocks, std::vector<bool>* mapped) {
     std::vector<Release> releases;
+    std::vector<Release> locks;  // blocks to lock, once the lock is released
     uint64_t hits = 0, misses = 0;
     mapped->assign(blocks.size(), false);
     {
@@ -123,6 +129,10 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
           ++hits;  // resident, or its read-ahead is under way (the read waits for it)
           (*mapped)[i] = true;
           ++e.uses;
+          if (!e.locked && ++e.unlocked_uses >= kLockAfterUses) {
+            e.locked = true;
+            locks.push_back({e.reader, it->first.block * options_.block_bytes, e.bytes});
+          }
           continue;
         }
         ++misses;
@@ -138,6 +148,8 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
         if (resident_ + e.bytes <= budget_ && blocks[i].reader->Cached(blocks[i].use_offset, 1)) {
           e.residency = Residency::kResident;
           e.release_after_uses = false;  // counted again: released when it is evicted
+          e.locked = false;
+          e.unlocked_uses = 1;
           resident_ += e.bytes;
           (*mapped)[i] = true;
           ++e.uses;
@@ -152,6 +164,10 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
       if (misses) metrics_->cache_misses.Increment(static_cast<double>(misses));
     }
     ReleaseAll(releases);
+    for (Release& l : locks) {
+      ++lock_tasks_;
+      boost::asio::post(*pool_, [self = shared_from_this(), l = std::move(l)] { self->LockUsed(l); });
+    }
   }
 
   // Drops a pin of each block and, where (*mapped)[i], ends a use of block i
@@ -195,6 +211,8 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
     s.hits = hits_;
     s.misses = misses_;
     s.read_ahead_blocks = read_ahead_blocks_;
+    s.locks_after_uses = lock_tasks_;
+    s.locks_after_uses_done = locks_done_;
     s.evictions = evictions_;
     s.budget_bytes = budget_;
     return s;
@@ -277,6 +295,8 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
       if (resident_ <= budget_) break;
       p.entry->residency = Residency::kAbsent;  // pinned still: the entry stays
       p.entry->release_after_uses = p.in_use;
+      p.entry->locked = false;  // the release unlocks it
+      p.entry->unlocked_uses = 0;
       resident_ -= p.entry->bytes;
       releases->push_back({p.entry->reader, p.block * options_.block_bytes, p.entry->bytes});
       ++evictions_;
@@ -354,6 +374,26 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
     if (orphaned) key.reader->Release(key.block * options_.block_bytes, options_.block_bytes);
   }
 
+  // Locks a resident block that uses keep coming back to, so that its records
+  // are hashed once while it stays (server/storage/verified_records.h). Its
+  // pages are in the page cache (a sparse use maps a block only then), and
+  // the cache counts the whole block already: mapping all of them costs no
+  // read and no memory beyond the count. If the block was evicted meanwhile,
+  // nobody accounts for what the lock mapped: give it back. (Evicted after
+  // the check, its release unlocks it as any block's.)
+  void LockUsed(const Release& l) {
+    if (l.reader->Lock(l.offset, l.bytes)) {
+      bool orphaned = false;
+      {
+        MutexLock lock(&mu_);
+        auto it = entries_.find(Key{l.reader.get(), l.offset / options_.block_bytes});
+        orphaned = it == entries_.end() || it->second.residency == Residency::kAbsent;
+      }
+      if (orphaned) l.reader->Release(l.offset, l.bytes);
+    }
+    ++locks_done_;
+  }
+
   static void ReleaseAll(std::vector<Release>& releases) {
     for (const Release& r : releases) r.reader->Release(r.offset, r.bytes);
   }
@@ -384,6 +424,8 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
   uint64_t misses_ GUARDED_BY(mu_) = 0;
   uint64_t evictions_ GUARDED_BY(mu_) = 0;
   std::atomic<uint64_t> read_ahead_blocks_{0};
+  std::atomic<uint64_t> lock_tasks_{0};  // LockUsed tasks queued
+  std::atomic<uint64_t> locks_done_{0};  // ... and run
   std::atomic<int64_t> last_govern_{0};  // steady clock, ns
   std::atomic<int64_t> last_warning_{std::numeric_limits<int64_t>::min() / 2};
 };

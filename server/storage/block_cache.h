@@ -32,10 +32,14 @@
 // the kernel's page cache to the kernel. Blocks read ahead are locked in
 // memory as they are read in (ShardReader::Populate) until they are
 // released, so that a record read again from one is not hashed again
-// (server/storage/verified_records.h). Blocks a sparse use takes in are not:
-// locking would map all of their pages (which a memory budget counts, and a
-// stream's first batch of a large dataset waits for), and the small records
-// read from them are copied into their parts, so their hash costs little.
+// (server/storage/verified_records.h). A block a sparse use takes in is not
+// locked by that use: locking maps all of its pages, which a stream's first
+// batch of a large dataset would wait for. Once kLockAfterUses uses have come
+// back to it while it stays, the I/O pool locks it (its pages are in the page
+// cache, and the cache counts the whole block already): small records at
+// random come back to every block of a set the cache holds, and hashing each
+// of them on every read cost a 1 KiB stream from one node about a seventh of
+// its rate (bench/README.md).
 //
 // With a memory budget for the whole process (memory_budget_bytes), the
 // cache's budget is what the rest of the process leaves of it: the cache
@@ -159,10 +163,18 @@ class BlockCache {
     uint64_t hits = 0;    // uses that found the block resident or being read in
     uint64_t misses = 0;  // uses that did not (read-ahead left it out)
     uint64_t read_ahead_blocks = 0;
+    // Blocks taken in by sparse uses, locked once kLockAfterUses uses came
+    // back to them: tasks queued, and of them run.
+    uint64_t locks_after_uses = 0;
+    uint64_t locks_after_uses_done = 0;
     uint64_t evictions = 0;
     uint64_t budget_bytes = 0;  // what the cache may hold now (see memory_budget_bytes)
   };
   Stats stats() const;
+
+  // Uses through the mapping of a block a sparse use took in (resident, not
+  // read ahead) after which the cache locks it on the I/O pool.
+  static constexpr uint32_t kLockAfterUses = 4;
 
  private:
   class State;

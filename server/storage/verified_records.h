@@ -14,8 +14,8 @@
 // scrubber re-reads every file from storage in any case.)
 //
 // The block cache (server/storage/block_cache.h) locks the blocks it reads
-// ahead and unlocks them when it lets them go (ShardReader::Populate,
-// Release). Where the kernel refuses to lock (RLIMIT_MEMLOCK without
+// ahead, and those sparse uses keep coming back to, and unlocks them when it
+// lets them go (ShardReader::Populate, Lock, Release). Where the kernel refuses to lock (RLIMIT_MEMLOCK without
 // CAP_IPC_LOCK, or vm.max_map_count), nothing is locked and every read hashes
 // its record, as it would without a cache. (ASan and TSan make mlock a no-op
 // that succeeds: in their builds the pages are marked locked but are not.)

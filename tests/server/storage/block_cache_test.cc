@@ -6,78 +6,14 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <boost/asio/thread_pool.hpp>
-#include <chrono>
-#include <cstring>
 #include <functional>
 #include <random>
-#include <thread>
 
 #include "server/storage/process_memory.h"
-#include "tests/support/smaps.h"
-#include "tests/support/temp_dir.h"
+#include "tests/server/storage/block_cache_test_util.h"
 
 namespace strata {
 namespace {
-
-using testing::TempDir;
-
-// Blocks as large as the largest page-cache folio (see BlockCacheOptions).
-constexpr uint64_t kBlock = 2 << 20;
-constexpr uint64_t kRecords = 192;
-constexpr size_t kPayload = 256 << 10;  // about 8 records a block, 48 MiB in all
-
-std::shared_ptr<const ShardReader> WriteShard(const std::string& path) {
-  auto writer = ShardWriter::Create(path, ShardIdentity{"ds", 1, 0, 0});
-  EXPECT_TRUE(writer.ok());
-  for (uint64_t i = 0; i < kRecords; ++i) {
-    v1::RecordHeader h;
-    h.set_id(i);
-    h.add_field_names("x");
-    h.add_field_sizes(kPayload);
-    const std::string payload(kPayload, static_cast<char>('a' + i % 26));
-    const std::string_view field = payload;
-    EXPECT_TRUE((*writer)->Append(h, std::span<const std::string_view>(&field, 1)).ok());
-  }
-  EXPECT_TRUE((*writer)->Finish().ok());
-  auto reader = ShardReader::Open(path);
-  EXPECT_TRUE(reader.ok());
-  return std::shared_ptr<const ShardReader>(std::move(reader).value());
-}
-
-// Bytes of `path` mapped into this process now.
-uint64_t MappedBytes(const std::string& path) { return testing::Mapped(path).rss_bytes; }
-
-// The blocks of records [first, first + n).
-std::vector<BlockCache::BlockRef> BlocksOf(const BlockCache& cache, const std::shared_ptr<const ShardReader>& r,
-                                           std::vector<uint64_t> records) {
-  BlockCache::StepBlocks step(cache.options().block_bytes);
-  for (uint64_t i : records) {
-    const auto [begin, end] = r->RecordRange(i);
-    step.Add(r, begin, end);
-  }
-  return step.Take();
-}
-
-void WaitForReadAhead(const BlockCache& cache, uint64_t blocks) {
-  for (int i = 0; i < 500; ++i) {
-    if (cache.stats().read_ahead_blocks >= blocks) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the last task marks its block resident
-}
-
-class BlockCacheTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    path_ = dir_.Join("000000.shard");
-    reader_ = WriteShard(path_);
-  }
-  TempDir dir_;
-  std::string path_;
-  std::shared_ptr<const ShardReader> reader_;
-  boost::asio::thread_pool pool_{2};
-};
 
 TEST_F(BlockCacheTest, ReadAheadMapsPinnedBlocksAndUsesAreHits) {
   BlockCache cache(BlockCacheOptions{64 * kBlock, kBlock}, &pool_, nullptr);
@@ -403,36 +339,6 @@ TEST_F(BlockCacheTest, UncachedBlocksAreNotMappedForUsesNotReadAhead) {
   cache.Hold(blocks, &mapped).reset();
   EXPECT_EQ(mapped, std::vector<bool>{true}) << "cached and room to spare: mapped";
   EXPECT_EQ(cache.stats().resident_bytes, kBlock);
-}
-
-// Blocks read ahead are locked in memory (so their records are hashed once
-// while they stay: server/storage/verified_records.h) and unlocked when
-// evicted; a block a sparse use takes in is not locked.
-TEST_F(BlockCacheTest, BlocksReadAheadAreLockedUntilEvicted) {
-  BlockCache cache(BlockCacheOptions{2 * kBlock, kBlock}, &pool_, nullptr);
-  if (!reader_->Lock(kBlock * 20, kBlock)) GTEST_SKIP() << "this process may not lock memory (RLIMIT_MEMLOCK)";
-  reader_->Release(kBlock * 20, kBlock);
-  auto a = BlocksOf(cache, reader_, {0});  // block 0, read ahead
-  BlockCache::StepBlocks step(kBlock);     // block 5, used sparsely: taken in by its use, not read ahead
-  step.Add(reader_, 5 * kBlock, 5 * kBlock + 10);
-  std::vector<BlockCache::BlockRef> b = step.Take();
-  cache.Pin(a);
-  cache.Pin(b);
-  WaitForReadAhead(cache, 1);
-  std::vector<bool> mapped;
-  cache.Hold(a, &mapped).reset();
-  cache.Hold(b, &mapped).reset();
-  ASSERT_EQ(mapped, std::vector<bool>{true});
-  EXPECT_EQ(cache.stats().read_ahead_blocks, 1u);
-  EXPECT_TRUE(reader_->Locked(0, kBlock));
-  EXPECT_FALSE(reader_->Locked(5 * kBlock, kBlock));
-  auto c = BlocksOf(cache, reader_, {80});  // block 10: the budget's two blocks are full
-  cache.Pin(c);
-  WaitForReadAhead(cache, 2);
-  EXPECT_EQ(cache.stats().evictions, 1u);
-  EXPECT_FALSE(reader_->Locked(0, kBlock)) << "block 0, the least recently used, went";
-  EXPECT_TRUE(reader_->Locked(10 * kBlock, kBlock));
-  cache.Unpin(c);
 }
 
 TEST_F(BlockCacheTest, ZeroBudgetDisablesTheCache) {

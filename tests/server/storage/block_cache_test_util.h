@@ -1,0 +1,81 @@
+// The block cache's tests' shard and helpers: a shard of 192 records of 256
+// KiB (about 8 a block, 48 MiB in all), and a cache's I/O pool.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/thread_pool.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/storage/block_cache.h"
+#include "tests/support/smaps.h"
+#include "tests/support/temp_dir.h"
+
+namespace strata {
+namespace {
+
+using testing::TempDir;
+
+// Blocks as large as the largest page-cache folio (see BlockCacheOptions).
+constexpr uint64_t kBlock = 2 << 20;
+constexpr uint64_t kRecords = 192;
+constexpr size_t kPayload = 256 << 10;  // about 8 records a block, 48 MiB in all
+
+std::shared_ptr<const ShardReader> WriteShard(const std::string& path) {
+  auto writer = ShardWriter::Create(path, ShardIdentity{"ds", 1, 0, 0});
+  EXPECT_TRUE(writer.ok());
+  for (uint64_t i = 0; i < kRecords; ++i) {
+    v1::RecordHeader h;
+    h.set_id(i);
+    h.add_field_names("x");
+    h.add_field_sizes(kPayload);
+    const std::string payload(kPayload, static_cast<char>('a' + i % 26));
+    const std::string_view field = payload;
+    EXPECT_TRUE((*writer)->Append(h, std::span<const std::string_view>(&field, 1)).ok());
+  }
+  EXPECT_TRUE((*writer)->Finish().ok());
+  auto reader = ShardReader::Open(path);
+  EXPECT_TRUE(reader.ok());
+  return std::shared_ptr<const ShardReader>(std::move(reader).value());
+}
+
+// Bytes of `path` mapped into this process now.
+uint64_t MappedBytes(const std::string& path) { return testing::Mapped(path).rss_bytes; }
+
+// The blocks of records [first, first + n).
+std::vector<BlockCache::BlockRef> BlocksOf(const BlockCache& cache, const std::shared_ptr<const ShardReader>& r,
+                                           std::vector<uint64_t> records) {
+  BlockCache::StepBlocks step(cache.options().block_bytes);
+  for (uint64_t i : records) {
+    const auto [begin, end] = r->RecordRange(i);
+    step.Add(r, begin, end);
+  }
+  return step.Take();
+}
+
+void WaitForReadAhead(const BlockCache& cache, uint64_t blocks) {
+  for (int i = 0; i < 500; ++i) {
+    if (cache.stats().read_ahead_blocks >= blocks) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the last task marks its block resident
+}
+
+class BlockCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = dir_.Join("000000.shard");
+    reader_ = WriteShard(path_);
+  }
+  TempDir dir_;
+  std::string path_;
+  std::shared_ptr<const ShardReader> reader_;
+  boost::asio::thread_pool pool_{2};
+};
+
+}  // namespace
+}  // namespace strata
