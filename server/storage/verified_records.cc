@@ -70,6 +70,7 @@ bool VerifiedRecords::Lock(uint64_t offset, uint64_t len) {
   if (offset >= size_ || len == 0) return true;
   const uint64_t first = offset / page_ * page_;
   const uint64_t end = std::min(size_, offset + std::min(len, size_ - offset));
+  MutexLock lock(&lock_mu_);
   if (mlock(base_ + first, end - first) != 0) {
     const int error = errno;
     static std::atomic<bool> warned{false};
@@ -87,6 +88,7 @@ bool VerifiedRecords::Lock(uint64_t offset, uint64_t len) {
 
 void VerifiedRecords::Unlock(uint64_t offset, uint64_t len) {
   if (offset >= size_ || len == 0) return;
+  MutexLock lock(&lock_mu_);
   unlocking_.fetch_add(1);
   generation_.fetch_add(1);
   const uint64_t first = offset / page_ * page_;

@@ -23,13 +23,18 @@
 // Thread-safety: thread-safe. A read that overlaps an unlock of its pages may
 // still serve bytes it verified before (as a read that overlaps the cache's
 // release always could); a verification that overlaps an unlock is never
-// remembered.
+// remembered. Locks and unlocks of the file take turns, so that the bits
+// saying which pages are locked end as the last of them left the pages (a
+// lock of a block being evicted, from the I/O pool, may run beside the
+// eviction's unlock).
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+
+#include "common/mutex.h"
 
 namespace strata {
 
@@ -59,6 +64,7 @@ class VerifiedRecords {
  private:
   void MarkPages(uint64_t offset, uint64_t len, bool locked);
 
+  Mutex lock_mu_;  // Lock and Unlock, each with its marking, one at a time
   char* const base_;
   const uint64_t size_;
   const uint64_t page_;
