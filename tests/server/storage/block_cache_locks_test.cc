@@ -26,6 +26,13 @@ void UseTimes(BlockCache& cache, const std::vector<BlockCache::BlockRef>& blocks
   }
 }
 
+// A use of 100 bytes of block 5: sparse.
+std::vector<BlockCache::BlockRef> SparseUseOfBlock5(const std::shared_ptr<const ShardReader>& reader) {
+  BlockCache::StepBlocks step(kBlock);
+  step.Add(reader, 5 * kBlock + 100, 5 * kBlock + 200);
+  return step.Take();
+}
+
 void WaitForLocks(const BlockCache& cache, uint64_t locks) {
   for (int i = 0; i < 500 && cache.stats().locks_after_uses_done < locks; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -69,9 +76,7 @@ TEST_F(BlockCacheTest, BlocksReadAheadAreLockedUntilEvicted) {
 TEST_F(BlockCacheTest, BlocksSparseUsesKeepComingBackToAreLocked) {
   if (!MayLock(reader_)) GTEST_SKIP() << "this process may not lock memory (RLIMIT_MEMLOCK)";
   BlockCache cache(BlockCacheOptions{2 * kBlock, kBlock}, &pool_, nullptr);
-  BlockCache::StepBlocks step(kBlock);
-  step.Add(reader_, 5 * kBlock + 100, 5 * kBlock + 200);
-  const std::vector<BlockCache::BlockRef> sparse = step.Take();
+  const std::vector<BlockCache::BlockRef> sparse = SparseUseOfBlock5(reader_);
   std::vector<bool> mapped;
   UseTimes(cache, sparse, BlockCache::kLockAfterUses - 1, &mapped);
   EXPECT_EQ(mapped, std::vector<bool>{true});
@@ -101,9 +106,7 @@ TEST_F(BlockCacheTest, BlocksSparseUsesKeepComingBackToAreLocked) {
 TEST_F(BlockCacheTest, ALockThatFindsItsBlockEvictedGivesItBack) {
   if (!MayLock(reader_)) GTEST_SKIP() << "this process may not lock memory (RLIMIT_MEMLOCK)";
   BlockCache cache(BlockCacheOptions{2 * kBlock, kBlock}, &pool_, nullptr);
-  BlockCache::StepBlocks step(kBlock);
-  step.Add(reader_, 5 * kBlock + 100, 5 * kBlock + 200);
-  const std::vector<BlockCache::BlockRef> sparse = step.Take();
+  const std::vector<BlockCache::BlockRef> sparse = SparseUseOfBlock5(reader_);
   std::vector<bool> mapped;
   UseTimes(cache, sparse, BlockCache::kLockAfterUses - 1, &mapped);
 
