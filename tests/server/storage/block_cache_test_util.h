@@ -16,16 +16,13 @@
 #include "tests/support/temp_dir.h"
 
 namespace strata {
-namespace {
-
-using testing::TempDir;
 
 // Blocks as large as the largest page-cache folio (see BlockCacheOptions).
 constexpr uint64_t kBlock = 2 << 20;
 constexpr uint64_t kRecords = 192;
 constexpr size_t kPayload = 256 << 10;  // about 8 records a block, 48 MiB in all
 
-std::shared_ptr<const ShardReader> WriteShard(const std::string& path) {
+inline std::shared_ptr<const ShardReader> WriteShard(const std::string& path) {
   auto writer = ShardWriter::Create(path, ShardIdentity{"ds", 1, 0, 0});
   EXPECT_TRUE(writer.ok());
   for (uint64_t i = 0; i < kRecords; ++i) {
@@ -44,11 +41,11 @@ std::shared_ptr<const ShardReader> WriteShard(const std::string& path) {
 }
 
 // Bytes of `path` mapped into this process now.
-uint64_t MappedBytes(const std::string& path) { return testing::Mapped(path).rss_bytes; }
+inline uint64_t MappedBytes(const std::string& path) { return testing::Mapped(path).rss_bytes; }
 
 // The blocks of records [first, first + n).
-std::vector<BlockCache::BlockRef> BlocksOf(const BlockCache& cache, const std::shared_ptr<const ShardReader>& r,
-                                           std::vector<uint64_t> records) {
+inline std::vector<BlockCache::BlockRef> BlocksOf(const BlockCache& cache, const std::shared_ptr<const ShardReader>& r,
+                                                  std::vector<uint64_t> records) {
   BlockCache::StepBlocks step(cache.options().block_bytes);
   for (uint64_t i : records) {
     const auto [begin, end] = r->RecordRange(i);
@@ -57,7 +54,7 @@ std::vector<BlockCache::BlockRef> BlocksOf(const BlockCache& cache, const std::s
   return step.Take();
 }
 
-void WaitForReadAhead(const BlockCache& cache, uint64_t blocks) {
+inline void WaitForReadAhead(const BlockCache& cache, uint64_t blocks) {
   for (int i = 0; i < 500; ++i) {
     if (cache.stats().read_ahead_blocks >= blocks) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -71,11 +68,10 @@ class BlockCacheTest : public ::testing::Test {
     path_ = dir_.Join("000000.shard");
     reader_ = WriteShard(path_);
   }
-  TempDir dir_;
+  testing::TempDir dir_;
   std::string path_;
   std::shared_ptr<const ShardReader> reader_;
   boost::asio::thread_pool pool_{2};
 };
 
-}  // namespace
 }  // namespace strata
