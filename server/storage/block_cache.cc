@@ -41,10 +41,10 @@ struct Entry {
   Residency residency = Residency::kAbsent;
   uint64_t load = 0;  // which read-ahead owns a kLoading entry
   bool idle = false;  // resident or loading with no pins: in the idle list
-  // Its pages are locked (read ahead), or a task to lock them is queued: a
-  // block taken in by a sparse use is locked once uses keep coming back to it.
-  bool locked = false;
-  uint32_t unlocked_uses = 0;  // uses through the mapping while resident and not locked
+  // Uses through the mapping left before a block a sparse use took in is
+  // locked; 0 once it is locked, or a task to lock it is queued (blocks read
+  // ahead are locked as they are read in).
+  uint32_t uses_before_lock = 0;
   // Shed while uses read it through the mapping (Shed): the pages they touch
   // from then on are mapped beyond the cache's count, so the range is
   // released once more when the last of those uses ends.
@@ -52,8 +52,8 @@ struct Entry {
   std::list<Key>::iterator idle_at;
 };
 
-// A range to unmap once the lock is released.
-struct Release {
+// A block's range of its file, to unmap (or lock) once mu_ is released.
+struct Range {
   std::shared_ptr<const ShardReader> reader;
   uint64_t offset;
   uint64_t bytes;
@@ -78,7 +78,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
     };
     Govern();
     std::vector<Load> loads;
-    std::vector<Release> releases;
+    std::vector<Range> releases;
     {
       MutexLock lock(&mu_);
       for (const BlockRef& b : blocks) {
@@ -91,7 +91,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
         const bool dense = BlockCache::Dense(b.use_bytes, e.bytes);
         if (read_ahead && dense && e.residency == Residency::kAbsent && MakeRoom(e.bytes, &releases)) {
           e.residency = Residency::kLoading;
-          e.locked = true;  // Populate locks what it reads in
+          e.uses_before_lock = 0;  // Populate locks what it reads in
           e.load = ++loads_started_;
           resident_ += e.bytes;
           loading_ += e.bytes;
@@ -115,8 +115,8 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
   // A use of pinned blocks begins: which of them it may read through the
   // mapping. Admitted blocks stay admitted while pinned. REQUIRES: pinned.
   void Use(std::span<const BlockRef> blocks, std::vector<bool>* mapped) {
-    std::vector<Release> releases;
-    std::vector<Release> locks;  // blocks to lock, once the lock is released
+    std::vector<Range> releases;
+    std::vector<Range> locks;  // blocks to lock
     uint64_t hits = 0, misses = 0;
     mapped->assign(blocks.size(), false);
     {
@@ -129,8 +129,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
           ++hits;  // resident, or its read-ahead is under way (the read waits for it)
           (*mapped)[i] = true;
           ++e.uses;
-          if (!e.locked && ++e.unlocked_uses >= kLockAfterUses) {
-            e.locked = true;
+          if (e.uses_before_lock > 0 && --e.uses_before_lock == 0) {
             locks.push_back({e.reader, it->first.block * options_.block_bytes, e.bytes});
           }
           continue;
@@ -147,9 +146,8 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
         // a 10M-sample set 15 ms.)
         if (resident_ + e.bytes <= budget_ && blocks[i].reader->Cached(blocks[i].use_offset, 1)) {
           e.residency = Residency::kResident;
-          e.release_after_uses = false;  // counted again: released when it is evicted
-          e.locked = false;
-          e.unlocked_uses = 1;
+          e.release_after_uses = false;             // counted again: released when it is evicted
+          e.uses_before_lock = kLockAfterUses - 1;  // this use is the first
           resident_ += e.bytes;
           (*mapped)[i] = true;
           ++e.uses;
@@ -164,7 +162,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
       if (misses) metrics_->cache_misses.Increment(static_cast<double>(misses));
     }
     ReleaseAll(releases);
-    for (Release& l : locks) {
+    for (Range& l : locks) {
       ++lock_tasks_;
       boost::asio::post(*pool_, [self = shared_from_this(), l = std::move(l)] { self->LockUsed(l); });
     }
@@ -173,7 +171,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
   // Drops a pin of each block and, where (*mapped)[i], ends a use of block i
   // through the mapping. `mapped` may be null (no use began).
   void Unpin(std::span<const BlockRef> blocks, const std::vector<bool>* mapped) {
-    std::vector<Release> releases;
+    std::vector<Range> releases;
     {
       MutexLock lock(&mu_);
       for (size_t i = 0; i < blocks.size(); ++i) {
@@ -242,7 +240,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
 
   // Evicts idle blocks, least recently used first, until `bytes` more fit in
   // the budget. False if they cannot fit. REQUIRES: mu_ held.
-  bool MakeRoom(uint64_t bytes, std::vector<Release>* releases) REQUIRES(mu_) {
+  bool MakeRoom(uint64_t bytes, std::vector<Range>* releases) REQUIRES(mu_) {
     if (budget_ < bytes) return false;
     EvictIdle(budget_ - bytes, releases);
     return resident_ + bytes <= budget_;
@@ -250,7 +248,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
 
   // Evicts idle blocks, least recently used first, until at most `limit`
   // bytes are resident or none is idle. REQUIRES: mu_ held.
-  void EvictIdle(uint64_t limit, std::vector<Release>* releases) REQUIRES(mu_) {
+  void EvictIdle(uint64_t limit, std::vector<Range>* releases) REQUIRES(mu_) {
     while (resident_ > limit && !idle_.empty()) {
       const Key victim = idle_.front();
       spare_.splice(spare_.end(), idle_, idle_.begin());
@@ -276,7 +274,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
   // reading a shed block read on through the mapping (the pages fault in
   // again from the page cache, the bytes are the same); its range is released
   // once more when the last of them ends. REQUIRES: mu_ held.
-  void Shed(std::vector<Release>* releases) REQUIRES(mu_) {
+  void Shed(std::vector<Range>* releases) REQUIRES(mu_) {
     EvictIdle(budget_, releases);
     if (resident_ <= budget_) return;
     struct Pinned {
@@ -295,8 +293,6 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
       if (resident_ <= budget_) break;
       p.entry->residency = Residency::kAbsent;  // pinned still: the entry stays
       p.entry->release_after_uses = p.in_use;
-      p.entry->locked = false;  // the release unlocks it
-      p.entry->unlocked_uses = 0;
       resident_ -= p.entry->bytes;
       releases->push_back({p.entry->reader, p.block * options_.block_bytes, p.entry->bytes});
       ++evictions_;
@@ -317,7 +313,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
     if (now - last < kEvery || !last_govern_.compare_exchange_strong(last, now)) return;
     const Result<uint64_t> rss = ProcessResidentBytes();
     if (!rss.ok()) return;  // no /proc: budget_bytes alone bounds the cache
-    std::vector<Release> releases;
+    std::vector<Range> releases;
     uint64_t rest = 0, budget = 0;
     {
       MutexLock lock(&mu_);
@@ -381,7 +377,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
   // read and no memory beyond the count. If the block was evicted meanwhile,
   // nobody accounts for what the lock mapped: give it back. (Evicted after
   // the check, its release unlocks it as any block's.)
-  void LockUsed(const Release& l) {
+  void LockUsed(const Range& l) {
     if (l.reader->Lock(l.offset, l.bytes)) {
       bool orphaned = false;
       {
@@ -394,8 +390,8 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
     ++locks_done_;
   }
 
-  static void ReleaseAll(std::vector<Release>& releases) {
-    for (const Release& r : releases) r.reader->Release(r.offset, r.bytes);
+  static void ReleaseAll(std::vector<Range>& releases) {
+    for (const Range& r : releases) r.reader->Release(r.offset, r.bytes);
   }
 
   void Publish() REQUIRES(mu_) {

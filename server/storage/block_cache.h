@@ -175,6 +175,7 @@ class BlockCache {
   // Uses through the mapping of a block a sparse use took in (resident, not
   // read ahead) after which the cache locks it on the I/O pool.
   static constexpr uint32_t kLockAfterUses = 4;
+  static_assert(kLockAfterUses > 1, "a first use never waits for a lock");
 
  private:
   class State;
