@@ -11,8 +11,10 @@
 //     batch k+1 hides entirely behind compute on batch k. Also with the copies
 //     on the consumer's stream (own_copy_stream = false), where none is possible.
 // Always: the host ring's GB/s beside a plain memcpy, the path without a GPU.
+// Each ring figure is measured with one copy thread and, where --copy-threads
+// (default: the ring's automatic count) is more, with that many.
 //
-//   strata-staging-bench [--batch-bytes 67108864] [--batches 50] [--prefetch 2]
+//   strata-staging-bench [--batch-bytes 67108864] [--batches 50] [--prefetch 2] [--copy-threads N]
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -21,9 +23,11 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "client/batch_assembler.h"
+#include "client/staging/parallel_copy.h"
 #include "strata/staging.h"
 #include "strata/v1/data.pb.h"
 #ifdef STRATA_HAVE_CUDA
@@ -73,7 +77,17 @@ struct Options {
   size_t batch_bytes = 64 << 20;
   uint64_t batches = 50;
   int prefetch = 2;
+  int copy_threads = 0;  // 0: ParallelCopy::AutoThreads(), resolved in main
 };
+
+// The copy-thread counts each ring figure is measured with: 1, then
+// o.copy_threads when that is more.
+std::vector<int> CopyThreadCounts(const Options& o) {
+  if (o.copy_threads > 1) return {1, o.copy_threads};
+  return {1};
+}
+
+std::string Threads(int n) { return std::to_string(n) + (n == 1 ? " copy thread" : " copy threads"); }
 
 // Seconds to stage every batch; `consume` runs on each (and may enqueue GPU work).
 template <typename Consume>
@@ -114,7 +128,11 @@ void HostFigures(const Options& o) {
   strata::StagingOptions so;
   so.prefer_device = false;
   std::printf("source alone (fills each payload):             %7.2f GB/s\n", GBps(o, SourceAlone(o)));
-  const double ring = RunRing(o, so, [](const strata::StagedBatch&) {});
+  std::vector<double> rings;
+  for (int threads : CopyThreadCounts(o)) {
+    so.copy_threads = threads;
+    rings.push_back(RunRing(o, so, [](const strata::StagedBatch&) {}));
+  }
   std::vector<char> from(o.batch_bytes, 1), to(o.batch_bytes);
   const auto start = Clock::now();
   for (uint64_t i = 0; i < o.batches; ++i) {
@@ -122,9 +140,11 @@ void HostFigures(const Options& o) {
     from[i % o.batch_bytes] = static_cast<char>(to[(i * 7) % o.batch_bytes] + 1);  // keep the copies live
   }
   const double plain = Seconds(start);
-  std::printf("host ring (memcpy into reused slot buffers):  %7.2f GB/s\n", GBps(o, ring));
-  std::printf("plain memcpy, same sizes:                      %7.2f GB/s   ring/plain = %.2f\n", GBps(o, plain),
-              plain / ring);
+  std::printf("plain memcpy, same sizes:                      %7.2f GB/s\n", GBps(o, plain));
+  for (size_t i = 0; i < rings.size(); ++i) {
+    std::printf("host ring (copy into reused slot buffers):     %7.2f GB/s   ring/plain = %.2f   %s\n",
+                GBps(o, rings[i]), plain / rings[i], Threads(CopyThreadCounts(o)[i]).c_str());
+  }
 }
 
 #ifdef STRATA_HAVE_CUDA
@@ -149,10 +169,14 @@ int DeviceFigures(const Options& o) {
   const double plain = Seconds(start);
 
   strata::StagingOptions so;
-  const double ring = RunRing(o, so, [&](const strata::StagedBatch& b) { check(b.Wait()); });
-  std::printf("device ring (pinned + cudaMemcpyAsync):        %7.2f GB/s\n", GBps(o, ring));
-  std::printf("plain cudaMemcpy from pinned, same sizes:      %7.2f GB/s   ring/plain = %.2f\n", GBps(o, plain),
-              plain / ring);
+  std::printf("plain cudaMemcpy from pinned, same sizes:      %7.2f GB/s\n", GBps(o, plain));
+  double ring = 0;  // with the most copy threads: the overlap runs use it
+  for (int threads : CopyThreadCounts(o)) {
+    so.copy_threads = threads;
+    ring = RunRing(o, so, [&](const strata::StagedBatch& b) { check(b.Wait()); });
+    std::printf("device ring (pinned + cudaMemcpyAsync):        %7.2f GB/s   ring/plain = %.2f   %s\n", GBps(o, ring),
+                plain / ring, Threads(threads).c_str());
+  }
 
   // Overlap: a kernel of one copy's duration per batch on the consumer's stream.
   auto kernels = strata::examples::CudaKernels::Load();
@@ -191,9 +215,14 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(size_t{1}, size_t{1} << 32));
   app.add_option("--batches", o.batches, "batches per measurement")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
   app.add_option("--prefetch", o.prefetch, "prefetch depth")->check(CLI::Range(1, 64));
+  app.add_option("--copy-threads", o.copy_threads,
+                 "threads copying each payload into the ring, measured beside 1 (default 0: the ring's automatic "
+                 "count, a quarter of the cores from 1 to 4)")
+      ->check(CLI::Range(0, 64));
   CLI11_PARSE(app, argc, argv);
-  std::printf("%llu batches of %zu bytes, prefetch %d\n", static_cast<unsigned long long>(o.batches), o.batch_bytes,
-              o.prefetch);
+  if (o.copy_threads == 0) o.copy_threads = strata::staging_internal::ParallelCopy::AutoThreads();
+  std::printf("%llu batches of %zu bytes, prefetch %d, %d cores\n", static_cast<unsigned long long>(o.batches),
+              o.batch_bytes, o.prefetch, static_cast<int>(std::thread::hardware_concurrency()));
   std::fflush(stdout);  // before the rings log their line on stderr
   HostFigures(o);
   std::string path;

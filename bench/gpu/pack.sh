@@ -24,7 +24,7 @@ mkdir -p "$T"/build/{server,client/python/strata,bench,tests/client} "$T"/lib "$
 cp build/server/stratad "$T"/build/server/
 cp build/client/strata build/client/strata-device-train-example "$T"/build/client/
 cp build/bench/strata-make-dataset build/bench/strata-staging-bench "$T"/build/bench/
-cp build/tests/client/cuda_staging_test build/tests/client/staging_test "$T"/build/tests/client/
+cp build/tests/client/cuda_staging_test build/tests/client/staging_test build/tests/client/parallel_copy_test "$T"/build/tests/client/
 cp build-gpu-py/client/python/strata/*.so build-gpu-py/client/python/strata/*.py "$T"/build/client/python/strata/
 mapfile -t objects < <(find "$T"/build -type f \( -perm -u+x -o -name '*.so' \))
 strip --strip-debug "${objects[@]}"

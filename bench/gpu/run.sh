@@ -1,7 +1,8 @@
 #!/bin/bash
 # strata's CUDA path on a real GPU, on a machine with none of strata's
 # libraries: unpacks .gpu/pack.tar.xz (bench/gpu/pack.sh), then runs the CUDA
-# tests, strata-staging-bench at four batch sizes, a Python device="cuda"
+# tests, strata-staging-bench at four batch sizes (each ring with one copy
+# thread and with the automatic count; 64 MiB with 8 too), a Python device="cuda"
 # stream against a live stratad (bench/gpu/cuda_stream.py) and the Python
 # tests. Run from the repository root; writes everything to $OUT/log (or
 # ./gpu.log). Needs python3 with torch (CUDA) and pytest; about 2.5 minutes
@@ -19,8 +20,10 @@ B=$W/build
 for b in $B/server/stratad $B/client/* $B/bench/* $B/tests/client/* $B/client/python/strata/*.so; do [ -f $b ] || continue; ldd $b | grep 'not found' | sed "s|^|$b: |"; done
 echo "== cuda_staging_test"; timeout 120 $B/tests/client/cuda_staging_test 2>&1 | tail -80
 echo "== staging_test"; timeout 60 $B/tests/client/staging_test --gtest_brief=1 2>&1 | tail -15
+echo "== parallel_copy_test"; timeout 60 $B/tests/client/parallel_copy_test --gtest_brief=1 2>&1 | tail -15
 echo "== staging bench (default)"; timeout 90 $B/bench/strata-staging-bench
 for sz in 1048576 8388608 268435456; do echo "== staging bench $sz"; timeout 60 $B/bench/strata-staging-bench --batch-bytes $sz --batches 40; done
+echo "== staging bench, 8 copy threads"; timeout 60 $B/bench/strata-staging-bench --copy-threads 8
 echo "== python cuda stream"; timeout 150 python3 bench/gpu/cuda_stream.py
 echo "== pytest tests/python"; timeout 150 python3 -m pytest -q -p no:cacheprovider --timeout 60 -rs tests/python 2>&1 | tail -40
 echo "== done"

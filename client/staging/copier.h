@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "client/staging/parallel_copy.h"
 #include "client/staging/slot.h"
 #include "common/status.h"
 #include "strata/staging.h"
@@ -20,6 +21,9 @@ namespace strata::staging_internal {
 // (and, for Stage, the copy stream, which only the producer uses).
 class Copier {
  public:
+  // copy_threads: threads that copy a large payload into a slot (see
+  // StagingOptions::copy_threads; 0 is resolved here).
+  explicit Copier(int copy_threads) : copy_(copy_threads > 0 ? copy_threads : ParallelCopy::AutoThreads()) {}
   virtual ~Copier() = default;
 
   virtual StagingMemory memory() const = 0;
@@ -43,12 +47,17 @@ class Copier {
 
   // Host and device buffers allocated so far (a grow counts again).
   uint64_t allocations() const { return allocations_.load(std::memory_order_relaxed); }
+  // Threads that copy each large payload, the producer's included.
+  int copy_threads() const { return copy_.threads(); }
 
  protected:
   void CountAllocation() { allocations_.fetch_add(1, std::memory_order_relaxed); }
+  // Copies a payload into a slot's host buffer; producer thread only.
+  void CopyPayload(std::byte* to, const std::string& payload) { copy_.Copy(to, payload.data(), payload.size()); }
 
  private:
   std::atomic<uint64_t> allocations_{0};
+  ParallelCopy copy_;
 };
 
 // The capacity to allocate for `needed` bytes: at least `hint`, a quarter of

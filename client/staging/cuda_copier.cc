@@ -12,7 +12,6 @@
 // and a machine without a driver makes ProbeCudaDevice fail, not crash.
 #include <cuda_runtime_api.h>
 
-#include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
@@ -35,7 +34,8 @@ cudaEvent_t AsEvent(void* e) { return static_cast<cudaEvent_t>(e); }
 class CudaCopier final : public Copier {
  public:
   CudaCopier(const StagingOptions& o, cudaStream_t copy_stream, bool owns_stream)
-      : device_(o.device),
+      : Copier(o.copy_threads),
+        device_(o.device),
         hint_(o.max_batch_bytes),
         default_consumer_(AsStream(o.cuda_stream)),
         copy_stream_(copy_stream),
@@ -66,7 +66,7 @@ class CudaCopier final : public Copier {
     if (payload.size() > slot->host_capacity || payload.size() > slot->device_capacity) {
       STRATA_RETURN_IF_ERROR(Grow(slot, payload.size()));
     }
-    if (!payload.empty()) std::memcpy(slot->host, payload.data(), payload.size());
+    CopyPayload(slot->host, payload);
     slot->bytes = payload.size();
     if (slot->release_pending) {
       STRATA_RETURN_IF_ERROR(

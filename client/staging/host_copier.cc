@@ -1,9 +1,8 @@
-// HostCopier: slots hold aligned host buffers; staging is one memcpy on the
-// producer thread, off the caller's critical path. SelectCopier lives here
-// too: it is the one place that decides between host and device.
+// HostCopier: slots hold aligned host buffers; staging is one copy (split over
+// the copy threads when large) off the caller's critical path. SelectCopier
+// lives here too: it is the one place that decides between host and device.
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <new>
 #include <string>
@@ -22,7 +21,7 @@ constexpr size_t kMinCapacity = 4096;
 
 class HostCopier final : public Copier {
  public:
-  explicit HostCopier(size_t hint) : hint_(hint) {}
+  explicit HostCopier(const StagingOptions& o) : Copier(o.copy_threads), hint_(o.max_batch_bytes) {}
 
   StagingMemory memory() const override { return StagingMemory::kHost; }
   int device() const override { return -1; }
@@ -39,7 +38,7 @@ class HostCopier final : public Copier {
       slot->host_capacity = capacity;
       CountAllocation();
     }
-    if (!payload.empty()) std::memcpy(slot->host, payload.data(), payload.size());
+    CopyPayload(slot->host, payload);
     slot->bytes = payload.size();
     return Status::OK();
   }
@@ -66,9 +65,7 @@ size_t GrowCapacity(size_t needed, size_t hint) {
   return (capacity + kAlignment - 1) / kAlignment * kAlignment;
 }
 
-std::unique_ptr<Copier> NewHostCopier(const StagingOptions& options) {
-  return std::make_unique<HostCopier>(options.max_batch_bytes);
-}
+std::unique_ptr<Copier> NewHostCopier(const StagingOptions& options) { return std::make_unique<HostCopier>(options); }
 
 StagingMemory ProbePath(const StagingOptions& options, std::string* description) {
   if (!options.prefer_device) {

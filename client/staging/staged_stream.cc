@@ -108,9 +108,15 @@ Result<std::unique_ptr<StagedStream>> StagedStream::Open(std::unique_ptr<Stream>
     return Status::InvalidArgument("prefetch depth must be between 1 and 64, not " +
                                    std::to_string(options.prefetch_depth));
   }
+  if (options.copy_threads < 0 || options.copy_threads > 64) {
+    return Status::InvalidArgument("copy threads must be between 0 (automatic) and 64, not " +
+                                   std::to_string(options.copy_threads));
+  }
   auto selected = staging_internal::SelectCopier(options);
   if (!selected.ok()) return selected.status();
-  std::fprintf(stderr, "strata staging: %s, prefetch %d\n", selected->description.c_str(), options.prefetch_depth);
+  const int copiers = selected->copier->copy_threads();
+  std::fprintf(stderr, "strata staging: %s, prefetch %d, %d copy thread%s\n", selected->description.c_str(),
+               options.prefetch_depth, copiers, copiers == 1 ? "" : "s");
   return std::unique_ptr<StagedStream>(
       std::make_unique<StagedStreamImpl>(std::move(stream), std::move(selected).value(), options.prefetch_depth));
 }

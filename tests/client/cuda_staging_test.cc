@@ -1,6 +1,7 @@
 // The staging ring on a CUDA device: payloads arrive intact in device memory,
-// events order the copies, buffers are reused. Built only with the CUDA
-// toolkit; every test skips (with the reason) on a machine without a device.
+// events order the copies, buffers are reused, large payloads split over copy
+// threads. Built only with the CUDA toolkit; every test skips (with the
+// reason) on a machine without a device.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -68,6 +69,24 @@ TEST_F(CudaStagingTest, PayloadsArriveInDeviceMemoryInOrder) {
   EXPECT_EQ(step, 40u);
   EXPECT_EQ((*staged)->slots(), 3u);
   EXPECT_EQ((*staged)->buffer_allocations(), 6u);  // a pinned and a device buffer per slot
+}
+
+TEST_F(CudaStagingTest, LargeBatchesCopiedBySeveralThreadsArriveIntactOnTheDevice) {
+  // About 5 MB a batch: every copy thread takes a piece of the pinned copy.
+  FakeStream::Options fo{.steps = 16, .batch_size = 3};
+  fo.sample_bytes = [](uint64_t step) { return size_t{1700001} + step * 4099; };
+  StagingOptions o;
+  o.copy_threads = 3;
+  auto staged = StagedStream::Open(std::make_unique<FakeStream>(fo), o);
+  ASSERT_TRUE(staged.ok()) << staged.status().ToString();
+  StagedBatch b;
+  uint64_t n = 0;
+  while ((*staged)->Next(&b).ok()) {
+    ASSERT_TRUE(b.Wait().ok());
+    ExpectIntact(b);
+    ++n;
+  }
+  EXPECT_EQ(n, 16u);
 }
 
 TEST_F(CudaStagingTest, ACallerStreamWaitsForEachCopy) {

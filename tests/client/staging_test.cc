@@ -132,6 +132,24 @@ TEST(StagingTest, MaxBatchBytesSizesBuffersUpFront) {
   EXPECT_LE(staged->buffer_allocations(), staged->slots());
 }
 
+TEST(StagingTest, LargeBatchesCopiedBySeveralThreadsArriveIntact) {
+  // Payloads from 4 KB (one piece) to about 5 MB (pieces on every thread),
+  // none a multiple of the piece alignment.
+  FakeStream::Options fo{.steps = 24, .batch_size = 3};
+  fo.sample_bytes = [](uint64_t step) { return step % 4 == 0 ? size_t{1333} : size_t{1700001} + step * 4099; };
+  StagingOptions so = HostOptions(2);
+  so.copy_threads = 3;
+  auto [staged, fake] = Open(fo, so);
+  StagedBatch b;
+  uint64_t n = 0;
+  while (staged->Next(&b).ok()) {
+    EXPECT_EQ(b.bytes(), b.batch().payload_bytes());
+    for (uint32_t i = 0; i < 3; ++i) ExpectPayload(b, i);
+    ++n;
+  }
+  EXPECT_EQ(n, 24u);
+}
+
 TEST(StagingTest, StagesExactlyPrefetchDepthAhead) {
   for (int depth : {1, 2, 4}) {
     auto [staged, fake] = Open({.steps = 50}, HostOptions(depth));
@@ -251,6 +269,13 @@ TEST(StagingTest, RejectsBadOptions) {
   EXPECT_EQ(StagedStream::Open(std::make_unique<FakeStream>(FakeStream::Options{}), o).status().code(),
             Code::kInvalidArgument);
   EXPECT_EQ(StagedStream::Open(nullptr, HostOptions()).status().code(), Code::kInvalidArgument);
+  for (int threads : {-1, 65}) {
+    o = HostOptions();
+    o.copy_threads = threads;
+    const Status s = StagedStream::Open(std::make_unique<FakeStream>(FakeStream::Options{}), o).status();
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << threads;
+    EXPECT_NE(s.message().find("copy threads"), std::string::npos) << s.ToString();
+  }
 }
 
 TEST(StagingTest, ProbeNamesThePathAndFallsBackToHost) {

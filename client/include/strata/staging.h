@@ -14,8 +14,8 @@
 // cudaEventRecord: one event per batch. Without CUDA, without a device, or with
 // prefer_device = false, slots hold ordinary host buffers and the same API
 // serves host memory. Open() logs one line saying which path is active:
-//   strata staging: CUDA device 0 (NVIDIA H100 80GB HBM3), prefetch 2
-//   strata staging: host memory (no CUDA device: ...), prefetch 2
+//   strata staging: CUDA device 0 (NVIDIA H100 80GB HBM3), prefetch 2, 4 copy threads
+//   strata staging: host memory (no CUDA device: ...), prefetch 2, 1 copy thread
 //
 // Buffers are reused, never allocated per batch: a slot's buffers are
 // allocated the first time the slot is filled, grow only when a batch larger
@@ -67,6 +67,12 @@ struct StagingOptions {
   bool own_copy_stream = true;
   // false: stage in host memory even when a CUDA device is present.
   bool prefer_device = true;
+  // Threads that copy each payload into a slot's (pinned) host buffer, the
+  // background thread included; a payload is split into pieces of at least
+  // 1 MiB, so small batches use one. One thread copies 5-10 GB/s from DRAM,
+  // a PCIe 5 copy engine takes 50+: with large batches the host copy bounds
+  // the ring. Default 0: a quarter of the cores, from 1 to 4. 1..64 exactly.
+  int copy_threads = 0;
 };
 
 // One staged batch, handed to the caller by StagedStream::Next. Move-only; it
