@@ -12,7 +12,8 @@
 //     on the consumer's stream (own_copy_stream = false), where none is possible.
 // Always: the host ring's GB/s beside a plain memcpy, the path without a GPU.
 // Each ring figure is measured with one copy thread and, where --copy-threads
-// (default: the ring's automatic count) is more, with that many.
+// (default: the ring's automatic count) is more, with that many: the mean of
+// two runs each, in the order 1, N, N, 1.
 //
 //   strata-staging-bench [--batch-bytes 67108864] [--batches 50] [--prefetch 2] [--copy-threads N]
 #include <CLI/CLI.hpp>
@@ -108,6 +109,24 @@ double RunRing(const Options& o, strata::StagingOptions so, Consume consume) {
   return Seconds(start);
 }
 
+// For each of CopyThreadCounts(o), the mean seconds of two RunRing calls,
+// made in the order 1, N, N, 1 so that neither count gains from going second
+// (on a noisy VM the second of two equal runs is often the faster).
+template <typename Consume>
+std::vector<double> RingSeconds(const Options& o, strata::StagingOptions so, Consume consume) {
+  const std::vector<int> counts = CopyThreadCounts(o);
+  std::vector<double> sum(counts.size(), 0.0);
+  for (int round = 0; round < 2; ++round) {
+    for (size_t k = 0; k < counts.size(); ++k) {
+      const size_t i = round == 0 ? k : counts.size() - 1 - k;
+      so.copy_threads = counts[i];
+      sum[i] += RunRing(o, so, consume);
+    }
+  }
+  for (double& s : sum) s /= 2;
+  return sum;
+}
+
 double GBps(const Options& o, double seconds) {
   return static_cast<double>(o.batch_bytes) * static_cast<double>(o.batches) / seconds / 1e9;
 }
@@ -128,11 +147,7 @@ void HostFigures(const Options& o) {
   strata::StagingOptions so;
   so.prefer_device = false;
   std::printf("source alone (fills each payload):             %7.2f GB/s\n", GBps(o, SourceAlone(o)));
-  std::vector<double> rings;
-  for (int threads : CopyThreadCounts(o)) {
-    so.copy_threads = threads;
-    rings.push_back(RunRing(o, so, [](const strata::StagedBatch&) {}));
-  }
+  const std::vector<double> rings = RingSeconds(o, so, [](const strata::StagedBatch&) {});
   std::vector<char> from(o.batch_bytes, 1), to(o.batch_bytes);
   const auto start = Clock::now();
   for (uint64_t i = 0; i < o.batches; ++i) {
@@ -168,36 +183,37 @@ int DeviceFigures(const Options& o) {
   }
   const double plain = Seconds(start);
 
-  strata::StagingOptions so;
   std::printf("plain cudaMemcpy from pinned, same sizes:      %7.2f GB/s\n", GBps(o, plain));
-  double ring = 0;  // with the most copy threads: the overlap runs use it
-  for (int threads : CopyThreadCounts(o)) {
-    so.copy_threads = threads;
-    ring = RunRing(o, so, [&](const strata::StagedBatch& b) { check(b.Wait()); });
-    std::printf("device ring (pinned + cudaMemcpyAsync):        %7.2f GB/s   ring/plain = %.2f   %s\n", GBps(o, ring),
-                plain / ring, Threads(threads).c_str());
-  }
-
-  // Overlap: a kernel of one copy's duration per batch on the consumer's stream.
   auto kernels = strata::examples::CudaKernels::Load();
   check(kernels.status());
   cudaStream_t compute = nullptr;
   check(CudaCheck(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), "cudaStreamCreateWithFlags"));
-  const auto spin_ns = static_cast<uint64_t>(ring / static_cast<double>(o.batches) * 1e9);
-  start = Clock::now();
-  for (uint64_t i = 0; i < o.batches; ++i) check(kernels->Spin(spin_ns, compute));
-  check(CudaCheck(cudaStreamSynchronize(compute), "cudaStreamSynchronize"));
-  const double compute_alone = Seconds(start);
-  for (bool own_copy_stream : {true, false}) {
-    so.cuda_stream = compute;
-    so.own_copy_stream = own_copy_stream;
-    const double both = RunRing(o, so, [&](const strata::StagedBatch&) { check(kernels->Spin(spin_ns, compute)); });
+  const std::vector<double> rings = RingSeconds(o, {}, [&](const strata::StagedBatch& b) { check(b.Wait()); });
+  for (size_t k = 0; k < rings.size(); ++k) {
+    const int threads = CopyThreadCounts(o)[k];
+    const double ring = rings[k];
+    strata::StagingOptions so;
+    so.copy_threads = threads;
+    std::printf("device ring (pinned + cudaMemcpyAsync):        %7.2f GB/s   ring/plain = %.2f   %s\n", GBps(o, ring),
+                plain / ring, Threads(threads).c_str());
+
+    // Overlap: a kernel of one copy's duration per batch on the consumer's stream.
+    const auto spin_ns = static_cast<uint64_t>(ring / static_cast<double>(o.batches) * 1e9);
     start = Clock::now();
+    for (uint64_t i = 0; i < o.batches; ++i) check(kernels->Spin(spin_ns, compute));
     check(CudaCheck(cudaStreamSynchronize(compute), "cudaStreamSynchronize"));
-    const double total = both + Seconds(start);
-    const double overlap = (ring + compute_alone - total) / std::min(ring, compute_alone);
-    std::printf("copy %.3fs + compute %.3fs -> together %.3fs: overlap %.2f (%s)\n", ring, compute_alone, total,
-                overlap, own_copy_stream ? "copies on the ring's stream" : "copies on the consumer's stream");
+    const double compute_alone = Seconds(start);
+    for (bool own_copy_stream : {true, false}) {
+      so.cuda_stream = compute;
+      so.own_copy_stream = own_copy_stream;
+      const double both = RunRing(o, so, [&](const strata::StagedBatch&) { check(kernels->Spin(spin_ns, compute)); });
+      start = Clock::now();
+      check(CudaCheck(cudaStreamSynchronize(compute), "cudaStreamSynchronize"));
+      const double total = both + Seconds(start);
+      const double overlap = (ring + compute_alone - total) / std::min(ring, compute_alone);
+      std::printf("  copy %.3fs + compute %.3fs -> together %.3fs: overlap %.2f (%s)\n", ring, compute_alone, total,
+                  overlap, own_copy_stream ? "copies on the ring's stream" : "copies on the consumer's stream");
+    }
   }
   cudaStreamDestroy(compute);
   cudaFree(device);

@@ -12,6 +12,11 @@ GPU = torch.cuda.is_available()
 TD = "cuda" if GPU else "cpu"
 sync = torch.cuda.synchronize if GPU else (lambda: None)
 N, SIZE, BS = int(os.environ.get("N", 2048)), 256 * 1024, 16
+# COPY_THREADS: the staging rings' copy_threads to compare ("1,0": one thread
+# beside the automatic count); OVERLAP_ONLY=1 skips all but the overlap runs;
+# REPS: overlap runs of each kind.
+COPY_THREADS = [int(x) for x in os.environ.get("COPY_THREADS", "0").split(",")]
+OVERLAP_ONLY, REPS = os.environ.get("OVERLAP_ONLY") == "1", int(os.environ.get("REPS", 1))
 
 def payload(i):
     return (i.to_bytes(8, "little") + bytes([i & 0xFF]) * 56) * (SIZE // 64)
@@ -42,9 +47,10 @@ try:
     assert seen == N, seen
     print(f"correct: {seen} samples checked on the GPU", flush=True)
     # 2. throughput: device None / cpu / cuda (touching the tensor), 3 epochs each
-    def run(device, compute_ms=0.0, epochs=3):
+    def run(device, compute_ms=0.0, epochs=3, copy_threads=0):
         cs = torch.cuda.Stream() if GPU else None
         kw = {"cuda_stream": cs.cuda_stream} if device == "cuda" else {}
+        if device is not None: kw["copy_threads"] = copy_threads
         a = torch.randn(2048 if GPU else 64, 2048 if GPU else 64, device=TD)
         nbytes = 0
         sync(); t0 = time.perf_counter()
@@ -66,7 +72,7 @@ try:
     for _ in range(200): a = a @ a; a = a / a.norm()
     sync(); mm = (time.perf_counter() - t0) / 200
     print(f"one 2048^3 fp32 matmul+norm: {mm * 1e3:.3f} ms")
-    for dev in ((None, "cpu", "cuda") if GPU else (None, "cpu")):
+    for dev in ((None, "cpu", "cuda") if GPU and not OVERLAP_ONLY else (None, "cpu") if not OVERLAP_ONLY else ()):
         for rep in range(2):
             gbs, dt = run(dev)
             print(f"device={dev!s:5} rep{rep}: {gbs:6.2f} GB/s delivered to the GPU ({dt:.2f} s, 3 epochs)", flush=True)
@@ -76,11 +82,14 @@ try:
         sync(); t0 = time.perf_counter()
         for _ in range(steps * k): a = a @ a; a = a / a.norm()
         sync(); comp = time.perf_counter() - t0
-        for dev in (("cuda", None) if GPU else ("cpu", None)):
-            _, copy = run(dev)
-            _, both = run(dev, compute_ms=k)
-            ov = (copy + comp - both) / min(copy, comp)
-            print(f"compute {k} matmuls/step: device={dev!s:5} copy {copy:.2f} s, compute {comp:.2f} s, both {both:.2f} s, overlap {ov:.2f}", flush=True)
+        for rep in range(REPS):
+            for dev, ct in [(d, c) for d in ("cuda" if GPU else "cpu",) for c in COPY_THREADS] + [(None, 0)]:
+                _, copy = run(dev, copy_threads=ct)
+                _, both = run(dev, compute_ms=k, copy_threads=ct)
+                ov = (copy + comp - both) / min(copy, comp)
+                name = f"device={dev!s:5}" + (f" copy_threads={ct}" if dev else "")
+                print(f"compute {k} matmuls/step: {name} copy {copy:.2f} s, compute {comp:.2f} s, both {both:.2f} s, overlap {ov:.2f}", flush=True)
+    if OVERLAP_ONLY: sys.exit(0)
     # 3. the C++ example on the GPU
     ex = Path(os.environ["STRATA_BUILD_DIR"]) / "client" / "strata-device-train-example"
     r = subprocess.run([str(ex), "--server", srv.address, "--dataset", "gpu", "--batch-size", "64", "--epochs", "2"],

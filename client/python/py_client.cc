@@ -22,11 +22,17 @@ namespace {
 // How a stream's batches reach the caller, from the `device` argument:
 // None: straight from the network, no staging; "cpu": a host staging ring
 // (background prefetch); "cuda", "cuda:N" or N: a staging ring on GPU N, or
-// host memory with a log line saying why when there is none.
-std::optional<StagingOptions> StagingFor(const py::object& device, int prefetch_depth, const py::object& cuda_stream) {
-  if (device.is_none()) return std::nullopt;
+// host memory with a log line saying why when there is none. copy_threads
+// (StagingOptions::copy_threads) needs a ring: with device None, only 0.
+std::optional<StagingOptions> StagingFor(const py::object& device, int prefetch_depth, const py::object& cuda_stream,
+                                         int copy_threads = 0) {
+  if (device.is_none()) {
+    if (copy_threads != 0) throw py::value_error("copy_threads needs a staging ring: pass device='cpu' or 'cuda'");
+    return std::nullopt;
+  }
   StagingOptions o;
   o.prefetch_depth = prefetch_depth;
+  o.copy_threads = copy_threads;
   if (py::isinstance<py::int_>(device)) {
     o.device = device.cast<int>();
   } else {
@@ -182,7 +188,7 @@ class PyClient {
   py::object OpenStream(const std::string& dataset, uint32_t batch_size, uint32_t rank, uint32_t world, uint64_t seed,
                         uint64_t epoch, uint64_t start_step, uint64_t max_steps, bool drop_last,
                         const py::object& sampler, const py::object& device, int prefetch_depth,
-                        const py::object& cuda_stream) {
+                        const py::object& cuda_stream, int copy_threads) {
     StreamOptions o;
     o.dataset = dataset;
     o.batch_size = batch_size;
@@ -194,15 +200,15 @@ class PyClient {
     o.max_steps = max_steps;
     o.remainder = drop_last ? Remainder::kDrop : Remainder::kShort;
     o.sampler = SamplerFrom(sampler);
-    const std::optional<StagingOptions> staging = StagingFor(device, prefetch_depth, cuda_stream);
+    const std::optional<StagingOptions> staging = StagingFor(device, prefetch_depth, cuda_stream, copy_threads);
     auto stream = Call([&] { return client_->OpenStream(o); });
     return MakePyStream(client_, std::move(stream), staging ? &*staging : nullptr, prefetch_depth);
   }
 
   py::object Resume(const std::string& token_text, const py::object& batch_size, uint32_t rank, uint32_t world,
                     uint64_t max_steps, const py::object& drop_last, const py::object& sampler,
-                    const py::object& device, int prefetch_depth, const py::object& cuda_stream,
-                    const py::object& step) {
+                    const py::object& device, int prefetch_depth, const py::object& cuda_stream, const py::object& step,
+                    int copy_threads) {
     auto token = ResumeToken::Decode(token_text);
     ThrowIfError(token.status());
     if (!token->complete() && batch_size.is_none()) {
@@ -221,7 +227,7 @@ class PyClient {
     o.max_steps = max_steps;
     o.remainder = !drop_last.is_none() && drop_last.cast<bool>() ? Remainder::kDrop : Remainder::kShort;
     o.sampler = SamplerFrom(sampler);
-    const std::optional<StagingOptions> staging = StagingFor(device, prefetch_depth, cuda_stream);
+    const std::optional<StagingOptions> staging = StagingFor(device, prefetch_depth, cuda_stream, copy_threads);
     auto stream = Call([&] { return client_->ResumeStream(*token, o); });
     return MakePyStream(client_, std::move(stream), staging ? &*staging : nullptr, prefetch_depth);
   }
@@ -304,6 +310,7 @@ InvalidArgument for a name without @N, FailedPrecondition while it is ingesting.
            py::arg("world") = 1, py::arg("seed") = 0, py::arg("epoch") = 0, py::arg("start_step") = 0,
            py::arg("max_steps") = 0, py::arg("drop_last") = false, py::arg("sampler") = py::none(),
            py::arg("device") = py::none(), py::arg("prefetch_depth") = 2, py::arg("cuda_stream") = py::none(),
+           py::arg("copy_threads") = 0,
            R"(Opens rank `rank` of `world`'s stream of one epoch; batch_size is per rank.
 
 sampler: None (shuffle), a kind name ('shuffle', 'stratified', 'weighted') or
@@ -312,11 +319,13 @@ no copy), 'cpu' (a host staging ring with background prefetch), 'cuda', 'cuda:N'
 or N (a staging ring on that GPU; host memory, with a log line, when there is
 none). prefetch_depth: batches assembled ahead on a background thread (with
 device=None, 0 assembles each one in __next__ instead).
-cuda_stream: the consumer's cudaStream_t as an int (default: legacy stream).)")
+cuda_stream: the consumer's cudaStream_t as an int (default: legacy stream).
+copy_threads: threads copying each large batch into the ring (0, default: a
+quarter of the cores, 1 to 4; batches split in pieces of at least 1 MiB).)")
       .def("resume", &PyClient::Resume, py::arg("token"), py::arg("batch_size") = py::none(), py::arg("rank") = 0,
            py::arg("world") = 1, py::arg("max_steps") = 0, py::arg("drop_last") = py::none(),
            py::arg("sampler") = py::none(), py::arg("device") = py::none(), py::arg("prefetch_depth") = 2,
-           py::arg("cuda_stream") = py::none(), py::arg("step") = py::none(),
+           py::arg("cuda_stream") = py::none(), py::arg("step") = py::none(), py::arg("copy_threads") = 0,
            R"(Continues a stream from a resume token, on any world size that divides the same global batch.
 
 The token carries the plan (dataset version, seed, epoch, sampler, drop_last,

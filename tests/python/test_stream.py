@@ -183,6 +183,25 @@ def test_staged_stream_on_a_gpu(client, synthetic):
         assert tensor.cpu().numpy().tobytes() == batch.payload.tobytes()
 
 
+def test_large_batches_split_over_copy_threads_arrive_intact(client):
+    # 48 samples of 300,001 bytes, 20 a batch: 6 MB batches, copied by 3 threads.
+    def big(i):
+        return bytes([i & 0xFF]) * 300_000 + i.to_bytes(1, "little")
+    name = client.ingest("pybig", ({"key": f"b{i}", "label": "x", "fields": {"bin": big(i)}} for i in range(48)))
+    dataset = "pybig@%d" % name["dataset"]["version"]
+    seen = []
+    for batch in client.stream(dataset, batch_size=20, seed=3, device="cpu", copy_threads=3):
+        for i, sample_id in enumerate(batch.ids.tolist()):
+            assert bytes(batch.sample(i)) == big(sample_id)
+        seen += batch.ids.tolist()
+    assert sorted(seen) == list(range(48))
+    with pytest.raises(ValueError, match="copy_threads needs a staging ring"):
+        client.stream(dataset, batch_size=20, copy_threads=2)
+    with pytest.raises(strata.Error) as e:
+        client.stream(dataset, batch_size=20, device="cpu", copy_threads=65)
+    assert e.value.code == "InvalidArgument" and "copy threads" in str(e.value)
+
+
 def test_staging_falls_back_to_host_without_a_gpu():
     where, why = strata.staging_path("cuda:0")
     assert where in ("cpu", "cuda:0")
