@@ -31,6 +31,14 @@ def test_default_decode_yields_tensors_over_the_payload(server, synthetic):
         assert bytes(item["payload"][start:start + size].tolist()) == synthetic_payload(sample_id)
 
 
+def test_staged_dataset_passes_copy_threads_to_its_ring(server, synthetic):
+    ds = StrataDataset(server.address, synthetic, batch_size=100, seed=2, device="cpu", copy_threads=2)
+    assert sorted(i for item in ds for i in item["ids"].tolist()) == list(range(SYNTHETIC_SAMPLES))
+    bad = StrataDataset(server.address, synthetic, batch_size=100, device="cpu", copy_threads=65)
+    with pytest.raises(strata.Error, match="copy threads"):
+        next(iter(bad))
+
+
 def test_decode_hook_turns_payloads_into_tensors(server, synthetic):
     def lengths(batch):
         return torch.from_numpy(batch.sizes.astype("int64")), torch.from_numpy(batch.ids.astype("int64"))

@@ -146,12 +146,12 @@ class StrataDataset(torch.utils.data.IterableDataset):
     through transform (default: the sample dict). rank, world: default from
     torch.distributed. device: None (batches from the network), or 'cpu' /
     'cuda[:N]' for a staging ring (see strata.Client.stream; not with workers).
-    sampler, drop_last, prefetch_depth: as in strata.Client.stream.
+    sampler, drop_last, prefetch_depth, copy_threads: as in strata.Client.stream.
     """
 
     def __init__(self, address, dataset, batch_size, seed=0, epoch=0, decode=None, rank=None, world=None,
                  drop_last=False, sampler=None, device=None, prefetch_depth=2, connect_timeout_ms=5000,
-                 per_sample=False, transform=None):
+                 per_sample=False, transform=None, copy_threads=0):
         super().__init__()
         if per_sample and decode is not None:
             raise ValueError("per_sample=True takes transform=, not decode=")
@@ -169,6 +169,7 @@ class StrataDataset(torch.utils.data.IterableDataset):
         self.sampler = sampler
         self.device = device
         self.prefetch_depth = prefetch_depth
+        self.copy_threads = copy_threads
         self.connect_timeout_ms = connect_timeout_ms
         self._rank = rank
         self._world = world
@@ -250,10 +251,12 @@ class StrataDataset(torch.utils.data.IterableDataset):
         if workers == 1:
             if token is not None:
                 stream = client.resume(token, self.batch_size, rank=self.rank, world=self.world,
-                                       device=self.device, prefetch_depth=self.prefetch_depth)
+                                       device=self.device, prefetch_depth=self.prefetch_depth,
+                                       copy_threads=self.copy_threads)
             else:
                 stream = client.stream(self.dataset, self.batch_size, seed=self.seed, epoch=self.epoch,
-                                       device=self.device, prefetch_depth=self.prefetch_depth, **self._options())
+                                       device=self.device, prefetch_depth=self.prefetch_depth,
+                                       copy_threads=self.copy_threads, **self._options())
             try:
                 for batch in stream:
                     yield batch, stream.resume_token()
