@@ -15,14 +15,6 @@ int ParallelCopy::AutoThreads() {
   return std::clamp(cores / 4, 1, 4);
 }
 
-ParallelCopy::ParallelCopy(int threads) {
-  for (int i = 1; i < threads; ++i) {
-    // Owner: this ParallelCopy (joined by its destructor). Purpose: copies
-    // one piece of each large payload beside the producer thread.
-    workers_.emplace_back([this, i] { Work(i); });
-  }
-}
-
 ParallelCopy::~ParallelCopy() {
   {
     MutexLock lock(&mu_);
@@ -38,6 +30,19 @@ void ParallelCopy::Copy(void* dst, const void* src, size_t n) {
   if (wanted <= 1) {
     if (n > 0) std::memcpy(dst, src, n);
     return;
+  }
+  if (workers_.size() + 1 < static_cast<size_t>(threads_)) {
+    uint64_t generation = 0;  // the jobs a new worker has no part in
+    {
+      MutexLock lock(&mu_);
+      generation = generation_;
+    }
+    while (workers_.size() + 1 < static_cast<size_t>(threads_)) {
+      const auto index = static_cast<int>(workers_.size()) + 1;
+      // Owner: this ParallelCopy (joined by its destructor). Purpose: copies
+      // one piece of each large payload beside the producer thread.
+      workers_.emplace_back([this, index, generation] { Work(index, generation); });
+    }
   }
   const size_t piece = ((n + wanted - 1) / wanted + kPieceAlign - 1) / kPieceAlign * kPieceAlign;
   const auto pieces = static_cast<int>((n + piece - 1) / piece);
@@ -57,8 +62,7 @@ void ParallelCopy::Copy(void* dst, const void* src, size_t n) {
   done_.Wait(&mu_, [&]() REQUIRES(mu_) { return pending_ == 0; });
 }
 
-void ParallelCopy::Work(int index) {
-  uint64_t seen = 0;
+void ParallelCopy::Work(int index, uint64_t seen) {
   for (;;) {
     std::byte* dst = nullptr;
     const std::byte* src = nullptr;

@@ -27,14 +27,18 @@ class ParallelCopy {
   // cores this process may use, at least 1 and at most 4 (2 cores: 1; 16: 4).
   static int AutoThreads();
 
-  // `threads` >= 1 threads copy, the caller's included: threads - 1 workers
-  // are started here and joined by the destructor. 1: Copy is std::memcpy.
-  explicit ParallelCopy(int threads);
+  // `threads` >= 1 threads copy, the caller's included: the threads - 1
+  // workers start with the first payload large enough to need them (a stream
+  // of small batches starts none) and are joined by the destructor. 1: Copy
+  // is std::memcpy.
+  explicit ParallelCopy(int threads) : threads_(threads) {}
   ~ParallelCopy();
   ParallelCopy(const ParallelCopy&) = delete;
   ParallelCopy& operator=(const ParallelCopy&) = delete;
 
-  int threads() const { return static_cast<int>(workers_.size()) + 1; }
+  int threads() const { return threads_; }
+  // Workers started so far (0 until a payload needed them).
+  size_t workers_started() const { return workers_.size(); }
 
   // Copies n bytes from src to dst (which must not overlap) and returns when
   // every piece is done. The caller copies the first piece itself; each
@@ -42,7 +46,9 @@ class ParallelCopy {
   void Copy(void* dst, const void* src, size_t n);
 
  private:
-  void Work(int index);
+  // Worker `index` (1 to threads - 1): copies its piece of each job after
+  // generation `seen`.
+  void Work(int index, uint64_t seen);
 
   Mutex mu_;
   CondVar start_;  // a new job (generation_) or stopping_
@@ -55,7 +61,8 @@ class ParallelCopy {
   size_t piece_ GUARDED_BY(mu_) = 0;  // bytes per piece; the last may be shorter
   int pieces_ GUARDED_BY(mu_) = 0;    // pieces in this job, the caller's included
   int pending_ GUARDED_BY(mu_) = 0;   // workers' pieces not yet copied
-  std::vector<std::thread> workers_;
+  const int threads_;
+  std::vector<std::thread> workers_;  // touched by the thread calling Copy, and the destructor
 };
 
 }  // namespace strata::staging_internal

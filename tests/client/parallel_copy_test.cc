@@ -54,6 +54,17 @@ TEST(ParallelCopyTest, ManyJobsInARowReuseTheSameWorkers) {
   }
 }
 
+TEST(ParallelCopyTest, WorkersStartOnlyWhenAPayloadNeedsThem) {
+  ParallelCopy copy(4);
+  const auto from = RandomBytes(3 * kMiB, 5);
+  std::vector<unsigned char> to(from.size());
+  for (int i = 0; i < 10; ++i) copy.Copy(to.data(), from.data(), kMiB + 100);  // one piece
+  EXPECT_EQ(copy.workers_started(), 0u);
+  copy.Copy(to.data(), from.data(), from.size());
+  EXPECT_EQ(copy.workers_started(), 3u);
+  EXPECT_EQ(0, std::memcmp(to.data(), from.data(), from.size()));
+}
+
 TEST(ParallelCopyTest, AutomaticCountIsAQuarterOfTheCoresFromOneToFour) {
   const int n = ParallelCopy::AutoThreads();
   EXPECT_GE(n, 1);
