@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -34,7 +35,7 @@ TEST(ParallelCopyTest, EverySizeArrivesWholeAndNothingPastTheEnd) {
       const auto from = RandomBytes(n, seed++);
       std::vector<unsigned char> to(n + 64, 0xEE);
       copy.Copy(to.data(), from.data(), n);
-      ASSERT_EQ(0, std::memcmp(to.data(), from.data(), n)) << n << " bytes, " << threads << " threads";
+      ASSERT_TRUE(std::equal(from.begin(), from.end(), to.begin())) << n << " bytes, " << threads << " threads";
       for (size_t i = n; i < to.size(); ++i) ASSERT_EQ(to[i], 0xEE) << "byte " << i << " past " << n;
     }
   }
