@@ -85,14 +85,14 @@ TEST(StagingTest, DeliversEveryBatchInOrderOnHostMemory) {
 }
 
 TEST(StagingTest, ReusesBuffersInsteadOfAllocatingPerBatch) {
-  const int depth = 2;
+  constexpr int depth = 2;
   auto [staged, fake] = Open({.steps = 100, .batch_size = 8}, HostOptions(depth));
   std::set<const std::byte*> buffers;
   StagedBatch b;
   ASSERT_TRUE(staged->Next(&b).ok());
   buffers.insert(b.data());
   // Let the ring fill: one batch held, `depth` staged ahead of it.
-  ASSERT_TRUE(Eventually([f = fake, depth] { return f->calls().load() == 1u + depth; }));
+  ASSERT_TRUE(Eventually([f = fake] { return f->calls().load() == 1u + depth; }));
   while (staged->Next(&b).ok()) buffers.insert(b.data());
   EXPECT_EQ(staged->slots(), static_cast<size_t>(depth + 1));
   EXPECT_EQ(buffers.size(), static_cast<size_t>(depth + 1));
