@@ -31,18 +31,13 @@ void ParallelCopy::Copy(void* dst, const void* src, size_t n) {
     if (n > 0) std::memcpy(dst, src, n);
     return;
   }
-  if (workers_.size() + 1 < static_cast<size_t>(threads_)) {
-    uint64_t generation = 0;  // the jobs a new worker has no part in
-    {
-      MutexLock lock(&mu_);
-      generation = generation_;
-    }
-    while (workers_.size() + 1 < static_cast<size_t>(threads_)) {
-      const auto index = static_cast<int>(workers_.size()) + 1;
-      // Owner: this ParallelCopy (joined by its destructor). Purpose: copies
-      // one piece of each large payload beside the producer thread.
-      workers_.emplace_back([this, index, generation] { Work(index, generation); });
-    }
+  // The first job of several pieces starts every worker. No job has been
+  // posted before it (generation_ is 0), so each waits for the first.
+  while (workers_.size() + 1 < static_cast<size_t>(threads_)) {
+    const auto index = static_cast<int>(workers_.size()) + 1;
+    // Owner: this ParallelCopy (joined by its destructor). Purpose: copies
+    // one piece of each large payload beside the producer thread.
+    workers_.emplace_back([this, index] { Work(index); });
   }
   const size_t piece = ((n + wanted - 1) / wanted + kPieceAlign - 1) / kPieceAlign * kPieceAlign;
   const auto pieces = static_cast<int>((n + piece - 1) / piece);
@@ -62,7 +57,8 @@ void ParallelCopy::Copy(void* dst, const void* src, size_t n) {
   done_.Wait(&mu_, [&]() REQUIRES(mu_) { return pending_ == 0; });
 }
 
-void ParallelCopy::Work(int index, uint64_t seen) {
+void ParallelCopy::Work(int index) {
+  uint64_t seen = 0;  // the last job this worker woke for
   for (;;) {
     std::byte* dst = nullptr;
     const std::byte* src = nullptr;

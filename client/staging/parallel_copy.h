@@ -46,9 +46,8 @@ class ParallelCopy {
   void Copy(void* dst, const void* src, size_t n);
 
  private:
-  // Worker `index` (1 to threads - 1): copies its piece of each job after
-  // generation `seen`.
-  void Work(int index, uint64_t seen);
+  // Worker `index` (1 to threads - 1): copies its piece of each job.
+  void Work(int index);
 
   Mutex mu_;
   CondVar start_;  // a new job (generation_) or stopping_
