@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "client/received_part.h"
 #include "strata/batch.h"
@@ -44,6 +45,10 @@ class BatchAssembler {
   static bool Complete(const Batch& batch) { return batch.filled_ == batch.ids_.size(); }
   // Whether `slot` has been filled. REQUIRES: slot < batch.size().
   static bool Filled(const Batch& batch, size_t slot) { return batch.slot_filled_[slot]; }
+  // Every slot's flag, or null while no slot is filled.
+  static const std::vector<bool>* FilledSlots(const Batch& batch) {
+    return batch.filled_ == 0 ? nullptr : &batch.slot_filled_;
+  }
 
  private:
   // Joins the kept parts into one payload in slot order.

@@ -86,9 +86,9 @@ Status ClusterStream::PlanWindow() {
   std::map<std::string, std::vector<v1::WorkStep>> work;
   const Status planned = planner_->Plan(
       from, to, plan_ids_,
-      [this](uint64_t step, uint32_t slot) {
+      [this](uint64_t step) -> const std::vector<bool>* {
         auto it = pending_.find(step);
-        return it != pending_.end() && slot < it->second.size() && BatchAssembler::Filled(it->second, slot);
+        return it == pending_.end() ? nullptr : BatchAssembler::FilledSlots(it->second);
       },
       &work);
   if (!planned.ok()) {

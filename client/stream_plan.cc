@@ -219,14 +219,18 @@ const WorkPlanner::Servers& WorkPlanner::ServersOf(size_t shard) {
 Status WorkPlanner::Plan(uint64_t from, uint64_t to, const std::map<uint64_t, std::vector<uint64_t>>& ids,
                          const Filled& filled, std::map<std::string, std::vector<v1::WorkStep>>* out) {
   out->clear();
+  // Each node's entry of *out, by its index in node_ids_: looked up once per
+  // node, not once per sample.
+  std::vector<std::vector<v1::WorkStep>*> work_of(node_ids_.size(), nullptr);
   for (uint64_t step = from; step < to; ++step) {
     const std::vector<uint64_t>& step_ids = ids.at(step);
+    const std::vector<bool>* done = filled(step);
     // The node the step's first sample went to keeps its samples while its
     // outstanding work stays within one step of the least (see the header).
     const uint64_t slack = step_ids.size();
     uint32_t keeper = UINT32_MAX;
     for (uint32_t slot = 0; slot < step_ids.size(); ++slot) {
-      if (filled(step, slot)) continue;
+      if (done != nullptr && slot < done->size() && (*done)[slot]) continue;
       const uint64_t id = step_ids[slot];
       const Servers& servers = ServersOf(plan_->ShardOf(id));
       const size_t n = servers.index.size();
@@ -240,14 +244,20 @@ Status WorkPlanner::Plan(uint64_t from, uint64_t to, const std::map<uint64_t, st
         if (servers.index[c] == keeper) kept = c;
       }
       if (kept != n && outstanding_[keeper] <= outstanding_[servers.index[best]] + slack) best = kept;
-      if (keeper == UINT32_MAX) keeper = servers.index[best];
-      ++outstanding_[servers.index[best]];
-      std::vector<v1::WorkStep>& work = (*out)[servers.servers.nodes()[best]];
-      if (work.empty()) {  // a node's work covers the whole range, one WorkStep a step
-        work.resize(to - from);
-        for (uint64_t s = from; s < to; ++s) work[s - from].set_step(s);
+      const uint32_t node = servers.index[best];
+      if (keeper == UINT32_MAX) keeper = node;
+      ++outstanding_[node];
+      std::vector<v1::WorkStep>*& work = work_of[node];
+      if (work == nullptr) {  // a node's work covers the whole range, one WorkStep a step
+        work = &(*out)[node_ids_[node]];
+        work->resize(to - from);
+        for (uint64_t s = from; s < to; ++s) (*work)[s - from].set_step(s);
       }
-      v1::WorkStep& w = work[step - from];
+      v1::WorkStep& w = (*work)[step - from];
+      if (w.ids_size() == 0) {  // room for the rest of the step, which often all goes here
+        w.mutable_slots()->Reserve(static_cast<int>(step_ids.size() - slot));
+        w.mutable_ids()->Reserve(static_cast<int>(step_ids.size() - slot));
+      }
       w.add_slots(slot);
       w.add_ids(id);
     }

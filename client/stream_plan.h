@@ -115,10 +115,11 @@ class WorkPlanner {
   // The work of steps [from, to) per node, given the rank's ids of each of
   // those steps (`ids`, as EpochPlan::RankBatch gives them): one WorkStep for
   // every step of the range (empty where the node owes nothing of it), for
-  // each node that owes anything; nodes that owe nothing are absent. Slots
-  // for which `filled(step, slot)` is true are left out. Unavailable if every
+  // each node that owes anything; nodes that owe nothing are absent.
+  // `filled(step)` gives the slots of `step` already filled (a flag a slot),
+  // or null where none is: those slots are left out. Unavailable if every
   // member is excluded. REQUIRES: ids holds every step of [from, to).
-  using Filled = std::function<bool(uint64_t step, uint32_t slot)>;
+  using Filled = std::function<const std::vector<bool>*(uint64_t step)>;
   Status Plan(uint64_t from, uint64_t to, const std::map<uint64_t, std::vector<uint64_t>>& ids, const Filled& filled,
               std::map<std::string, std::vector<v1::WorkStep>>* out);
 

@@ -61,7 +61,7 @@ std::map<uint64_t, std::vector<uint64_t>> Ids(const StreamPlan& plan, uint64_t f
   return ids;
 }
 
-const auto kNothingFilled = [](uint64_t, uint32_t) { return false; };
+const auto kNothingFilled = [](uint64_t) -> const std::vector<bool>* { return nullptr; };
 
 // Samples per node in `work`, checking that each slot of [from, to) is given
 // once, with the plan's id, and that each node's work covers every step.
@@ -169,10 +169,9 @@ TEST(WorkPlannerTest, OneCopyGoesToItsHolderAndFilledSlotsAreLeftOut) {
   std::map<std::string, std::vector<v1::WorkStep>> work;
   const auto ids = Ids(*plan, 0, 3);
   // Slot 0 of every step is filled already: the rest are asked for.
-  ASSERT_TRUE(planner
-                  .Plan(
-                      0, 3, ids, [](uint64_t, uint32_t slot) { return slot == 0; }, &work)
-                  .ok());
+  std::vector<bool> first_filled(kBatch, false);
+  first_filled[0] = true;
+  ASSERT_TRUE(planner.Plan(0, 3, ids, [&first_filled](uint64_t) { return &first_filled; }, &work).ok());
   PlacementSet members({{"a", "", ""}, {"b", "", ""}, {"c", "", ""}});
   uint64_t given = 0;
   for (const auto& [node, steps] : work) {
