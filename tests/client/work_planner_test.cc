@@ -171,7 +171,10 @@ TEST(WorkPlannerTest, OneCopyGoesToItsHolderAndFilledSlotsAreLeftOut) {
   // Slot 0 of every step is filled already: the rest are asked for.
   std::vector<bool> first_filled(kBatch, false);
   first_filled[0] = true;
-  ASSERT_TRUE(planner.Plan(0, 3, ids, [&first_filled](uint64_t) { return &first_filled; }, &work).ok());
+  ASSERT_TRUE(planner
+                  .Plan(
+                      0, 3, ids, [&first_filled](uint64_t) { return &first_filled; }, &work)
+                  .ok());
   PlacementSet members({{"a", "", ""}, {"b", "", ""}, {"c", "", ""}});
   uint64_t given = 0;
   for (const auto& [node, steps] : work) {
