@@ -238,8 +238,7 @@ Status WorkPlanner::Plan(uint64_t from, uint64_t to, const std::map<uint64_t, st
       // The least outstanding of the candidates, from the one the id hashes to.
       const size_t first = servers.servers.Pick(id);
       size_t best = first, kept = n;
-      for (size_t k = 0; k < n; ++k) {
-        const size_t c = (first + k) % n;
+      for (size_t k = 0, c = first; k < n; ++k, c = c + 1 == n ? 0 : c + 1) {  // c = (first + k) % n
         if (outstanding_[servers.index[c]] < outstanding_[servers.index[best]]) best = c;
         if (servers.index[c] == keeper) kept = c;
       }
