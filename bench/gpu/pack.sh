@@ -1,9 +1,9 @@
 #!/bin/bash
 # Packs what the GPU check (bench/gpu/run.sh) needs on a machine that has a
 # GPU but none of strata's Debian libraries: the CUDA-enabled binaries from
-# build/ (stripped), the Python module built for that machine's Python, and
-# every shared library they use beyond glibc and libstdc++, into one
-# .gpu/pack.tar.xz (ignored by git; about 22 MB).
+# build/ (stripped), the Python module built for that machine's Python (and
+# its wheel), and every shared library they use beyond glibc and libstdc++,
+# into one .gpu/pack.tar.xz (ignored by git; about 22 MB).
 #
 #   bash bench/gpu/pack.sh [PYTHON]     # default: pyenv's 3.12, the GPU image's version
 #
@@ -28,6 +28,11 @@ cp build/tests/client/cuda_staging_test build/tests/client/staging_test build/te
 cp build-gpu-py/client/python/strata/*.so build-gpu-py/client/python/strata/*.py "$T"/build/client/python/strata/
 mapfile -t objects < <(find "$T"/build -type f \( -perm -u+x -o -name '*.so' \))
 strip --strip-debug "${objects[@]}"
+# The wheel of that module, so tests/python/test_wheel.py installs it there
+# into a fresh venv as a user would.
+version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' build-gpu-py/CMakeCache.txt)
+"$PY" client/python/make_wheel.py --python "$PY" --module "$T"/build/client/python/strata/_strata*.so \
+  --version "$version" --out "$T"/build/client/python/dist client/python/strata/*.py
 sys='^(libz\.|libcrypto|libssl|libsystemd|libcap|libgcrypt|liblzma|libgpg-error|libbz2|liblz4|libzstd|libicu|libxml2)'
 for f in "${objects[@]}"; do ldd "$f" | awk '/=> \//{print $3}'; done | sort -u | while read -r lib; do
   base=$(basename "$lib")
