@@ -11,6 +11,10 @@
 // failovers, stalls and readmissions, and streams aborted (ended with an
 // error before the end of the epoch).
 //
+// With --rank-per-server, rank r connects to the r-th server of --server
+// alone (modulo their number): independent single-node streams in one process,
+// the reference bench/three_nodes.sh sets beside a cluster.
+//
 // Output: one line of key=value pairs, for scripts.
 #include <signal.h>
 
@@ -37,6 +41,7 @@ int main(int argc, char** argv) {
   int64_t stall_ms = 1000;
   uint64_t slow_every = 0, slow_ms = 0, step_ms = 0;
   bool plan_on_nodes = false;
+  bool rank_per_server = false;
   CLI::App app{"strata-stream-probe: stream an epoch, measure throughput and pauses, optionally kill a node"};
   app.add_option("--server", servers, "comma-separated seeds");
   app.add_option("--dataset", dataset)->required();
@@ -50,6 +55,8 @@ int main(int argc, char** argv) {
   app.add_option("--slow-ms", slow_ms);
   app.add_option("--step-ms", step_ms, "sleep this long after every step");
   app.add_flag("--plan-on-nodes", plan_on_nodes, "every node computes the plan (ClientOptions.plan_on_client off)");
+  app.add_flag("--rank-per-server", rank_per_server,
+               "rank r streams from the r-th server of --server alone (each must hold the dataset)");
   CLI11_PARSE(app, argc, argv);
 
   std::vector<std::string> seeds;
@@ -57,6 +64,10 @@ int main(int argc, char** argv) {
     const size_t c = std::min(servers.find(',', s), servers.size());
     if (c > s) seeds.push_back(servers.substr(s, c - s));
     s = c + 1;
+  }
+  if (seeds.empty()) {
+    std::fprintf(stderr, "error: --server names no server\n");
+    return 2;
   }
   strata::ClientOptions co;
   co.stall_timeout_ms = stall_ms;
@@ -74,7 +85,8 @@ int main(int argc, char** argv) {
   std::vector<std::thread> ranks;
   for (uint32_t r = 0; r < world; ++r) {
     ranks.emplace_back([&, r] {
-      auto client = strata::Client::Connect(seeds, co);
+      auto client =
+          rank_per_server ? strata::Client::Connect(seeds[r % seeds.size()], co) : strata::Client::Connect(seeds, co);
       if (!client.ok()) {
         std::fprintf(stderr, "error: %s\n", client.status().ToString().c_str());
         failed = true;
