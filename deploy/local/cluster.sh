@@ -4,15 +4,17 @@
 # line.
 #
 #   deploy/local/cluster.sh start --nodes N --base-port P --dir DIR [--metrics-base-port M]
-#                                 [--etcd HOST:PORT[,...]] [--tls] [-- STRATAD_ARGS...]
+#                                 [--zones Z1,Z2,...] [--etcd HOST:PORT[,...]] [--tls] [-- STRATAD_ARGS...]
 #   deploy/local/cluster.sh stop --dir DIR
 #   deploy/local/cluster.sh restart --node I --dir DIR   (starts node I again, as it was started)
 #   deploy/local/cluster.sh status --dir DIR
 #
 # Node i (1..N) is "node-i": gRPC on 127.0.0.1:P+i-1, metrics on
 # 127.0.0.1:M+i-1 (M defaults to P+100), data in DIR/node-i, log in
-# DIR/node-i.log, pid in DIR/node-i.pid. With --etcd the nodes find each other
-# through etcd instead of the static list. With --tls, DIR/tls gets a CA, a
+# DIR/node-i.log, pid in DIR/node-i.pid. With --zones node i is in zone
+# Z((i-1) mod K) of the K zones given (its --zone, and in the static list),
+# so a shard's copies go to distinct zones. With --etcd the nodes find each
+# other through etcd instead of the static list. With --tls, DIR/tls gets a CA, a
 # certificate per node (CN and SAN name the node id; SAN also IP:127.0.0.1),
 # a client certificate and a token file (writer.token, reader.token,
 # admin.token); the nodes serve mutual TLS and require tokens. STRATAD
@@ -27,10 +29,11 @@ alive() {
   [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != "Z" ]
 }
 
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit "${1:-2}"; }
 [ $# -ge 1 ] || usage
 cmd="$1"; shift
-nodes=3; base=7400; mbase=""; dir=""; etcd=""; extra=(); node=""; tls=""
+case "$cmd" in -h|--help|help) usage 0 ;; esac
+nodes=3; base=7400; mbase=""; dir=""; etcd=""; extra=(); node=""; tls=""; zones=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
@@ -40,8 +43,9 @@ while [ $# -gt 0 ]; do
     --etcd) etcd="$2"; shift 2 ;;
     --node) node="$2"; shift 2 ;;
     --tls) tls=1; shift ;;
+    --zones) IFS=, read -r -a zones <<<"$2"; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) usage ;;
+    -h|--help) usage 0 ;;
     *) echo "cluster.sh: unknown option $1" >&2; usage ;;
   esac
 done
@@ -71,8 +75,18 @@ make_tls() {
   fi
 }
 
+# zone_of I [PREFIX]: node I's zone (PREFIX before it), or nothing without --zones.
+zone_of() {
+  [ ${#zones[@]} -gt 0 ] || return 0
+  printf '%s%s' "${2:-}" "${zones[$((($1 - 1) % ${#zones[@]}))]}"
+}
+
 start() {
   [[ "$nodes" =~ ^[0-9]+$ ]] && [ "$nodes" -ge 1 ] || { echo "cluster.sh: --nodes must be a positive number" >&2; exit 2; }
+  local z
+  for z in ${zones[@]+"${zones[@]}"}; do
+    [[ "$z" =~ ^[A-Za-z0-9._-]+$ ]] || { echo "cluster.sh: --zones takes names of letters, digits, '.', '_' and '-', comma-separated (not '$z')" >&2; exit 2; }
+  done
   [ -x "$stratad" ] || { echo "cluster.sh: no stratad at $stratad (build first: deploy/local/build.sh)" >&2; exit 1; }
   mkdir -p "$dir"
   local security=()
@@ -81,7 +95,7 @@ start() {
   fi
   local peers="" i
   for i in $(seq 1 "$nodes"); do
-    peers+="${peers:+,}node-$i=127.0.0.1:$((base + i - 1))"
+    peers+="${peers:+,}node-$i=127.0.0.1:$((base + i - 1))$(zone_of "$i" @)"
   done
   for i in $(seq 1 "$nodes"); do
     if [ -f "$dir/node-$i.pid" ] && alive "$(cat "$dir/node-$i.pid")"; then
@@ -91,6 +105,7 @@ start() {
     [ -n "$tls" ] && security=(--tls-cert "$dir/tls/node-$i.pem" --tls-key "$dir/tls/node-$i.key"
       --tls-client-ca "$dir/tls/ca.pem" --auth-tokens "$dir/tls/tokens")
     [ -n "$etcd" ] && membership=(--etcd "$etcd")
+    [ ${#zones[@]} -gt 0 ] && membership+=(--zone "$(zone_of "$i")")
     local cmd=("$stratad" --node-id "node-$i" --listen "127.0.0.1:$((base + i - 1))"
       --metrics-listen "127.0.0.1:$((mbase + i - 1))" --data-dir "$dir/node-$i"
       "${membership[@]}" ${security[@]+"${security[@]}"} ${extra[@]+"${extra[@]}"})

@@ -23,7 +23,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,33 +31,14 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from free_ports import free_port_run
+
 DEADLINE = time.monotonic() + 240  # the whole test; ctest's TIMEOUT is above it
 RATE_WINDOW = "30s"  # what the dashboard's $__rate_interval becomes (30 scrapes)
 
 
 def log(msg):
     print(msg, flush=True)
-
-
-def free_port_run(n):
-    """A base port P with P..P+n-1 all free on 127.0.0.1."""
-    for _ in range(200):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + n >= 65000:
-            continue
-        ok = True
-        for p in range(base, base + n):
-            with socket.socket() as s:
-                try:
-                    s.bind(("127.0.0.1", p))
-                except OSError:
-                    ok = False
-                    break
-        if ok:
-            return base
-    raise RuntimeError("no run of %d free ports" % n)
 
 
 class Prom:

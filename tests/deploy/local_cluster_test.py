@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""deploy/local/cluster.sh as a user runs it, with zones.
+
+  * `cluster.sh --help` explains (exit 0, and names --zones); a zone that is
+    not a plain name is refused (exit 2) before anything starts;
+  * `start --nodes 4 --zones east,west` puts node-1 and node-3 in east and
+    node-2 and node-4 in west: `strata describe NAME --shards --json` lists
+    each shard's two copies (R=2) on nodes of both zones, with those zones;
+  * `strata stream --zone west` delivers the whole set; `stop` stops four.
+
+Usage: local_cluster_test.py SOURCE_DIR BUILD_DIR
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from free_ports import free_port_run
+
+SAMPLES = 6000
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, **kw)
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def main():
+    src, build = sys.argv[1], sys.argv[2]
+    cluster = os.path.join(src, "deploy/local/cluster.sh")
+    strata = os.path.join(build, "client/strata")
+    env = dict(os.environ, STRATAD=os.path.join(build, "server/stratad"))
+    work = tempfile.mkdtemp(prefix="strata-local-cluster-test-")
+    cluster_dir = os.path.join(work, "cluster")
+    try:
+        helped = run([cluster, "--help"])
+        check(helped.returncode == 0 and "--zones" in helped.stdout, "--help: %r" % (helped,))
+
+        bad = run([cluster, "start", "--nodes", "2", "--dir", cluster_dir, "--zones", "east,we st"], env=env)
+        check(bad.returncode == 2 and "--zones" in bad.stderr, "a zone with a space: %r" % (bad,))
+        check(not os.path.exists(os.path.join(cluster_dir, "node-1.pid")), "a refused start started a node")
+
+        base = free_port_run(4)
+        metrics = free_port_run(4)
+        started = run([cluster, "start", "--nodes", "4", "--base-port", str(base), "--metrics-base-port",
+                       str(metrics), "--dir", cluster_dir, "--zones", "east,west"], env=env)
+        check(started.returncode == 0, "start: %r" % (started,))
+        servers = ",".join("127.0.0.1:%d" % (base + i) for i in range(4))
+
+        data = os.path.join(work, "data")
+        made = run([os.path.join(build, "bench/strata-make-dataset"), "--out", data, "--format", "tar", "--samples",
+                    str(SAMPLES), "--size", "4KiB", "--samples-per-tar", "1000"])
+        check(made.returncode == 0, "make dataset: %r" % (made,))
+        tars = sorted(os.path.join(data, f) for f in os.listdir(data) if f.endswith(".tar"))
+        ingested = run([strata, "ingest", "-q", "--server", servers, "--dataset", "zoned", "--replication", "2",
+                        "--shard-size", "4MiB"] + tars)
+        check(ingested.returncode == 0, "ingest: %r" % (ingested,))
+
+        described = run([strata, "describe", "zoned", "--shards", "--json", "--server", servers])
+        check(described.returncode == 0, "describe: %r" % (described,))
+        shards = json.loads(described.stdout)["shards"]
+        check(len(shards) >= 4, "expected several shards, got %d" % len(shards))
+        want = {"node-1": "east", "node-2": "west", "node-3": "east", "node-4": "west"}
+        for shard in shards:
+            holders = shard["holders"]
+            check(len(holders) == 2, "shard %s: %r" % (shard["seq"], holders))
+            for h in holders:
+                check(want.get(h["node"]) == h["zone"], "shard %s: %r in the wrong zone" % (shard["seq"], h))
+            check({h["zone"] for h in holders} == {"east", "west"}, "shard %s: %r" % (shard["seq"], holders))
+
+        streamed = run([strata, "stream", "--server", servers, "--dataset", "zoned", "--batch-size", "100",
+                        "--zone", "west", "--output", os.path.join(work, "batches.jsonl")])
+        check(streamed.returncode == 0, "stream: %r" % (streamed,))
+        ids = [i for line in open(os.path.join(work, "batches.jsonl")) for i in json.loads(line)["ids"]]
+        check(sorted(int(i) for i in ids) == list(range(SAMPLES)), "stream --zone west: %d ids" % len(ids))
+
+        stopped = run([cluster, "stop", "--dir", cluster_dir])
+        check(stopped.returncode == 0 and "stopped 4 node(s)" in stopped.stdout, "stop: %r" % (stopped,))
+        print("local cluster with zones: ok (%d shards, each in east and west)" % len(shards))
+        return 0
+    finally:
+        run([cluster, "stop", "--dir", cluster_dir])
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
