@@ -2,8 +2,14 @@
 # Quick start, part two: install, build, and run every test (unit tests and
 # integration tests that start real stratad processes on loopback).
 # Needs no GPU: CUDA tests report themselves as skipped without one.
+#
+#   ./test.sh                  # everything (about 5 minutes on 2 cores, after the build)
+#   ./test.sh -R Failover      # arguments go to ctest: -R REGEX, -L unit|integration, -j N, ...
 set -euo pipefail
 cd "$(dirname "$0")"
+case "${1:-}" in
+  -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+esac
 bash deploy/local/build.sh
 cd build
 ctest --output-on-failure --parallel "$(nproc)" --timeout 900 "$@"

@@ -7,6 +7,7 @@
 # (.ci/sanitize.sh tsan), which is clang's with STRATA_THREAD_SAFETY on.
 # Usage: .ci/clang-check.sh [more targets] [-- ninja options, e.g. -k 0]
 set -euo pipefail
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;; esac
 cd "$(dirname "$0")/.."
 if ! command -v clang++-14 >/dev/null 2>&1; then bash deploy/setup-debian.sh; fi
 source deploy/local/ccache.sh  # sets launcher

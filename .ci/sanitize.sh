@@ -25,6 +25,7 @@
 # timers, replication callbacks) and the cluster, restart and endurance tests.
 # Suppressions (.ci/tsan.supp) each say why.
 set -euo pipefail
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;; esac
 cd "$(dirname "$0")/.."
 mode=${1:?usage: .ci/sanitize.sh asan|tsan}
 case "$mode" in

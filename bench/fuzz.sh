@@ -8,6 +8,7 @@
 # copy the file into fuzz/corpus/<target>/ so the replay test keeps it.
 # Usage: bench/fuzz.sh [SECONDS] [TARGET...]   (default 60 s, every target)
 set -euo pipefail
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;; esac
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 seconds="${1:-60}"

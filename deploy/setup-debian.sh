@@ -3,6 +3,7 @@
 # Idempotent: packages already present are skipped, so a second run is quick.
 # Usage: deploy/setup-debian.sh            (as root, or with sudo available)
 set -euo pipefail
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;; esac
 
 PACKAGES=(
   # toolchain

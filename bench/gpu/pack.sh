@@ -10,6 +10,7 @@
 # Libraries a distribution usually has (zlib, OpenSSL, ICU, ...) go under
 # libsys/; run.sh uses them only where the machine lacks that soname.
 set -euo pipefail
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;; esac
 cd "$(dirname "$0")/../.."
 PY=${1:-$HOME/.pyenv/versions/3.12.1/bin/python3}
 [ -x build/bench/strata-staging-bench ] || { echo "build/ first: ./test.sh builds it" >&2; exit 1; }

@@ -11,6 +11,7 @@
 #
 #   bash bench/gpu/run.sh [tests] [bench] [python] [pytest]   # default: all four
 set -u
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;; esac
 R=$PWD
 SECTIONS=" ${*:-tests bench python pytest} "
 want() { [[ $SECTIONS == *" $1 "* ]]; }

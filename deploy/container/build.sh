@@ -9,6 +9,7 @@
 # ENGINE_FLAGS go before the subcommand (e.g. "--runtime runc"), BUILD_FLAGS and
 # RUN_FLAGS after it (e.g. "--network host --ulimit nofile=20000:20000").
 set -euo pipefail
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;; esac
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 engine="${ENGINE:-$(command -v podman || command -v docker || true)}"
 [ -n "$engine" ] || { echo "build.sh: neither podman nor docker is installed" >&2; exit 1; }

@@ -2,6 +2,7 @@
 # Installs the Debian packages strata needs (deploy/setup-debian.sh) and builds
 # everything into ./build. Safe to run again: both steps are incremental.
 set -euo pipefail
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;; esac
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
 bash deploy/setup-debian.sh

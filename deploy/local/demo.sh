@@ -9,6 +9,7 @@
 # Environment: STRATA_DEMO_DIR (default /tmp/strata-demo), STRATA_DEMO_PORT
 # (first gRPC port, default 7400; metrics from port + 100), STRATA_DEMO_SAMPLES (20000).
 set -euo pipefail
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;; esac
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 bin="$root/build"
 dir="${STRATA_DEMO_DIR:-/tmp/strata-demo}"
