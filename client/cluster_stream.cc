@@ -113,14 +113,14 @@ Status ClusterStream::Handle(PartEvent& e) {
       }
       return Status::OK();
     }
-    if (e.status.IsNotFound() && position_.version == 0) {
+    if (e.status.IsNotFound() && !served_) {
       node.unknown = true;
       if (unknown_.ok()) unknown_ = e.status;
       return SettleUnknown();
     }
     // A node that does not know a version the others serve (it was down when
     // it was sealed) is behind, not the request wrong.
-    const bool behind = e.status.IsNotFound() && position_.version != 0;
+    const bool behind = e.status.IsNotFound();
     if (IsRequestError(e.status) && !behind) return Fail(e.status);
     return Failover(e.node, "failed (" + e.status.ToString() + ")");
   }
@@ -142,6 +142,7 @@ Status ClusterStream::Handle(PartEvent& e) {
                                  " at slots the plan gives others"));
   }
   if (planner_) planner_->Received(e.node, static_cast<uint64_t>(part.ids_size()));
+  served_ = true;
   position_.version = part.dataset_version();
   position_.plan_hash = part.plan_hash();
   steps_in_epoch_ = part.steps_in_epoch();
@@ -173,7 +174,7 @@ Status ClusterStream::Handle(PartEvent& e) {
 
 Status ClusterStream::SettleUnknown() {
   std::vector<std::string> unknown;
-  bool served = position_.version != 0, open = false;
+  bool served = served_, open = false;
   for (const auto& [call, node] : calls_) {
     if (node.unknown) {
       unknown.push_back(node.node);

@@ -211,6 +211,12 @@ TEST_F(CliTest, StreamWritesOneJsonLinePerBatchAndEveryIdOnce) {
   const CommandResult zero = Cli({"stream", "--dataset", "to-stream", "--batch-size", "16", "--stall-timeout", "0"});
   EXPECT_EQ(zero.exit_code, 2) << "a stall timeout must be positive";
   EXPECT_NE(zero.err.find("--stall-timeout"), std::string::npos) << zero.err;
+  // A version no node has is NotFound, named as such (not every node failing).
+  const CommandResult missing = Cli({"stream", "--dataset", "to-stream@9", "--batch-size", "16", "-q"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("error: NotFound: dataset 'to-stream' has no version 9"), std::string::npos)
+      << missing.err;
+  EXPECT_EQ(missing.err.find("failed"), std::string::npos) << missing.err;
 }
 
 TEST_F(CliTest, StreamStoppedEarlyPrintsAResumeTokenThatContinues) {

@@ -3,7 +3,8 @@
 // repair interval here). It answers a stream on that dataset NotFound at once, before the
 // other nodes have planned; the stream must not end there: the nodes that know
 // the version serve, the behind node's share fails over, every sample exactly
-// once. A dataset that no node knows still ends the stream with NotFound.
+// once, whether the stream names the version or not and whoever plans. A
+// dataset or a version that no node knows still ends the stream with NotFound.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -62,6 +63,30 @@ TEST(VersionLagTest, ANodeBehindOnVersionsDoesNotEndTheStream) {
     }
     EXPECT_EQ(seen.size(), kSamples / 2) << "stream " << stream;
     for (const auto& [id, n] : seen) EXPECT_EQ(n, 1) << "id " << id;
+  }
+
+  // The version named, and the nodes planning (so that the behind node's
+  // NotFound may come before any part): still every sample once. A version
+  // no node has ends the stream with NotFound, not with every node failed.
+  auto planning_nodes = cluster.Connect(0, 30000, /*plan_on_client=*/false);
+  ASSERT_NE(planning_nodes, nullptr);
+  for (Client* c : {client.get(), planning_nodes.get()}) {
+    StreamOptions named;
+    named.dataset = "fresh@" + std::to_string(summary->dataset.version);
+    named.batch_size = 30;
+    named.seed = 4;
+    const RankRun run = StreamAll(*c, named);
+    ASSERT_EQ(run.end.code(), Code::kOutOfRange) << run.end.ToString();
+    std::map<uint64_t, int> seen;
+    for (const Batch& b : run.batches) {
+      for (size_t i = 0; i < b.size(); ++i) ++seen[b.ids()[i]];
+    }
+    EXPECT_EQ(seen.size(), kSamples);
+    for (const auto& [id, n] : seen) EXPECT_EQ(n, 1) << "id " << id;
+    named.dataset = "fresh@" + std::to_string(summary->dataset.version + 5);
+    const RankRun none = StreamAll(*c, named);
+    EXPECT_EQ(none.end.code(), Code::kNotFound) << none.end.ToString();
+    EXPECT_NE(none.end.message().find("has no version"), std::string::npos) << none.end.ToString();
   }
 
   StreamOptions missing;
