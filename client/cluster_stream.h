@@ -160,11 +160,12 @@ class ClusterStream final : public Stream {
   bool opened_ = false;
   Status final_;
   std::string last_failure_;  // why the last node was excluded
-  Status unknown_;            // the first NotFound answered before any node sent a part
-  // A node has sent a part of this stream: the version exists, so a node
-  // that answers NotFound from then on is behind (its share fails over).
-  // Before, a NotFound waits for the other nodes: if none serves, the stream
-  // ends with it (a version named that no node has, or one deleted since).
+  Status unknown_;            // the first NotFound answered before served_
+  // A node has sent a part of this stream, or described its version for the
+  // client's plan: the version exists, so a node that answers NotFound from
+  // then on is behind (its share fails over). Before, a NotFound waits for the
+  // other nodes: if none serves, the stream ends with it (a version named
+  // that no node has, or one deleted since).
   bool served_ = false;
   std::atomic<bool> cancelled_{false};
   const bool options_plan_;

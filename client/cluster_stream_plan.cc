@@ -42,6 +42,10 @@ Status ClusterStream::LoadPlan() {
   const EpochPlan& plan = plan_->plan();
   if (Status s = CheckResumedPlan(position_.plan_hash, plan.plan_hash()); !s.ok()) return Fail(s);
   position_.version = plan_->info().version();
+  // A node described the version, so it exists: a node that answers
+  // NotFound is behind, even before any part (the nodes that will take over
+  // its share may owe nothing yet, and have no call to wait for).
+  served_ = true;
   position_.plan_hash = plan.plan_hash();
   steps_in_epoch_ = plan.num_steps();
   const uint64_t start = request_.start_step();
