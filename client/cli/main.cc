@@ -2,16 +2,19 @@
 // line and runs the one subcommand given; each lives in its own file.
 #include <exception>
 #include <iostream>
+#include <string>
 #include <vector>
 
 #include "client/cli/command.h"
 #include "strata/allocator.h"
+#include "strata/version.h"
 
 int main(int argc, char** argv) {
   strata::TuneAllocatorForStreaming();  // batches reuse freed buffers (strata/allocator.h)
   using namespace strata::cli;
   CLI::App app("strata: ingest datasets into a strata cluster, stream balanced minibatches, inspect servers", "strata");
   app.require_subcommand(0, 1);  // none: help below; an unknown word: CLI11's "not expected"
+  app.set_version_flag("--version", std::string("strata ") + strata::Version());
   const std::vector<Command> commands = {AddIngestCommand(app),   AddStreamCommand(app), AddLsCommand(app),
                                          AddDescribeCommand(app), AddStatusCommand(app), AddRmCommand(app)};
   try {

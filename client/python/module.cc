@@ -2,6 +2,7 @@
 // package's __init__.py re-exports it and adds the pure-Python helpers.
 #include "client/python/py_common.h"
 #include "common/allocator.h"
+#include "strata/version.h"
 
 PYBIND11_MODULE(_strata, m) {
   m.doc() = "strata: batches from a strata cluster, zero-copy into numpy and PyTorch.";
@@ -15,4 +16,5 @@ PYBIND11_MODULE(_strata, m) {
         "(glibc mallopt; process-wide). Call once at start-up; about 2x on 1 MiB samples. "
         "Returns False if the C library refused.");
   m.attr("HAVE_NUMPY") = strata::python::HaveNumpy();
+  m.attr("__version__") = strata::Version();
 }

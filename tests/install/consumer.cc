@@ -16,6 +16,7 @@
 #include <strata/sampler.h>
 #include <strata/staging.h>
 #include <strata/status.h>
+#include <strata/version.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -107,6 +108,7 @@ int main(int argc, char** argv) {
     return Fail("streamed " + std::to_string(samples) + " samples (" + std::to_string(ids.size()) +
                 " distinct), expected " + std::to_string(expected));
   }
-  std::cout << "consumer: " << samples << " samples in " << batches << " batches" << std::endl;
+  std::cout << "consumer: " << samples << " samples in " << batches << " batches, libstrata " << strata::Version()
+            << std::endl;
   return 0;
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "strata/version.h"
 #include "tests/integration/cluster_fixture.h"
 
 namespace strata::testing {
@@ -114,6 +115,7 @@ TEST_F(InstallTest, AProgramBuiltAgainstTheInstallStreamsAnEpochFromStratad) {
   const CommandResult ran = RunCommand({consumer, node.address(), "tiny", "37"});
   EXPECT_EQ(ran.exit_code, 0) << ran.out << ran.err;
   EXPECT_NE(ran.out.find("consumer: 37 samples in"), std::string::npos) << ran.out;
+  EXPECT_NE(ran.out.find(std::string(", libstrata ") + strata::Version() + "\n"), std::string::npos) << ran.out;
 
   // The consumer's checks can fail: a wrong count is reported and exits 1.
   const CommandResult wrong = RunCommand({consumer, node.address(), "tiny", "38"});

@@ -132,6 +132,16 @@ TEST_F(CliTest, IngestsWebDatasetTarsGroupingMembersByKey) {
   }
 }
 
+TEST_F(CliTest, VersionIsTheProjectsAsStratadReportsIt) {
+  const CommandResult strata = RunCommand({StrataCliBinary(), "--version"});
+  const CommandResult stratad = RunCommand({StratadBinary(), "--version"});
+  ASSERT_EQ(strata.exit_code, 0) << strata.err;
+  ASSERT_EQ(stratad.exit_code, 0) << stratad.err;
+  ASSERT_EQ(stratad.out.rfind("stratad ", 0), 0u) << stratad.out;
+  EXPECT_EQ(strata.out, "strata " + stratad.out.substr(8)) << "both from the project's version";
+  EXPECT_GT(strata.out.size(), std::string("strata \n").size()) << strata.out;
+}
+
 TEST_F(CliTest, LsDescribeAndStatusReportTheDataset) {
   const std::string dir = Generate("inspect", "folder", 30);
   ASSERT_EQ(Cli({"ingest", "--dataset", "inspect", dir}).exit_code, 0);

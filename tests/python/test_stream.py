@@ -4,6 +4,7 @@ equality, zero-copy hand-off to numpy and torch, resumption, errors."""
 import collections
 import gc
 import os
+import subprocess
 import time
 
 import numpy as np
@@ -11,11 +12,18 @@ import pytest
 import torch
 
 import strata
-from conftest import SYNTHETIC_SAMPLES, synthetic_label, synthetic_payload
+from conftest import STRATAD, SYNTHETIC_SAMPLES, synthetic_label, synthetic_payload
 
 
 def all_batches(stream):
     return list(stream)
+
+
+def test_the_package_has_the_version_of_stratad():
+    # stratad and the module both take the project's version from the build.
+    out = subprocess.run([STRATAD(), "--version"], capture_output=True, text=True, check=True).stdout
+    assert out == f"stratad {strata.__version__}\n"
+    assert all(part.isdigit() for part in strata.__version__.split(".")), strata.__version__
 
 
 def test_one_epoch_delivers_every_sample_once_with_its_payload(client, synthetic):

@@ -40,6 +40,7 @@ def test_the_wheel_in_a_fresh_venv_streams_an_epoch_exactly_once(venv, server, s
     script = textwrap.dedent("""
         import sys, strata
         assert not strata.HAVE_NUMPY, "this interpreter has numpy: the test means to run without it"
+        assert strata.__version__ == sys.argv[3], (strata.__version__, sys.argv[3])
         assert "site-packages" in strata.__file__, strata.__file__
         seen = {}
         for batch in strata.Client(sys.argv[1]).stream(sys.argv[2], batch_size=64, seed=5):
@@ -52,7 +53,9 @@ def test_the_wheel_in_a_fresh_venv_streams_an_epoch_exactly_once(venv, server, s
         for sample_id in sorted(seen):
             print(sample_id, seen[sample_id].hex())
     """)
-    done = subprocess.run([python, "-c", script, server.address, synthetic], env=env, capture_output=True,
+    # The wheel's file name carries the version (strata-VERSION-TAGS.whl).
+    version = os.path.basename(glob.glob(os.path.join(WHEEL_DIR, "strata-*.whl"))[0]).split("-")[1]
+    done = subprocess.run([python, "-c", script, server.address, synthetic, version], env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.split("\n")[:-1]

@@ -26,7 +26,7 @@ a label or attribute out to have none.
 
 import os as _os
 
-from ._strata import HAVE_NUMPY, Batch, Error, Stream, parse_resume_token, staging_path, tune_allocator
+from ._strata import HAVE_NUMPY, Batch, Error, Stream, __version__, parse_resume_token, staging_path, tune_allocator
 from ._strata import Client as _Client
 
 # The process that first connected (gRPC cannot be used in a child forked
