@@ -62,9 +62,12 @@ SamplerSpec SamplerFrom(const py::object& sampler) {
   v1::SamplerSpec spec;
   if (sampler.is_none()) return {};
   if (py::isinstance<py::str>(sampler)) {
-    py::dict d;
-    d["kind"] = py::str(sampler).attr("upper")();
-    FromDict(d, &spec);
+    const std::string name = sampler.cast<std::string>();
+    v1::SamplerSpec::Kind kind;
+    if (!v1::SamplerSpec::Kind_Parse(py::str(sampler).attr("upper")().cast<std::string>(), &kind)) {
+      throw py::value_error("sampler must be 'shuffle', 'stratified', 'weighted' or a dict, not '" + name + "'");
+    }
+    spec.set_kind(kind);
   } else {
     FromDict(sampler.cast<py::dict>(), &spec);
   }

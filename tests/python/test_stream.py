@@ -332,6 +332,14 @@ def test_label_and_stratum_counts_are_the_batch_composition(client, synthetic):
         assert total == collections.Counter(synthetic_label(i) for i in range(SYNTHETIC_SAMPLES))
 
 
+def test_a_sampler_named_wrong_is_a_value_error_naming_the_choices(client, synthetic):
+    with pytest.raises(ValueError, match="sampler must be 'shuffle', 'stratified', 'weighted' or a dict, not 'nope'"):
+        client.stream(synthetic, batch_size=8, sampler="nope")
+    first = next(iter(client.stream(synthetic, batch_size=8, seed=2, sampler="Stratified")))  # any case
+    assert first.ids.tolist() == next(iter(client.stream(synthetic, batch_size=8, seed=2,
+                                                         sampler={"kind": "STRATIFIED"}))).ids.tolist()
+
+
 def test_labels_and_attributes_must_be_text(client):
     sample = lambda **kw: dict({"key": "a", "label": "x", "fields": {"bin": b"1"}}, **kw)  # noqa: E731
     for bad, why in [(sample(label=None), "None"), (sample(label=3), "must be str"),
