@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "client/batch_assembler.h"
 #include "common/serving_errors.h"
 #include "plan/stream_start.h"
@@ -32,6 +34,11 @@ ClusterStream::ClusterStream(ChannelSource channels, v1::ClusterMap map, v1::Str
     if (n.state() != v1::NODE_UP) excluded_.Exclude(n.id(), n.address(), now);
   }
   request_.set_zone(options.zone);
+  const auto& nodes = map_.nodes();
+  if (!options.zone.empty() &&
+      std::none_of(nodes.begin(), nodes.end(), [&](const v1::NodeInfo& n) { return n.zone() == options.zone; })) {
+    spdlog::warn("strata: no node of the cluster is in zone '{}'; the stream prefers none", options.zone);
+  }
 }
 
 Status ClusterStream::Open(uint64_t from_step) {

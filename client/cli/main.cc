@@ -1,5 +1,8 @@
 // strata: the command-line client of a strata cluster. Parses the command
 // line and runs the one subcommand given; each lives in its own file.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include <exception>
 #include <iostream>
 #include <string>
@@ -11,6 +14,11 @@
 
 int main(int argc, char** argv) {
   strata::TuneAllocatorForStreaming();  // batches reuse freed buffers (strata/allocator.h)
+  // The library's warnings (a node failed over, a zone no node is in) go to
+  // stderr: stdout carries what a command prints (--json, tables, summaries).
+  auto logger = spdlog::stderr_color_mt("strata");
+  logger->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%^%l%$] %v");  // spdlog's default, less the logger's name
+  spdlog::set_default_logger(logger);
   using namespace strata::cli;
   CLI::App app("strata: ingest datasets into a strata cluster, stream balanced minibatches, inspect servers", "strata");
   app.require_subcommand(0, 1);  // none: help below; an unknown word: CLI11's "not expected"

@@ -6,7 +6,8 @@
   * `start --nodes 4 --zones east,west` puts node-1 and node-3 in east and
     node-2 and node-4 in west: `strata describe NAME --shards --json` lists
     each shard's two copies (R=2) on nodes of both zones, with those zones;
-  * `strata stream --zone west` delivers the whole set; `stop` stops four.
+  * `strata stream --zone west` delivers the whole set; `--zone wset` too,
+    warning that no node is in that zone; `stop` stops four.
 
 Usage: local_cluster_test.py SOURCE_DIR BUILD_DIR
 """
@@ -79,6 +80,14 @@ def main():
         check(streamed.returncode == 0, "stream: %r" % (streamed,))
         ids = [i for line in open(os.path.join(work, "batches.jsonl")) for i in json.loads(line)["ids"]]
         check(sorted(int(i) for i in ids) == list(range(SAMPLES)), "stream --zone west: %d ids" % len(ids))
+
+        # A zone no node is in: the stream still delivers, and says so.
+        typo = run([strata, "stream", "--server", servers, "--dataset", "zoned", "--batch-size", "100", "-q",
+                    "--zone", "wset"])
+        check(typo.returncode == 0, "stream --zone wset: %r" % (typo,))
+        check("no node of the cluster is in zone 'wset'" in typo.stderr, "no warning: %r" % (typo.stderr,))
+        check("%d samples" % SAMPLES in typo.stdout.replace(",", ""), "stream --zone wset: %r" % (typo.stdout,))
+        check("no node of the cluster is in zone" not in streamed.stderr, "warned for west: %r" % (streamed.stderr,))
 
         stopped = run([cluster, "stop", "--dir", cluster_dir])
         check(stopped.returncode == 0 and "stopped 4 node(s)" in stopped.stdout, "stop: %r" % (stopped,))
