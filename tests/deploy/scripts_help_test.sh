@@ -16,8 +16,8 @@ while read -r script; do
   if ! grep -q -- '--help' "$script"; then
     echo "FAIL $script: does not answer --help"; failed=1; continue
   fi
-  # From another folder, with a clean environment's essentials: the script
-  # must find its own way and must not start anything.
+  # From another folder: the script must find its own way, and must print
+  # its help without starting anything.
   if ! (cd "$work" && timeout 20 bash "$src/$script" --help >"$work/out" 2>&1); then
     echo "FAIL $script --help: exit status not 0:"; sed 's/^/  /' "$work/out"; failed=1; continue
   fi
