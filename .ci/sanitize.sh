@@ -51,13 +51,13 @@ if [ "$mode" = asan ]; then
          stratum_key_test verified_records_test open_version_test
          batch_stream_test part_builder_test wire_part_test composition_recorder_test auth_test config_test
          sample_source_test batch_test received_part_test resume_token_test proto_convert_test format_test epoch_plan_test
-         stratified_sampler_test work_planner_test parallel_copy_test staging_test)
+         stratified_sampler_test work_planner_test parallel_copy_test staging_test read_loop_test part_queue_test)
 else
   # TSan slows these 5-15x: the long endurance runs are left to ASan, and of
   # the cluster tests the failover and rebalance ones run (NAME:FILTER).
   tests=(stream_epoch_test serve_work_test "cluster_test:*KillNine*:*Joining*" restart_test batch_stream_test
          part_builder_test periodic_task_test active_work_test stream_lanes_test "block_cache_test:-*MemoryBudget*"
-         block_cache_locks_test parallel_copy_test staging_test
+         block_cache_locks_test parallel_copy_test staging_test read_loop_test part_queue_test
          replicator_test verified_records_test open_version_test
          multi_writer_test multi_writer_home_test "scale_test:*SmallStepsJoin*")
 fi

@@ -42,7 +42,7 @@ ClusterStream::ClusterStream(ChannelSource channels, v1::ClusterMap map, v1::Str
 }
 
 Status ClusterStream::Open(uint64_t from_step) {
-  calls_.clear();  // cancels and joins the calls open
+  calls_.clear();  // cancels the calls open and waits for their end
   holders_down_ = Status::OK();
   unknown_ = Status::OK();
   queue_.SetNextStep(from_step);
@@ -250,7 +250,7 @@ Status ClusterStream::Next(Batch* batch) {
       ++position_.step;
       queue_.SetNextStep(position_.step);
       if (planner_) {
-        // Calls whose window is over have ended: their threads are done.
+        // Calls whose window is over have ended: nothing of theirs is outstanding.
         std::erase_if(calls_, [this](const auto& c) { return c.second.ended && c.second.end <= position_.step; });
         if (planned_to_ < *end_step_ && position_.step + (window_steps_ + 1) / 2 >= planned_to_) {
           STRATA_RETURN_IF_ERROR(PlanWindow());

@@ -30,7 +30,7 @@
 // not sent that step's last part; planning here, a step it was given samples
 // of: the stream asks nodes for no part of the other steps,
 // StreamRequest.omit_idle_steps), everything the node sent has been read
-// from the queue, and its reader has waited inside Read() (its connection
+// from the queue, and its call has had a read outstanding (its connection
 // delivering nothing) for stall_timeout_ms. Time the trainer spends away from
 // Next(), and parts waiting unread in the queue, never count against a node.
 //
@@ -57,6 +57,7 @@
 #include "client/client_internal.h"
 #include "client/node_probe.h"
 #include "client/part_reader.h"
+#include "client/read_loop.h"
 #include "client/stream_plan.h"
 #include "common/input_limits.h"
 
@@ -134,6 +135,7 @@ class ClusterStream final : public Stream {
   ResumeToken position_;
   const std::chrono::milliseconds stall_;
   PartQueue queue_;
+  ReadLoop loop_;  // drives every call; declared after queue_, destroyed before it
   ExcludedNodes excluded_;
   StreamStats stats_;
   // A node reported a shard with no live holder: the error, and when the

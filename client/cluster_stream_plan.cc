@@ -19,7 +19,7 @@ void ClusterStream::StartCall(const std::string& node, const v1::StreamRequest& 
   call.end = end;
   call.completed_through = static_cast<int64_t>(first) - 1;
   call.work = kind == PartReader::Call::kWork;
-  call.reader = std::make_unique<PartReader>(channels_(Address(node)), request, node, id, &queue_, kind);
+  call.reader = std::make_unique<PartReader>(&loop_, channels_(Address(node)), request, node, id, &queue_, kind);
 }
 
 Status ClusterStream::LoadPlan() {

@@ -10,9 +10,12 @@
 // here every node owes every rank something in every window); with the nodes
 // planning (one StreamBatches call per rank), every node computes
 // every rank's whole plan (16 x the samples); every stream is closed once the
-// epoch is over.
+// epoch is over; and either way the client process's threads grow with the
+// ranks, not with ranks x nodes (one thread reads all of a stream's calls).
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <set>
@@ -34,6 +37,16 @@ constexpr int kNodes = 16;
 constexpr uint32_t kRanks = 8;
 constexpr uint64_t kSamples = 12000;  // 94 steps: three windows
 constexpr char kDataset[] = "wide";
+
+// This process's threads now (/proc/self/status), or -1.
+int ThreadsNow() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+  }
+  return -1;
+}
 
 // About 200 bytes: some 20 samples fill a shard of the smallest target size (4 KiB).
 std::string Payload(uint64_t i) { return SyntheticPayload(i) + std::string(150, static_cast<char>('A' + i % 26)); }
@@ -126,6 +139,15 @@ TEST(ScaleTest, SixteenNodesEightRanksEverySampleOnceEachNodeItsShare) {
     // 8 ranks, one client each, their seeds spread over the nodes.
     std::vector<std::vector<uint64_t>> ids(kRanks);
     std::vector<Status> ends(kRanks);
+    // The most threads this process had while the ranks streamed.
+    std::atomic<bool> streaming{true};
+    std::atomic<int> most_threads{0};
+    std::jthread counter([&] {
+      while (streaming) {
+        most_threads = std::max(most_threads.load(), ThreadsNow());
+        std::this_thread::sleep_for(10ms);
+      }
+    });
     std::vector<std::jthread> ranks;
     for (uint32_t r = 0; r < kRanks; ++r) {
       ranks.emplace_back([&, r] {
@@ -156,6 +178,13 @@ TEST(ScaleTest, SixteenNodesEightRanksEverySampleOnceEachNodeItsShare) {
       });
     }
     for (auto& t : ranks) t.join();
+    streaming = false;
+    counter.join();
+    // A stream reads all its nodes on one thread (client/read_loop.h): the
+    // process's threads grow with the ranks, not with ranks x nodes (a reader
+    // and a writer per call would be 2 x 8 x 16 = 256 of them).
+    RecordProperty("most_threads", most_threads.load());
+    EXPECT_LT(most_threads.load(), static_cast<int>(kRanks * kNodes) / 2) << "threads while 8 ranks read 16 nodes";
 
     // A node accepts at most one call from each rank for the epoch; and with
     // the clients planning, it computes no sample id of any plan.
