@@ -7,12 +7,14 @@
 // buffers come from. With a blocking reader per node, whichever reader
 // happened to poll read each socket, so the buffers of three nodes' messages
 // came from several arenas, each freed block went back to its own, and the
-// next read landed in memory that had left the cache: on one 2-core host a
-// three-node stream spent 27% more client CPU than with one arena, in the
-// kernel's copy out of the socket, page faults and the payload's copy
-// (bench/README.md). One thread reads every call, so its buffers come from
-// one arena and are reused warm; and a stream needs one thread however many
-// nodes it reads, not two per node (reader and ServeWork writer).
+// next read landed in memory that had left the cache: with one arena
+// (MALLOC_ARENA_MAX=1) the old three-node client streamed 1.24x faster, its
+// kernel's copy out of the socket, page faults and payload copy shrinking
+// most. One thread reads every call, so its buffers come from one arena and
+// are reused warm (three nodes: 0.67-0.71x the client CPU, 1.19-1.27x the
+// rate; bench/README.md, "One thread reads every node"); and a stream needs
+// one thread however many nodes it reads, not two per node (a reader, and a
+// writer for ServeWork).
 //
 // Nothing run on the loop may block: an operation's completion and a posted
 // task run one at a time, in the order they come.
