@@ -20,6 +20,9 @@ ClusterStream::ClusterStream(ChannelSource channels, v1::ClusterMap map, v1::Str
       position_(std::move(position)),
       stall_(options.stall_timeout_ms),
       queue_(std::max<uint64_t>(2, options.max_buffered_parts)),
+      max_parts_(std::max<uint64_t>(2, options.max_buffered_parts)),
+      max_bytes_(options.max_buffered_bytes),
+      lookahead_(max_parts_),
       excluded_(channels_),
       options_plan_(options.plan_on_client) {
   const auto now = Clock::now();
@@ -205,6 +208,11 @@ Status ClusterStream::SettleUnknown() {
   return Open(position_.step);
 }
 
+uint64_t ClusterStream::Lookahead(uint64_t step_bytes) const {
+  if (max_bytes_ == 0 || step_bytes == 0) return max_parts_;
+  return std::clamp<uint64_t>(max_bytes_ / step_bytes, 2, max_parts_);
+}
+
 Status ClusterStream::CheckStalls(Clock::time_point waiting_since) {
   const auto now = Clock::now();
   if (now - waiting_since <= stall_) return Status::OK();
@@ -248,7 +256,8 @@ Status ClusterStream::Next(Batch* batch) {
       pending_.erase(ready);
       plan_ids_.erase(position_.step);
       ++position_.step;
-      queue_.SetNextStep(position_.step);
+      lookahead_ = Lookahead(batch->payload().size());
+      queue_.SetNextStep(position_.step, lookahead_);
       if (planner_) {
         // Calls whose window is over have ended: nothing of theirs is outstanding.
         std::erase_if(calls_, [this](const auto& c) { return c.second.ended && c.second.end <= position_.step; });

@@ -32,11 +32,12 @@ std::optional<PartEvent> PartQueue::Pop(std::chrono::milliseconds timeout) {
   return e;
 }
 
-void PartQueue::SetNextStep(uint64_t step) {
+void PartQueue::SetNextStep(uint64_t step, uint64_t lookahead) {
   std::vector<std::function<void()>> waiting;
   {
     MutexLock lock(&mu_);
     next_step_ = step;
+    if (lookahead != 0) lookahead_ = lookahead;
     waiting.swap(waiting_);
   }
   for (auto& w : waiting) w();

@@ -60,8 +60,9 @@ class PartQueue {
   bool TryPush(PartEvent* e, std::function<void()> when_room);
   // The oldest event, waiting up to `timeout`.
   std::optional<PartEvent> Pop(std::chrono::milliseconds timeout);
-  // The trainer now waits for `step`: parts up to step + lookahead may come.
-  void SetNextStep(uint64_t step);
+  // The trainer now waits for `step`: parts before step + lookahead may
+  // come (lookahead 0: it stays as it was).
+  void SetNextStep(uint64_t step, uint64_t lookahead = 0);
   // Runs every `when_room` kept (a reader cancelled stops waiting for room).
   void WakeAll();
   // A consumed part to parse into (an empty one if none is kept), and the
@@ -71,8 +72,8 @@ class PartQueue {
   static constexpr size_t kSpares = 8;
 
  private:
-  const uint64_t lookahead_;
   Mutex mu_;
+  uint64_t lookahead_ GUARDED_BY(mu_);
   CondVar pushed_;
   std::vector<std::function<void()>> waiting_ GUARDED_BY(mu_);  // the `when_room` kept
   std::deque<PartEvent> events_ GUARDED_BY(mu_);

@@ -1,7 +1,8 @@
 // The queue between a stream's calls and its thread (client/part_reader.h):
 // a part more than the lookahead ahead of the step the trainer waits for is
 // refused and its reader told once when room may have opened; an end is
-// always queued; WakeAll tells every reader waiting.
+// always queued; WakeAll tells every reader waiting; the lookahead may change
+// with the next step.
 #include <gtest/gtest.h>
 
 #include "client/part_reader.h"
@@ -54,6 +55,20 @@ TEST(PartQueueTest, AnEndIsAlwaysQueuedAndWakeAllTellsEveryReaderWaiting) {
   auto popped = queue.Pop(std::chrono::milliseconds(0));
   ASSERT_TRUE(popped.has_value());
   EXPECT_TRUE(popped->end);
+}
+
+TEST(PartQueueTest, TheLookaheadMovesWithTheNextStep) {
+  PartQueue queue(8);
+  int told = 0;
+  PartEvent e = PartOfStep(5);
+  queue.SetNextStep(2, 2);  // steps 2 and 3 may come
+  EXPECT_FALSE(queue.TryPush(&e, [&] { ++told; }));
+  queue.SetNextStep(3);  // the lookahead stays 2: steps 3 and 4
+  EXPECT_EQ(told, 1);
+  EXPECT_FALSE(queue.TryPush(&e, [&] { ++told; }));
+  queue.SetNextStep(3, 3);  // steps 3, 4 and 5
+  EXPECT_EQ(told, 2);
+  EXPECT_TRUE(queue.TryPush(&e, [&] { ++told; }));
 }
 
 }  // namespace

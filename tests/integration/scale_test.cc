@@ -321,6 +321,42 @@ TEST(ScaleTest, SmallStepsJoinWhileTheTrainerIsAwayAndArriveExactlyOnce) {
   EXPECT_GT(total, 0u) << "the nodes' writes backed up while the trainer was away: steps were joined";
 }
 
+// Large steps are buffered by bytes: 3 nodes at R=1, 64 KiB samples in
+// batches of 8 (steps of 512 KiB). With max_buffered_bytes at 1 MiB the
+// stream takes 2 steps ahead, not max_buffered_parts' 8, and with the default
+// (16 MiB) 8; either way every sample arrives once, in order, with its bytes.
+TEST(ScaleTest, LargeStepsAreBufferedByBytesAndArriveExactlyOnce) {
+  LocalCluster::Options options;
+  options.nodes = 3;
+  LocalCluster cluster(options);
+  constexpr uint64_t kLarge = 240;
+  const auto payload = [](uint64_t i) { return SyntheticPayload(i) + std::string(64 << 10, static_cast<char>(i)); };
+  SyntheticIngest how{.labels = 3, .replication = 1, .shard_target_bytes = 1 << 20, .payload = payload};
+  auto client = IngestOnThree(cluster, "large", kLarge, how, 1);
+  ASSERT_NE(client, nullptr);
+  for (const size_t budget : {size_t{1} << 20, ClientOptions().max_buffered_bytes}) {
+    SCOPED_TRACE("max_buffered_bytes " + std::to_string(budget));
+    ClientOptions co;
+    co.max_buffered_bytes = budget;
+    auto reader = Client::Connect(cluster.Address(0), co);
+    ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+    StreamOptions o;
+    o.dataset = "large";
+    o.batch_size = 8;
+    auto stream = reader.value()->OpenStream(o);
+    ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+    const auto* cluster_stream = dynamic_cast<const client_internal::ClusterStream*>(stream.value().get());
+    ASSERT_NE(cluster_stream, nullptr);
+    std::map<uint64_t, int> seen;
+    const uint64_t steps = ReadEpoch(*stream.value(), payload, &seen, [&](uint64_t step) {
+      EXPECT_EQ(cluster_stream->lookahead(), budget == (size_t{1} << 20) ? 2u : 8u) << "after step " << step;
+    });
+    EXPECT_EQ(steps, kLarge / 8);
+    ASSERT_EQ(seen.size(), kLarge);
+    for (const auto& [id, n] : seen) ASSERT_EQ(n, 1) << "id " << id;
+  }
+}
+
 // A planning client bounds each window by ids as well as by steps, so that a
 // node is never given more work not yet begun than it accepts
 // (InputLimits::kMaxWorkIds), however large the batches: with the bound

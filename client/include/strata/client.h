@@ -41,8 +41,16 @@ struct ClientOptions {
   // its share moves to the other holders (and comes back once it answers
   // again). Time the trainer spends away from Next() never counts. Default 5 s.
   int64_t stall_timeout_ms = 5000;
-  // Parts buffered per server ahead of the trainer. Default 8.
+  // Steps buffered ahead of the trainer (the parts of every server for
+  // them). Default 8.
   size_t max_buffered_parts = 8;
+  // And at most about this many payload bytes: the steps ahead are cut to
+  // max_buffered_bytes / the last step's payload, but never below 2 (1 MiB
+  // samples in batches of 8 buffer 2 steps, 1 KiB samples in batches of 256
+  // still 8). Parts waiting to be joined hold the buffers they were received
+  // in, and the fewer of them, the warmer the memory the next ones are read
+  // into. 0: steps alone bound it. Default 16 MiB.
+  size_t max_buffered_bytes = 16 << 20;
   // On a cluster of several nodes the client computes the epoch plan and
   // sends each node the samples it owes, so that a node's work per sample does
   // not grow with the cluster (docs/design.md, "The client plans"). false:
