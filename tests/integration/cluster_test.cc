@@ -162,7 +162,9 @@ TEST(ClusterTest, JoiningNodeReceivesItsShareAndReadsGoOn) {
   ASSERT_TRUE(Eventually([&] { return cluster.Map(0).nodes.size() == 3; }, 20s))
       << "node-4 leaves the map; node-1's map has " << cluster.Map(0).nodes.size() << " nodes";
   auto client = cluster.Connect(0);
-  ASSERT_EQ(IngestReplicated(*client, "grow", 4000, 2).dataset.samples, 4000u);
+  Status error;
+  ASSERT_EQ(IngestReplicated(*client, "grow", 4000, 2, WritePolicy::kSync, &error).dataset.samples, 4000u)
+      << error.ToString();
   // A coordinator that is not a holder keeps its own copy until the holders have theirs.
   ASSERT_TRUE(Eventually(
       [&] {
@@ -186,10 +188,14 @@ TEST(ClusterTest, JoiningNodeReceivesItsShareAndReadsGoOn) {
         const bool pulled = !std::filesystem::is_empty(cluster.DataDir(3) + "/shards/grow/v1", ec) && !ec;
         return pulled && std::all_of(copies.begin(), copies.end(), [](const auto& c) { return c.second == 2; });
       },
-      60s));
+      60s))
+      << cluster.Process(0).Log() << cluster.Process(1).Log() << cluster.Process(2).Log() << cluster.Process(3).Log();
   reader.join();
   ExpectSameAndExactlyOnce(during, want, 4000);
   ExpectSameAndExactlyOnce(RunRanks(cluster, 3, "grow", 2, 20), want, 4000);
+  if (HasFailure()) {
+    for (int i = 0; i < cluster.size(); ++i) std::cerr << "node " << i << ":\n" << cluster.Process(i).Log();
+  }
 }
 
 TEST(ClusterTest, EtcdLeaseExpiryRemovesANodeAndARestartBringsItBack) {

@@ -39,6 +39,25 @@ inline bool Eventually(const std::function<bool()>& done, std::chrono::milliseco
   return done();
 }
 
+// How many times slower than a plain build the nodes of this test binary's
+// build run. ThreadSanitizer slows stratad 5-15x on two cores, and a node then
+// misses pings for longer than a plain build's 800 ms failure timeout while it
+// is alive: its peers mark it down, an ingest finds too few nodes for its
+// replication, a stream fails over from a node that was only slow. The
+// defaults below (failure timeout, heartbeat, a client's stall timeout) scale
+// by this; a test that sets its own timings keeps them.
+#if defined(__SANITIZE_THREAD__)
+inline constexpr int kSlowBuild = 3;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+inline constexpr int kSlowBuild = 3;
+#else
+inline constexpr int kSlowBuild = 1;
+#endif
+#else
+inline constexpr int kSlowBuild = 1;
+#endif
+
 class LocalCluster {
  public:
   struct Options {
@@ -50,7 +69,7 @@ class LocalCluster {
     // nodes see it soon; a test that counts per-node work raises it, since on a
     // loaded machine a live node can miss pings that long and the client's
     // calls would then be opened again.
-    uint32_t failure_timeout_ms = 800;
+    uint32_t failure_timeout_ms = 800 * kSlowBuild;
     std::vector<std::string> extra_args;
     std::map<int, std::vector<std::string>> node_args;  // more flags for node i only
     int start = -1;                                     // nodes started at once (the others later with Start); -1: all
@@ -107,8 +126,12 @@ class LocalCluster {
     }
     // Timings short enough for tests, written as a config file.
     const std::string config = dir_.Join(Id(i) + ".yaml");
-    WriteFile(config, "cluster:\n  heartbeat_interval_ms: 200\n  failure_timeout_ms: " +
-                          std::to_string(options_.failure_timeout_ms) +
+    // A ping's deadline is the heartbeat interval: scaled with the failure
+    // timeout, or under TSan a fresh node's pings all time out while its
+    // peers answer its copies (seen: all three down at once, 4 s after its
+    // start, and with a 1 s grace period out of its map).
+    WriteFile(config, "cluster:\n  heartbeat_interval_ms: " + std::to_string(200 * kSlowBuild) +
+                          "\n  failure_timeout_ms: " + std::to_string(options_.failure_timeout_ms) +
                           "\n  lease_ttl_s: 2\n"
                           "  grace_period_s: " +
                           std::to_string(options_.grace_period_s) +
@@ -131,7 +154,7 @@ class LocalCluster {
 
   // A client connected to node i, with a short stall timeout; with
   // plan_on_client false its streams leave the planning to the nodes.
-  std::unique_ptr<Client> Connect(int i, int64_t stall_ms = 1000, bool plan_on_client = true) {
+  std::unique_ptr<Client> Connect(int i, int64_t stall_ms = 1000 * kSlowBuild, bool plan_on_client = true) {
     ClientOptions o;
     o.stall_timeout_ms = stall_ms;
     o.plan_on_client = plan_on_client;
