@@ -163,6 +163,25 @@ class LocalCluster {
     return c.ok() ? std::move(c).value() : nullptr;
   }
 
+  // A client with `co` connected to node i and its stream `o`; both null, with
+  // a test failure, where either fails. The stream goes before the client.
+  struct OpenedStream {
+    std::unique_ptr<Client> client;
+    std::unique_ptr<Stream> stream;
+  };
+  OpenedStream Open(int i, const ClientOptions& co, const StreamOptions& o) {
+    OpenedStream out;
+    auto c = Client::Connect(Address(i), co);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    if (!c.ok()) return out;
+    auto s = c.value()->OpenStream(o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    if (!s.ok()) return out;
+    out.client = std::move(c).value();
+    out.stream = std::move(s).value();
+    return out;
+  }
+
   // Node i's view of the cluster.
   ClusterMap Map(int i) {
     auto c = Client::Connect(Address(i));

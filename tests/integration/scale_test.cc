@@ -261,6 +261,12 @@ std::unique_ptr<Client> IngestOnThree(LocalCluster& cluster, const std::string& 
   return client;
 }
 
+// SyntheticPayload(i) and then `pad` bytes of i's low byte: samples of about
+// `pad` bytes whose every byte is checked.
+std::function<std::string(uint64_t)> PaddedPayload(size_t pad) {
+  return [pad](uint64_t i) { return SyntheticPayload(i) + std::string(pad, static_cast<char>(i)); };
+}
+
 // Reads `stream` to its end, which must be OutOfRange: each batch is the
 // step after the last and each sample holds payload(id); `after_batch` runs
 // after each batch, given its step. Counts each id in *seen; returns the
@@ -290,26 +296,22 @@ uint64_t ReadEpoch(Stream& stream, const std::function<std::string(uint64_t)>& p
 // joined (Batch.following, strata_joined_steps_total); every sample still
 // arrives once, with its bytes, in order.
 TEST(ScaleTest, SmallStepsJoinWhileTheTrainerIsAwayAndArriveExactlyOnce) {
-  LocalCluster::Options options;
-  options.nodes = 3;
-  LocalCluster cluster(options);
+  LocalCluster cluster(LocalCluster::Options{});  // three nodes
   constexpr uint64_t kSmall = 600;
-  const auto payload = [](uint64_t i) { return SyntheticPayload(i) + std::string(16 << 10, static_cast<char>(i)); };
+  const auto payload = PaddedPayload(16 << 10);
   SyntheticIngest how{.labels = 3, .replication = 1, .shard_target_bytes = 64 << 10, .payload = payload};
   auto client = IngestOnThree(cluster, "joined", kSmall, how, 0);
   ASSERT_NE(client, nullptr);
   const auto joined_before = Counter(cluster, "strata_joined_steps_total");
   ClientOptions co;
   co.max_buffered_parts = 2;
-  auto reader = Client::Connect(cluster.Address(0), co);
-  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
   StreamOptions o;
   o.dataset = "joined";
   o.batch_size = 3;
-  auto stream = reader.value()->OpenStream(o);
-  ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+  auto opened = cluster.Open(0, co, o);
+  ASSERT_NE(opened.stream, nullptr);
   std::map<uint64_t, int> seen;
-  const uint64_t step = ReadEpoch(*stream.value(), payload, &seen, [](uint64_t read) {
+  const uint64_t step = ReadEpoch(*opened.stream, payload, &seen, [](uint64_t read) {
     if (read == 0) std::this_thread::sleep_for(1s);  // the trainer is away
   });
   EXPECT_EQ(step, kSmall / 3);
@@ -326,11 +328,9 @@ TEST(ScaleTest, SmallStepsJoinWhileTheTrainerIsAwayAndArriveExactlyOnce) {
 // stream takes 2 steps ahead, not max_buffered_parts' 8, and with the default
 // (16 MiB) 8; either way every sample arrives once, in order, with its bytes.
 TEST(ScaleTest, LargeStepsAreBufferedByBytesAndArriveExactlyOnce) {
-  LocalCluster::Options options;
-  options.nodes = 3;
-  LocalCluster cluster(options);
+  LocalCluster cluster(LocalCluster::Options{});  // three nodes
   constexpr uint64_t kLarge = 240;
-  const auto payload = [](uint64_t i) { return SyntheticPayload(i) + std::string(64 << 10, static_cast<char>(i)); };
+  const auto payload = PaddedPayload(64 << 10);
   SyntheticIngest how{.labels = 3, .replication = 1, .shard_target_bytes = 1 << 20, .payload = payload};
   auto client = IngestOnThree(cluster, "large", kLarge, how, 1);
   ASSERT_NE(client, nullptr);
@@ -338,17 +338,15 @@ TEST(ScaleTest, LargeStepsAreBufferedByBytesAndArriveExactlyOnce) {
     SCOPED_TRACE("max_buffered_bytes " + std::to_string(budget));
     ClientOptions co;
     co.max_buffered_bytes = budget;
-    auto reader = Client::Connect(cluster.Address(0), co);
-    ASSERT_TRUE(reader.ok()) << reader.status().ToString();
     StreamOptions o;
     o.dataset = "large";
     o.batch_size = 8;
-    auto stream = reader.value()->OpenStream(o);
-    ASSERT_TRUE(stream.ok()) << stream.status().ToString();
-    const auto* cluster_stream = dynamic_cast<const client_internal::ClusterStream*>(stream.value().get());
+    auto opened = cluster.Open(0, co, o);
+    ASSERT_NE(opened.stream, nullptr);
+    const auto* cluster_stream = dynamic_cast<const client_internal::ClusterStream*>(opened.stream.get());
     ASSERT_NE(cluster_stream, nullptr);
     std::map<uint64_t, int> seen;
-    const uint64_t steps = ReadEpoch(*stream.value(), payload, &seen, [&](uint64_t step) {
+    const uint64_t steps = ReadEpoch(*opened.stream, payload, &seen, [&](uint64_t step) {
       EXPECT_EQ(cluster_stream->lookahead(), budget == (size_t{1} << 20) ? 2u : 8u) << "after step " << step;
     });
     EXPECT_EQ(steps, kLarge / 8);

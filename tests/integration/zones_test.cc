@@ -234,17 +234,15 @@ TEST(ZonesTest, ADamagedCopyNearTheReaderIsServedFromAFarCopy) {
   ClientOptions co;
   co.zone = "zone-a";
   co.stall_timeout_ms = 30000;
-  auto reader = Client::Connect(cluster.Address(0), co);
-  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
   StreamOptions so;
   so.dataset = "near";
   so.batch_size = 20;
-  auto stream = reader.value()->OpenStream(so);
-  ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+  auto opened = cluster.Open(0, co, so);
+  ASSERT_NE(opened.stream, nullptr);
   std::map<uint64_t, int> seen;
   Batch b;
   Status end;
-  while ((end = stream.value()->Next(&b)).ok()) {
+  while ((end = opened.stream->Next(&b)).ok()) {
     for (size_t i = 0; i < b.size(); ++i) {
       ++seen[b.ids()[i]];
       EXPECT_EQ(b.sample(i), SyntheticPayload(b.ids()[i])) << "id " << b.ids()[i];
@@ -253,7 +251,7 @@ TEST(ZonesTest, ADamagedCopyNearTheReaderIsServedFromAFarCopy) {
   EXPECT_EQ(end.code(), Code::kOutOfRange) << end.ToString();
   EXPECT_EQ(seen.size(), kSamples);
   for (const auto& [id, n] : seen) EXPECT_EQ(n, 1) << "id " << id;
-  EXPECT_EQ(stream.value()->stats().failovers, 0u) << "node-1 served its share itself";
+  EXPECT_EQ(opened.stream->stats().failovers, 0u) << "node-1 served its share itself";
   const std::string metrics = cluster.Process(0).metrics_address();
   EXPECT_GE(Metric(metrics, "strata_checksum_failures_total"), 1) << "node-1 read the damaged record";
   EXPECT_GE(Metric(metrics, "strata_proxied_records_total"), 1) << "and served it with a record from node-2";
