@@ -188,14 +188,10 @@ TEST(ClusterTest, JoiningNodeReceivesItsShareAndReadsGoOn) {
         const bool pulled = !std::filesystem::is_empty(cluster.DataDir(3) + "/shards/grow/v1", ec) && !ec;
         return pulled && std::all_of(copies.begin(), copies.end(), [](const auto& c) { return c.second == 2; });
       },
-      60s))
-      << cluster.Process(0).Log() << cluster.Process(1).Log() << cluster.Process(2).Log() << cluster.Process(3).Log();
+      60s));
   reader.join();
   ExpectSameAndExactlyOnce(during, want, 4000);
   ExpectSameAndExactlyOnce(RunRanks(cluster, 3, "grow", 2, 20), want, 4000);
-  if (HasFailure()) {
-    for (int i = 0; i < cluster.size(); ++i) std::cerr << "node " << i << ":\n" << cluster.Process(i).Log();
-  }
 }
 
 TEST(ClusterTest, EtcdLeaseExpiryRemovesANodeAndARestartBringsItBack) {

@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <set>
@@ -75,6 +77,12 @@ class LocalCluster {
     int start = -1;                                     // nodes started at once (the others later with Start); -1: all
     bool peer_ports = false;         // each node serves the peer service on its own port (--peer-listen)
     std::vector<std::string> zones;  // node i's zone in the --peers list ("@ZONE"); absent or "": none
+    // The test's own calls (Map, Connect) connect with these: TLS files and
+    // token for a cluster that wants them.
+    ClientOptions client;
+    // The constructor returns once the nodes it started are Settled(), so
+    // that an ingest right after it places copies on every node.
+    bool settle = true;
   };
 
   explicit LocalCluster(const Options& o) : options_(o) {
@@ -91,8 +99,26 @@ class LocalCluster {
       }
     }
     procs_.resize(static_cast<size_t>(o.nodes));
-    for (int i = 0; i < (o.start < 0 ? o.nodes : o.start); ++i) Start(i);
+    const int started = o.start < 0 ? o.nodes : o.start;
+    for (int i = 0; i < started; ++i) Start(i);
+    if (o.settle && started > 0) {
+      EXPECT_TRUE(Settled()) << "the nodes up in each other's maps";
+    }
   }
+
+  // A test that failed shows the end of each node's log.
+  ~LocalCluster() {
+    if (!::testing::Test::HasFailure()) return;
+    constexpr size_t kTail = 12000;
+    for (size_t i = 0; i < procs_.size(); ++i) {
+      if (procs_[i] == nullptr) continue;
+      const std::string log = procs_[i]->Log();
+      std::cerr << "---- the end of " << ids_[i] << "'s log:\n"
+                << (log.size() > kTail ? log.substr(log.size() - kTail) : log) << "\n";
+    }
+  }
+  LocalCluster(const LocalCluster&) = delete;
+  LocalCluster& operator=(const LocalCluster&) = delete;
 
   std::string Address(int i) const { return "127.0.0.1:" + std::to_string(ports_[static_cast<size_t>(i)]); }
   // Node i's --peer-listen address; "" without Options::peer_ports.
@@ -145,7 +171,41 @@ class LocalCluster {
       o.extra_args.insert(o.extra_args.end(), it->second.begin(), it->second.end());
     }
     procs_[static_cast<size_t>(i)] = StratadProcess::Start(o);
+    last_start_ = std::chrono::steady_clock::now();
     ASSERT_NE(procs_[static_cast<size_t>(i)], nullptr) << "node " << i;
+  }
+
+  // Waits until the failure timeout has passed since the last node's start
+  // (until then a node takes a peer that has not answered yet for up) and
+  // every running node has every running node up in its map. The constructor
+  // waits for it: an ingest begun while a node was slow to answer places
+  // copies on the others only, and when it answers they move (rightly), which
+  // a test that damages or counts a node's copies does not expect (seen in CI
+  // under load: a node holding no shards, another releasing its damaged ones).
+  // (A failure timeout longer than 2 s is waited for 2 s: with it a node that
+  // is slow to answer is not taken for down before the ingest either.)
+  bool Settled(std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+    std::this_thread::sleep_until(last_start_ +
+                                  std::chrono::milliseconds(std::min<uint32_t>(options_.failure_timeout_ms, 2000)));
+    return Eventually(
+        [&] {
+          std::set<std::string> running;
+          for (int i = 0; i < size(); ++i) {
+            if (procs_[static_cast<size_t>(i)] != nullptr && Process(i).Running()) running.insert(Id(i));
+          }
+          for (int i = 0; i < size(); ++i) {
+            if (running.count(Id(i)) == 0) continue;
+            std::set<std::string> up;
+            for (const auto& n : Map(i).nodes) {
+              if (n.state == NodeState::kUp) up.insert(n.id);
+            }
+            for (const auto& id : running) {
+              if (up.count(id) == 0) return false;
+            }
+          }
+          return true;
+        },
+        timeout);
   }
 
   void Kill(int i) { Process(i).Kill(); }
@@ -155,7 +215,7 @@ class LocalCluster {
   // A client connected to node i, with a short stall timeout; with
   // plan_on_client false its streams leave the planning to the nodes.
   std::unique_ptr<Client> Connect(int i, int64_t stall_ms = 1000 * kSlowBuild, bool plan_on_client = true) {
-    ClientOptions o;
+    ClientOptions o = options_.client;
     o.stall_timeout_ms = stall_ms;
     o.plan_on_client = plan_on_client;
     auto c = Client::Connect(Address(i), o);
@@ -184,7 +244,7 @@ class LocalCluster {
 
   // Node i's view of the cluster.
   ClusterMap Map(int i) {
-    auto c = Client::Connect(Address(i));
+    auto c = Client::Connect(Address(i), options_.client);
     if (!c.ok()) return {};
     auto m = c.value()->GetClusterMap();
     return m.ok() ? m.value() : ClusterMap();
@@ -206,6 +266,7 @@ class LocalCluster {
   std::vector<int> peer_ports_;  // 0: none
   std::string peers_;
   std::vector<std::unique_ptr<StratadProcess>> procs_;
+  std::chrono::steady_clock::time_point last_start_;
 };
 
 // Per shard seq of `dataset`, the nodes of `cluster` that hold its shard file

@@ -234,12 +234,13 @@ TEST(TlsClusterTest, KillNineMidEpochOverMutualTls) {
   o.nodes = 3;
   o.extra_args = {"--tls-cert",      ca.Pem("nodes"), "--tls-key",     ca.Key("nodes"),
                   "--tls-client-ca", ca.ca(),         "--auth-tokens", dir.Join("tokens")};
-  LocalCluster cluster(o);
   ClientOptions co;
   co.tls_ca_file = ca.ca();
   co.tls_cert_file = ca.Pem("trainer");
   co.tls_key_file = ca.Key("trainer");
   co.token = kWriterToken;
+  o.client = co;
+  LocalCluster cluster(o);
   co.stall_timeout_ms = 1000;
   auto client = Client::Connect(cluster.Address(0), co);
   ASSERT_TRUE(client.ok()) << client.status().ToString();

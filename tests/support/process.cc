@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -141,6 +142,16 @@ StratadProcess::~StratadProcess() {
   if (!log_path_.empty()) unlink(log_path_.c_str());
 }
 
+void StratadProcess::FailIfCrashed(int status) const {
+  if (!WIFSIGNALED(status)) return;
+  const int sig = WTERMSIG(status);
+  if (sig != SIGSEGV && sig != SIGBUS && sig != SIGABRT && sig != SIGILL && sig != SIGFPE && sig != SIGSYS) return;
+  const std::string log = Log();
+  constexpr size_t kTail = 6000;
+  ADD_FAILURE() << "stratad " << address_ << " crashed (" << strsignal(sig) << "); the end of its log:\n"
+                << (log.size() > kTail ? log.substr(log.size() - kTail) : log);
+}
+
 std::string StratadProcess::Log() const { return Slurp(log_path_); }
 
 int StratadProcess::Wait(int timeout_s) {
@@ -159,7 +170,7 @@ void StratadProcess::Kill() {
   if (pid_ <= 0) return;
   kill(pid_, SIGKILL);
   int status = 0;
-  waitpid(pid_, &status, 0);
+  if (waitpid(pid_, &status, 0) == pid_) FailIfCrashed(status);
   pid_ = -1;
 }
 
@@ -171,6 +182,7 @@ bool StratadProcess::Running() {
   if (pid_ <= 0) return false;
   int status = 0;
   if (waitpid(pid_, &status, WNOHANG) == pid_) {
+    FailIfCrashed(status);
     pid_ = -1;
     return false;
   }

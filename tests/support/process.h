@@ -49,7 +49,9 @@ class StratadProcess {
   // SIGTERM, then waits up to timeout_s. Returns the exit status, or -1 if it
   // did not exit normally (then it is killed).
   int Terminate(int timeout_s = 30);
-  // SIGKILL and reap.
+  // SIGKILL and reap. Here, in Running() and in the destructor, a process
+  // found dead of a crash (SIGSEGV, SIGABRT, ...: a signal no test sends)
+  // fails the test with the end of its log, whatever the test checks.
   void Kill();
   // Sends `signo` (SIGSTOP, SIGCONT...) without waiting.
   void Signal(int signo);
@@ -58,6 +60,7 @@ class StratadProcess {
  private:
   StratadProcess() = default;
   int Wait(int timeout_s);
+  void FailIfCrashed(int status) const;
 
   pid_t pid_ = -1;
   std::string log_path_;
