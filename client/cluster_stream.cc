@@ -19,10 +19,9 @@ ClusterStream::ClusterStream(ChannelSource channels, v1::ClusterMap map, v1::Str
       request_(std::move(request)),
       position_(std::move(position)),
       stall_(options.stall_timeout_ms),
-      queue_(std::max<uint64_t>(2, options.max_buffered_parts)),
       max_parts_(std::max<uint64_t>(2, options.max_buffered_parts)),
       max_bytes_(options.max_buffered_bytes),
-      lookahead_(max_parts_),
+      queue_(max_parts_),
       excluded_(channels_),
       options_plan_(options.plan_on_client) {
   const auto now = Clock::now();
@@ -256,8 +255,7 @@ Status ClusterStream::Next(Batch* batch) {
       pending_.erase(ready);
       plan_ids_.erase(position_.step);
       ++position_.step;
-      lookahead_ = Lookahead(batch->payload().size());
-      queue_.SetNextStep(position_.step, lookahead_);
+      queue_.SetNextStep(position_.step, Lookahead(batch->payload().size()));
       if (planner_) {
         // Calls whose window is over have ended: nothing of theirs is outstanding.
         std::erase_if(calls_, [this](const auto& c) { return c.second.ended && c.second.end <= position_.step; });

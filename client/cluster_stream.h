@@ -77,7 +77,7 @@ class ClusterStream final : public Stream {
   // Steps in the last window of work given to the nodes (0 while the nodes plan).
   uint64_t last_window_steps() const { return window_steps_; }
   // Steps the queue takes ahead of the trainer now (Lookahead).
-  uint64_t lookahead() const { return lookahead_; }
+  uint64_t lookahead() const { return queue_.lookahead(); }
   uint64_t steps_in_epoch() const override { return steps_in_epoch_; }
   uint64_t next_step() const override { return position_.step; }
   ResumeToken resume_token() const override { return position_; }
@@ -139,11 +139,10 @@ class ClusterStream final : public Stream {
   v1::StreamRequest request_;
   ResumeToken position_;
   const std::chrono::milliseconds stall_;
-  PartQueue queue_;
   const uint64_t max_parts_;  // ClientOptions::max_buffered_parts, at least 2
   const uint64_t max_bytes_;  // ClientOptions::max_buffered_bytes
-  uint64_t lookahead_;        // the queue's, as last set
-  ReadLoop loop_;             // drives every call; declared after queue_, destroyed before it
+  PartQueue queue_;
+  ReadLoop loop_;  // drives every call; declared after queue_, destroyed before it
   ExcludedNodes excluded_;
   StreamStats stats_;
   // A node reported a shard with no live holder: the error, and when the

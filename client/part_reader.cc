@@ -32,6 +32,11 @@ std::optional<PartEvent> PartQueue::Pop(std::chrono::milliseconds timeout) {
   return e;
 }
 
+uint64_t PartQueue::lookahead() const {
+  MutexLock lock(&mu_);
+  return lookahead_;
+}
+
 void PartQueue::SetNextStep(uint64_t step, uint64_t lookahead) {
   std::vector<std::function<void()>> waiting;
   {

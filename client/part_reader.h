@@ -63,6 +63,8 @@ class PartQueue {
   // The trainer now waits for `step`: parts before step + lookahead may
   // come (lookahead 0: it stays as it was).
   void SetNextStep(uint64_t step, uint64_t lookahead = 0);
+  // Steps ahead of the next one that may come now.
+  uint64_t lookahead() const;
   // Runs every `when_room` kept (a reader cancelled stops waiting for room).
   void WakeAll();
   // A consumed part to parse into (an empty one if none is kept), and the
@@ -72,7 +74,7 @@ class PartQueue {
   static constexpr size_t kSpares = 8;
 
  private:
-  Mutex mu_;
+  mutable Mutex mu_;
   uint64_t lookahead_ GUARDED_BY(mu_);
   CondVar pushed_;
   std::vector<std::function<void()>> waiting_ GUARDED_BY(mu_);  // the `when_room` kept
