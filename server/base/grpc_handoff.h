@@ -16,13 +16,7 @@
 
 #include <utility>
 
-#if defined(__SANITIZE_THREAD__)
-#define STRATA_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define STRATA_TSAN 1
-#endif
-#endif
+#include "common/sanitizers.h"
 
 #ifdef STRATA_TSAN
 extern "C" void __tsan_acquire(void* addr);

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/sanitizers.h"
 #include "strata/client.h"
 #include "tests/support/etcd_process.h"
 #include "tests/support/process.h"
@@ -48,14 +49,8 @@ inline bool Eventually(const std::function<bool()>& done, std::chrono::milliseco
 // replication, a stream fails over from a node that was only slow. The
 // defaults below (failure timeout, heartbeat, a client's stall timeout) scale
 // by this; a test that sets its own timings keeps them.
-#if defined(__SANITIZE_THREAD__)
+#ifdef STRATA_TSAN
 inline constexpr int kSlowBuild = 3;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-inline constexpr int kSlowBuild = 3;
-#else
-inline constexpr int kSlowBuild = 1;
-#endif
 #else
 inline constexpr int kSlowBuild = 1;
 #endif
