@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "common/mutex.h"
+#include "server/base/grpc_handoff.h"
 
 namespace strata {
 
@@ -59,6 +60,12 @@ StaticMembership::StaticMembership(const NodeConfig& config, const v1::NodeInfo&
   map_.set_epoch(0);
 }
 
+struct StaticMembership::PingCall {
+  grpc::ClientContext context;
+  v1::PingRequest request;
+  v1::PingReply reply;
+};
+
 StaticMembership::~StaticMembership() { Stop(); }
 
 Status StaticMembership::Start() {
@@ -67,7 +74,19 @@ Status StaticMembership::Start() {
   return Status::OK();
 }
 
-void StaticMembership::Stop() { heartbeat_.Stop(); }
+void StaticMembership::Stop() {
+  heartbeat_.Stop();
+  std::vector<std::shared_ptr<PingCall>> out;
+  {
+    MutexLock lock(&mu_);
+    stopped_ = true;
+    for (const auto& [id, call] : calls_) out.push_back(call);
+  }
+  // Outside mu_: gRPC may run a cancelled call's callback on this thread.
+  for (const auto& call : out) call->context.TryCancel();
+  MutexLock lock(&mu_);
+  calls_done_.Wait(&mu_, [&]() REQUIRES(mu_) { return calls_.empty(); });
+}
 
 v1::ClusterMap StaticMembership::Current() const {
   MutexLock lock(&mu_);
@@ -80,61 +99,55 @@ void StaticMembership::Subscribe(std::function<void(const v1::ClusterMap&)> fn) 
 }
 
 void StaticMembership::PingAll() {
-  std::vector<v1::NodeInfo> targets;
+  std::vector<std::pair<v1::NodeInfo, std::shared_ptr<PingCall>>> sends;
   {
     MutexLock lock(&mu_);
-    for (const auto& [id, p] : others_) targets.push_back(p.info);
+    if (stopped_) return;
+    for (auto& [id, p] : others_) {
+      if (p.pinging) continue;  // its answer may still come
+      p.pinging = true;
+      auto call = std::make_shared<PingCall>();
+      call->request.set_from(self_.id());
+      call->context.set_deadline(std::chrono::system_clock::now() +
+                                 std::chrono::milliseconds(config_.failure_timeout_ms));
+      calls_[id] = call;
+      sends.emplace_back(p.info, std::move(call));
+    }
   }
-  // Ping in parallel so one unreachable node does not delay the others.
-  struct Call {
-    grpc::ClientContext context;
-    v1::PingReply reply;
-    grpc::Status status;
-    bool done = false;
-  };
-  std::vector<std::unique_ptr<Call>> calls;
-  Mutex done_mu;
-  CondVar done_cv;
-  v1::PingRequest request;
-  request.set_from(self_.id());
-  for (const auto& t : targets) {
-    auto call = std::make_unique<Call>();
-    call->context.set_deadline(std::chrono::system_clock::now() +
-                               std::chrono::milliseconds(std::max<uint32_t>(config_.heartbeat_interval_ms, 200)));
-    Call* c = call.get();
-    peers_->Peer(t)->async()->Ping(&c->context, &request, &c->reply, [&, c](grpc::Status s) {
-      MutexLock lock(&done_mu);
-      c->status = std::move(s);
-      c->done = true;
-      done_cv.SignalAll();
-    });
-    calls.push_back(std::move(call));
+  for (auto& [target, call] : sends) {
+    PingCall* c = call.get();
+    HandOffToGrpc(c);
+    peers_->Peer(target)->async()->Ping(&c->context, &c->request, &c->reply,
+                                        [this, call = std::move(call), id = target.id()](grpc::Status s) {
+                                          TakeBackFromGrpc(call.get());
+                                          Pinged(id, s, call->reply);
+                                        });
   }
-  {
-    MutexLock lock(&done_mu);
-    done_cv.Wait(&done_mu, [&]() REQUIRES(done_mu) {
-      return std::all_of(calls.begin(), calls.end(), [](const auto& c) { return c->done; });
-    });
-  }
-  const auto now = std::chrono::steady_clock::now();
+}
+
+void StaticMembership::Pinged(const std::string& id, const grpc::Status& status, const v1::PingReply& reply) {
   MutexLock lock(&mu_);
-  for (size_t i = 0; i < targets.size(); ++i) {
-    auto it = others_.find(targets[i].id());
-    if (it == others_.end() || !calls[i]->status.ok()) continue;
-    if (calls[i]->reply.node_id() != targets[i].id()) {
-      spdlog::warn("membership: {} answers as '{}', not '{}'; check cluster.nodes", targets[i].address(),
-                   calls[i]->reply.node_id(), targets[i].id());
-      continue;
-    }
-    it->second.last_seen = now;
-    it->second.ever_seen = true;
-    const v1::PingReply& r = calls[i]->reply;
-    if (r.disk_total_bytes() != 0) {  // 0: not sampled yet; keep what was heard before
-      it->second.info.set_disk_free_bytes(r.disk_free_bytes());
-      it->second.info.set_disk_total_bytes(r.disk_total_bytes());
-      it->second.info.set_disk_full(r.disk_full());
+  auto it = others_.find(id);
+  if (it != others_.end()) {
+    Peer& p = it->second;
+    p.pinging = false;
+    p.unanswered = !status.ok() || reply.node_id() != id;
+    if (status.ok() && reply.node_id() != id) {
+      spdlog::warn("membership: {} answers as '{}', not '{}'; check cluster.nodes", p.info.address(), reply.node_id(),
+                   id);
+    } else if (status.ok()) {
+      p.last_seen = std::chrono::steady_clock::now();
+      if (reply.disk_total_bytes() != 0) {  // 0: not sampled yet; keep what was heard before
+        p.info.set_disk_free_bytes(reply.disk_free_bytes());
+        p.info.set_disk_total_bytes(reply.disk_total_bytes());
+        p.info.set_disk_full(reply.disk_full());
+      }
     }
   }
+  // The call (its context) goes with the callback that holds it; this is the
+  // last use of `this`.
+  calls_.erase(id);
+  if (calls_.empty()) calls_done_.SignalAll();
 }
 
 void StaticMembership::Recompute() {
@@ -154,13 +167,15 @@ void StaticMembership::Recompute() {
         if (p.info.state() != v1::NODE_UP) spdlog::info("membership: {} is up", id);
         p.info.set_state(v1::NODE_UP);
         p.info.set_down_since_unix_ms(0);
-      } else if (p.info.state() == v1::NODE_UP) {
-        spdlog::warn("membership: {} is down (no answer for {} ms)", id, config_.failure_timeout_ms);
+      } else if (p.info.state() == v1::NODE_UP && p.unanswered) {
+        spdlog::warn("membership: {} is down (no answer for {} ms)", id,
+                     std::chrono::duration_cast<std::chrono::milliseconds>(silent).count());
         p.info.set_state(v1::NODE_DOWN);
         p.info.set_down_since_unix_ms(NowMs());
+        p.down_at = now;
       }
       // Down past the grace period: no longer a placement member here.
-      if (p.info.state() == v1::NODE_DOWN && silent >= failure + grace) continue;
+      if (p.info.state() == v1::NODE_DOWN && now - p.down_at >= grace) continue;
       nodes.push_back(p.info);
     }
     std::sort(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) { return a.id() < b.id(); });

@@ -1,15 +1,27 @@
 // Static membership: the node list from the config, with liveness from
 // heartbeats. See membership.h.
 //
-// The heartbeat is a PeriodicTask on the executor it is given: each run pings
-// every other node at once (asynchronous calls, waited for up to the
-// heartbeat interval) and recomputes the map. A reply's disk figures become
-// the replier's NodeInfo.disk_*; this node's own come from its DiskSpace.
+// The heartbeat is a PeriodicTask on the executor it is given: each run sends
+// a ping to every other node that has none out (asynchronous calls; it never
+// waits for them) and recomputes the map. A ping's deadline is the failure
+// timeout, not the heartbeat interval: an answer that comes late still shows
+// the node alive, so a peer whose round trip exceeds the heartbeat interval
+// (a loaded node, a slow link) stays up. A node is down once it has been
+// silent for the failure timeout and its last ping has ended unanswered (an
+// error, or its deadline passed): a node whose own callbacks run late, being
+// stalled or starved, does not take that delay for its peers' silence. A
+// node down for the grace period (counted from when it went down) leaves the
+// map. A reply's disk figures become the replier's NodeInfo.disk_*; this
+// node's own come from its DiskSpace.
 #pragma once
+
+#include <grpcpp/grpcpp.h>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <chrono>
 #include <map>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "common/mutex.h"
@@ -20,13 +32,15 @@ namespace strata {
 
 class StaticMembership final : public Membership {
  public:
-  // `executor` runs the heartbeat; a run blocks for up to the heartbeat
-  // interval (the pings' deadline). `disk`: see Membership::Create.
+  // `executor` runs the heartbeat (a run does not block). `disk`: see
+  // Membership::Create.
   StaticMembership(const NodeConfig& config, const v1::NodeInfo& self, PeerClients* peers,
                    boost::asio::any_io_executor executor, const DiskSpace* disk = nullptr);
   ~StaticMembership() override;
 
   Status Start() override;
+  // Ends the heartbeat, cancels the pings still out and returns once their
+  // callbacks have run.
   void Stop() override;
   v1::ClusterMap Current() const override;
   void Subscribe(std::function<void(const v1::ClusterMap&)> fn) override;
@@ -34,11 +48,17 @@ class StaticMembership final : public Membership {
  private:
   struct Peer {
     v1::NodeInfo info;
-    std::chrono::steady_clock::time_point last_seen;
-    bool ever_seen = false;
+    std::chrono::steady_clock::time_point last_seen;  // its last answer (or this node's start)
+    std::chrono::steady_clock::time_point down_at;    // when this node took it for down
+    bool pinging = false;                             // a ping to it is out
+    bool unanswered = false;                          // its last ping ended without an answer
   };
+  struct PingCall;
 
-  void PingAll();
+  // Sends a ping to each peer with none out.
+  void PingAll() EXCLUDES(mu_);
+  // A ping's end: an answer refreshes the peer's last_seen and disk figures.
+  void Pinged(const std::string& id, const grpc::Status& status, const v1::PingReply& reply) EXCLUDES(mu_);
   // Rebuilds the map from the peers' liveness; notifies on change.
   void Recompute() EXCLUDES(mu_);
 
@@ -52,6 +72,9 @@ class StaticMembership final : public Membership {
   std::map<std::string, Peer> others_ GUARDED_BY(mu_);
   v1::ClusterMap map_ GUARDED_BY(mu_);
   std::vector<std::function<void(const v1::ClusterMap&)>> subs_ GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<PingCall>> calls_ GUARDED_BY(mu_);  // out, by peer id
+  bool stopped_ GUARDED_BY(mu_) = false;
+  CondVar calls_done_;      // calls_ emptied
   PeriodicTask heartbeat_;  // last: stopped before the rest goes
 };
 

@@ -1,8 +1,9 @@
 // A real cluster: 3 and 5 stratad processes on loopback. Streaming survives
 // kill -9 and SIGSTOP with every sample exactly once on the rank it belongs to;
 // ingest survives a dying holder; a joining node gets its share; etcd
-// membership follows leases; a node gone past its grace period is
-// re-replicated. Damaged copies: damage_test.cc.
+// membership follows leases; static membership keeps a peer behind a slow
+// link up; a node gone past its grace period is re-replicated. Damaged
+// copies: damage_test.cc.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 
 #include "common/placement.h"
 #include "tests/integration/cluster_epochs.h"
+#include "tests/support/slow_link.h"
 
 namespace strata::testing {
 namespace {
@@ -192,6 +194,29 @@ TEST(ClusterTest, JoiningNodeReceivesItsShareAndReadsGoOn) {
   reader.join();
   ExpectSameAndExactlyOnce(during, want, 4000);
   ExpectSameAndExactlyOnce(RunRanks(cluster, 3, "grow", 2, 20), want, 4000);
+}
+
+TEST(ClusterTest, APeerWhosePingsAnswerSlowerThanTheHeartbeatStaysUp) {
+  // node-1 reaches node-2 through a link that holds every chunk 300 ms each
+  // way, so each ping's answer comes at least 600 ms after it left: more than
+  // the heartbeat interval (200 ms), within the failure timeout. (With the
+  // heartbeat interval as a ping's deadline, node-1 took node-2 for down after
+  // every failure timeout.) node-2 reaches node-1 directly.
+  LocalCluster::Options o = Nodes(2, /*start=*/0);
+  o.failure_timeout_ms = 3000 * kSlowBuild;
+  LocalCluster cluster(o);
+  SlowLink link(cluster.Address(1), 300ms);
+  cluster.Via(0, 1, link.address());
+  cluster.Start(0);
+  cluster.Start(1);
+  ASSERT_TRUE(cluster.Settled());
+  // Past node-1's start-up optimism (a peer not heard from yet is up for one
+  // failure timeout), by two more heartbeats and then some.
+  std::this_thread::sleep_for(std::chrono::milliseconds(o.failure_timeout_ms) + 2s);
+  EXPECT_GT(link.bytes(), 0u) << "node-1's pings went through the slow link";
+  EXPECT_EQ(cluster.UpIn(0), 2);
+  const std::string log = cluster.Process(0).Log();
+  EXPECT_EQ(log.find("node-2 is down"), std::string::npos) << log;
 }
 
 TEST(ClusterTest, EtcdLeaseExpiryRemovesANodeAndARestartBringsItBack) {

@@ -86,13 +86,6 @@ class LocalCluster {
       ports_.push_back(EtcdProcess::FreePort());
       peer_ports_.push_back(o.peer_ports ? EtcdProcess::FreePort() : 0);
     }
-    for (int i = 0; i < o.nodes; ++i) {
-      peers_ += (i ? "," : "") + ids_[static_cast<size_t>(i)] + "=" + Address(i);
-      if (o.peer_ports) peers_ += "/" + PeerAddress(i);
-      if (static_cast<size_t>(i) < o.zones.size() && !o.zones[static_cast<size_t>(i)].empty()) {
-        peers_ += "@" + o.zones[static_cast<size_t>(i)];
-      }
-    }
     procs_.resize(static_cast<size_t>(o.nodes));
     const int started = o.start < 0 ? o.nodes : o.start;
     for (int i = 0; i < started; ++i) Start(i);
@@ -131,6 +124,10 @@ class LocalCluster {
     return out;
   }
 
+  // From node i's next Start on, its --peers list gives node j `address` (a
+  // relay, such as a SlowLink to node j) instead of node j's own.
+  void Via(int i, int j, const std::string& address) { via_[{i, j}] = address; }
+
   // (Re)starts node i on its port and data directory.
   void Start(int i) {
     StratadProcess::Options o;
@@ -141,16 +138,13 @@ class LocalCluster {
     o.extra_args = {"--log-level", "info"};
     if (options_.peer_ports) o.extra_args.insert(o.extra_args.end(), {"--peer-listen", PeerAddress(i)});
     if (options_.etcd.empty()) {
-      o.extra_args.insert(o.extra_args.end(), {"--peers", peers_});
+      o.extra_args.insert(o.extra_args.end(), {"--peers", PeersOf(i)});
     } else {
       o.extra_args.insert(o.extra_args.end(), {"--etcd", options_.etcd, "--cluster", "test"});
     }
     // Timings short enough for tests, written as a config file.
     const std::string config = dir_.Join(Id(i) + ".yaml");
-    // A ping's deadline is the heartbeat interval: scaled with the failure
-    // timeout, or under TSan a fresh node's pings all time out while its
-    // peers answer its copies (seen: all three down at once, 4 s after its
-    // start, and with a 1 s grace period out of its map).
+    // The heartbeat scales with the failure timeout (fewer pings under TSan).
     WriteFile(config, "cluster:\n  heartbeat_interval_ms: " + std::to_string(200 * kSlowBuild) +
                           "\n  failure_timeout_ms: " + std::to_string(options_.failure_timeout_ms) +
                           "\n  lease_ttl_s: 2\n"
@@ -254,12 +248,26 @@ class LocalCluster {
   }
 
  private:
+  // Node i's --peers list: every node, at the address node i reaches it by.
+  std::string PeersOf(int i) const {
+    std::string peers;
+    for (int j = 0; j < options_.nodes; ++j) {
+      auto via = via_.find({i, j});
+      peers += (j ? "," : "") + Id(j) + "=" + (via != via_.end() ? via->second : Address(j));
+      if (options_.peer_ports) peers += "/" + PeerAddress(j);
+      if (static_cast<size_t>(j) < options_.zones.size() && !options_.zones[static_cast<size_t>(j)].empty()) {
+        peers += "@" + options_.zones[static_cast<size_t>(j)];
+      }
+    }
+    return peers;
+  }
+
   Options options_;
+  std::map<std::pair<int, int>, std::string> via_;  // see Via
   TempDir dir_;
   std::vector<std::string> ids_;
   std::vector<int> ports_;
   std::vector<int> peer_ports_;  // 0: none
-  std::string peers_;
   std::vector<std::unique_ptr<StratadProcess>> procs_;
   std::chrono::steady_clock::time_point last_start_;
 };
