@@ -201,14 +201,17 @@ TEST(ClusterTest, APeerWhosePingsAnswerSlowerThanTheHeartbeatStaysUp) {
   // way, so each ping's answer comes at least 600 ms after it left: more than
   // the heartbeat interval (200 ms), within the failure timeout. (With the
   // heartbeat interval as a ping's deadline, node-1 took node-2 for down after
-  // every failure timeout.) node-2 reaches node-1 directly.
+  // every failure timeout.) node-2 reaches node-1 directly. node-2 starts
+  // first: a node that is not listening yet is rightly down once node-1's
+  // first failure timeout has passed (seen under ASan, whose start takes
+  // 2 s, with node-2 started second and a 3 s timeout).
   LocalCluster::Options o = Nodes(2, /*start=*/0);
-  o.failure_timeout_ms = 3000 * kSlowBuild;
+  o.failure_timeout_ms = 5000 * kSlowBuild;
   LocalCluster cluster(o);
   SlowLink link(cluster.Address(1), 300ms);
   cluster.Via(0, 1, link.address());
-  cluster.Start(0);
   cluster.Start(1);
+  cluster.Start(0);
   ASSERT_TRUE(cluster.Settled());
   // Past node-1's start-up optimism (a peer not heard from yet is up for one
   // failure timeout), by two more heartbeats and then some.
