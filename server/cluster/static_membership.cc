@@ -104,8 +104,7 @@ void StaticMembership::PingAll() {
     MutexLock lock(&mu_);
     if (stopped_) return;
     for (auto& [id, p] : others_) {
-      if (p.pinging) continue;  // its answer may still come
-      p.pinging = true;
+      if (calls_.count(id) != 0) continue;  // its answer may still come
       auto call = std::make_shared<PingCall>();
       call->request.set_from(self_.id());
       call->context.set_deadline(std::chrono::system_clock::now() +
@@ -130,7 +129,6 @@ void StaticMembership::Pinged(const std::string& id, const grpc::Status& status,
   auto it = others_.find(id);
   if (it != others_.end()) {
     Peer& p = it->second;
-    p.pinging = false;
     p.unanswered = !status.ok() || reply.node_id() != id;
     if (status.ok() && reply.node_id() != id) {
       spdlog::warn("membership: {} answers as '{}', not '{}'; check cluster.nodes", p.info.address(), reply.node_id(),

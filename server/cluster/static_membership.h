@@ -50,7 +50,6 @@ class StaticMembership final : public Membership {
     v1::NodeInfo info;
     std::chrono::steady_clock::time_point last_seen;  // its last answer (or this node's start)
     std::chrono::steady_clock::time_point down_at;    // when this node took it for down
-    bool pinging = false;                             // a ping to it is out
     bool unanswered = false;                          // its last ping ended without an answer
   };
   struct PingCall;
@@ -72,7 +71,7 @@ class StaticMembership final : public Membership {
   std::map<std::string, Peer> others_ GUARDED_BY(mu_);
   v1::ClusterMap map_ GUARDED_BY(mu_);
   std::vector<std::function<void(const v1::ClusterMap&)>> subs_ GUARDED_BY(mu_);
-  std::map<std::string, std::shared_ptr<PingCall>> calls_ GUARDED_BY(mu_);  // out, by peer id
+  std::map<std::string, std::shared_ptr<PingCall>> calls_ GUARDED_BY(mu_);  // the pings out, by peer id
   bool stopped_ GUARDED_BY(mu_) = false;
   CondVar calls_done_;      // calls_ emptied
   PeriodicTask heartbeat_;  // last: stopped before the rest goes

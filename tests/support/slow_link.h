@@ -11,7 +11,7 @@
 
 #include <atomic>
 #include <chrono>
-#include <memory>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <thread>
