@@ -110,9 +110,8 @@ Result<v1::IngestOptions> ResolveIngestOptions(const v1::IngestOptions& options,
 std::unique_ptr<IngestReplication> IngestCoordinator::Observer(const v1::IngestOptions& o) const {
   std::set<std::string> full = d_.peer_disks != nullptr ? d_.peer_disks->Full() : std::set<std::string>{};
   full.erase(d_.view->self_id());  // a node writes its own copy; its low watermark is checked before
-  auto observer =
-      std::make_unique<IngestReplication>(d_.files, d_.replicator, d_.versions, d_.view->Current(), o.replication(),
-                                          o.write_policy(), o.write_quorum(), std::move(full));
+  auto observer = std::make_unique<IngestReplication>(d_.files, d_.replicator, d_.versions, d_.view, o.replication(),
+                                                      o.write_policy(), o.write_quorum(), std::move(full));
   if (o.ec_data() != 0) observer->SetErasureCode(d_.dir, o.ec_data(), o.ec_parity());
   observer->set_deleter(d_.deleter);
   return observer;

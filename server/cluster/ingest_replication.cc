@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "common/mutex.h"
@@ -19,12 +20,13 @@ constexpr std::chrono::minutes kSealTimeout{10};
 }  // namespace
 
 IngestReplication::IngestReplication(LocalFiles* files, Replicator* replicator, const VersionSync* versions,
-                                     v1::ClusterMap map, uint32_t replication, v1::WritePolicy policy, uint32_t quorum,
-                                     std::set<std::string> full)
+                                     const ClusterView* view, uint32_t replication, v1::WritePolicy policy,
+                                     uint32_t quorum, std::set<std::string> full)
     : files_(files),
       replicator_(replicator),
       versions_(versions),
-      map_(std::move(map)),
+      view_(view),
+      map_(view->Current()),
       replication_(replication),
       policy_(policy),
       quorum_(quorum),
@@ -52,6 +54,17 @@ std::shared_ptr<Replicator::Copies> IngestReplication::Place(const v1::FileRef& 
                                   : ShardFileKey(file.dataset(), file.version(), file.seq());
     ranked = RankMembers(key, PlacementMembers(map_, usable));
   }
+  // Nodes the view has down now go last: the next candidates take their
+  // copies at once, as they would after a push to them had failed its retries
+  // (the ranking stays the start's, so a file lands where that hand-off would
+  // put it). Last, not left out: a view can lag a node that is up, and an
+  // ingest that has no other candidate left still tries it.
+  const v1::ClusterMap now = view_->Current();
+  const auto up_now = [&](const std::string& id) {
+    const v1::NodeInfo* n = FindNode(now, id);
+    return id == view_->self_id() || (n != nullptr && n->state() == v1::NODE_UP);
+  };
+  std::stable_partition(ranked.begin(), ranked.end(), up_now);
   std::vector<v1::NodeInfo> candidates;
   for (const std::string& id : ranked) {
     const v1::NodeInfo* n = FindNode(map_, id);

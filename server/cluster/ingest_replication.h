@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "server/cluster/cluster_view.h"
 #include "server/cluster/replicator.h"
 #include "server/cluster/version_delete.h"
 #include "server/cluster/version_sync.h"
@@ -38,11 +39,15 @@ namespace strata {
 
 class IngestReplication final : public IngestObserver {
  public:
-  // `map` is the cluster as the ingest started; `full` the nodes whose disks
-  // were below their high watermark then: they get no copies (the next nodes
-  // in placement order take them, as for a node that is down). The pointers
-  // must outlive the ingest.
-  IngestReplication(LocalFiles* files, Replicator* replicator, const VersionSync* versions, v1::ClusterMap map,
+  // `view`'s map as the ingest starts is the cluster its files are placed
+  // over; `full` the nodes whose disks were below their high watermark then:
+  // they get no copies (the next nodes in placement order take them, as for a
+  // node that is down). A node the view has down (or gone) when a file is
+  // placed comes after the others, so the next node takes its copy at once,
+  // as after a push to it had failed: a node that dies mid-ingest costs the
+  // files already sent its way a hand-off, not every later one a wait. The
+  // pointers must outlive the ingest.
+  IngestReplication(LocalFiles* files, Replicator* replicator, const VersionSync* versions, const ClusterView* view,
                     uint32_t replication, v1::WritePolicy policy, uint32_t quorum, std::set<std::string> full = {});
 
   // Makes the version erasure coded, ec:k+m; parity is written in `dir`.
@@ -60,7 +65,8 @@ class IngestReplication final : public IngestObserver {
   LocalFiles* const files_;
   Replicator* const replicator_;
   const VersionSync* const versions_;
-  const v1::ClusterMap map_;
+  const ClusterView* const view_;
+  const v1::ClusterMap map_;  // as the ingest started
   VersionDeleter* deleter_ = nullptr;
   const uint32_t replication_;
   const v1::WritePolicy policy_;

@@ -8,6 +8,7 @@
 
 #include "common/mutex.h"
 #include "server/cluster/file_transfer.h"
+#include "server/cluster/membership.h"
 #include "server/storage/local_files.h"
 
 namespace strata {
@@ -118,10 +119,11 @@ std::vector<std::string> Replicator::Copies::holders() const {
   return {confirmed_.begin(), confirmed_.end()};
 }
 
-Replicator::Replicator(std::string self_id, const DataDir* dir, PeerClients* peers, Metrics* metrics, size_t threads)
+Replicator::Replicator(std::string self_id, const DataDir* dir, PeerClients* peers, Metrics* metrics,
+                       const ClusterView* view, size_t threads)
     // pool_: owned by the replicator (joined by Stop). Purpose: pushing newly
     // sealed files to their other holders; each push blocks on a peer stream.
-    : self_id_(std::move(self_id)), dir_(dir), peers_(peers), metrics_(metrics), pool_(threads) {}
+    : self_id_(std::move(self_id)), dir_(dir), peers_(peers), metrics_(metrics), view_(view), pool_(threads) {}
 
 Replicator::~Replicator() { Stop(); }
 
@@ -152,9 +154,19 @@ void Replicator::Launch(const std::shared_ptr<Copies>& copies, const v1::NodeInf
   boost::asio::post(pool_, [this, copies, target] { Push(copies, target); });
 }
 
+bool Replicator::MayBeUp(const std::string& node) const {
+  if (view_ == nullptr) return true;
+  const v1::ClusterMap map = view_->Current();
+  const v1::NodeInfo* n = FindNode(map, node);
+  return n != nullptr && n->state() == v1::NODE_UP;
+}
+
 void Replicator::Push(std::shared_ptr<Copies> copies, v1::NodeInfo target) {
   auto pushed = PushFile(peers_->Peer(target).get(), *dir_, copies->file_, nullptr, kPushTimeout);
-  for (int attempt = 1; attempt < kPushAttempts && !pushed.ok() && pushed.status().code() == Code::kUnavailable;
+  // A target the view has down is not waited for: a node that died mid-ingest
+  // would otherwise hold a pool thread 2.1 s for every file sent its way.
+  for (int attempt = 1;
+       attempt < kPushAttempts && !pushed.ok() && pushed.status().code() == Code::kUnavailable && MayBeUp(target.id());
        ++attempt) {
     std::this_thread::sleep_for(kRetryPause);
     pushed = PushFile(peers_->Peer(target).get(), *dir_, copies->file_, nullptr, kPushTimeout);
@@ -168,11 +180,17 @@ void Replicator::Push(std::shared_ptr<Copies> copies, v1::NodeInfo target) {
   } else {
     copies->last_error_ = target.id() + ": " + pushed.status().ToString();
     spdlog::warn("replicating {} to {}: {}", FileName(copies->file_), target.id(), pushed.status().ToString());
-    // Hand the copy to the next candidate that is not already a holder.
+    // Hand the copy to the next candidate that is not already a holder. This
+    // node, when it comes next, is that copy: its file is durable here
+    // already (and it keeps it until the holders have theirs).
     while (copies->next_candidate_ < copies->candidates_.size()) {
       const v1::NodeInfo& next = copies->candidates_[copies->next_candidate_++];
-      if (next.id() == self_id_ || copies->confirmed_.count(next.id())) continue;
-      Launch(copies, next);
+      if (copies->confirmed_.count(next.id())) continue;
+      if (next.id() == self_id_) {
+        copies->confirmed_.insert(self_id_);
+      } else {
+        Launch(copies, next);
+      }
       break;
     }
   }

@@ -4,7 +4,8 @@
 // best first) and how many copies the placement wants. The first `want`
 // candidates are the targets; this node counts as a copy if it is one (its file
 // is already durable). A target that cannot be reached is replaced by the next
-// candidate (a hand-off copy that rebalance later moves home), so a node dying
+// candidate (a hand-off copy that rebalance later moves home; where that next
+// candidate is this node, its own file is the copy), so a node dying
 // mid-ingest costs a retry, not the ingest. Callers wait for as many confirmed
 // copies as their write policy needs; the rest continue after the ingest
 // returns, counted in strata_replication_backlog_bytes.
@@ -26,6 +27,7 @@
 #include "common/mutex.h"
 #include "common/status.h"
 #include "server/base/metrics.h"
+#include "server/cluster/cluster_view.h"
 #include "server/cluster/peer_clients.h"
 #include "server/storage/data_dir.h"
 #include "strata/v1/cluster.pb.h"
@@ -77,7 +79,13 @@ class Replicator {
     explicit Copies(boost::asio::thread_pool::executor_type executor) : strand_(std::move(executor)) {}
   };
 
-  Replicator(std::string self_id, const DataDir* dir, PeerClients* peers, Metrics* metrics, size_t threads = 2);
+  // With `view`, a push that fails is not tried again while the view has its
+  // target down (or gone): the copy is handed on at once. Without it, and for
+  // a target the view has up (views lag a node that has just come back), a
+  // push that finds its target unreachable is tried for 2.1 s, longer than a
+  // peer channel's reconnect backoff.
+  Replicator(std::string self_id, const DataDir* dir, PeerClients* peers, Metrics* metrics,
+             const ClusterView* view = nullptr, size_t threads = 2);
   ~Replicator();
 
   // Starts copying `file` (durable here, `bytes` long) to the first `want` of
@@ -91,11 +99,14 @@ class Replicator {
  private:
   void Launch(const std::shared_ptr<Copies>& copies, const v1::NodeInfo& target) REQUIRES(copies->mu_);
   void Push(std::shared_ptr<Copies> copies, v1::NodeInfo target);
+  // Whether `node` is worth another try: not down (or gone) in view_.
+  bool MayBeUp(const std::string& node) const;
 
   const std::string self_id_;
   const DataDir* dir_;
   PeerClients* peers_;
   Metrics* metrics_;
+  const ClusterView* const view_;  // may be null
   boost::asio::thread_pool pool_;
 };
 

@@ -118,7 +118,7 @@ Status Server::Build() {
   versions_ =
       std::make_unique<VersionSync>(catalog_.get(), dir_.get(), files_.get(), peers_.get(), view_.get(), cache_.get());
   deleter_ = std::make_unique<VersionDeleter>(catalog_.get(), versions_.get(), view_.get());
-  replicator_ = std::make_unique<Replicator>(config_.node_id, dir_.get(), peers_.get(), metrics_.get());
+  replicator_ = std::make_unique<Replicator>(config_.node_id, dir_.get(), peers_.get(), metrics_.get(), view_.get());
   repairer_ = std::make_unique<Repairer>(
       Repairer::Deps{view_.get(), peers_.get(), catalog_.get(), dir_.get(), files_.get(), cache_.get(), versions_.get(),
                      metrics_.get(), disk_.get()},

@@ -116,20 +116,19 @@ TEST(ClusterTest, KillNineDuringIngestLosesNothingAcknowledged) {
   ASSERT_TRUE(Eventually([&] { return !ShardCopies(cluster, "during").empty(); }, 30s));
   cluster.Kill(victim);  // a holder dies mid-ingest
   ingest.join();
-  if (error.ok()) {
-    // Acknowledged: every sample is there with two durable copies, even with the victim gone.
-    ASSERT_EQ(reply.dataset.samples, 20000u);
-    for (const auto& [seq, n] : ShardCopies(cluster, "during")) EXPECT_GE(n, 2) << "shard " << seq;
-    RankRun run = StreamAll(*cluster.Connect(home), EpochOf("during", 100));
-    EXPECT_EQ(run.end.code(), Code::kOutOfRange) << run.end.ToString();
-    uint64_t total = 0;
-    for (const auto& b : run.batches) total += b.size();
-    EXPECT_EQ(total, 20000u);
-  } else {
-    // Not acknowledged: the version is absent, not half there.
-    auto d = cluster.Connect(home)->Describe("during@1");
-    EXPECT_FALSE(d.ok() && d->dataset.state == VersionState::kSealed) << error.ToString();
-  }
+  // Two nodes are left for two copies: the victim's copies are handed to the
+  // other node or kept by the coordinator (its own file), and the ingest is
+  // acknowledged. (It used to fail, after about 100 s of retries, wherever
+  // the coordinator itself came next: "only 1 of 2 copies".)
+  ASSERT_TRUE(error.ok()) << error.ToString();
+  // Every sample is there with two durable copies, even with the victim gone.
+  ASSERT_EQ(reply.dataset.samples, 20000u);
+  for (const auto& [seq, n] : ShardCopies(cluster, "during")) EXPECT_GE(n, 2) << "shard " << seq;
+  RankRun run = StreamAll(*cluster.Connect(home), EpochOf("during", 100));
+  EXPECT_EQ(run.end.code(), Code::kOutOfRange) << run.end.ToString();
+  uint64_t total = 0;
+  for (const auto& b : run.batches) total += b.size();
+  EXPECT_EQ(total, 20000u);
   // The killed node restarts cleanly and rejoins.
   cluster.Start(victim);
   EXPECT_TRUE(Eventually([&] { return cluster.UpIn(home) == 3; }, 20s));

@@ -68,5 +68,16 @@ TEST_F(ReplicatorTest, ACopyThatCannotBeWrittenIsAnsweredFromThePoolWhenItsPushE
   EXPECT_EQ(copies->confirmed(), 1u);
 }
 
+TEST_F(ReplicatorTest, ACopyHandedOnToThisNodeIsItsOwnFile) {
+  // node-2 listens nowhere: its copy goes to the next candidate, this node,
+  // whose file is durable here already. Before, this node was passed over and
+  // the copy was reported unwritable (an ingest whose coordinator was not a
+  // holder failed when a holder died mid-ingest).
+  auto copies = replicator_.Replicate(File(), 10, {Node("node-2", "127.0.0.1:1"), Node("node-1", "127.0.0.1:1")}, 1);
+  const Status got = copies->WaitFor(1, std::chrono::steady_clock::now() + std::chrono::minutes(5));
+  EXPECT_TRUE(got.ok()) << got.ToString();
+  EXPECT_EQ(copies->holders(), std::vector<std::string>{"node-1"});
+}
+
 }  // namespace
 }  // namespace strata
