@@ -70,7 +70,11 @@ Status DataDir::RemoveVersion(const std::string& name, uint64_t version) const {
   auto dir = CheckedVersionDir(name, version);
   if (!dir.ok()) return dir.status();
   std::error_code ec;
-  fs::remove_all(dir.value(), ec);
+  for (int round = 0; round < kRemoveRounds; ++round) {
+    ec.clear();
+    fs::remove_all(dir.value(), ec);
+    if (ec != std::errc::directory_not_empty) break;  // done, or a failure a new round would not mend
+  }
   if (ec) return FsError("cannot remove " + VersionDir(name, version), ec);
   return Status::OK();
 }

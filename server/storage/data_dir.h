@@ -43,7 +43,12 @@ class DataDir {
   // it: a part of an ingest with several writers shares the version with the
   // others, whose shards and copies may already be there.
   Status EnsureVersionDir(const std::string& name, uint64_t version) const;
-  // Removes the version's files (missing files are not an error).
+  // Removes the version's files (missing files are not an error). A file
+  // that lands in the directory while it is being removed (a copy still
+  // arriving from a peer, which the node drops on arrival once the version is
+  // dead) makes the removal go round again, up to kRemoveRounds times, rather
+  // than fail it.
+  static constexpr int kRemoveRounds = 5;
   Status RemoveVersion(const std::string& name, uint64_t version) const;
   // Removes temporary files left by a crash (".tmp.*" under shards/). Returns how many.
   Result<uint64_t> RemoveTempFiles() const;

@@ -181,7 +181,13 @@ TEST_F(RetentionTest, AStreamOpenOnADeletedVersionEndsWithFailedPrecondition) {
   ASSERT_TRUE(stream.ok()) << stream.status().ToString();
   Batch b;
   ASSERT_TRUE(stream.value()->Next(&b).ok());
-  ASSERT_TRUE(cluster.Connect(2)->DeleteVersion(live).ok());
+  // The sealed version reaches node 2 by broadcast or anti-entropy; until it
+  // has, node 2 rightly knows no such version to delete.
+  ASSERT_TRUE(Eventually([&] { return Listed(cluster, 2, "live").count(v) == 1; }, 30s));
+  {
+    auto del = cluster.Connect(2)->DeleteVersion(live);
+    ASSERT_TRUE(del.ok()) << del.status().ToString();
+  }
   Status end;
   uint64_t after = 0;
   while ((end = stream.value()->Next(&b)).ok()) ++after;
