@@ -20,6 +20,12 @@ v1::ClusterMap ClusterView::Current() const {
   return map_;
 }
 
+bool ClusterView::IsUp(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const v1::NodeInfo* n = FindNode(map_, id);
+  return n != nullptr && n->state() == v1::NODE_UP;
+}
+
 void ClusterView::Update(const v1::ClusterMap& map) {
   std::vector<std::function<void()>> subscribers;
   {

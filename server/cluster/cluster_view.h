@@ -24,6 +24,8 @@ class ClusterView {
 
   const std::string& self_id() const { return self_id_; }
   v1::ClusterMap Current() const;
+  // Whether the current map lists `id` as up (without copying the map).
+  bool IsUp(const std::string& id) const;
 
   // Takes `map` unless it is older than the current one of the same
   // membership kind; then calls the subscribers (outside the lock), unless

@@ -59,11 +59,7 @@ std::shared_ptr<Replicator::Copies> IngestReplication::Place(const v1::FileRef& 
   // (the ranking stays the start's, so a file lands where that hand-off would
   // put it). Last, not left out: a view can lag a node that is up, and an
   // ingest that has no other candidate left still tries it.
-  const v1::ClusterMap now = view_->Current();
-  const auto up_now = [&](const std::string& id) {
-    const v1::NodeInfo* n = FindNode(now, id);
-    return id == view_->self_id() || (n != nullptr && n->state() == v1::NODE_UP);
-  };
+  const auto up_now = [this](const std::string& id) { return id == view_->self_id() || view_->IsUp(id); };
   std::stable_partition(ranked.begin(), ranked.end(), up_now);
   std::vector<v1::NodeInfo> candidates;
   for (const std::string& id : ranked) {

@@ -8,7 +8,6 @@
 
 #include "common/mutex.h"
 #include "server/cluster/file_transfer.h"
-#include "server/cluster/membership.h"
 #include "server/storage/local_files.h"
 
 namespace strata {
@@ -154,19 +153,13 @@ void Replicator::Launch(const std::shared_ptr<Copies>& copies, const v1::NodeInf
   boost::asio::post(pool_, [this, copies, target] { Push(copies, target); });
 }
 
-bool Replicator::MayBeUp(const std::string& node) const {
-  if (view_ == nullptr) return true;
-  const v1::ClusterMap map = view_->Current();
-  const v1::NodeInfo* n = FindNode(map, node);
-  return n != nullptr && n->state() == v1::NODE_UP;
-}
-
 void Replicator::Push(std::shared_ptr<Copies> copies, v1::NodeInfo target) {
   auto pushed = PushFile(peers_->Peer(target).get(), *dir_, copies->file_, nullptr, kPushTimeout);
   // A target the view has down is not waited for: a node that died mid-ingest
   // would otherwise hold a pool thread 2.1 s for every file sent its way.
+  const auto may_be_up = [&] { return view_ == nullptr || view_->IsUp(target.id()); };
   for (int attempt = 1;
-       attempt < kPushAttempts && !pushed.ok() && pushed.status().code() == Code::kUnavailable && MayBeUp(target.id());
+       attempt < kPushAttempts && !pushed.ok() && pushed.status().code() == Code::kUnavailable && may_be_up();
        ++attempt) {
     std::this_thread::sleep_for(kRetryPause);
     pushed = PushFile(peers_->Peer(target).get(), *dir_, copies->file_, nullptr, kPushTimeout);

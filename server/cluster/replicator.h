@@ -99,8 +99,6 @@ class Replicator {
  private:
   void Launch(const std::shared_ptr<Copies>& copies, const v1::NodeInfo& target) REQUIRES(copies->mu_);
   void Push(std::shared_ptr<Copies> copies, v1::NodeInfo target);
-  // Whether `node` is worth another try: not down (or gone) in view_.
-  bool MayBeUp(const std::string& node) const;
 
   const std::string self_id_;
   const DataDir* dir_;

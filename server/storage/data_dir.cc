@@ -69,6 +69,7 @@ Status DataDir::EnsureVersionDir(const std::string& name, uint64_t version) cons
 Status DataDir::RemoveVersion(const std::string& name, uint64_t version) const {
   auto dir = CheckedVersionDir(name, version);
   if (!dir.ok()) return dir.status();
+  constexpr int kRemoveRounds = 5;  // see the header
   std::error_code ec;
   for (int round = 0; round < kRemoveRounds; ++round) {
     ec.clear();

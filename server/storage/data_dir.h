@@ -46,9 +46,8 @@ class DataDir {
   // Removes the version's files (missing files are not an error). A file
   // that lands in the directory while it is being removed (a copy still
   // arriving from a peer, which the node drops on arrival once the version is
-  // dead) makes the removal go round again, up to kRemoveRounds times, rather
-  // than fail it.
-  static constexpr int kRemoveRounds = 5;
+  // dead) makes the removal go round again, up to 5 times, rather than fail
+  // it.
   Status RemoveVersion(const std::string& name, uint64_t version) const;
   // Removes temporary files left by a crash (".tmp.*" under shards/). Returns how many.
   Result<uint64_t> RemoveTempFiles() const;
