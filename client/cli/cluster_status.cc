@@ -10,6 +10,7 @@
 
 #include "client/cli/format.h"
 #include "client/proto_convert.h"
+#include "common/file_placement.h"
 
 namespace strata::cli {
 
@@ -56,24 +57,41 @@ Result<ClusterStatus> GatherClusterStatus(Client& client) {
   }
   auto datasets = client.ListDatasets();
   if (!datasets.ok()) return datasets.status();
+  const auto copies_of = [&](const std::string& name, uint64_t version, FileRef::Kind kind, uint32_t seq) {
+    auto it = copies.find({name, version, static_cast<int>(kind), seq});
+    return it == copies.end() ? 0 : it->second;
+  };
   for (const auto& d : datasets.value()) {
     ReplicaHealth h;
     h.dataset = d.name + "@" + std::to_string(d.version);
-    h.replication = d.replication ? d.replication : static_cast<uint32_t>(std::min<size_t>(3, out.map.nodes.size()));
     h.shards = d.shards;
-    for (uint32_t seq = 0; seq < d.shards; ++seq) {
-      auto it = copies.find({d.name, d.version, static_cast<int>(FileRef::Kind::kShard), seq});
-      const int n = it == copies.end() ? 0 : it->second;
-      if (n == 0) {
-        ++h.missing;
-      } else if (static_cast<uint32_t>(n) < h.replication) {
-        ++h.under_replicated;
-      } else {
-        ++h.healthy;
+    if (d.ec_data != 0 && d.ec_parity != 0) {
+      h.ec_data = d.ec_data;
+      h.ec_parity = d.ec_parity;
+      const uint32_t k = d.ec_data, m = d.ec_parity;
+      for (uint32_t g = 0; g < StripeCount(d.shards, k); ++g) {
+        uint64_t data = 0;    // the stripe's data shards
+        uint32_t chunks = 0;  // its chunks with a copy (an empty chunk past the last shard has nothing to lose)
+        for (uint32_t c = 0; c < k + m; ++c) {
+          const v1::FileRef file = StripeFile(d.name, d.version, g, c, k, m);
+          if (c < k && file.seq() >= d.shards) {
+            ++chunks;
+            continue;
+          }
+          data += c < k;
+          const auto kind = c < k ? FileRef::Kind::kShard : FileRef::Kind::kParity;
+          chunks += copies_of(d.name, d.version, kind, file.seq()) > 0;
+        }
+        (chunks == k + m ? h.healthy : chunks >= k ? h.under_replicated : h.missing) += data;
+      }
+    } else {
+      h.replication = d.replication ? d.replication : static_cast<uint32_t>(std::min<size_t>(3, out.map.nodes.size()));
+      for (uint32_t seq = 0; seq < d.shards; ++seq) {
+        const int n = copies_of(d.name, d.version, FileRef::Kind::kShard, seq);
+        (n == 0 ? h.missing : static_cast<uint32_t>(n) < h.replication ? h.under_replicated : h.healthy) += 1;
       }
     }
-    auto idx = copies.find({d.name, d.version, static_cast<int>(FileRef::Kind::kStrataIndex), 0});
-    h.index_copies = idx == copies.end() ? 0 : static_cast<uint64_t>(idx->second);
+    h.index_copies = static_cast<uint64_t>(copies_of(d.name, d.version, FileRef::Kind::kStrataIndex, 0));
     out.datasets.push_back(h);
   }
   return out;
@@ -128,7 +146,10 @@ void PrintClusterStatus(std::ostream& out, const ClusterStatus& s) {
                 {"MISSING", Table::Align::kRight},
                 {"INDEX COPIES", Table::Align::kRight}});
   for (const auto& h : s.datasets) {
-    health.AddRow({h.dataset, std::to_string(h.replication), FormatCount(h.shards), FormatCount(h.healthy),
+    const std::string redundancy = h.ec_data != 0
+                                       ? "ec:" + std::to_string(h.ec_data) + "+" + std::to_string(h.ec_parity)
+                                       : std::to_string(h.replication);
+    health.AddRow({h.dataset, redundancy, FormatCount(h.shards), FormatCount(h.healthy),
                    FormatCount(h.under_replicated), FormatCount(h.missing), FormatCount(h.index_copies)});
   }
   health.Print(out, "  ");
@@ -147,6 +168,8 @@ nlohmann::json ClusterStatusJson(const ClusterStatus& s) {
   for (const auto& h : s.datasets) {
     j["datasets"].push_back({{"dataset", h.dataset},
                              {"replication", h.replication},
+                             {"ec_data", h.ec_data},
+                             {"ec_parity", h.ec_parity},
                              {"shards", h.shards},
                              {"healthy", h.healthy},
                              {"under_replicated", h.under_replicated},

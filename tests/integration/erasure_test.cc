@@ -13,6 +13,7 @@
 #include <atomic>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "common/checksum.h"
@@ -332,6 +333,59 @@ TEST(ErasureTest, TheScrubberFindsAParityFileThatIsNotItsStripesParity) {
 // A node gone past the grace period leaves the map: each of its chunks is
 // rebuilt from K others at its stripe's next node, and every file of the
 // version is at the holder placement over the 6 left gives it.
+// `strata status` counts an erasure-coded version's shards by their stripes:
+// one copy of each chunk is whole (it counted every data shard, which has one
+// copy, as short of the `min(3, nodes)` copies a replicated one has), and a
+// lost chunk leaves its stripe's shards under-replicated, not missing, while
+// K chunks remain to rebuild them from.
+TEST(ErasureTest, StatusCountsAStripeWholeWithOneCopyOfEachChunk) {
+  LocalCluster::Options o;
+  o.nodes = 3;
+  LocalCluster cluster(o);
+  auto client = cluster.Connect(0);
+  ASSERT_TRUE(AllUp(cluster));
+  ASSERT_TRUE(IngestEc(*client, "whole", 2, 1).ok());
+  auto d = client->Describe("whole");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  const Version v{"whole", d->dataset.version};
+  const int shards = static_cast<int>(d->dataset.shards);
+  ASSERT_GT(shards, 4) << "several stripes";
+  // One copy of each chunk once the ingesting node has released its own.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return CountFiles(cluster, v, ".shard", {0, 1, 2}) == shards &&
+               CountFiles(cluster, v, ".parity", {0, 1, 2}) == (shards + 1) / 2;
+      },
+      60s));
+  auto status = [&](int node) {
+    CommandResult r = RunCommand({StrataCliBinary(), "status", "--json", "--server", cluster.Address(node)});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const auto j = r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
+    return j.is_null() ? j : j["datasets"][0];
+  };
+  const auto whole = status(0);
+  ASSERT_FALSE(whole.is_null());
+  EXPECT_EQ(whole["dataset"], "whole@" + std::to_string(v.version));
+  EXPECT_EQ(whole["ec_data"], 2);
+  EXPECT_EQ(whole["ec_parity"], 1);
+  EXPECT_EQ(whole["shards"], shards);
+  EXPECT_EQ(whole["healthy"], shards) << whole.dump();
+  EXPECT_EQ(whole["under_replicated"], 0) << whole.dump();
+  EXPECT_EQ(whole["missing"], 0) << whole.dump();
+  CommandResult text = RunCommand({StrataCliBinary(), "status", "--server", cluster.Address(0)});
+  EXPECT_NE(text.out.find("ec:2+1"), std::string::npos) << text.out;
+
+  // node-3 gone: every stripe has lost the chunk it held (each stripe has
+  // one on every node; a short last stripe may have lost only its empty
+  // one), and two remain.
+  cluster.Kill(2);
+  const auto short_one = status(0);
+  ASSERT_FALSE(short_one.is_null());
+  EXPECT_GE(short_one["under_replicated"].get<int>(), shards - 1) << short_one.dump();
+  EXPECT_EQ(short_one["healthy"].get<int>() + short_one["under_replicated"].get<int>(), shards) << short_one.dump();
+  EXPECT_EQ(short_one["missing"], 0) << short_one.dump();
+}
+
 TEST(ErasureTest, ANodeGonePastItsGracePeriodHasItsChunksRebuilt) {
   LocalCluster::Options o;
   o.nodes = 7;

@@ -93,11 +93,12 @@ struct FileRef {
   enum class Kind : int {
     kShard = 0,
     kStrataIndex = 1,  // the version's stratum member index; every node holds one
+    kParity = 2,       // an erasure-coded version's parity file; seq = stripe * M + parity index
   };
   std::string dataset;
   uint64_t version = 0;
   Kind kind = Kind::kShard;
-  uint32_t seq = 0;  // kShard only
+  uint32_t seq = 0;  // kShard and kParity
 };
 
 }  // namespace strata
