@@ -12,6 +12,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -100,9 +101,13 @@ grpc::ChannelArguments ChannelArgs(const ClientOptions& options) {
 
 class GrpcClient final : public Client {
  public:
+  // `seeds`: the addresses the client was given, asked for the cluster map
+  // when neither this node nor any of the last map answers.
   GrpcClient(std::string address, std::shared_ptr<grpc::Channel> channel,
-             std::shared_ptr<grpc::ChannelCredentials> credentials, const ClientOptions& options)
+             std::shared_ptr<grpc::ChannelCredentials> credentials, const ClientOptions& options,
+             std::vector<std::string> seeds)
       : address_(std::move(address)),
+        seeds_(std::move(seeds)),
         channel_(std::move(channel)),
         credentials_(std::move(credentials)),
         admin_(v1::AdminService::NewStub(channel_)),
@@ -292,7 +297,8 @@ class GrpcClient final : public Client {
   }
 
   // The map from the connected node or, if it does not answer, from any
-  // node of the last map seen.
+  // node of the last map seen, else from any of the seeds: a client whose
+  // node has died goes on with the others.
   Result<v1::ClusterMap> AnyClusterMap() {
     auto map = FetchClusterMap();
     if (map.ok()) {
@@ -300,17 +306,22 @@ class GrpcClient final : public Client {
       last_map_ = map.value();
       return map;
     }
-    v1::ClusterMap known;
+    std::vector<std::string> others;
     {
       MutexLock lock(&channels_mu_);
-      known = last_map_;
+      for (const auto& n : last_map_.nodes()) others.push_back(n.address());
     }
-    for (const auto& n : known.nodes()) {
-      auto stub = v1::AdminService::NewStub(Channel(n.address()));
+    others.insert(others.end(), seeds_.begin(), seeds_.end());
+    std::set<std::string> asked = {address_};
+    for (const std::string& address : others) {
+      if (!asked.insert(address).second) continue;
+      auto stub = v1::AdminService::NewStub(Channel(address));
       grpc::ClientContext context;
       context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
       v1::ClusterMap other;
       if (stub->GetClusterMap(&context, v1::GetClusterMapRequest(), &other).ok() && other.nodes_size() > 0) {
+        MutexLock lock(&channels_mu_);
+        last_map_ = other;
         return other;
       }
     }
@@ -318,7 +329,7 @@ class GrpcClient final : public Client {
   }
 
   Result<std::unique_ptr<Stream>> StreamFrom(v1::StreamRequest request, const ResumeToken& position) {
-    auto map = FetchClusterMap();
+    auto map = AnyClusterMap();
     if (!map.ok()) return map.status();
     if (map->nodes_size() == 1) map->mutable_nodes(0)->set_address(address_);  // one node: the address we know
     return client_internal::NewClusterStream([this](const std::string& a) { return Channel(a); },
@@ -326,6 +337,7 @@ class GrpcClient final : public Client {
   }
 
   const std::string address_;
+  const std::vector<std::string> seeds_;
   const std::shared_ptr<grpc::Channel> channel_;
   const std::shared_ptr<grpc::ChannelCredentials> credentials_;  // for the channels to other nodes
   const std::unique_ptr<v1::AdminService::Stub> admin_;
@@ -340,7 +352,11 @@ class GrpcClient final : public Client {
 
 }  // namespace
 
-Result<std::unique_ptr<Client>> Client::Connect(const std::string& address, const ClientOptions& options) {
+namespace {
+
+// Connects to `address`; `seeds` go to the client (GrpcClient's constructor).
+Result<std::unique_ptr<Client>> ConnectTo(const std::string& address, const ClientOptions& options,
+                                          std::vector<std::string> seeds) {
   if (address.empty()) return Status::InvalidArgument("no server address given");
   auto credentials = client_internal::MakeChannelCredentials(options);
   if (!credentials.ok()) return credentials.status();
@@ -363,15 +379,21 @@ Result<std::unique_ptr<Client>> Client::Connect(const std::string& address, cons
                                  std::to_string(options.connect_timeout_ms) + " ms");
     }
   }
-  return std::unique_ptr<Client>(
-      std::make_unique<GrpcClient>(address, std::move(channel), std::move(credentials).value(), options));
+  return std::unique_ptr<Client>(std::make_unique<GrpcClient>(
+      address, std::move(channel), std::move(credentials).value(), options, std::move(seeds)));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Client>> Client::Connect(const std::string& address, const ClientOptions& options) {
+  return ConnectTo(address, options, {address});
 }
 
 Result<std::unique_ptr<Client>> Client::Connect(const std::vector<std::string>& seeds, const ClientOptions& options) {
   if (seeds.empty()) return Status::InvalidArgument("no server address given");
   Status last;
   for (const auto& seed : seeds) {
-    auto client = Connect(seed, options);
+    auto client = ConnectTo(seed, options, seeds);
     if (client.ok()) return client;
     last = client.status();
   }

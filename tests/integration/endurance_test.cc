@@ -291,6 +291,29 @@ uint64_t RerunSamplesStreamed(LocalCluster& cluster, int node, const std::string
 // up), and one started 1 s after (the map may say either), goes to the next
 // node in order instead of failing; the home restarts and the version is
 // there, whole.
+// A client outlives the node it connected to: with that node gone, a stream
+// opens through the other nodes of the cluster map the client last saw or,
+// having seen none yet, through the seeds it was given. (It asked only the
+// node it connected to, and failed with Unavailable: the soak's churn, a
+// stream opened as the nemesis killed that node.)
+TEST(EnduranceTest, StreamsOpenWhenTheNodeTheClientConnectedToIsGone) {
+  LocalCluster cluster(Nodes(3));
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3 && cluster.UpIn(1) == 3 && cluster.UpIn(2) == 3; }, 30s));
+  ASSERT_TRUE(Ingest(*cluster.Connect(1), "gone", 2000, 3).ok());
+  ASSERT_TRUE(Eventually([&] { return cluster.Connect(2)->Describe("gone").ok(); }, 30s));
+  auto seen = Client::Connect(cluster.Addresses());  // node-1, which gives it a map
+  ASSERT_TRUE(seen.ok()) << seen.status().ToString();
+  ASSERT_EQ(seen.value()->address(), cluster.Address(0));
+  EXPECT_EQ(DistinctIdsStreamed(*seen.value(), "gone").size(), 2000u);
+  auto fresh = Client::Connect(cluster.Addresses());  // node-1 too, no map yet
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  cluster.Kill(0);
+  for (Client* client : {seen.value().get(), fresh.value().get()}) {
+    SCOPED_TRACE(client == seen.value().get() ? "the client that saw a map" : "the client that saw none");
+    EXPECT_EQ(DistinctIdsStreamed(*client, "gone").size(), 2000u);
+  }
+}
+
 TEST(EnduranceTest, IngestWhoseHomeIsDownGoesToTheNextNode) {
   LocalCluster cluster(Nodes(3));
   for (const auto delay : {0ms, 1000ms}) {

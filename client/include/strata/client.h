@@ -144,7 +144,10 @@ class Client {
   // message) if it does not answer within options.connect_timeout_ms.
   static Result<std::unique_ptr<Client>> Connect(const std::string& address, const ClientOptions& options = {});
   // Connects to the first of `seeds` that answers (any node of a cluster will
-  // do: the client learns the others from its cluster map).
+  // do: the client learns the others from its cluster map). Streams opened
+  // later (OpenStream, ResumeStream) need only one node to answer: if the
+  // connected node does not, the cluster map is asked of the nodes of the
+  // last map this client saw, then of the seeds.
   static Result<std::unique_ptr<Client>> Connect(const std::vector<std::string>& seeds,
                                                  const ClientOptions& options = {});
 
