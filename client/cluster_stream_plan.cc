@@ -30,9 +30,13 @@ Status ClusterStream::LoadPlan() {
     auto plan = StreamPlan::Load(channels_(n.address()), request_, timeout, indexes_.get());
     if (!plan.ok()) {
       last = plan.status();
-      // A node that is down, or behind (it does not know the version yet), is
+      // A node that is down, stopping (a drain cancels the calls it is
+      // still answering), or behind (it does not know the version yet), is
       // not the request's fault: ask the next.
-      if (last.code() == Code::kUnavailable || last.code() == Code::kDeadlineExceeded || last.IsNotFound()) continue;
+      if (last.code() == Code::kUnavailable || last.code() == Code::kDeadlineExceeded ||
+          last.code() == Code::kCancelled || last.IsNotFound()) {
+        continue;
+      }
       return Fail(last);
     }
     plan_ = std::move(plan).value();
