@@ -164,11 +164,9 @@ Status ReadFileChunks(const std::string& path, const v1::FileRef& file, RateLimi
 }
 
 Result<bool> PushFile(v1::PeerService::Stub* peer, const DataDir& dir, const v1::FileRef& file, RateLimiter* limiter,
-                      std::chrono::milliseconds timeout) {
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + timeout);
+                      grpc::ClientContext* context) {
   v1::PutFileReply reply;
-  auto writer = peer->PutFile(&context, &reply);
+  auto writer = peer->PutFile(context, &reply);
   Status read = ReadFileChunks(dir.Absolute(dir.FileRelativePath(file)), file, limiter,
                                [&](v1::FileChunk& chunk) { return writer->Write(chunk); });
   writer->WritesDone();

@@ -70,9 +70,11 @@ class FileReceiver {
 Status ReadFileChunks(const std::string& path, const v1::FileRef& file, RateLimiter* limiter,
                       const std::function<bool(v1::FileChunk&)>& send);
 
-// Pushes a local file to a peer. Returns true if the peer already had it.
+// Pushes a local file to a peer, over a call made with `context` (whose
+// deadline the caller sets; another thread may end the push with TryCancel).
+// Returns true if the peer already had it.
 Result<bool> PushFile(v1::PeerService::Stub* peer, const DataDir& dir, const v1::FileRef& file, RateLimiter* limiter,
-                      std::chrono::milliseconds timeout);
+                      grpc::ClientContext* context);
 
 // Pulls a file from a peer into the local data directory. NotFound if the peer
 // does not hold it. Returns the bytes copied (0 if the file was already here).

@@ -132,8 +132,10 @@ Result<std::unique_ptr<IngestSession>> IngestCoordinator::Start(const v1::Ingest
   if (!resolved.ok()) return resolved.status();
   v1::IngestOptions o = std::move(resolved).value();
   if (!ref->version && d_.numbers != nullptr) {
-    // A number no other node gives this dataset (version_numbers.h): the
-    // session then creates exactly that version.
+    // A number no other node gives this dataset (version_numbers.h), above
+    // every version the nodes that are up know of: the session then creates
+    // exactly that version.
+    if (d_.versions != nullptr) d_.versions->CatchUp(ref->name);
     auto number = d_.numbers->Next(ref->name, self);
     if (!number.ok()) return number.status();
     o.set_dataset(ref->name + "@" + std::to_string(number.value()));

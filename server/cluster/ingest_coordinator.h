@@ -49,7 +49,7 @@ class IngestCoordinator {
     const DataDir* dir = nullptr;
     LocalFiles* files = nullptr;
     Replicator* replicator = nullptr;
-    const VersionSync* versions = nullptr;
+    VersionSync* versions = nullptr;
     Metrics* metrics = nullptr;
     const DiskSpace* disk = nullptr;          // ingests are refused below its low watermark
     const PeerDisks* peer_disks = nullptr;    // full nodes get no copies; nullptr: none known

@@ -55,6 +55,9 @@ Result<v1::JoinIngestReply> MultiIngests::Join(const v1::IngestOptions& options,
   if (ref->version) return Status::InvalidArgument("an ingest with several writers names the dataset only, not @N");
   const std::string& self = d_.view->self_id();
   const v1::ClusterMap map = d_.view->Current();
+  // Before a number may be taken (IngestCoordinator::Start says why); not
+  // under the lock, which the other writers' joins wait on.
+  if (mode != JoinMode::kOpenOnly && d_.versions != nullptr) d_.versions->CatchUp(ref->name);
   MutexLock lock(&mu_);
   auto it = entries_.find(options.ingest_id());
   if (it == entries_.end()) {

@@ -58,7 +58,7 @@ class MultiIngests {
     const ClusterView* view = nullptr;
     Catalog* catalog = nullptr;
     const DataDir* dir = nullptr;
-    const VersionSync* versions = nullptr;
+    VersionSync* versions = nullptr;
     Metrics* metrics = nullptr;
     const VersionNumbers* numbers = nullptr;         // nullptr: the catalog's next number
     const IngestCoordinator* coordinator = nullptr;  // the observer that copies the index and broadcasts

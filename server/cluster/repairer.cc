@@ -82,42 +82,8 @@ void Repairer::Round() {
 
 void Repairer::SyncCatalog(const v1::ClusterMap& map) {
   for (const v1::NodeInfo* peer : UpPeers(map, d_.view->self_id())) {
-    auto stub = d_.peers->Peer(*peer);
-    auto context = Context(kRpcTimeout);
-    v1::ListVersionsRequest request;
-    v1::ListVersionsReply reply;
-    if (!stub->ListVersions(context.get(), request, &reply).ok()) continue;
-    for (const auto& meta : reply.versions()) {
-      v1::VersionRecord incoming;
-      if (!incoming.ParseFromString(meta.version_record())) continue;
-      const auto& info = incoming.info();
-      auto local = d_.catalog->GetVersion(info.name(), info.version());
-      // Deleted is final, then sealed (Catalog::ImportVersion): only a
-      // tombstone changes a sealed version here.
-      if (local.ok()) {
-        const v1::VersionState mine = local->info().state();
-        if (mine == info.state() || mine == v1::VERSION_DELETED) continue;
-        if (mine == v1::VERSION_SEALED && info.state() != v1::VERSION_DELETED) continue;
-      }
-      // Fetch it whole, with its shard records.
-      auto full_context = Context(kRpcTimeout);
-      v1::ListVersionsRequest one;
-      one.set_include_shards(true);
-      one.set_dataset(info.name());
-      one.set_version(info.version());
-      v1::ListVersionsReply full;
-      if (!stub->ListVersions(full_context.get(), one, &full).ok() || full.versions_size() != 1) continue;
-      auto imported = d_.versions->Import(full.versions(0));
-      const Status s = imported.status();
-      if (s.ok()) {
-        if (imported.value()) Kick();  // another round soon: the version may give this node files
-        spdlog::info("anti-entropy: learned {}@{} ({}) from {}", info.name(), info.version(),
-                     v1::VersionState_Name(info.state()), peer->id());
-      } else {
-        spdlog::warn("anti-entropy: importing {}@{} from {}: {}", info.name(), info.version(), peer->id(),
-                     s.ToString());
-      }
-    }
+    auto changed = d_.versions->Pull(*peer, /*dataset=*/"", kRpcTimeout);
+    if (changed.ok() && changed.value() > 0) Kick();  // another round soon: a version may give this node files
   }
 }
 

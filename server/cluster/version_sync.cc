@@ -5,6 +5,7 @@
 #include <chrono>
 #include <vector>
 
+#include "common/grpc_status.h"
 #include "server/cluster/request_validation.h"
 
 namespace strata {
@@ -83,6 +84,64 @@ Status VersionSync::Export(const v1::ListVersionsRequest& request, v1::ListVersi
     }
   }
   return Status::OK();
+}
+
+Result<size_t> VersionSync::Pull(const v1::NodeInfo& peer, const std::string& dataset,
+                                 std::chrono::milliseconds timeout) {
+  auto stub = peers_->Peer(peer);
+  const auto context = [&] {
+    auto c = std::make_unique<grpc::ClientContext>();
+    c->set_deadline(std::chrono::system_clock::now() + timeout);
+    return c;
+  };
+  v1::ListVersionsRequest request;
+  request.set_dataset(dataset);
+  v1::ListVersionsReply reply;
+  if (grpc::Status listed = stub->ListVersions(context().get(), request, &reply); !listed.ok()) {
+    return FromGrpcStatus(listed);
+  }
+  size_t changed = 0;
+  for (const auto& meta : reply.versions()) {
+    v1::VersionRecord incoming;
+    if (!incoming.ParseFromString(meta.version_record())) continue;
+    const auto& info = incoming.info();
+    if (!dataset.empty() && info.name() != dataset) continue;
+    auto local = catalog_->GetVersion(info.name(), info.version());
+    // Deleted is final, then sealed (Catalog::ImportVersion): only a
+    // tombstone changes a sealed version here.
+    if (local.ok()) {
+      const v1::VersionState mine = local->info().state();
+      if (mine == info.state() || mine == v1::VERSION_DELETED) continue;
+      if (mine == v1::VERSION_SEALED && info.state() != v1::VERSION_DELETED) continue;
+    }
+    // Fetch it whole, with its shard records.
+    v1::ListVersionsRequest one;
+    one.set_include_shards(true);
+    one.set_dataset(info.name());
+    one.set_version(info.version());
+    v1::ListVersionsReply full;
+    if (!stub->ListVersions(context().get(), one, &full).ok() || full.versions_size() != 1) continue;
+    auto imported = Import(full.versions(0));
+    if (imported.ok()) {
+      changed += imported.value();
+      spdlog::info("anti-entropy: learned {}@{} ({}) from {}", info.name(), info.version(),
+                   v1::VersionState_Name(info.state()), peer.id());
+    } else {
+      spdlog::warn("anti-entropy: importing {}@{} from {}: {}", info.name(), info.version(), peer.id(),
+                   imported.status().ToString());
+    }
+  }
+  return changed;
+}
+
+void VersionSync::CatchUp(const std::string& dataset) {
+  constexpr std::chrono::seconds kTimeout{2};
+  const v1::ClusterMap map = view_->Current();
+  for (const auto& n : map.nodes()) {
+    if (n.id() == view_->self_id() || n.state() != v1::NODE_UP) continue;
+    auto pulled = Pull(n, dataset, kTimeout);
+    if (!pulled.ok()) spdlog::warn("catching up on {} from {}: {}", dataset, n.id(), pulled.status().ToString());
+  }
 }
 
 VersionSync::BroadcastResult VersionSync::Broadcast(const std::string& name, uint64_t version) const {

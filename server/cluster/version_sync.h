@@ -8,6 +8,7 @@
 // Thread-safety: safe for concurrent use.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,19 @@ class VersionSync {
   // catches up the rest). Blocks for the calls (5 s deadline each), one node
   // after another.
   BroadcastResult Broadcast(const std::string& name, uint64_t version) const;
+  // Imports from `peer` the versions it knows and this node lacks or holds in
+  // an earlier state (sealed after unsealed, a tombstone after anything):
+  // every dataset's, or `dataset`'s only. Each call has `timeout`. Returns
+  // how many versions changed here; the peer's error if it did not answer.
+  // Anti-entropy (the repair loop) and CatchUp use it.
+  Result<size_t> Pull(const v1::NodeInfo& peer, const std::string& dataset, std::chrono::milliseconds timeout);
+  // Pulls `dataset`'s versions from every node the view has up (2 s a node;
+  // one that does not answer is passed over). An ingest's
+  // coordinator calls it before it numbers a version: a node standing in for
+  // a dataset's home while it was down numbers versions the home learns of
+  // only from them, and a number below theirs would be older than versions
+  // ingested before it (retention would even delete it on its seal).
+  void CatchUp(const std::string& dataset);
   // Broadcasts the versions this node coordinated and aborted, and those it
   // deleted (while it was down, or before a crash), so the others drop them.
   void BroadcastOwnAborted() const;

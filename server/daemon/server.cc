@@ -125,6 +125,7 @@ Status Server::Build() {
       background_->get_executor(), std::chrono::milliseconds(config_.cluster.repair_interval_ms),
       config_.cluster.repair_bytes_per_sec);
   view_->Subscribe([r = repairer_.get()] { r->Kick(); });
+  view_->Subscribe([r = replicator_.get()] { r->CancelPushesToNodesDown(); });
   records_ = std::make_unique<PeerRecords>(view_.get(), peers_.get(), cache_.get(), dir_.get(), files_.get(),
                                            repairer_.get(), metrics_.get(), rebuild_pool_->get_executor());
   scrubber_ = std::make_unique<Scrubber>(
