@@ -122,14 +122,15 @@ Status ClusterStream::Handle(PartEvent& e) {
       }
       return Status::OK();
     }
-    if (e.status.IsNotFound() && !served_) {
+    if ((e.status.IsNotFound() || IsNotSealed(e.status)) && !served_) {
       node.unknown = true;
       if (unknown_.ok()) unknown_ = e.status;
       return SettleUnknown();
     }
-    // A node that does not know a version the others serve (it was down when
-    // it was sealed) is behind, not the request wrong.
-    const bool behind = e.status.IsNotFound();
+    // A node that does not know a version the others serve, or has not seen
+    // it sealed (it was down when it was sealed), is behind, not the request
+    // wrong.
+    const bool behind = e.status.IsNotFound() || IsNotSealed(e.status);
     if (IsRequestError(e.status) && !behind) return Fail(e.status);
     return Failover(e.node, "failed (" + e.status.ToString() + ")");
   }

@@ -4,6 +4,7 @@
 
 #include "client/batch_assembler.h"
 #include "client/cluster_stream.h"
+#include "common/serving_errors.h"
 #include "plan/stream_start.h"
 
 namespace strata::client_internal {
@@ -25,16 +26,18 @@ void ClusterStream::StartCall(const std::string& node, const v1::StreamRequest& 
 Status ClusterStream::LoadPlan() {
   const auto timeout = std::max(stall_, std::chrono::milliseconds(2000));
   Status last = Status::Unavailable("no node is up");
+  Status not_sealed;  // the first node's that holds the version unsealed
   for (const auto& n : map_.nodes()) {
     if (excluded_.Contains(n.id())) continue;
     auto plan = StreamPlan::Load(channels_(n.address()), request_, timeout, indexes_.get());
     if (!plan.ok()) {
       last = plan.status();
+      if (IsNotSealed(last) && not_sealed.ok()) not_sealed = last;
       // A node that is down, stopping (a drain cancels the calls it is
-      // still answering), or behind (it does not know the version yet), is
-      // not the request's fault: ask the next.
+      // still answering), or behind (it does not know the version, or has
+      // not seen it sealed, yet), is not the request's fault: ask the next.
       if (last.code() == Code::kUnavailable || last.code() == Code::kDeadlineExceeded ||
-          last.code() == Code::kCancelled || last.IsNotFound()) {
+          last.code() == Code::kCancelled || last.IsNotFound() || IsNotSealed(last)) {
         continue;
       }
       return Fail(last);
@@ -42,7 +45,8 @@ Status ClusterStream::LoadPlan() {
     plan_ = std::move(plan).value();
     break;
   }
-  if (!plan_) return Fail(last);
+  // No node has it sealed: the version is being ingested, if one said so.
+  if (!plan_) return Fail(not_sealed.ok() ? last : not_sealed);
   const EpochPlan& plan = plan_->plan();
   if (Status s = CheckResumedPlan(position_.plan_hash, plan.plan_hash()); !s.ok()) return Fail(s);
   position_.version = plan_->info().version();

@@ -10,6 +10,7 @@
 #include "common/file_placement.h"
 #include "common/file_util.h"
 #include "common/grpc_status.h"
+#include "common/serving_errors.h"
 #include "common/unique_fd.h"
 #include "plan/stratum_index.h"
 #include "strata/v1/admin.grpc.pb.h"
@@ -104,8 +105,12 @@ Result<std::shared_ptr<const StreamPlan>> StreamPlan::Load(const std::shared_ptr
   plan->info_ = reply.dataset();
   const v1::DatasetInfo& info = plan->info_;
   const std::string name = info.name() + "@" + std::to_string(info.version());
+  if (info.state() == v1::VERSION_DELETED) {  // as the nodes say it: final, every node would
+    return Status::FailedPrecondition("dataset '" + info.name() + "' version " + std::to_string(info.version()) +
+                                      " was deleted");
+  }
   if (info.state() != v1::VERSION_SEALED) {
-    return Status::FailedPrecondition("dataset " + name + " is not sealed: only sealed versions stream");
+    return NotSealed(name, std::string(v1::VersionState_Name(info.state())) + "; only sealed versions stream");
   }
   plan->shards_.assign(reply.shards().begin(), reply.shards().end());
   std::sort(plan->shards_.begin(), plan->shards_.end(),

@@ -26,6 +26,23 @@ inline bool IsHoldersDown(const Status& s) {
   return s.code() == Code::kUnavailable && s.message().find(kHoldersDownMarker) != std::string::npos;
 }
 
+// What a node says of a version whose seal it has not seen: FailedPrecondition
+// "dataset <name@N> is not sealed (<detail>)". A version being ingested is
+// not sealed anywhere; one sealed already is still unsealed on a node that
+// was down or just restarted when the seal went out, until the seal reaches
+// it (docs/design.md, "Version numbers"). The client takes such a node for
+// behind, as one that answers NotFound, and asks the others.
+inline constexpr std::string_view kNotSealedMarker = " is not sealed (";
+
+inline Status NotSealed(std::string_view dataset, std::string_view detail) {
+  return Status::FailedPrecondition("dataset " + std::string(dataset) + std::string(kNotSealedMarker) +
+                                    std::string(detail) + ")");
+}
+
+inline bool IsNotSealed(const Status& s) {
+  return s.code() == Code::kFailedPrecondition && s.message().find(kNotSealedMarker) != std::string::npos;
+}
+
 // Errors that every node would repeat: they end a client's stream, not its
 // use of the node that returned them.
 inline bool IsRequestError(const Status& s) {

@@ -12,6 +12,7 @@
 #include "common/file_util.h"
 #include "common/mutex.h"
 #include "common/placement.h"
+#include "common/serving_errors.h"
 #include "common/unique_fd.h"
 
 namespace strata {
@@ -181,8 +182,8 @@ Result<std::shared_ptr<const OpenVersion>> DatasetCache::Open(const DatasetRef& 
                                       " was deleted");
   }
   if (info.state() != v1::VERSION_SEALED) {
-    return Status::FailedPrecondition("dataset " + ref.ToString() + " is not sealed (state " +
-                                      v1::VersionState_Name(info.state()) + "); only sealed versions can be streamed");
+    return NotSealed(ref.ToString(),
+                     "state " + v1::VersionState_Name(info.state()) + "; only sealed versions can be streamed");
   }
   const auto key = std::make_pair(info.name(), info.version());
   {
