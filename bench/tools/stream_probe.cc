@@ -11,18 +11,29 @@
 // failovers, stalls and readmissions, and streams aborted (ended with an
 // error before the end of the epoch).
 //
+// --sampler stratified streams balanced batches instead of one shuffle. With
+// --digests FILE each sample's bytes are checked against the XXH3-64 digest
+// FILE gives its id (one "id digest" line each), and samples that differ are
+// counted as corrupt; a FILE that does not exist is written from an epoch
+// that arrived exactly once, for the next runs to check against.
+//
 // With --rank-per-server, rank r connects to the r-th server of --server
 // alone (modulo their number): independent single-node streams in one process,
 // the reference bench/three_nodes.sh sets beside a cluster.
 //
 // Output: one line of key=value pairs, for scripts.
 #include <signal.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <xxhash.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -32,6 +43,7 @@
 
 int main(int argc, char** argv) {
   strata::TuneAllocatorForStreaming();
+  spdlog::set_default_logger(spdlog::stderr_color_mt("strata"));  // stdout is the result line
   std::string servers = "127.0.0.1:7400";
   std::string dataset;
   uint32_t world = 1, batch = 256;
@@ -42,6 +54,8 @@ int main(int argc, char** argv) {
   uint64_t slow_every = 0, slow_ms = 0, step_ms = 0;
   bool plan_on_nodes = false;
   bool rank_per_server = false;
+  std::string sampler = "shuffle";
+  std::string digests_file;
   CLI::App app{"strata-stream-probe: stream an epoch, measure throughput and pauses, optionally kill a node"};
   app.add_option("--server", servers, "comma-separated seeds");
   app.add_option("--dataset", dataset)->required();
@@ -57,7 +71,32 @@ int main(int argc, char** argv) {
   app.add_flag("--plan-on-nodes", plan_on_nodes, "every node computes the plan (ClientOptions.plan_on_client off)");
   app.add_flag("--rank-per-server", rank_per_server,
                "rank r streams from the r-th server of --server alone (each must hold the dataset)");
+  app.add_option("--sampler", sampler, "shuffle or stratified")->check(CLI::IsMember({"shuffle", "stratified"}));
+  app.add_option("--digests", digests_file,
+                 "check each sample against the digest this file gives its id; written if it does not exist");
   CLI11_PARSE(app, argc, argv);
+
+  // id -> XXH3-64 of the sample's bytes, when --digests names a file that exists.
+  std::vector<uint64_t> digests;
+  std::vector<bool> has_digest;
+  const bool check_digests = !digests_file.empty() && std::ifstream(digests_file).good();
+  if (check_digests) {
+    std::ifstream in(digests_file);
+    uint64_t id = 0, digest = 0;
+    while (in >> id >> digest) {
+      if (id >= (uint64_t{1} << 32)) {
+        std::fprintf(stderr, "error: %s: id %llu is out of range\n", digests_file.c_str(),
+                     static_cast<unsigned long long>(id));
+        return 2;
+      }
+      if (id >= digests.size()) {
+        digests.resize(id + 1);
+        has_digest.resize(id + 1);
+      }
+      digests[id] = digest;
+      has_digest[id] = true;
+    }
+  }
 
   std::vector<std::string> seeds;
   for (size_t s = 0; s <= servers.size();) {
@@ -75,9 +114,10 @@ int main(int argc, char** argv) {
   using Clock = std::chrono::steady_clock;
   std::atomic<uint64_t> samples{0}, bytes{0};
   std::atomic<bool> failed{false};
-  std::atomic<uint64_t> failovers{0}, stalls{0}, readmissions{0}, aborts{0}, expected{0};
+  std::atomic<uint64_t> failovers{0}, stalls{0}, readmissions{0}, aborts{0}, expected{0}, corrupt{0};
   std::mutex mu;
   std::vector<uint64_t> ids;
+  std::map<uint64_t, uint64_t> seen_digests;  // written to --digests when it does not exist
   std::vector<double> max_gap(world, 0), gap_after_kill(world, 0);
   std::atomic<bool> killed{false};
   Clock::time_point kill_time;
@@ -98,6 +138,7 @@ int main(int argc, char** argv) {
       o.world = world;
       o.batch_size = batch;
       o.epoch = epoch;
+      if (sampler == "stratified") o.sampler.kind = strata::SamplerSpec::Kind::kStratified;
       if (r == 0) {
         auto d = client.value()->Describe(dataset);
         if (d.ok()) expected = d->dataset.samples;
@@ -105,6 +146,7 @@ int main(int argc, char** argv) {
       auto stream = client.value()->OpenStream(o);
       strata::Batch b;
       std::vector<uint64_t> mine;
+      std::vector<std::pair<uint64_t, uint64_t>> my_digests;
       auto last = Clock::now();
       for (;;) {
         strata::Status s = stream.ok() ? stream.value()->Next(&b) : stream.status();
@@ -130,6 +172,18 @@ int main(int argc, char** argv) {
         samples += b.size();
         bytes += b.payload_bytes();
         mine.insert(mine.end(), b.ids().begin(), b.ids().end());
+        if (!digests_file.empty()) {
+          for (size_t i = 0; i < b.size(); ++i) {
+            const std::string_view sample = b.sample(i);
+            const uint64_t digest = XXH3_64bits(sample.data(), sample.size());
+            const uint64_t id = b.ids()[i];
+            if (!check_digests) {
+              my_digests.emplace_back(id, digest);
+            } else if (id >= digests.size() || !has_digest[id] || digests[id] != digest) {
+              ++corrupt;
+            }
+          }
+        }
         if (r == 0 && kill_pid > 0 && b.step() == kill_at && !killed) {
           kill_time = Clock::now();
           kill(kill_pid, SIGKILL);
@@ -142,6 +196,7 @@ int main(int argc, char** argv) {
       }
       std::lock_guard<std::mutex> lock(mu);
       ids.insert(ids.end(), mine.begin(), mine.end());
+      for (const auto& [id, digest] : my_digests) seen_digests[id] = digest;
     });
   }
   for (auto& t : ranks) t.join();
@@ -152,16 +207,25 @@ int main(int argc, char** argv) {
   const uint64_t distinct = static_cast<uint64_t>(std::distance(ids.begin(), std::unique(ids.begin(), ids.end())));
   const uint64_t duplicated = ids.size() - distinct;
   const uint64_t lost = expected > distinct ? expected - distinct : 0;
+  const bool exactly_once = unique && dense && !failed;
+  if (!digests_file.empty() && !check_digests && exactly_once && lost == 0) {
+    std::ofstream out(digests_file);
+    for (const auto& [id, digest] : seen_digests) out << id << ' ' << digest << '\n';
+    if (!out.flush()) {
+      std::fprintf(stderr, "error: cannot write %s\n", digests_file.c_str());
+      failed = true;
+    }
+  }
   std::printf(
       "samples=%llu seconds=%.3f samples_per_s=%.0f mb_per_s=%.1f max_gap_ms=%.1f failover_pause_ms=%.1f "
       "exactly_once=%s delivered=%llu lost=%llu duplicated=%llu failovers=%llu stalls=%llu readmissions=%llu "
-      "aborts=%llu\n",
+      "aborts=%llu corrupt=%llu\n",
       static_cast<unsigned long long>(samples.load()), secs, static_cast<double>(samples) / secs,
       static_cast<double>(bytes) / secs / 1e6, *std::max_element(max_gap.begin(), max_gap.end()),
-      *std::max_element(gap_after_kill.begin(), gap_after_kill.end()), unique && dense && !failed ? "yes" : "no",
+      *std::max_element(gap_after_kill.begin(), gap_after_kill.end()), exactly_once ? "yes" : "no",
       static_cast<unsigned long long>(samples.load()), static_cast<unsigned long long>(lost),
       static_cast<unsigned long long>(duplicated), static_cast<unsigned long long>(failovers.load()),
       static_cast<unsigned long long>(stalls.load()), static_cast<unsigned long long>(readmissions.load()),
-      static_cast<unsigned long long>(aborts.load()));
-  return failed ? 1 : 0;
+      static_cast<unsigned long long>(aborts.load()), static_cast<unsigned long long>(corrupt.load()));
+  return failed || corrupt > 0 ? 1 : 0;
 }
