@@ -201,18 +201,20 @@ if [ -n "$churn_pid" ]; then
 fi
 sleep "$down_s"
 start_stopped
-kills=$(grep -c "nemesis: kill -9" "$dir/nemesis.log" 2>/dev/null || true)
-terms=$(grep -c "nemesis: SIGTERM" "$dir/nemesis.log" 2>/dev/null || true)
-unexpected=$(grep -c "exited unexpectedly" "$dir/nemesis.log" 2>/dev/null || true)
+# Lines of a log that hold a pattern.
+count() { grep -c "$1" "$dir/$2" 2>/dev/null || true; }
+kills=$(count "nemesis: kill -9" nemesis.log)
+terms=$(count "nemesis: SIGTERM" nemesis.log)
+unexpected=$(count "exited unexpectedly" nemesis.log)
 echo "soak total: $((epoch - 1)) epochs, $kills kills, $terms SIGTERMs: delivered $delivered lost $lost" \
      "duplicated $duplicated corrupt $corrupt failovers $failovers stalls $stalls readmissions $readmissions" \
      "aborts $aborts"
 churn_bad=0
 if [ "$churn" = 1 ]; then
   sum() { sed -n "s/.* $1=\([0-9]*\).*/\1/p" "$dir/churn.log" | awk '{ s += $1 } END { print s + 0 }'; }
-  versions=$(grep -c "exactly_once=" "$dir/churn.log" 2>/dev/null || true)
-  not_once=$(grep -c "exactly_once=no" "$dir/churn.log" 2>/dev/null || true)
-  no_ingest=$(grep -c "no ingest" "$dir/churn.log" 2>/dev/null || true)
+  versions=$(count "exactly_once=" churn.log)
+  not_once=$(count "exactly_once=no" churn.log)
+  no_ingest=$(count "no ingest" churn.log)
   echo "churn: $versions versions sealed and streamed, $(sum reruns) ingests re-run, $no_ingest never ingested:" \
        "delivered $(sum delivered) lost $(sum lost) duplicated $(sum duplicated) corrupt $(sum corrupt)" \
        "failovers $(sum failovers) aborts $(sum aborts); $not_once streams not exactly once"

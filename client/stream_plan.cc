@@ -105,12 +105,9 @@ Result<std::shared_ptr<const StreamPlan>> StreamPlan::Load(const std::shared_ptr
   plan->info_ = reply.dataset();
   const v1::DatasetInfo& info = plan->info_;
   const std::string name = info.name() + "@" + std::to_string(info.version());
-  if (info.state() == v1::VERSION_DELETED) {  // as the nodes say it: final, every node would
-    return Status::FailedPrecondition("dataset '" + info.name() + "' version " + std::to_string(info.version()) +
-                                      " was deleted");
-  }
+  if (info.state() == v1::VERSION_DELETED) return VersionDeleted(info.name(), info.version());
   if (info.state() != v1::VERSION_SEALED) {
-    return NotSealed(name, std::string(v1::VersionState_Name(info.state())) + "; only sealed versions stream");
+    return NotSealed(name, "state " + v1::VersionState_Name(info.state()) + "; only sealed versions can be streamed");
   }
   plan->shards_.assign(reply.shards().begin(), reply.shards().end());
   std::sort(plan->shards_.begin(), plan->shards_.end(),

@@ -7,6 +7,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -41,6 +42,13 @@ inline Status NotSealed(std::string_view dataset, std::string_view detail) {
 
 inline bool IsNotSealed(const Status& s) {
   return s.code() == Code::kFailedPrecondition && s.message().find(kNotSealedMarker) != std::string::npos;
+}
+
+// What a node (or the client's plan) says of a deleted version: final,
+// FailedPrecondition "dataset '<name>' version <N> was deleted".
+inline Status VersionDeleted(std::string_view dataset, uint64_t version) {
+  return Status::FailedPrecondition("dataset '" + std::string(dataset) + "' version " + std::to_string(version) +
+                                    " was deleted");
 }
 
 // Errors that every node would repeat: they end a client's stream, not its

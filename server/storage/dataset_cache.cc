@@ -178,8 +178,7 @@ Result<std::shared_ptr<const OpenVersion>> DatasetCache::Open(const DatasetRef& 
   if (!record.ok()) return record.status();
   const v1::DatasetInfo& info = record->info();
   if (info.state() == v1::VERSION_DELETED) {
-    return Status::FailedPrecondition("dataset '" + info.name() + "' version " + std::to_string(info.version()) +
-                                      " was deleted");
+    return VersionDeleted(info.name(), info.version());
   }
   if (info.state() != v1::VERSION_SEALED) {
     return NotSealed(ref.ToString(),
@@ -204,8 +203,7 @@ Result<std::shared_ptr<const OpenVersion>> DatasetCache::Open(const DatasetRef& 
   auto now = catalog_->GetVersion(key.first, key.second);
   if (now.ok() && now->info().state() == v1::VERSION_DELETED) {
     Forget(key.first, key.second);
-    return Status::FailedPrecondition("dataset '" + key.first + "' version " + std::to_string(key.second) +
-                                      " was deleted");
+    return VersionDeleted(key.first, key.second);
   }
   return open;
 }
