@@ -50,13 +50,15 @@ Status ReadLocalFile(const RebuildDeps& d, const v1::FileRef& file, const Pace& 
 }
 
 // The whole of `file` from `peer`, at most `limit` bytes.
-Status ReadPeerFile(v1::PeerService::Stub* peer, const v1::FileRef& file, uint64_t limit, const Pace& pace,
-                    std::string* out) {
+Status ReadPeerFile(PeerClients* peers, const v1::NodeInfo& node, const v1::FileRef& file, uint64_t limit,
+                    const Pace& pace, std::string* out) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + kReadTimeout);
+  // Tracked: a holder that stops answering mid-read ends it once the view has it down.
+  const PeerClients::Tracked tracked = peers->Track(node.id(), &context);
   v1::GetFileRequest request;
   *request.mutable_file() = file;
-  auto reader = peer->GetFile(&context, request);
+  auto reader = peers->Peer(node)->GetFile(&context, request);
   v1::FileChunk chunk;
   out->clear();
   bool too_long = false, stopped = false;
@@ -74,6 +76,10 @@ Status ReadPeerFile(v1::PeerService::Stub* peer, const v1::FileRef& file, uint64
   Status remote = FromGrpcStatus(reader->Finish());
   if (stopped) return Status::Cancelled("reading " + FileName(file) + " stopped");
   if (too_long) return Status::Corruption(FileName(file) + " from a peer is longer than its stripe allows");
+  // Cancelled by PeerClients (the view has the holder down): the holder's
+  // fault, as Unavailable, so that the next holder is asked; Cancelled is
+  // this read stopping.
+  if (remote.code() == Code::kCancelled) return Status::Unavailable(remote.message());
   return remote;
 }
 
@@ -154,7 +160,7 @@ Result<std::string> DecodeChunk(const RebuildDeps& d, const v1::DatasetInfo& inf
           tell(id, "down");
           continue;
         }
-        s = ReadPeerFile(d.peers->Peer(*n).get(), source, file_bytes, o.pace_remote, &bytes);
+        s = ReadPeerFile(d.peers, *n, source, file_bytes, o.pace_remote, &bytes);
         if (s.ok() || s.code() == Code::kCancelled) break;
         tell(id, s.ToString());
       }

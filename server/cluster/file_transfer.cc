@@ -178,15 +178,13 @@ Result<bool> PushFile(v1::PeerService::Stub* peer, const DataDir& dir, const v1:
 }
 
 Result<uint64_t> PullFile(v1::PeerService::Stub* peer, const DataDir& dir, const v1::FileRef& file,
-                          RateLimiter* limiter, std::chrono::milliseconds timeout) {
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + timeout);
+                          RateLimiter* limiter, grpc::ClientContext* context) {
   v1::GetFileRequest request;
   *request.mutable_file() = file;
-  auto reader = peer->GetFile(&context, request);
+  auto reader = peer->GetFile(context, request);
   auto receiver = FileReceiver::Begin(dir, file);
   if (!receiver.ok()) {
-    context.TryCancel();
+    context->TryCancel();
     reader->Finish().ok();
     return receiver.status();
   }
@@ -198,7 +196,7 @@ Result<uint64_t> PullFile(v1::PeerService::Stub* peer, const DataDir& dir, const
     bytes += chunk.data().size();
     local = receiver.value()->Append(chunk.data());
     if (!local.ok()) {
-      context.TryCancel();
+      context->TryCancel();
       while (reader->Read(&chunk)) {
       }
       break;

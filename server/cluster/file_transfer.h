@@ -76,9 +76,10 @@ Status ReadFileChunks(const std::string& path, const v1::FileRef& file, RateLimi
 Result<bool> PushFile(v1::PeerService::Stub* peer, const DataDir& dir, const v1::FileRef& file, RateLimiter* limiter,
                       grpc::ClientContext* context);
 
-// Pulls a file from a peer into the local data directory. NotFound if the peer
-// does not hold it. Returns the bytes copied (0 if the file was already here).
+// Pulls a file from a peer into the local data directory, over a call made
+// with `context` (as PushFile). NotFound if the peer does not hold it.
+// Returns the bytes copied (0 if the file was already here).
 Result<uint64_t> PullFile(v1::PeerService::Stub* peer, const DataDir& dir, const v1::FileRef& file,
-                          RateLimiter* limiter, std::chrono::milliseconds timeout);
+                          RateLimiter* limiter, grpc::ClientContext* context);
 
 }  // namespace strata

@@ -122,8 +122,14 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
     bool copied = false;
     for (const std::string& source : sources) {
       const v1::NodeInfo* info = FindNode(map, source);
-      if (source == self || info == nullptr || info->state() != v1::NODE_UP) continue;
-      auto pulled = PullFile(d_.peers->Peer(*info).get(), *d_.dir, file, &limiter_, kCopyTimeout);
+      // The live view too: the round's map may have missed a holder going down.
+      if (source == self || info == nullptr || info->state() != v1::NODE_UP || !d_.view->IsUp(source)) continue;
+      // Tracked: a holder that stops answering mid-copy is let go once the
+      // view has it down, and the next one tried (the pull would otherwise
+      // hold the repair loop, and every copy after it, for kCopyTimeout).
+      auto context = Context(kCopyTimeout);
+      const PeerClients::Tracked tracked = d_.peers->Track(info->id(), context.get());
+      auto pulled = PullFile(d_.peers->Peer(*info).get(), *d_.dir, file, &limiter_, context.get());
       if (pulled.ok()) {
         d_.files->Add(file);
         if (d_.versions->DropIfDead(file)) break;  // deleted while it was copied
@@ -140,7 +146,10 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
         copied = true;
         break;
       }
-      if (!pulled.status().IsNotFound()) {
+      if (pulled.status().code() == Code::kCancelled && !Stopping()) {
+        spdlog::warn("repair: {} went down while {} was copied from it; trying the next holder", source,
+                     FileName(file));
+      } else if (!pulled.status().IsNotFound()) {
         spdlog::warn("repair: copying {} from {}: {}", FileName(file), source, pulled.status().ToString());
       }
     }

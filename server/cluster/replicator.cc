@@ -153,33 +153,17 @@ void Replicator::Launch(const std::shared_ptr<Copies>& copies, const v1::NodeInf
   boost::asio::post(pool_, [this, copies, target] { Push(copies, target); });
 }
 
-void Replicator::CancelPushesToNodesDown() {
-  if (view_ == nullptr) return;
-  MutexLock lock(&pushing_mu_);
-  for (const auto& [target, context] : pushing_) {
-    if (!view_->IsUp(target)) context->TryCancel();
-  }
-}
-
 void Replicator::Push(std::shared_ptr<Copies> copies, v1::NodeInfo target) {
   // A target the view has down is not waited for: a node that died mid-ingest
   // would otherwise hold a pool thread 2.1 s for every file sent its way, and
-  // one that stopped answering, until the push's deadline.
+  // one that stopped answering, until the push's deadline (the push is
+  // tracked: PeerClients cancels it when the view has its target down).
   const auto may_be_up = [&] { return view_ == nullptr || view_->IsUp(target.id()); };
   const auto push_once = [&]() -> Result<bool> {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + kPushTimeout);
-    std::multimap<std::string, grpc::ClientContext*>::iterator registered;
-    {
-      MutexLock lock(&pushing_mu_);
-      registered = pushing_.emplace(target.id(), &context);
-    }
-    // Down before it was registered: CancelPushesToNodesDown may have run already.
-    if (!may_be_up()) context.TryCancel();
-    auto pushed = PushFile(peers_->Peer(target).get(), *dir_, copies->file_, nullptr, &context);
-    MutexLock lock(&pushing_mu_);
-    pushing_.erase(registered);
-    return pushed;
+    const PeerClients::Tracked tracked = peers_->Track(target.id(), &context);
+    return PushFile(peers_->Peer(target).get(), *dir_, copies->file_, nullptr, &context);
   };
   auto pushed = push_once();
   for (int attempt = 1;

@@ -97,14 +97,6 @@ class Replicator {
   // Waits for the copies in flight to end (used at shutdown).
   void Stop();
 
-  // Cancels the pushes in flight to nodes the view has down; each is then
-  // handed on as a failed push is. A node that stops answering mid-copy (a
-  // frozen process, a host cut off without a reset) would otherwise hold a
-  // pool thread until the push's 5-minute deadline, and every copy queued
-  // behind it, to any node, would wait too. server.cc calls it on every
-  // change of the view.
-  void CancelPushesToNodesDown() EXCLUDES(pushing_mu_);
-
  private:
   void Launch(const std::shared_ptr<Copies>& copies, const v1::NodeInfo& target) REQUIRES(copies->mu_);
   void Push(std::shared_ptr<Copies> copies, v1::NodeInfo target);
@@ -114,9 +106,6 @@ class Replicator {
   PeerClients* peers_;
   Metrics* metrics_;
   const ClusterView* const view_;  // may be null
-  Mutex pushing_mu_;
-  // The pushes in flight: their target's id and their call.
-  std::multimap<std::string, grpc::ClientContext*> pushing_ GUARDED_BY(pushing_mu_);
   boost::asio::thread_pool pool_;
 };
 

@@ -6,11 +6,14 @@
 #include <vector>
 
 #include "common/grpc_status.h"
+#include "common/mutex.h"
 #include "server/cluster/request_validation.h"
 
 namespace strata {
 
 namespace {
+
+constexpr std::chrono::seconds kBroadcastTimeout{5};
 
 bool Dead(v1::VersionState state) { return state == v1::VERSION_ABORTED || state == v1::VERSION_DELETED; }
 
@@ -89,17 +92,18 @@ Status VersionSync::Export(const v1::ListVersionsRequest& request, v1::ListVersi
 Result<size_t> VersionSync::Pull(const v1::NodeInfo& peer, const std::string& dataset,
                                  std::chrono::milliseconds timeout) {
   auto stub = peers_->Peer(peer);
-  const auto context = [&] {
-    auto c = std::make_unique<grpc::ClientContext>();
-    c->set_deadline(std::chrono::system_clock::now() + timeout);
-    return c;
+  // Each call tracked: one to a peer that stops answering ends when the view
+  // has it down.
+  const auto call = [&](const v1::ListVersionsRequest& request, v1::ListVersionsReply* reply) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + timeout);
+    const PeerClients::Tracked tracked = peers_->Track(peer.id(), &context);
+    return stub->ListVersions(&context, request, reply);
   };
   v1::ListVersionsRequest request;
   request.set_dataset(dataset);
   v1::ListVersionsReply reply;
-  if (grpc::Status listed = stub->ListVersions(context().get(), request, &reply); !listed.ok()) {
-    return FromGrpcStatus(listed);
-  }
+  if (grpc::Status listed = call(request, &reply); !listed.ok()) return FromGrpcStatus(listed);
   size_t changed = 0;
   for (const auto& meta : reply.versions()) {
     v1::VersionRecord incoming;
@@ -120,7 +124,7 @@ Result<size_t> VersionSync::Pull(const v1::NodeInfo& peer, const std::string& da
     one.set_dataset(info.name());
     one.set_version(info.version());
     v1::ListVersionsReply full;
-    if (!stub->ListVersions(context().get(), one, &full).ok() || full.versions_size() != 1) continue;
+    if (!call(one, &full).ok() || full.versions_size() != 1) continue;
     auto imported = Import(full.versions(0));
     if (imported.ok()) {
       changed += imported.value();
@@ -154,6 +158,15 @@ VersionSync::BroadcastResult VersionSync::Broadcast(const std::string& name, uin
   if (!Export(one, &mine).ok() || mine.versions_size() != 1) return result;
   v1::PutVersionRequest request;
   *request.mutable_meta() = mine.versions(0);
+  // Every up node at once: one that does not answer delays the others by
+  // nothing, and the broadcast by its deadline at most.
+  struct Call {
+    const v1::NodeInfo* node = nullptr;  // in `map`
+    grpc::ClientContext context;
+    v1::PutVersionReply reply;
+    grpc::Status status;
+  };
+  std::vector<std::unique_ptr<Call>> calls;
   const v1::ClusterMap map = view_->Current();
   for (const auto& n : map.nodes()) {
     if (n.id() == view_->self_id()) continue;
@@ -161,12 +174,32 @@ VersionSync::BroadcastResult VersionSync::Broadcast(const std::string& name, uin
       result.pending.push_back(n.id());
       continue;
     }
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    v1::PutVersionReply reply;
-    grpc::Status s = peers_->Peer(n)->PutVersion(&context, request, &reply);
-    if (!s.ok()) spdlog::warn("telling {} about {}@{}: {}", n.id(), name, version, s.error_message());
-    (s.ok() ? result.told : result.pending).push_back(n.id());
+    calls.push_back(std::make_unique<Call>());
+    calls.back()->node = &n;
+    calls.back()->context.set_deadline(std::chrono::system_clock::now() + kBroadcastTimeout);
+  }
+  std::vector<PeerClients::Tracked> tracked;
+  tracked.reserve(calls.size());
+  Mutex mu;
+  CondVar done;
+  size_t left = calls.size();
+  for (const auto& c : calls) {
+    tracked.push_back(peers_->Track(c->node->id(), &c->context));
+    peers_->Peer(*c->node)->async()->PutVersion(&c->context, &request, &c->reply,
+                                                [&mu, &done, &left, call = c.get()](grpc::Status s) {
+                                                  MutexLock lock(&mu);
+                                                  call->status = std::move(s);
+                                                  if (--left == 0) done.SignalAll();
+                                                });
+  }
+  {
+    MutexLock lock(&mu);
+    done.Wait(&mu, [&]() REQUIRES(mu) { return left == 0; });
+  }
+  for (const auto& c : calls) {
+    if (!c->status.ok())
+      spdlog::warn("telling {} about {}@{}: {}", c->node->id(), name, version, c->status.error_message());
+    (c->status.ok() ? result.told : result.pending).push_back(c->node->id());
   }
   return result;
 }

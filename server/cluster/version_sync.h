@@ -42,8 +42,9 @@ class VersionSync {
     std::vector<std::string> pending;  // down or failed: anti-entropy catches them up
   };
   // Sends a version's metadata to every other node (best effort: anti-entropy
-  // catches up the rest). Blocks for the calls (5 s deadline each), one node
-  // after another.
+  // catches up the rest). Calls every node the view has up at once and
+  // returns when all have answered (5 s deadline; a call to a node the view
+  // marks down meanwhile ends then).
   BroadcastResult Broadcast(const std::string& name, uint64_t version) const;
   // Imports from `peer` the versions it knows and this node lacks or holds in
   // an earlier state (sealed after unsealed, a tombstone after anything):

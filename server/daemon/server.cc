@@ -111,8 +111,8 @@ Status Server::Build() {
   rebuild_pool_ = std::make_unique<boost::asio::thread_pool>(1);
 
   // Cluster: a one-node view until Serve() joins.
-  peers_ = std::make_unique<PeerClients>();
   view_ = std::make_unique<ClusterView>(config_.node_id, metrics_.get());
+  peers_ = std::make_unique<PeerClients>(view_.get());
   peer_disks_ = std::make_unique<PeerDisks>(disk_.get(), view_.get(), background_->get_executor(),
                                             std::chrono::milliseconds(config_.cluster.heartbeat_interval_ms));
   versions_ =
@@ -125,7 +125,7 @@ Status Server::Build() {
       background_->get_executor(), std::chrono::milliseconds(config_.cluster.repair_interval_ms),
       config_.cluster.repair_bytes_per_sec);
   view_->Subscribe([r = repairer_.get()] { r->Kick(); });
-  view_->Subscribe([r = replicator_.get()] { r->CancelPushesToNodesDown(); });
+  view_->Subscribe([p = peers_.get()] { p->CancelCallsToNodesDown(); });
   records_ = std::make_unique<PeerRecords>(view_.get(), peers_.get(), cache_.get(), dir_.get(), files_.get(),
                                            repairer_.get(), metrics_.get(), rebuild_pool_->get_executor());
   scrubber_ = std::make_unique<Scrubber>(

@@ -141,8 +141,8 @@ class Server {
   // reads and the decode; one at a time anyway (PeerRecords' rebuild lock),
   // and off the I/O pool so that no stream's build waits behind one.
   std::unique_ptr<boost::asio::thread_pool> rebuild_pool_;
-  std::unique_ptr<PeerClients> peers_;
   std::unique_ptr<ClusterView> view_;
+  std::unique_ptr<PeerClients> peers_;
   std::unique_ptr<PeerDisks> peer_disks_;
   std::unique_ptr<VersionSync> versions_;
   std::unique_ptr<VersionDeleter> deleter_;

@@ -343,6 +343,59 @@ TEST(EnduranceTest, AnIngestDoesNotWaitOnANodeThatStoppedAnswering) {
   EXPECT_EQ(DistinctIdsStreamed(*reader.value(), version).size(), 2000u);
 }
 
+// A node that pulls its copies from a holder that stops answering (a frozen
+// process: its connections stay open, its calls unanswered) goes on to the
+// next holder once its view has that one down. A pull from it held the repair
+// loop, and every copy after it, for the pull's 10-minute deadline.
+TEST(EnduranceTest, ARepairDoesNotWaitOnAHolderThatStoppedAnswering) {
+  LocalCluster::Options o = Nodes(3);
+  o.start = 2;  // node-3 is down while the version is written
+  // Long enough that node-3 starts pulls from node-1 after it froze, before
+  // its view has node-1 down.
+  o.failure_timeout_ms = 10000 * kSlowBuild;
+  o.node_args[2] = {"--cluster-repair-bytes-per-sec", "1MiB"};  // its pulls last seconds
+  LocalCluster cluster(o);
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 2 && cluster.UpIn(1) == 2; }, 60s * kSlowBuild));
+  auto client = cluster.Connect(1);
+  const std::string name = "pulled";
+  SyntheticIngest how{.labels = 5, .replication = 2, .shard_target_bytes = 1 << 20, .payload = BigPayload};
+  auto ingested = TryIngestSynthetic(*client, name, 2000, how);
+  ASSERT_TRUE(ingested.ok()) << ingested.status().ToString();
+  const uint64_t version = ingested->dataset.version;
+  // The shards placement gives node-3: it pulls each from the first other
+  // holder in placement order, node-1 for some of them.
+  const std::vector<std::string> ids = {cluster.Id(0), cluster.Id(1), cluster.Id(2)};
+  std::set<uint32_t> wanted;
+  int from_node1 = 0;
+  for (uint32_t seq = 0; seq < ingested->dataset.shards; ++seq) {
+    auto ranked = RankMembers(ShardFileKey(name, version, seq), ids);
+    if (ranked[0] != cluster.Id(2) && ranked[1] != cluster.Id(2)) continue;
+    wanted.insert(seq);
+    std::erase(ranked, cluster.Id(2));
+    from_node1 += ranked[0] == cluster.Id(0);
+  }
+  ASSERT_GT(from_node1, 2) << "too few shards node-3 would pull from node-1 first, of " << wanted.size();
+
+  const auto held = [&] {
+    std::set<uint32_t> seqs;
+    auto files = client->ListNodeFiles(cluster.Address(2));
+    if (files.ok()) {
+      for (const FileRef& f : *files) {
+        if (f.dataset == name && f.version == version && f.kind == FileRef::Kind::kShard) seqs.insert(f.seq);
+      }
+    }
+    return seqs;
+  };
+  cluster.Start(2);
+  // node-1 freezes once node-3 has begun (its channels to both are open).
+  ASSERT_TRUE(Eventually([&] { return !held().empty(); }, 60s * kSlowBuild));
+  cluster.Pause(0);
+  const bool pulled = Eventually([&] { return held() == wanted; }, 120s * kSlowBuild);
+  const size_t got = held().size();
+  cluster.Resume(0);
+  EXPECT_TRUE(pulled) << "node-3 holds " << got << " of its " << wanted.size() << " shards";
+}
+
 // A home that comes back numbers its next version above those a node
 // standing in for it numbered meanwhile, though nothing has told it of them
 // yet (anti-entropy is off here; in the soak it lagged by a round): it asks
