@@ -1,10 +1,9 @@
 #include "client/cluster_stream.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 
 #include "client/batch_assembler.h"
+#include "client/log.h"
 #include "common/serving_errors.h"
 #include "plan/stream_start.h"
 
@@ -39,7 +38,7 @@ ClusterStream::ClusterStream(ChannelSource channels, v1::ClusterMap map, v1::Str
   const auto& nodes = map_.nodes();
   if (!options.zone.empty() &&
       std::none_of(nodes.begin(), nodes.end(), [&](const v1::NodeInfo& n) { return n.zone() == options.zone; })) {
-    spdlog::warn("strata: no node of the cluster is in zone '{}'; the stream prefers none", options.zone);
+    Log().warn("strata: no node of the cluster is in zone '{}'; the stream prefers none", options.zone);
   }
 }
 
@@ -85,7 +84,7 @@ Status ClusterStream::Failover(const std::string& node, const std::string& why) 
   excluded_.Exclude(node, Address(node), Clock::now());
   ++stats_.failovers;
   last_failure_ = node + " " + why;
-  spdlog::warn("strata: node {} {}; the other holders take over its share from step {}", node, why, position_.step);
+  Log().warn("strata: node {} {}; the other holders take over its share from step {}", node, why, position_.step);
   return Open(position_.step);
 }
 
@@ -97,7 +96,7 @@ Status ClusterStream::Readmit() {
   stats_.readmissions += back.size();
   std::string names;
   for (const auto& id : back) names += (names.empty() ? "" : ", ") + id;
-  spdlog::info("strata: node {} answers again; it serves its share from step {}", names, position_.step);
+  Log().info("strata: node {} answers again; it serves its share from step {}", names, position_.step);
   return Open(position_.step);
 }
 
@@ -201,8 +200,8 @@ Status ClusterStream::SettleUnknown() {
     excluded_.Exclude(id, Address(id), now);
     ++stats_.failovers;
     last_failure_ = id + " does not know the version yet (" + unknown_.ToString() + ")";
-    spdlog::warn("strata: node {} does not know {} yet; the other holders take over its share from step {}", id,
-                 request_.dataset(), position_.step);
+    Log().warn("strata: node {} does not know {} yet; the other holders take over its share from step {}", id,
+               request_.dataset(), position_.step);
   }
   unknown_ = Status::OK();
   return Open(position_.step);

@@ -23,8 +23,6 @@
 //
 // Output: one line of key=value pairs, for scripts.
 #include <signal.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 #include <xxhash.h>
 
 #include <CLI/CLI.hpp>
@@ -43,7 +41,6 @@
 
 int main(int argc, char** argv) {
   strata::TuneAllocatorForStreaming();
-  spdlog::set_default_logger(spdlog::stderr_color_mt("strata"));  // stdout is the result line
   std::string servers = "127.0.0.1:7400";
   std::string dataset;
   uint32_t world = 1, batch = 256;

@@ -257,5 +257,34 @@ TEST(ZonesTest, ADamagedCopyNearTheReaderIsServedFromAFarCopy) {
   EXPECT_GE(Metric(metrics, "strata_proxied_records_total"), 1) << "and served it with a record from node-2";
 }
 
+// libstrata's own messages (here: a zone no node is in) go to stderr, through
+// the spdlog logger named "strata", never to the trainer's stdout, which it
+// keeps for its own output. They went to spdlog's default logger, on stdout.
+TEST(ZonesTest, TheClientWarnsOnStderrNotStdout) {
+  LocalCluster::Options o;
+  o.nodes = 2;
+  o.zones = {"zone-a", "zone-b"};
+  LocalCluster cluster(o);
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 2 && cluster.UpIn(1) == 2; }, 20s));
+  auto client = cluster.Connect(0);
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(TryIngestSynthetic(*client, "told", 100, {.replication = 2}).ok());
+  ClientOptions co;
+  co.zone = "zone-x";
+  StreamOptions so;
+  so.dataset = "told";
+  so.batch_size = 10;
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  auto opened = cluster.Open(0, co, so);
+  Batch b;
+  const Status first = opened.stream != nullptr ? opened.stream->Next(&b) : Status::Internal("not opened");
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(first.ok()) << first.ToString();
+  EXPECT_EQ(out.find("strata:"), std::string::npos) << out;
+  EXPECT_NE(err.find("no node of the cluster is in zone 'zone-x'"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace strata::testing
