@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "common/units.h"
+#include "server/base/thread_priority.h"
 #include "server/base/tls_reload.h"
 #include "server/storage/decompressed_cache.h"
 
@@ -106,6 +107,11 @@ Status Server::Build() {
 
   background_ = std::make_unique<boost::asio::thread_pool>(2);
   scrub_pool_ = std::make_unique<boost::asio::thread_pool>(1);
+  boost::asio::post(*scrub_pool_, [] {
+    if (Status s = RunAtBackgroundPriority("strata-scrub"); !s.ok()) {
+      spdlog::warn("the scrubber runs at normal priority: {}", s.ToString());
+    }
+  });
   peer_pool_ = std::make_unique<boost::asio::thread_pool>(2);
   admin_pool_ = std::make_unique<boost::asio::thread_pool>(1);
   rebuild_pool_ = std::make_unique<boost::asio::thread_pool>(1);

@@ -125,7 +125,9 @@ class Server {
   std::unique_ptr<boost::asio::thread_pool> background_;
   // The scrub executor (1 thread): the scrubber's file verification, which
   // blocks on the disk and its rate limit for a whole file at a time; its own
-  // thread, so that no timer or other work waits behind it.
+  // thread, so that no timer or other work waits behind it. The thread is
+  // named strata-scrub and runs at background priority (nice 19,
+  // server/base/thread_priority.h): it takes what serving leaves.
   std::unique_ptr<boost::asio::thread_pool> scrub_pool_;
   // The peer pool (2 threads): the peer service's disk and RocksDB work
   // (file chunks, record reads, version listings, PutVersion's import once

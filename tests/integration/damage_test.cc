@@ -3,11 +3,18 @@
 // index fails over and is fetched again, and a stream reads a repaired copy
 // again instead of fetching it for the rest of the epoch.
 #include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
+#include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "plan/stratum_index.h"
 #include "server/storage/shard_format.h"
@@ -141,6 +148,33 @@ TEST(DamageTest, ScrubberFindsDamageNobodyReads) {
       90s))
       << "the scrubber quarantines the copy and a good one is fetched";
   EXPECT_FALSE(std::filesystem::is_empty(cluster.DataDir(2) + "/quarantine"));
+}
+
+// The scrubber's thread takes what serving leaves: it is named strata-scrub,
+// at nice 19 and the lowest best-effort I/O priority (ioprio 7), as the
+// kernel reports them for the running stratad.
+TEST(DamageTest, TheScrubberRunsAtBackgroundPriority) {
+  LocalCluster cluster(Nodes(1));
+  const std::string tasks = "/proc/" + std::to_string(cluster.Process(0).pid()) + "/task";
+  int scrub_threads = 0;
+  for (const auto& task : std::filesystem::directory_iterator(tasks)) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name != "strata-scrub") continue;
+    ++scrub_threads;
+    // /proc/PID/task/TID/stat: the 19th field is the nice value (after the
+    // command's parenthesis, which may hold spaces).
+    std::ifstream stat_file(task.path() / "stat");
+    const std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+    std::vector<std::string> f{std::istream_iterator<std::string>(fields), {}};
+    ASSERT_GT(f.size(), 16u) << stat;
+    EXPECT_EQ(f[16], "19") << stat;  // field 19, the 17th after the command
+    const long tid = std::stol(task.path().filename().string());
+    EXPECT_EQ(syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, tid), (2 << 13) | 7);
+  }
+  EXPECT_EQ(scrub_threads, 1);
 }
 
 TEST(DamageTest, ACopyGoneFromDiskIsFetchedAgain) {
