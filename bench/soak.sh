@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Soak: epochs streamed in a loop for N minutes from a local cluster while a
 # nemesis stops a random node and starts it again (never more than one down
-# at a time): kill -9 mostly, SIGTERM (a drain) --term-percent of the time.
+# at a time): kill -9 mostly, SIGTERM (a drain) --term-percent of the time,
+# SIGSTOP --freeze-percent of the time (a node that stops answering but keeps
+# its connections open, as a host cut off without a reset; SIGCONT after
+# --freeze-s, longer than the 3 s failure timeout).
 # The consumer spends a long pause on some steps. Every sample's bytes are
 # checked against the digests of the first, undisturbed epoch.
 #
@@ -23,7 +26,8 @@
 #   bench/soak.sh [--minutes N] [--nodes 5] [--replication 3] [--world 4]
 #                 [--samples 20000] [--sample-size 4KiB] [--batch-size 16]
 #                 [--step-ms 20] [--slow-every 50] [--slow-ms 8000]
-#                 [--down-s 2] [--up-s 6] [--term-percent 30] [--churn]
+#                 [--down-s 2] [--up-s 6] [--term-percent 30]
+#                 [--freeze-percent 20] [--freeze-s 6] [--churn]
 #                 [--base-port 7600] [--dir DIR]
 #
 # Builds nothing: expects build/ (deploy/local/build.sh). Exit status 1 if the
@@ -32,8 +36,8 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bin="$root/build"
 minutes=5; nodes=5; replication=3; world=4; samples=20000; size=4KiB; batch=16
-step_ms=20; slow_every=50; slow_ms=8000; down_s=2; up_s=6; base=7600; dir=""; term_percent=30; churn=0
-usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+step_ms=20; slow_every=50; slow_ms=8000; down_s=2; up_s=6; base=7600; dir=""; term_percent=30; freeze_percent=20; freeze_s=6; churn=0
+usage() { sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --minutes) minutes="$2"; shift 2 ;;
@@ -49,6 +53,8 @@ while [ $# -gt 0 ]; do
     --down-s) down_s="$2"; shift 2 ;;
     --up-s) up_s="$2"; shift 2 ;;
     --term-percent) term_percent="$2"; shift 2 ;;
+    --freeze-percent) freeze_percent="$2"; shift 2 ;;
+    --freeze-s) freeze_s="$2"; shift 2 ;;
     --churn) churn=1; shift ;;
     --base-port) base="$2"; shift 2 ;;
     --dir) dir="$2"; shift 2 ;;
@@ -79,6 +85,7 @@ nemesis_pid=""; churn_pid=""
 cleanup() {
   [ -n "$nemesis_pid" ] && kill "$nemesis_pid" 2>/dev/null && wait "$nemesis_pid" 2>/dev/null || true
   [ -n "$churn_pid" ] && kill "$churn_pid" 2>/dev/null && wait "$churn_pid" 2>/dev/null || true
+  for f in "$dir"/cluster/node-*.pid; do kill -CONT "$(cat "$f")" 2>/dev/null || true; done
   "$cluster" stop --dir "$dir/cluster" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
@@ -119,14 +126,23 @@ start_stopped() {
 }
 
 # The nemesis: a random node stopped (kill -9, or SIGTERM --term-percent of
-# the time, waiting for its drain), started down_s later, then up_s of quiet.
+# the time, waiting for its drain) and started down_s later, or frozen
+# (SIGSTOP --freeze-percent of the time) and let go (SIGCONT) freeze_s later;
+# then up_s of quiet.
 (
   while true; do
     sleep "$up_s"
     start_stopped
     i=$((RANDOM % nodes + 1))
     pid=$(pid_of "$i")
-    if [ $((RANDOM % 100)) -lt "$term_percent" ]; then
+    roll=$((RANDOM % 100))
+    if [ "$roll" -lt "$freeze_percent" ]; then
+      kill -STOP "$pid" 2>/dev/null || true
+      echo "$(date +%T) nemesis: SIGSTOP node-$i" >>"$dir/nemesis.log"
+      sleep "$freeze_s"
+      kill -CONT "$pid" 2>/dev/null || true
+      continue
+    elif [ "$roll" -lt $((freeze_percent + term_percent)) ]; then
       kill -TERM "$pid" 2>/dev/null || true
       for _ in $(seq 600); do alive "$pid" || break; sleep 0.05; done
       echo "$(date +%T) nemesis: SIGTERM node-$i" >>"$dir/nemesis.log"
@@ -199,14 +215,17 @@ if [ -n "$churn_pid" ]; then
   pkill -P "$churn_pid" 2>/dev/null || true
   kill "$churn_pid" 2>/dev/null; wait "$churn_pid" 2>/dev/null || true; churn_pid=""
 fi
+# A node the nemesis froze as it was stopped is let go.
+for i in $(seq 1 "$nodes"); do kill -CONT "$(pid_of "$i")" 2>/dev/null || true; done
 sleep "$down_s"
 start_stopped
 # Lines of a log that hold a pattern.
 count() { grep -c "$1" "$dir/$2" 2>/dev/null || true; }
 kills=$(count "nemesis: kill -9" nemesis.log)
 terms=$(count "nemesis: SIGTERM" nemesis.log)
+freezes=$(count "nemesis: SIGSTOP" nemesis.log)
 unexpected=$(count "exited unexpectedly" nemesis.log)
-echo "soak total: $((epoch - 1)) epochs, $kills kills, $terms SIGTERMs: delivered $delivered lost $lost" \
+echo "soak total: $((epoch - 1)) epochs, $kills kills, $terms SIGTERMs, $freezes freezes: delivered $delivered lost $lost" \
      "duplicated $duplicated corrupt $corrupt failovers $failovers stalls $stalls readmissions $readmissions" \
      "aborts $aborts"
 churn_bad=0
