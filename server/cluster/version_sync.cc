@@ -17,6 +17,37 @@ constexpr std::chrono::seconds kBroadcastTimeout{5};
 
 bool Dead(v1::VersionState state) { return state == v1::VERSION_ABORTED || state == v1::VERSION_DELETED; }
 
+// Sends `request` to every node of `nodes` at once and returns their
+// answers, in order, once all have come (kBroadcastTimeout each; a call to a
+// node the view marks down meanwhile ends then, PeerClients::Track).
+std::vector<grpc::Status> TellAll(PeerClients& peers, const v1::PutVersionRequest& request,
+                                  const std::vector<const v1::NodeInfo*>& nodes) {
+  struct Call {
+    grpc::ClientContext context;
+    v1::PutVersionReply reply;
+  };
+  std::vector<Call> calls(nodes.size());
+  std::vector<grpc::Status> statuses(nodes.size());
+  std::vector<PeerClients::Tracked> tracked;
+  tracked.reserve(nodes.size());
+  Mutex mu;
+  CondVar done;
+  size_t left = nodes.size();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    calls[i].context.set_deadline(std::chrono::system_clock::now() + kBroadcastTimeout);
+    tracked.push_back(peers.Track(nodes[i]->id(), &calls[i].context));
+    peers.Peer(*nodes[i])->async()->PutVersion(&calls[i].context, &request, &calls[i].reply,
+                                               [&mu, &done, &left, status = &statuses[i]](grpc::Status s) {
+                                                 MutexLock lock(&mu);
+                                                 *status = std::move(s);
+                                                 if (--left == 0) done.SignalAll();
+                                               });
+  }
+  MutexLock lock(&mu);
+  done.Wait(&mu, [&]() REQUIRES(mu) { return left == 0; });
+  return statuses;
+}
+
 }  // namespace
 
 VersionSync::VersionSync(Catalog* catalog, DataDir* dir, LocalFiles* files, PeerClients* peers, const ClusterView* view,
@@ -158,48 +189,35 @@ VersionSync::BroadcastResult VersionSync::Broadcast(const std::string& name, uin
   if (!Export(one, &mine).ok() || mine.versions_size() != 1) return result;
   v1::PutVersionRequest request;
   *request.mutable_meta() = mine.versions(0);
-  // Every up node at once: one that does not answer delays the others by
-  // nothing, and the broadcast by its deadline at most.
-  struct Call {
-    const v1::NodeInfo* node = nullptr;  // in `map`
-    grpc::ClientContext context;
-    v1::PutVersionReply reply;
-    grpc::Status status;
-  };
-  std::vector<std::unique_ptr<Call>> calls;
   const v1::ClusterMap map = view_->Current();
+  std::vector<const v1::NodeInfo*> up;
   for (const auto& n : map.nodes()) {
     if (n.id() == view_->self_id()) continue;
-    if (n.state() != v1::NODE_UP) {
+    if (n.state() == v1::NODE_UP) {
+      up.push_back(&n);
+    } else {
       result.pending.push_back(n.id());
-      continue;
     }
-    calls.push_back(std::make_unique<Call>());
-    calls.back()->node = &n;
-    calls.back()->context.set_deadline(std::chrono::system_clock::now() + kBroadcastTimeout);
   }
-  std::vector<PeerClients::Tracked> tracked;
-  tracked.reserve(calls.size());
-  Mutex mu;
-  CondVar done;
-  size_t left = calls.size();
-  for (const auto& c : calls) {
-    tracked.push_back(peers_->Track(c->node->id(), &c->context));
-    peers_->Peer(*c->node)->async()->PutVersion(&c->context, &request, &c->reply,
-                                                [&mu, &done, &left, call = c.get()](grpc::Status s) {
-                                                  MutexLock lock(&mu);
-                                                  call->status = std::move(s);
-                                                  if (--left == 0) done.SignalAll();
-                                                });
+  std::vector<grpc::Status> told = TellAll(*peers_, request, up);
+  // Those that failed and that the view still has up are told once more: it
+  // may be this node that stalled (stopped while its calls were out, they
+  // expired; and a node asked meanwhile could not confirm the claim with it,
+  // VersionConfirm). A peer that stopped answering is down in the view by
+  // the end of the first call's deadline and is not asked again.
+  std::vector<size_t> again;
+  for (size_t i = 0; i < up.size(); ++i) {
+    if (!told[i].ok() && view_->IsUp(up[i]->id())) again.push_back(i);
   }
-  {
-    MutexLock lock(&mu);
-    done.Wait(&mu, [&]() REQUIRES(mu) { return left == 0; });
+  if (!again.empty()) {
+    std::vector<const v1::NodeInfo*> nodes;
+    for (size_t i : again) nodes.push_back(up[i]);
+    std::vector<grpc::Status> second = TellAll(*peers_, request, nodes);
+    for (size_t j = 0; j < again.size(); ++j) told[again[j]] = std::move(second[j]);
   }
-  for (const auto& c : calls) {
-    if (!c->status.ok())
-      spdlog::warn("telling {} about {}@{}: {}", c->node->id(), name, version, c->status.error_message());
-    (c->status.ok() ? result.told : result.pending).push_back(c->node->id());
+  for (size_t i = 0; i < up.size(); ++i) {
+    if (!told[i].ok()) spdlog::warn("telling {} about {}@{}: {}", up[i]->id(), name, version, told[i].error_message());
+    (told[i].ok() ? result.told : result.pending).push_back(up[i]->id());
   }
   return result;
 }

@@ -44,7 +44,8 @@ class VersionSync {
   // Sends a version's metadata to every other node (best effort: anti-entropy
   // catches up the rest). Calls every node the view has up at once and
   // returns when all have answered (5 s deadline; a call to a node the view
-  // marks down meanwhile ends then).
+  // marks down meanwhile ends then); those that failed and are still up are
+  // called once more (this node may have been the one stalled).
   BroadcastResult Broadcast(const std::string& name, uint64_t version) const;
   // Imports from `peer` the versions it knows and this node lacks or holds in
   // an earlier state (sealed after unsealed, a tombstone after anything):
