@@ -86,6 +86,10 @@ int RunStratad(int argc, char** argv) {
   }
   SetUpLogging(config.value());
 
+  // A peer or scraper that closes a connection stratad writes to must not
+  // kill it: SIGPIPE would end the process without a log line or a core file.
+  // (gRPC and civetweb avoid it on their own sockets; this covers the rest.)
+  std::signal(SIGPIPE, SIG_IGN);
   // Block the signals before any thread starts, so that only the signal_set
   // (via asio's own handling) ever sees them.
   boost::asio::io_context io;

@@ -112,5 +112,25 @@ TEST_F(HealthTest, ServingAndReadyUntilTheDrainStarts) {
   EXPECT_EQ(node_->Terminate(), 0);
 }
 
+// A daemon is never killed by a peer that closes a connection it writes to:
+// stratad ignores SIGPIPE, with the metrics endpoint off too (whose HTTP
+// library ignores it when it runs). Killed, it would go without a log line or
+// a core file.
+TEST(StratadSignalsTest, SigpipeDoesNotStopStratad) {
+  TempDir dir;
+  StratadProcess::Options o;
+  o.data_dir = dir.Join("data");
+  o.metrics_listen = "";
+  auto node = StratadProcess::Start(o);
+  ASSERT_NE(node, nullptr);
+  ASSERT_EQ(kill(node->pid(), SIGPIPE), 0);
+  // An answer means the process ran after the signal was delivered.
+  auto client = Client::Connect(node->address());
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  auto status = client.value()->GetNodeStatus(node->address());
+  EXPECT_TRUE(status.ok()) << status.status().ToString() << "\n" << node->Log();
+  EXPECT_TRUE(node->Running());
+}
+
 }  // namespace
 }  // namespace strata::testing
