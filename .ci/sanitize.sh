@@ -40,7 +40,7 @@ if ! command -v ninja >/dev/null 2>&1; then bash deploy/setup-debian.sh; fi
 # add hundreds of MiB to it (RssAnon 377 MiB under a 112 MiB budget): their
 # finding would be ASan's own memory, not ours. So is block_cache_test's
 # whole-process budget case (both modes).
-integration=(stream_epoch_test restart_test bad_input_test serve_work_test cli_test cluster_test damage_test endurance_test
+integration=(stream_epoch_test restart_test bad_input_test serve_work_test cli_test cluster_test damage_test endurance_test frozen_node_test
              health_test peer_attack_test tls_auth_test stratified_test disk_test peer_listen_test
              ingest_compat_test disk_fault_test multi_writer_test multi_writer_home_test "scale_test:*SmallStepsJoin*")
 if [ "$mode" = asan ]; then

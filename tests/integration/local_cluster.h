@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/placement.h"
 #include "common/sanitizers.h"
 #include "strata/client.h"
 #include "tests/support/etcd_process.h"
@@ -271,6 +272,18 @@ class LocalCluster {
   std::vector<std::unique_ptr<StratadProcess>> procs_;
   std::chrono::steady_clock::time_point last_start_;
 };
+
+// The index of `dataset`'s home node (its ingest coordinator while up) in
+// `cluster`, by placement over all its nodes; -1 if none.
+inline int HomeIndex(const LocalCluster& cluster, const std::string& dataset) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < cluster.size(); ++i) ids.push_back(cluster.Id(i));
+  const std::string home = RankMembers(DatasetHomeKey(dataset), ids).front();
+  for (int i = 0; i < cluster.size(); ++i) {
+    if (cluster.Id(i) == home) return i;
+  }
+  return -1;
+}
 
 // Per shard seq of `dataset`, the nodes of `cluster` that hold its shard file
 // (as each node lists its files; a node that does not answer lists none).
