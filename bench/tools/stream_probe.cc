@@ -65,6 +65,11 @@ int main(int argc, char** argv) {
   app.add_option("--slow-every", slow_every, "sleep --slow-ms after every Nth step of each rank");
   app.add_option("--slow-ms", slow_ms);
   app.add_option("--step-ms", step_ms, "sleep this long after every step");
+  int receive_window = strata::ClientOptions{}.receive_window_bytes;
+  size_t buffered_parts = strata::ClientOptions{}.max_buffered_parts;
+  app.add_option("--receive-window", receive_window, "ClientOptions.receive_window_bytes (0: gRPC's own)")
+      ->capture_default_str();
+  app.add_option("--buffered-parts", buffered_parts, "ClientOptions.max_buffered_parts")->capture_default_str();
   app.add_flag("--plan-on-nodes", plan_on_nodes, "every node computes the plan (ClientOptions.plan_on_client off)");
   app.add_flag("--rank-per-server", rank_per_server,
                "rank r streams from the r-th server of --server alone (each must hold the dataset)");
@@ -108,6 +113,8 @@ int main(int argc, char** argv) {
   strata::ClientOptions co;
   co.stall_timeout_ms = stall_ms;
   co.plan_on_client = !plan_on_nodes;
+  co.receive_window_bytes = receive_window;
+  co.max_buffered_parts = buffered_parts;
   using Clock = std::chrono::steady_clock;
   std::atomic<uint64_t> samples{0}, bytes{0};
   std::atomic<bool> failed{false};

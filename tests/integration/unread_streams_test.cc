@@ -1,9 +1,16 @@
-// Hundreds of streams opened and never read, against a real stratad with
-// --memory-budget: the server's resident memory stays within the budget,
-// because streams share a bounded number of built-but-unsent bytes, and a
-// stream that would exceed it is refused with RESOURCE_EXHAUSTED instead of
-// being served from unbounded memory. The streams it admitted then deliver
-// their whole epoch, every sample once.
+// Streams nobody reads, against a real stratad.
+//
+// Hundreds of streams opened and never read, with --memory-budget: the
+// server's resident memory stays within the budget, because streams share a
+// bounded number of built-but-unsent bytes, and a stream that would exceed it
+// is refused with RESOURCE_EXHAUSTED instead of being served from unbounded
+// memory. The streams it admitted then deliver their whole epoch, every sample
+// once.
+//
+// A libstrata stream whose trainer stops reading: the node sends what the
+// client buffers ahead (max_buffered_parts steps) and one fixed HTTP/2 window
+// (ClientOptions::receive_window_bytes), then waits; the epoch then arrives
+// whole, every sample once.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -122,6 +129,61 @@ TEST(UnreadStreamsTest, TwoHundredUnreadStreamsStayWithinTheMemoryBudget) {
   EXPECT_EQ(saw_refused, static_cast<int>(refused));
   EXPECT_EQ(saw_complete, static_cast<int>(admitted));
   streams.clear();
+  EXPECT_EQ(server->Terminate(), 0);
+}
+
+// 64 KiB samples in batches of 8: steps of 512 KiB, 50 MiB in all. The
+// trainer takes one batch and stops. With it, the stream holds 10 steps: the
+// trainer's, 8 buffered ahead (max_buffered_bytes would allow 32) and one the
+// reader keeps until there is room; gRPC takes at most the default window of
+// 1 MiB beyond them. The node stops having sent 6 MiB here (the bound allows
+// one step more); with gRPC's growing window (receive_window_bytes 0) it
+// sent 12.5 to 14 MiB.
+TEST(UnreadStreamsTest, AStoppedTrainerHoldsItsBufferedStepsAndOneWindow) {
+  TempDir dir;
+  StratadProcess::Options o;
+  o.data_dir = dir.Join("data");
+  auto server = StratadProcess::Start(o);
+  ASSERT_NE(server, nullptr);
+  auto client = Client::Connect(server->address());
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  ASSERT_EQ(IngestSynthetic(*client.value(), "paused", kSamples, 4, Payload).dataset.samples, kSamples);
+
+  const ClientOptions defaults;
+  ASSERT_EQ(defaults.receive_window_bytes, 1 << 20);
+  ASSERT_EQ(defaults.max_buffered_parts, 8u);
+  StreamOptions so;
+  so.dataset = "paused";
+  so.batch_size = 8;
+  auto stream = client.value()->OpenStream(so);
+  ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+  std::set<uint64_t> ids;
+  Batch batch;
+  ASSERT_TRUE(stream.value()->Next(&batch).ok());
+  for (uint64_t id : batch.ids()) EXPECT_TRUE(ids.insert(id).second) << id;
+
+  // The node sends until the windows are full; it has stopped once its count
+  // holds still for half a second.
+  const auto served = [&] { return Metric(server->metrics_address(), "strata_served_bytes_total"); };
+  double last = -1, now = served();
+  for (int tries = 0; tries < 40 && now != last; ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    last = now;
+    now = served();
+  }
+  ASSERT_EQ(now, last) << "the node never stopped sending to a trainer that stopped reading";
+  const double step = 8.0 * kPayloadBytes;
+  std::printf("a stopped trainer: the node sent %.1f MiB (%.1f steps of 512 KiB)\n", now / (1 << 20), now / step);
+  EXPECT_LE(now, 11 * step + defaults.receive_window_bytes) << "the node sent " << now / step << " steps";
+  EXPECT_GE(now, 9 * step) << "the stream buffers 8 steps ahead of the trainer";
+
+  // The trainer comes back: the rest of the epoch, every sample once.
+  Status s;
+  while ((s = stream.value()->Next(&batch)).ok()) {
+    for (uint64_t id : batch.ids()) EXPECT_TRUE(ids.insert(id).second) << id;
+  }
+  EXPECT_EQ(s.code(), Code::kOutOfRange) << s.ToString();
+  EXPECT_EQ(ids.size(), kSamples);
   EXPECT_EQ(server->Terminate(), 0);
 }
 
