@@ -118,7 +118,8 @@ start_stopped() {
   local i
   for i in $(seq 1 "$nodes"); do
     if ! alive "$(pid_of "$i")"; then
-      echo "$(date +%T) node-$i exited unexpectedly; its log ended:" >>"$dir/nemesis.log"
+      echo "$(date +%T) node-$i exited unexpectedly ($(cat "$dir/cluster/node-$i.exit" 2>/dev/null ||
+        echo "no exit status recorded")); its log ended:" >>"$dir/nemesis.log"
       tail -n 5 "$dir/cluster/node-$i.log" >>"$dir/nemesis.log" 2>/dev/null || true
       "$cluster" restart --node "$i" --dir "$dir/cluster" >>"$dir/nemesis.log" 2>&1 || true
     fi

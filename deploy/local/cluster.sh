@@ -11,7 +11,9 @@
 #
 # Node i (1..N) is "node-i": gRPC on 127.0.0.1:P+i-1, metrics on
 # 127.0.0.1:M+i-1 (M defaults to P+100), data in DIR/node-i, log in
-# DIR/node-i.log, pid in DIR/node-i.pid. With --zones node i is in zone
+# DIR/node-i.log, pid in DIR/node-i.pid; when it ends, how (its exit status,
+# or the signal that killed it) in DIR/node-i.exit, which `status` shows.
+# With --zones node i is in zone
 # Z((i-1) mod K) of the K zones given (its --zone, and in the static list),
 # so a shard's copies go to distinct zones. With --etcd the nodes find each
 # other through etcd instead of the static list. With --tls, DIR/tls gets a CA, a
@@ -27,6 +29,30 @@ stratad="${STRATAD:-$root/build/server/stratad}"
 alive() {
   kill -0 "$1" 2>/dev/null || return 1
   [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != "Z" ]
+}
+
+# launch I CMD...: starts node I in the background, its pid in DIR/node-I.pid.
+# A watcher waits for it and writes how it ended to DIR/node-I.exit (with the
+# node orphaned, its exit status would go to PID 1 and be lost: a node that
+# dies with no log line, from a signal that leaves no core, would leave no
+# trace). The watcher ignores hangups and holds none of the caller's
+# descriptors, so that a caller reading this script's output is not kept
+# waiting.
+launch() {
+  local i="$1"; shift
+  rm -f "$dir/node-$i.pid" "$dir/node-$i.exit"
+  (
+    trap '' HUP INT TERM
+    "$@" >"$dir/node-$i.log" 2>&1 &
+    local child=$! rc how
+    echo "$child" >"$dir/node-$i.pid"
+    wait "$child" && rc=0 || rc=$?
+    if [ "$rc" -gt 128 ]; then how="killed by SIG$(kill -l $((rc - 128)) 2>/dev/null || echo $((rc - 128)))"; else how="exit status $rc"; fi
+    echo "$(date +%FT%T) pid $child $how" >"$dir/node-$i.exit"
+  ) </dev/null >/dev/null 2>&1 &
+  for _ in $(seq 200); do [ -s "$dir/node-$i.pid" ] && return 0; sleep 0.01; done
+  echo "cluster.sh: node-$i did not start" >&2
+  exit 1
 }
 
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit "${1:-2}"; }
@@ -110,8 +136,7 @@ start() {
       --metrics-listen "127.0.0.1:$((mbase + i - 1))" --data-dir "$dir/node-$i"
       "${membership[@]}" ${security[@]+"${security[@]}"} ${extra[@]+"${extra[@]}"})
     printf '%q ' "${cmd[@]}" >"$dir/node-$i.cmd"
-    "${cmd[@]}" >"$dir/node-$i.log" 2>&1 &
-    echo $! >"$dir/node-$i.pid"
+    launch "$i" "${cmd[@]}"
   done
   wait_ready $(seq 1 "$nodes")
   if [ -n "$tls" ]; then
@@ -145,8 +170,9 @@ restart() {
   fi
   : >"$dir/node-$node.log.new"
   cat "$dir/node-$node.log" >>"$dir/node-$node.log.old" 2>/dev/null || true
-  eval "$(cat "$dir/node-$node.cmd")" '>"$dir/node-$node.log" 2>&1 &'
-  echo $! >"$dir/node-$node.pid"
+  local cmd
+  eval "cmd=($(cat "$dir/node-$node.cmd"))"
+  launch "$node" "${cmd[@]}"
   rm -f "$dir/node-$node.log.new"
   wait_ready "$node"
 }
@@ -172,7 +198,11 @@ status() {
   for f in "$dir"/node-*.pid; do
     [ -e "$f" ] || { echo "no nodes in $dir"; return; }
     pid="$(cat "$f")"
-    if alive "$pid"; then echo "$(basename "$f" .pid) running (pid $pid)"; else echo "$(basename "$f" .pid) not running"; fi
+    if alive "$pid"; then
+      echo "$(basename "$f" .pid) running (pid $pid)"
+    else
+      echo "$(basename "$f" .pid) not running$(sed -n '1s/^\(.*\)$/ (ended \1)/p' "${f%.pid}.exit" 2>/dev/null)"
+    fi
   done
 }
 

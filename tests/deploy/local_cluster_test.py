@@ -7,16 +7,21 @@
     node-2 and node-4 in west: `strata describe NAME --shards --json` lists
     each shard's two copies (R=2) on nodes of both zones, with those zones;
   * `strata stream --zone west` delivers the whole set; `--zone wset` too,
-    warning that no node is in that zone; `stop` stops four.
+    warning that no node is in that zone;
+  * a node killed with SIGKILL shows in `status` as ended "killed by
+    SIGKILL" (its watcher recorded it), and `restart --node 2` brings it
+    back; `stop` stops four.
 
 Usage: local_cluster_test.py SOURCE_DIR BUILD_DIR
 """
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 from free_ports import free_port_run
 
@@ -88,6 +93,22 @@ def main():
         check("no node of the cluster is in zone 'wset'" in typo.stderr, "no warning: %r" % (typo.stderr,))
         check("%d samples" % SAMPLES in typo.stdout.replace(",", ""), "stream --zone wset: %r" % (typo.stdout,))
         check("no node of the cluster is in zone" not in streamed.stderr, "warned for west: %r" % (streamed.stderr,))
+
+        # A node that dies leaves how it ended, which `status` shows.
+        pid = int(open(os.path.join(cluster_dir, "node-2.pid")).read())
+        os.kill(pid, signal.SIGKILL)
+        status = None
+        for _ in range(100):
+            status = run([cluster, "status", "--dir", cluster_dir])
+            if "node-2 not running" in status.stdout:
+                break
+            time.sleep(0.05)
+        check(("node-2 not running (ended " in status.stdout and "pid %d killed by SIGKILL)" % pid in status.stdout
+               and "node-1 running" in status.stdout), "status after kill -9 of node-2: %r" % (status,))
+        restarted = run([cluster, "restart", "--node", "2", "--dir", cluster_dir])
+        check(restarted.returncode == 0 and "node-2  ready:" in restarted.stdout, "restart: %r" % (restarted,))
+        status = run([cluster, "status", "--dir", cluster_dir])
+        check("node-2 running" in status.stdout, "status after the restart: %r" % (status,))
 
         stopped = run([cluster, "stop", "--dir", cluster_dir])
         check(stopped.returncode == 0 and "stopped 4 node(s)" in stopped.stdout, "stop: %r" % (stopped,))
