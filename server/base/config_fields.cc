@@ -184,9 +184,8 @@ const std::vector<ConfigField>& ConfigFields() {
        "memory for shard blocks that streams read (the plan-aware block cache); `0` leaves it to the kernel",
        STRATA_REF(cache_bytes), CheckCacheBytes, nullptr},
       {"memory_budget", nullptr, "none",
-       "the server's whole resident memory (RSS: code, heap, mapped shards): the block cache holds only what the "
-       "rest leaves of it, so the server stays within it; at least `32MiB`, and needs the cache (`cache_bytes` not "
-       "`0`)",
+       "the server's whole RSS (code, heap, mapped shards): the block cache holds what the rest leaves, so the "
+       "server stays within it; at least `32MiB`; needs `cache_bytes` not `0`",
        STRATA_REF(memory_budget), CheckMemoryBudget, nullptr},
       {"cache_block_bytes", nullptr, nullptr,
        "the cache's unit, an aligned range of a shard file (a multiple of 4 KiB; 2 MiB holds whole page-cache "
@@ -235,7 +234,7 @@ const std::vector<ConfigField>& ConfigFields() {
        nullptr},
       {"disk_low_watermark", nullptr, nullptr,
        "free space on `data_dir`'s file system (`5%` or a size, e.g. `1GiB`) below which ingests and incoming "
-       "replicas are refused with `RESOURCE_EXHAUSTED`",
+       "replicas get `RESOURCE_EXHAUSTED`",
        STRATA_REF(disk_low_watermark), CheckDiskWatermarks, nullptr},
       {"disk_high_watermark", nullptr, nullptr,
        "free space below which the node gets no new replicas (placement and repair skip it); at least the low "
