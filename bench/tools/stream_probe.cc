@@ -65,8 +65,9 @@ int main(int argc, char** argv) {
   app.add_option("--slow-every", slow_every, "sleep --slow-ms after every Nth step of each rank");
   app.add_option("--slow-ms", slow_ms);
   app.add_option("--step-ms", step_ms, "sleep this long after every step");
-  int receive_window = strata::ClientOptions{}.receive_window_bytes;
-  size_t buffered_parts = strata::ClientOptions{}.max_buffered_parts;
+  const strata::ClientOptions defaults;
+  int receive_window = defaults.receive_window_bytes;
+  size_t buffered_parts = defaults.max_buffered_parts;
   app.add_option("--receive-window", receive_window, "ClientOptions.receive_window_bytes (0: gRPC's own)")
       ->capture_default_str();
   app.add_option("--buffered-parts", buffered_parts, "ClientOptions.max_buffered_parts")->capture_default_str();

@@ -65,8 +65,8 @@ Epoch RunEpoch(LocalCluster& cluster, const std::string& dataset, uint32_t world
     threads.emplace_back([&, r] {
       ClientOptions co;
       co.stall_timeout_ms = stall_ms;
-      // A bounded window, so that a node's calls are still sending when it is
-      // killed (with gRPC's growing window a small epoch is buffered whole).
+      // A window a quarter of the default (ClientOptions), so that a node's
+      // calls are still sending when it is killed, not done with a small epoch.
       co.receive_window_bytes = 256 << 10;
       auto client = Client::Connect(cluster.Addresses(), co);
       ASSERT_TRUE(client.ok()) << client.status().ToString();
