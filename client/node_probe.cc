@@ -1,7 +1,6 @@
 #include "client/node_probe.h"
 
 #include <algorithm>
-#include <condition_variable>
 #include <mutex>
 
 namespace strata::client_internal {
@@ -9,12 +8,29 @@ namespace strata::client_internal {
 struct NodeProbe::Call {
   std::unique_ptr<v1::AdminService::Stub> stub;
   grpc::ClientContext context;
+  grpc::CompletionQueue cq;  // the call's one event: its Finish
+  std::unique_ptr<grpc::ClientAsyncResponseReader<v1::DescribeDatasetReply>> reader;
   v1::DescribeDatasetRequest request;
   v1::DescribeDatasetReply reply;
-  std::mutex mu;
-  std::condition_variable ended;
+  grpc::Status status;
+  std::mutex mu;  // takes the event off cq
   std::atomic<bool> done{false};
   std::atomic<bool> ok{false};
+
+  // Takes the call's event if it is there, or waits for it (`wait`).
+  void Take(bool wait) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (done) return;
+    void* tag = nullptr;
+    bool event_ok = false;
+    if (wait) {
+      if (!cq.Next(&tag, &event_ok)) return;
+    } else if (cq.AsyncNext(&tag, &event_ok, gpr_time_0(GPR_CLOCK_MONOTONIC)) != grpc::CompletionQueue::GOT_EVENT) {
+      return;
+    }
+    ok = status.ok();
+    done = true;
+  }
 };
 
 NodeProbe::NodeProbe(const std::shared_ptr<grpc::Channel>& channel, const std::string& dataset,
@@ -26,23 +42,26 @@ NodeProbe::NodeProbe(const std::shared_ptr<grpc::Channel>& channel, const std::s
   // A node that is restarting refuses connections: wait for it (within the
   // deadline) rather than fail at once, so one probe spans the restart.
   call_->context.set_wait_for_ready(true);
-  Call* call = call_.get();
-  call_->stub->async()->DescribeDataset(&call_->context, &call_->request, &call_->reply, [call](grpc::Status s) {
-    std::lock_guard<std::mutex> lock(call->mu);
-    call->ok = s.ok();
-    call->done = true;
-    call->ended.notify_all();
-  });
+  call_->reader = call_->stub->PrepareAsyncDescribeDataset(&call_->context, call_->request, &call_->cq);
+  call_->reader->StartCall();
+  call_->reader->Finish(&call_->reply, &call_->status, call_.get());
 }
 
 NodeProbe::~NodeProbe() {
-  // gRPC needs the call's context until its callback has run: cancel, then wait for it.
+  // gRPC needs the call's context until it has ended: cancel, then wait for it.
   call_->context.TryCancel();
-  std::unique_lock<std::mutex> lock(call_->mu);
-  call_->ended.wait(lock, [&] { return call_->done.load(); });
+  call_->Take(/*wait=*/true);
+  call_->cq.Shutdown();
+  void* tag = nullptr;
+  bool ok = false;
+  while (call_->cq.Next(&tag, &ok)) {
+  }
 }
 
-bool NodeProbe::done() const { return call_->done; }
+bool NodeProbe::done() const {
+  call_->Take(/*wait=*/false);
+  return call_->done;
+}
 bool NodeProbe::alive() const { return call_->ok; }
 
 std::chrono::milliseconds ExcludedNodes::Pause(const std::string& node) const {

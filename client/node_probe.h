@@ -4,8 +4,14 @@
 // gRPC server is up and its catalog knows the version; no answer (dead,
 // stopped, still starting) or an error means not yet.
 //
+// The call completes on a queue of the probe's own, which done() looks at
+// without waiting, not through gRPC's callback API: that would start gRPC's
+// callback threads in the trainer's process for good, and they would poll
+// (and read) the streams' sockets beside the stream's own loop
+// (client/read_loop.h), which made a 1 MiB stream 1.3 times slower.
+//
 // Lifetime: destroying a probe whose call is in flight cancels the call and
-// waits for gRPC's callback (promptly, after a cancel).
+// waits for it to end (promptly, after a cancel).
 //
 // Thread-safety: done() and alive() may be called from any thread.
 #pragma once
