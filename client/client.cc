@@ -20,8 +20,10 @@
 
 #include "client/channel_credentials.h"
 #include "client/client_internal.h"
+#include "client/log.h"
 #include "client/proto_convert.h"
 #include "client/resume_plan.h"
+#include "client/round_trip.h"
 #include "client/stream_plan.h"
 #include "common/dataset_ref.h"
 #include "common/grpc_status.h"
@@ -36,6 +38,9 @@ namespace {
 
 // Admin calls are small; a server that takes longer than this is stuck.
 constexpr std::chrono::seconds kAdminDeadline{30};
+// Connect's measure of the node's round trip (client/round_trip.h).
+constexpr int kRoundTripCalls = 3;
+constexpr std::chrono::milliseconds kRoundTripDeadline{2000};
 // How long StartIngest goes on trying the nodes in order when the home does
 // not answer (membership needs its failure timeout to agree on a new home).
 constexpr std::chrono::seconds kIngestFailoverWindow{30};
@@ -116,6 +121,7 @@ class GrpcClient final : public Client {
   }
 
   const std::string& address() const override { return address_; }
+  int receive_window_bytes() const override { return options_.receive_window_bytes; }
 
   Result<std::vector<DatasetInfo>> ListDatasets(bool include_unsealed) override {
     grpc::ClientContext context;
@@ -379,8 +385,22 @@ Result<std::unique_ptr<Client>> ConnectTo(const std::string& address, const Clie
                                  std::to_string(options.connect_timeout_ms) + " ms");
     }
   }
+  // A fixed window where the node is near; gRPC's own, which grows with the
+  // bandwidth, where one round trip would leave the window too little
+  // (client/round_trip.h). The connected node stands for the cluster.
+  ClientOptions chosen = options;
+  if (options.receive_window_bytes > 0 && options.receive_window_by_round_trip) {
+    const auto round_trip = client_internal::RoundTrip(channel, kRoundTripCalls, kRoundTripDeadline);
+    chosen.receive_window_bytes = client_internal::WindowFor(options.receive_window_bytes, round_trip);
+    if (chosen.receive_window_bytes != options.receive_window_bytes) {
+      client_internal::Log().info(
+          "stratad at {} is {:.1f} ms away: streams use gRPC's growing HTTP/2 window, not a fixed {} bytes per call",
+          address, static_cast<double>(round_trip->count()) / 1000, options.receive_window_bytes);
+      channel = grpc::CreateCustomChannel(address, credentials.value(), ChannelArgs(chosen));
+    }
+  }
   return std::unique_ptr<Client>(std::make_unique<GrpcClient>(
-      address, std::move(channel), std::move(credentials).value(), options, std::move(seeds)));
+      address, std::move(channel), std::move(credentials).value(), chosen, std::move(seeds)));
 }
 
 }  // namespace

@@ -42,7 +42,8 @@ MethodRule RuleFor(std::string_view method) {
   if (method == "/strata.v1.DataService/Ingest") return {false, Role::kWriter};
   if (method == "/strata.v1.AdminService/DeleteVersion") return {false, Role::kAdmin};
   if (method == "/strata.v1.DataService/StreamBatches" || method == "/strata.v1.DataService/ServeWork" ||
-      method == "/strata.v1.DataService/ReadStratumIndex" || method.rfind("/strata.v1.AdminService/", 0) == 0) {
+      method == "/strata.v1.DataService/ReadStratumIndex" || method.rfind("/strata.v1.AdminService/", 0) == 0 ||
+      method == "/grpc.health.v1.Health/Check") {
     return {false, Role::kReader};
   }
   return {false, Role::kAdmin};

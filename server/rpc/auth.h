@@ -3,7 +3,7 @@
 // AuthMetadataProcessor, which runs before any handler).
 //
 // Roles, each including the one before it:
-//   reader  stream, list, describe, status, cluster map
+//   reader  stream, list, describe, status, cluster map, gRPC health check
 //   writer  reader + ingest
 //   admin   writer + anything that changes the cluster or deletes
 // The peer service (replication, repair, version metadata) is for cluster

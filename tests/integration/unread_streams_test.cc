@@ -10,7 +10,9 @@
 // A libstrata stream whose trainer stops reading: the node sends what the
 // client buffers ahead (max_buffered_parts steps) and one fixed HTTP/2 window
 // (ClientOptions::receive_window_bytes), then waits; the epoch then arrives
-// whole, every sample once.
+// whole, every sample once. That window is for a near node: Connect measures
+// the round trip, and through a slow link the client takes gRPC's growing
+// window instead, and streams the epoch through it.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -22,6 +24,7 @@
 
 #include "strata/v1/data.grpc.pb.h"
 #include "tests/integration/cluster_fixture.h"
+#include "tests/support/slow_link.h"
 
 namespace strata::testing {
 namespace {
@@ -184,6 +187,52 @@ TEST(UnreadStreamsTest, AStoppedTrainerHoldsItsBufferedStepsAndOneWindow) {
   }
   EXPECT_EQ(s.code(), Code::kOutOfRange) << s.ToString();
   EXPECT_EQ(ids.size(), kSamples);
+  EXPECT_EQ(server->Terminate(), 0);
+}
+
+// A fixed window moves at most its size per round trip: 1 MiB across a link
+// that holds each chunk 20 ms (a round trip of 40 ms or more) would be 26
+// MB/s. Connect measures the round trip and takes gRPC's window there; it
+// keeps a fixed one the node is near enough for (64 MiB moves 1 GB/s up to a
+// 67 ms round trip, which a loopback health check never takes). Nothing here
+// depends on how fast anything runs: the link's delay is a floor.
+TEST(UnreadStreamsTest, AFarNodeGetsGrpcsGrowingWindowAndStreamsThroughIt) {
+  TempDir dir;
+  StratadProcess::Options o;
+  o.data_dir = dir.Join("data");
+  auto server = StratadProcess::Start(o);
+  ASSERT_NE(server, nullptr);
+  constexpr uint64_t kFarSamples = 120;
+  {
+    ClientOptions near;
+    near.receive_window_bytes = 64 << 20;
+    auto client = Client::Connect(server->address(), near);
+    ASSERT_TRUE(client.ok()) << client.status().ToString();
+    EXPECT_EQ(client.value()->receive_window_bytes(), 64 << 20);
+    ASSERT_EQ(IngestSynthetic(*client.value(), "far", kFarSamples, 4).dataset.samples, kFarSamples);
+  }
+  SlowLink link(server->address(), std::chrono::milliseconds(20));
+  ClientOptions gRPCs;
+  gRPCs.receive_window_bytes = 0;  // 0 is never measured or changed
+  auto own = Client::Connect(link.address(), gRPCs);
+  ASSERT_TRUE(own.ok()) << own.status().ToString();
+  EXPECT_EQ(own.value()->receive_window_bytes(), 0);
+
+  auto far = Client::Connect(link.address());  // the default, 1 MiB
+  ASSERT_TRUE(far.ok()) << far.status().ToString();
+  EXPECT_EQ(far.value()->receive_window_bytes(), 0) << "a 1 MiB window kept across a round trip of 40 ms or more";
+  StreamOptions so;
+  so.dataset = "far";
+  so.batch_size = 16;
+  const uint64_t before = link.bytes();
+  RankRun run = StreamAll(*far.value(), so);
+  EXPECT_EQ(run.end.code(), Code::kOutOfRange) << run.end.ToString();
+  std::set<uint64_t> ids;
+  for (const Batch& b : run.batches) {
+    for (uint64_t id : b.ids()) EXPECT_TRUE(ids.insert(id).second) << id;
+  }
+  EXPECT_EQ(ids.size(), kFarSamples);
+  EXPECT_GT(link.bytes(), before) << "the stream went through the slow link";
   EXPECT_EQ(server->Terminate(), 0);
 }
 

@@ -60,10 +60,16 @@ struct ClientOptions {
   // Bytes gRPC may buffer per call beyond those parts: a fixed HTTP/2 stream
   // window. A call then moves at most this much per round trip (1 MiB: 5 GB/s
   // at a 0.2 ms round trip), and what waits for the trainer stays in memory
-  // that is still in the caches. 0: gRPC's own window, which grows with the
-  // measured bandwidth (to megabytes on a fast link, for every call).
-  // Default 1 MiB.
+  // that is still in the caches. Connect measures the round trip to the node
+  // (three health checks): where this window would move less than 1 GB/s
+  // (beyond about 1 ms for 1 MiB), the client takes gRPC's window instead.
+  // 0: gRPC's own window always, which grows with the measured bandwidth (to
+  // megabytes on a fast link, for every call). Default 1 MiB.
   int receive_window_bytes = 1 << 20;
+  // false: keep receive_window_bytes however far the node is (what each call
+  // buffers stays bounded; a far node then streams at most that much per
+  // round trip). Default true.
+  bool receive_window_by_round_trip = true;
   // TLS: the CA that signs the servers' certificates (PEM file). Empty:
   // plaintext. With it, tls_cert_file and tls_key_file (both or neither) are
   // the client certificate for a server that requires one (mutual TLS).
@@ -158,6 +164,10 @@ class Client {
   virtual ~Client() = default;
 
   virtual const std::string& address() const = 0;
+  // The HTTP/2 window each of this client's stream calls gets:
+  // ClientOptions::receive_window_bytes, or 0 (gRPC's own) where Connect
+  // found the node too far for it (receive_window_bytes above).
+  virtual int receive_window_bytes() const = 0;
 
   virtual Result<std::vector<DatasetInfo>> ListDatasets(bool include_unsealed = false) = 0;
   virtual Result<DatasetDescription> Describe(const std::string& dataset) = 0;

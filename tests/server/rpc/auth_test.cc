@@ -11,6 +11,9 @@ TEST(AuthTest, MethodsNeedTheirRoles) {
   EXPECT_EQ(RuleFor("/strata.v1.DataService/ServeWork").role, Role::kReader);
   EXPECT_EQ(RuleFor("/strata.v1.AdminService/GetStatus").role, Role::kReader);
   EXPECT_EQ(RuleFor("/strata.v1.AdminService/DeleteVersion").role, Role::kAdmin);  // strata rm
+  // A client measures its node's round trip with health checks (client/round_trip.h).
+  EXPECT_EQ(RuleFor("/grpc.health.v1.Health/Check").role, Role::kReader);
+  EXPECT_EQ(RuleFor("/grpc.health.v1.Health/Watch").role, Role::kAdmin);
   EXPECT_TRUE(RuleFor("/strata.v1.PeerService/PutVersion").peer);
   EXPECT_EQ(RuleFor("/something.Else/Delete").role, Role::kAdmin);
   EXPECT_EQ(RuleFor("").role, Role::kAdmin);
