@@ -148,9 +148,11 @@ Sample SampleFrom(const py::handle& item) {
 class PyClient {
  public:
   PyClient(const std::string& address, int64_t connect_timeout_ms, const std::string& token, const std::string& tls_ca,
-           const std::string& tls_cert, const std::string& tls_key, const std::string& zone) {
+           const std::string& tls_cert, const std::string& tls_key, const std::string& zone, int receive_window) {
+    if (receive_window < 0) throw py::value_error("receive_window must be 0 (gRPC's own) or a number of bytes");
     ClientOptions o;
     o.zone = zone;
+    o.receive_window_bytes = receive_window;
     o.connect_timeout_ms = connect_timeout_ms;
     o.token = token;
     o.tls_ca_file = tls_ca;
@@ -166,6 +168,7 @@ class PyClient {
   }
 
   const std::string& address() const { return client_->address(); }
+  int receive_window() const { return client_->receive_window_bytes(); }
 
   py::list List(bool include_unsealed) {
     auto r = Call([&] { return client_->ListDatasets(include_unsealed); });
@@ -292,13 +295,17 @@ void BindClient(py::module_& m) {
 Raises strata.Error (code Unavailable) if it does not answer within
 connect_timeout_ms.)")
       .def(py::init<const std::string&, int64_t, const std::string&, const std::string&, const std::string&,
-                    const std::string&, const std::string&>(),
+                    const std::string&, const std::string&, int>(),
            py::arg("address"), py::arg("connect_timeout_ms") = 5000, py::kw_only(), py::arg("token") = "",
            py::arg("tls_ca") = "", py::arg("tls_cert") = "", py::arg("tls_key") = "", py::arg("zone") = "",
+           py::arg("receive_window") = ClientOptions().receive_window_bytes,
            "Connects to a stratad. token: bearer token (needs tls_ca); tls_ca: PEM file of the servers' CA; "
            "tls_cert, tls_key: client certificate for servers that require one; zone: the trainer's zone, whose "
-           "nodes serve the samples they hold a copy of.")
+           "nodes serve the samples they hold a copy of; receive_window: bytes each stream call buffers ahead "
+           "(a fixed HTTP/2 window, kept only where the node's round trip lets it move 1 GB/s), 0 for gRPC's own.")
       .def_property_readonly("address", &PyClient::address)
+      .def_property_readonly("receive_window", &PyClient::receive_window,
+                             "The window the streams get: receive_window, or 0 (gRPC's own) for a far node.")
       .def("list", &PyClient::List, py::arg("include_unsealed") = false, "Datasets and versions, as dicts.")
       .def("describe", &PyClient::Describe, py::arg("dataset"), "One version ('name' or 'name@N') in detail.")
       .def("delete", &PyClient::Delete, py::arg("dataset"),

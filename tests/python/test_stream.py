@@ -59,6 +59,20 @@ def test_a_client_in_a_zone_streams_from_a_node_that_names_none(server, syntheti
     assert seen == plain
 
 
+def test_receive_window_is_the_one_asked_for_a_near_node_and_streams_the_same(server, synthetic):
+    # 64 MiB would move 1 GB/s up to a 67 ms round trip, which loopback never
+    # takes: it is kept. 0 is gRPC's own window. A negative size is refused.
+    wide = strata.Client(server.address, receive_window=64 << 20)
+    assert wide.receive_window == 64 << 20
+    own = strata.Client(server.address, receive_window=0)
+    assert own.receive_window == 0
+    seen = [i for batch in own.stream(synthetic, batch_size=64, seed=3, epoch=0) for i in batch.ids.tolist()]
+    assert seen == [i for batch in wide.stream(synthetic, batch_size=64, seed=3, epoch=0) for i in batch.ids.tolist()]
+    assert sorted(seen) == list(range(SYNTHETIC_SAMPLES))
+    with pytest.raises(ValueError, match="receive_window"):
+        strata.Client(server.address, receive_window=-1)
+
+
 def test_fields_and_sample_views(client, synthetic):
     batch = next(iter(client.stream(synthetic, batch_size=16, seed=1)))
     for i, sample_id in enumerate(batch.ids.tolist()):
