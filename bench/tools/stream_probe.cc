@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   int64_t stall_ms = 1000;
   uint64_t slow_every = 0, slow_ms = 0, step_ms = 0;
   bool plan_on_nodes = false;
+  bool fixed_window = false;
   bool rank_per_server = false;
   std::string sampler = "shuffle";
   std::string digests_file;
@@ -70,6 +71,8 @@ int main(int argc, char** argv) {
   size_t buffered_parts = defaults.max_buffered_parts;
   app.add_option("--receive-window", receive_window, "ClientOptions.receive_window_bytes (0: gRPC's own)")
       ->capture_default_str();
+  app.add_flag("--fixed-window", fixed_window,
+               "keep --receive-window however far the node is (ClientOptions.receive_window_by_round_trip off)");
   app.add_option("--buffered-parts", buffered_parts, "ClientOptions.max_buffered_parts")->capture_default_str();
   app.add_flag("--plan-on-nodes", plan_on_nodes, "every node computes the plan (ClientOptions.plan_on_client off)");
   app.add_flag("--rank-per-server", rank_per_server,
@@ -115,6 +118,7 @@ int main(int argc, char** argv) {
   co.stall_timeout_ms = stall_ms;
   co.plan_on_client = !plan_on_nodes;
   co.receive_window_bytes = receive_window;
+  co.receive_window_by_round_trip = !fixed_window;
   co.max_buffered_parts = buffered_parts;
   using Clock = std::chrono::steady_clock;
   std::atomic<uint64_t> samples{0}, bytes{0};
@@ -125,6 +129,7 @@ int main(int argc, char** argv) {
   std::map<uint64_t, uint64_t> seen_digests;  // written to --digests when it does not exist
   std::vector<double> max_gap(world, 0), gap_after_kill(world, 0);
   std::atomic<bool> killed{false};
+  std::atomic<int> window{-1};  // rank 0's client's receive window (Client::receive_window_bytes)
   Clock::time_point kill_time;
   const auto start = Clock::now();
   std::vector<std::thread> ranks;
@@ -145,6 +150,7 @@ int main(int argc, char** argv) {
       o.epoch = epoch;
       if (sampler == "stratified") o.sampler.kind = strata::SamplerSpec::Kind::kStratified;
       if (r == 0) {
+        window = client.value()->receive_window_bytes();
         auto d = client.value()->Describe(dataset);
         if (d.ok()) expected = d->dataset.samples;
       }
@@ -224,13 +230,13 @@ int main(int argc, char** argv) {
   std::printf(
       "samples=%llu seconds=%.3f samples_per_s=%.0f mb_per_s=%.1f max_gap_ms=%.1f failover_pause_ms=%.1f "
       "exactly_once=%s delivered=%llu lost=%llu duplicated=%llu failovers=%llu stalls=%llu readmissions=%llu "
-      "aborts=%llu corrupt=%llu\n",
+      "aborts=%llu corrupt=%llu receive_window=%d\n",
       static_cast<unsigned long long>(samples.load()), secs, static_cast<double>(samples) / secs,
       static_cast<double>(bytes) / secs / 1e6, *std::max_element(max_gap.begin(), max_gap.end()),
       *std::max_element(gap_after_kill.begin(), gap_after_kill.end()), exactly_once ? "yes" : "no",
       static_cast<unsigned long long>(samples.load()), static_cast<unsigned long long>(lost),
       static_cast<unsigned long long>(duplicated), static_cast<unsigned long long>(failovers.load()),
       static_cast<unsigned long long>(stalls.load()), static_cast<unsigned long long>(readmissions.load()),
-      static_cast<unsigned long long>(aborts.load()), static_cast<unsigned long long>(corrupt.load()));
+      static_cast<unsigned long long>(aborts.load()), static_cast<unsigned long long>(corrupt.load()), window.load());
   return failed || corrupt > 0 ? 1 : 0;
 }
