@@ -43,14 +43,13 @@ std::optional<std::chrono::microseconds> RoundTrip(const std::shared_ptr<grpc::C
   bool ok = false;
   while (cq.Next(&tag, &ok)) {
   }
-  if (!answered) return std::nullopt;
-  return least;
+  return answered ? least : std::nullopt;
 }
 
 int WindowFor(int window, std::optional<std::chrono::microseconds> round_trip) {
-  if (window <= 0 || !round_trip) return window;
+  if (window <= 0 || !round_trip || round_trip->count() <= 0) return window;
   const double rate = static_cast<double>(window) / (static_cast<double>(round_trip->count()) * 1e-6);
-  return round_trip->count() > 0 && rate < kFixedWindowMinRate ? 0 : window;
+  return rate < kFixedWindowMinRate ? 0 : window;
 }
 
 }  // namespace strata::client_internal

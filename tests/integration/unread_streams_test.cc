@@ -197,21 +197,16 @@ TEST(UnreadStreamsTest, AStoppedTrainerHoldsItsBufferedStepsAndOneWindow) {
 // 67 ms round trip, which a loopback health check never takes). Nothing here
 // depends on how fast anything runs: the link's delay is a floor.
 TEST(UnreadStreamsTest, AFarNodeGetsGrpcsGrowingWindowAndStreamsThroughIt) {
-  TempDir dir;
-  StratadProcess::Options o;
-  o.data_dir = dir.Join("data");
-  auto server = StratadProcess::Start(o);
-  ASSERT_NE(server, nullptr);
+  SingleNode node;
   constexpr uint64_t kFarSamples = 120;
-  {
-    ClientOptions near;
-    near.receive_window_bytes = 64 << 20;
-    auto client = Client::Connect(server->address(), near);
-    ASSERT_TRUE(client.ok()) << client.status().ToString();
-    EXPECT_EQ(client.value()->receive_window_bytes(), 64 << 20);
-    ASSERT_EQ(IngestSynthetic(*client.value(), "far", kFarSamples, 4).dataset.samples, kFarSamples);
-  }
-  SlowLink link(server->address(), std::chrono::milliseconds(20));
+  ASSERT_EQ(IngestSynthetic(node.client(), "far", kFarSamples, 4).dataset.samples, kFarSamples);
+  ClientOptions wide;
+  wide.receive_window_bytes = 64 << 20;
+  auto near = Client::Connect(node.address(), wide);
+  ASSERT_TRUE(near.ok()) << near.status().ToString();
+  EXPECT_EQ(near.value()->receive_window_bytes(), 64 << 20);
+
+  SlowLink link(node.address(), std::chrono::milliseconds(20));
   ClientOptions gRPCs;
   gRPCs.receive_window_bytes = 0;  // 0 is never measured or changed
   auto own = Client::Connect(link.address(), gRPCs);
@@ -221,11 +216,8 @@ TEST(UnreadStreamsTest, AFarNodeGetsGrpcsGrowingWindowAndStreamsThroughIt) {
   auto far = Client::Connect(link.address());  // the default, 1 MiB
   ASSERT_TRUE(far.ok()) << far.status().ToString();
   EXPECT_EQ(far.value()->receive_window_bytes(), 0) << "a 1 MiB window kept across a round trip of 40 ms or more";
-  StreamOptions so;
-  so.dataset = "far";
-  so.batch_size = 16;
   const uint64_t before = link.bytes();
-  RankRun run = StreamAll(*far.value(), so);
+  const RankRun run = StreamDataset(*far.value(), "far", 16);
   EXPECT_EQ(run.end.code(), Code::kOutOfRange) << run.end.ToString();
   std::set<uint64_t> ids;
   for (const Batch& b : run.batches) {
@@ -233,7 +225,7 @@ TEST(UnreadStreamsTest, AFarNodeGetsGrpcsGrowingWindowAndStreamsThroughIt) {
   }
   EXPECT_EQ(ids.size(), kFarSamples);
   EXPECT_GT(link.bytes(), before) << "the stream went through the slow link";
-  EXPECT_EQ(server->Terminate(), 0);
+  EXPECT_EQ(node.Stop(), 0);
 }
 
 }  // namespace
