@@ -19,14 +19,33 @@ namespace {
 
 constexpr uint32_t kNoLayout = std::numeric_limits<uint32_t>::max();
 
+bool Indexed(int names, int indexes) { return names != 0 || indexes != 0; }
+
+// An index per sample, each naming one of `names` entries.
+bool IndexesFit(const google::protobuf::RepeatedField<uint32_t>& indexes, int names, int samples) {
+  if (indexes.size() != samples) return false;
+  return std::all_of(indexes.begin(), indexes.end(), [&](uint32_t i) { return i < static_cast<uint32_t>(names); });
+}
+
 // Everything about a part except which slots are already filled: array
 // lengths, slots in range, sizes summing to the payload, field sizes
 // matching their layouts and summing to each sample's size.
 bool PartIsConsistent(const v1::Batch& part, uint64_t payload_size, size_t batch_size) {
   if (part.batch_size() != batch_size) return false;
   const int n = part.slots_size();
-  if (part.ids_size() != n || part.labels_size() != n || part.sizes_size() != n) return false;
-  if (part.strata_size() != 0 && part.strata_size() != n) return false;
+  if (part.ids_size() != n || part.sizes_size() != n) return false;
+  // Labels: a string per sample, or named once per part (an index per sample).
+  if (Indexed(part.label_names_size(), part.label_index_size())) {
+    if (part.labels_size() != 0 || !IndexesFit(part.label_index(), part.label_names_size(), n)) return false;
+  } else if (part.labels_size() != n) {
+    return false;
+  }
+  // Strata the same, or none at all.
+  if (Indexed(part.stratum_names_size(), part.stratum_index_size())) {
+    if (part.strata_size() != 0 || !IndexesFit(part.stratum_index(), part.stratum_names_size(), n)) return false;
+  } else if (part.strata_size() != 0 && part.strata_size() != n) {
+    return false;
+  }
   if (part.layout_of_size() != 0 && part.layout_of_size() != n) return false;
 
   uint64_t total = 0;
@@ -133,8 +152,14 @@ bool client_internal::BatchAssembler::AddPart(Batch* b, v1::Batch* part, PartPay
   for (int i = 0; i < n; ++i) {
     const size_t slot = part->slots(i);
     b->ids_[slot] = part->ids(i);
-    b->labels_[slot].swap(*part->mutable_labels(i));
-    if (part->strata_size() != 0) {
+    if (part->label_index_size() != 0) {
+      b->labels_[slot] = part->label_names(static_cast<int>(part->label_index(i)));
+    } else {
+      b->labels_[slot].swap(*part->mutable_labels(i));
+    }
+    if (part->stratum_index_size() != 0) {
+      b->strata_[slot] = part->stratum_names(static_cast<int>(part->stratum_index(i)));
+    } else if (part->strata_size() != 0) {
       b->strata_[slot].swap(*part->mutable_strata(i));
     } else {
       b->strata_[slot].clear();
@@ -179,14 +204,18 @@ void client_internal::BatchAssembler::DropFilled(const Batch& batch, v1::Batch* 
 }
 
 void client_internal::BatchAssembler::DropFilled(const Batch& batch, v1::Batch* part, PartPayload* payload) {
+  // An inconsistent part is left whole, for AddPart to refuse.
+  if (!PartIsConsistent(*part, payload->size(), batch.size())) return;
   bool any = false;
-  for (uint32_t slot : part->slots()) any = any || (slot < batch.size() && Filled(batch, slot));
+  for (uint32_t slot : part->slots()) any = any || Filled(batch, slot);
   if (!any) return;
   v1::Batch kept;
-  kept.CopyFrom(*part);
+  kept.CopyFrom(*part);  // with label_names and stratum_names
   kept.clear_slots();
   kept.clear_ids();
   kept.clear_labels();
+  kept.clear_label_index();
+  kept.clear_stratum_index();
   kept.clear_sizes();
   kept.clear_layout_of();
   kept.clear_field_sizes();
@@ -198,13 +227,21 @@ void client_internal::BatchAssembler::DropFilled(const Batch& batch, v1::Batch* 
   for (int i = 0; i < part->slots_size(); ++i) {
     const int fields = part->layout_of_size() ? part->layouts(static_cast<int>(part->layout_of(i))).names_size() : 0;
     const uint32_t slot = part->slots(i);
-    if (slot >= batch.size() || !Filled(batch, slot)) {
+    if (!Filled(batch, slot)) {
       kept.add_slots(slot);
       kept.add_ids(part->ids(i));
-      kept.add_labels(part->labels(i));
+      if (part->label_index_size()) {
+        kept.add_label_index(part->label_index(i));
+      } else {
+        kept.add_labels(part->labels(i));
+      }
       kept.add_sizes(part->sizes(i));
       if (part->layout_of_size()) kept.add_layout_of(part->layout_of(i));
-      if (part->strata_size()) kept.add_strata(part->strata(i));
+      if (part->stratum_index_size()) {
+        kept.add_stratum_index(part->stratum_index(i));
+      } else if (part->strata_size()) {
+        kept.add_strata(part->strata(i));
+      }
       for (int k = 0; k < fields; ++k) kept.add_field_sizes(part->field_sizes(field + k));
       payload->AppendTo(offset, part->sizes(i), &kept_bytes);
     }

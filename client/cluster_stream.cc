@@ -35,6 +35,7 @@ ClusterStream::ClusterStream(ChannelSource channels, v1::ClusterMap map, v1::Str
     if (n.state() != v1::NODE_UP) excluded_.Exclude(n.id(), n.address(), now);
   }
   request_.set_zone(options.zone);
+  request_.set_indexed_labels(true);  // BatchAssembler reads either form
   const auto& nodes = map_.nodes();
   if (!options.zone.empty() &&
       std::none_of(nodes.begin(), nodes.end(), [&](const v1::NodeInfo& n) { return n.zone() == options.zone; })) {

@@ -3,13 +3,17 @@
 // picks the size of the slices the rest arrives in.
 // Properties: a part ParsePart accepts, protobuf accepts too, with the same
 // fields, the same joined steps (Batch.following) and the same payloads; a
-// range of a payload reads back the same bytes as protobuf's.
+// range of a payload reads back the same bytes as protobuf's. Then assembly
+// (client/batch_assembler.h), into a batch whose slot 0 is filled: DropFilled
+// and AddPart read only what the part holds, and a part AddPart takes fills
+// its slots with the labels it names.
 #include <google/protobuf/util/message_differencer.h>
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "client/batch_assembler.h"
 #include "client/received_part.h"
 #include "fuzz/fuzz_support.h"
 
@@ -29,6 +33,36 @@ void SamePayload(const strata::client_internal::PartPayload& payload, strata::v1
   protobuf_says->clear_payload();
 }
 
+// Assembles the part into a batch of its batch_size (a small one) whose slot
+// 0 another part filled first.
+void Assemble(const strata::v1::Batch& fields, const strata::client_internal::PartPayload& payload) {
+  using namespace strata;
+  using client_internal::BatchAssembler;
+  constexpr uint32_t kMaxBatch = 1024;
+  if (fields.batch_size() == 0 || fields.batch_size() > kMaxBatch) return;
+  Batch batch;
+  BatchAssembler::Reset(&batch, 0, 0, 0, 0, 1, fields.batch_size());
+  v1::Batch first;
+  first.set_batch_size(fields.batch_size());
+  first.add_slots(0);
+  first.add_ids(0);
+  first.add_labels("first");
+  first.add_sizes(0);
+  if (!BatchAssembler::AddPart(&batch, &first)) fuzz::Fail("a well-formed part is refused");
+  v1::Batch part = fields;
+  client_internal::PartPayload bytes = payload;
+  BatchAssembler::DropFilled(batch, &part, &bytes);
+  const v1::Batch kept = part;
+  if (!BatchAssembler::AddPart(&batch, &part, &bytes)) return;
+  for (int i = 0; i < kept.slots_size(); ++i) {
+    const uint32_t slot = kept.slots(i);
+    if (slot == 0 || !BatchAssembler::Filled(batch, slot)) fuzz::Fail("a part took slot 0 again, or left a slot empty");
+    const std::string& label =
+        kept.label_index_size() ? kept.label_names(static_cast<int>(kept.label_index(i))) : kept.labels(i);
+    if (batch.labels()[slot] != label) fuzz::Fail("a slot's label is not the one its part names");
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -46,6 +80,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<client_internal::ReceivedPart> joined;
   std::string scratch;
   if (!client_internal::ParsePart(&buffer, &header, &payload, &joined, &scratch).ok()) return 0;
+
+  Assemble(header, payload);
 
   v1::Batch whole;
   if (!whole.ParseFromString(bytes)) fuzz::Fail("ParsePart accepted a part protobuf refuses");

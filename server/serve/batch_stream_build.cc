@@ -108,7 +108,7 @@ Status BatchStream::BuildLocal(const StepClaim& claim, Scratch& scratch, Deferre
   header.set_batch_size(batch_size);
   header.set_plan_hash(plan_.plan_hash());
   header.set_node_id(server_.node_id);
-  PartBuilder& builder = d.builder.emplace(header, limits_.max_part_bytes, &d.out);
+  PartBuilder& builder = d.builder.emplace(header, limits_.max_part_bytes, &d.out, request_.indexed_labels());
   // Samples this node serves but has no good copy of, per shard: (slot, record),
   // and why the local copy could not serve them.
   std::map<size_t, std::vector<std::pair<uint32_t, uint64_t>>> remote;

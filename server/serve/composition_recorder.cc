@@ -20,6 +20,17 @@ void CompositionRecorder::Record(const std::vector<WirePart>& parts, uint32_t ba
   uint64_t samples = 0;
   for (const WirePart& part : parts) {
     const v1::Batch& p = part.message();
+    if (p.stratum_index_size() != 0) {  // named once per part: counted by index first
+      per_name_.assign(static_cast<size_t>(p.stratum_names_size()), 0);
+      for (uint32_t i : p.stratum_index()) {
+        if (i < per_name_.size()) ++per_name_[i];
+      }
+      for (size_t i = 0; i < per_name_.size(); ++i) {
+        if (per_name_[i] != 0) counts_[std::string_view(p.stratum_names(static_cast<int>(i)))] += per_name_[i];
+      }
+      samples += static_cast<uint64_t>(p.stratum_index_size());
+      continue;
+    }
     for (const std::string& s : p.strata()) ++counts_[std::string_view(s)];
     samples += static_cast<uint64_t>(p.strata_size());
   }

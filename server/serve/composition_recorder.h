@@ -34,6 +34,7 @@ class CompositionRecorder {
   std::map<std::string, double, std::less<>> share_;       // by stratum key
   std::vector<std::pair<double, std::string>> by_share_;   // descending
   std::unordered_map<std::string_view, uint64_t> counts_;  // scratch: views of the parts' strata
+  std::vector<uint64_t> per_name_;                         // scratch: one part's count per stratum_names entry
 };
 
 }  // namespace strata

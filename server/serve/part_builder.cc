@@ -4,8 +4,9 @@
 
 namespace strata {
 
-PartBuilder::PartBuilder(const v1::Batch& header, uint64_t max_part_bytes, std::vector<WirePart>* out)
-    : header_(header), max_part_bytes_(max_part_bytes), out_(out) {
+PartBuilder::PartBuilder(const v1::Batch& header, uint64_t max_part_bytes, std::vector<WirePart>* out,
+                         bool indexed_labels)
+    : header_(header), max_part_bytes_(max_part_bytes), out_(out), indexed_labels_(indexed_labels) {
   Start();
 }
 
@@ -18,8 +19,13 @@ void PartBuilder::Add(uint32_t slot, uint64_t id, const RecordView& view, std::s
   v1::Batch& m = message();
   m.add_slots(slot);
   m.add_ids(id);
-  m.add_labels(view.label.data(), view.label.size());
-  m.add_strata(view.stratum.data(), view.stratum.size());
+  if (indexed_labels_) {
+    m.add_label_index(labels_.Of(view.label, m.mutable_label_names()));
+    m.add_stratum_index(strata_.Of(view.stratum, m.mutable_stratum_names()));
+  } else {
+    m.add_labels(view.label.data(), view.label.size());
+    m.add_strata(view.stratum.data(), view.stratum.size());
+  }
   m.add_sizes(view.payload.size());
   m.add_layout_of(LayoutOf(view.field_names));
   for (uint64_t fs : view.field_sizes) m.add_field_sizes(fs);
@@ -36,6 +42,26 @@ void PartBuilder::Start() {
   message().CopyFrom(header_);
   last_layout_ = -1;
   layouts_.clear();
+  labels_.Clear();
+  strata_.Clear();
+}
+
+uint32_t PartBuilder::NameIndex::Of(std::string_view value, google::protobuf::RepeatedPtrField<std::string>* names) {
+  const int n = names->size();
+  if (n <= kCompared) {
+    for (int i = 0; i < n; ++i) {
+      if ((*names)[i] == value) return static_cast<uint32_t>(i);
+    }
+  } else if (auto it = by_name_.find(value); it != by_name_.end()) {
+    return it->second;
+  }
+  names->Add()->assign(value.data(), value.size());
+  if (n + 1 > kCompared) {
+    // Past the names compared one by one: index every name not yet indexed.
+    for (int i = static_cast<int>(by_name_.size()); i <= n; ++i)
+      by_name_.emplace((*names)[i], static_cast<uint32_t>(i));
+  }
+  return static_cast<uint32_t>(n);
 }
 
 // Records of a dataset mostly share one layout: the last one is tried first.

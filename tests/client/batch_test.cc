@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -227,6 +228,103 @@ TEST(BatchTest, RefusesFieldSizesThatDoNotMatchTheLayout) {
   v1::Batch no_layout = MakePart(3, {{0, 10, "a", "a"}});
   no_layout.add_field_sizes(1);  // field sizes without layout_of
   ExpectRefused(no_layout);
+}
+
+// `part` with its labels and strata named once (as a server sends them to a
+// client that asks: StreamRequest.indexed_labels).
+v1::Batch Indexed(const v1::Batch& part) {
+  v1::Batch out = part;
+  out.clear_labels();
+  out.clear_strata();
+  auto index = [](google::protobuf::RepeatedPtrField<std::string>* names, const std::string& value) {
+    auto it = std::find(names->begin(), names->end(), value);
+    if (it != names->end()) return static_cast<uint32_t>(it - names->begin());
+    *names->Add() = value;
+    return static_cast<uint32_t>(names->size() - 1);
+  };
+  for (int i = 0; i < part.slots_size(); ++i) {
+    out.add_label_index(index(out.mutable_label_names(), part.labels(i)));
+    out.add_stratum_index(index(out.mutable_stratum_names(), part.strata(i)));
+  }
+  return out;
+}
+
+TEST(BatchTest, IndexedLabelsAssembleAsStringsDo) {
+  const std::vector<PartSample> first = {{3, 13, "dog", "DDDD"}, {0, 10, "cat", "A"}, {1, 11, "dog", "BB"}};
+  const std::vector<PartSample> second = {{4, 14, "cat", "EEEEE"}, {2, 12, "emu", "CCC"}};
+  Batch strings, indexed, mixed;
+  for (Batch* b : {&strings, &indexed, &mixed}) ResetFor(b, 5);
+  v1::Batch parts[] = {MakePart(5, first),           MakePart(5, second),         Indexed(MakePart(5, first)),
+                       Indexed(MakePart(5, second)), Indexed(MakePart(5, first)), MakePart(5, second)};
+  EXPECT_EQ(parts[2].label_names_size(), 2);  // "dog", "cat"
+  ASSERT_TRUE(BatchAssembler::AddPart(&strings, &parts[0]));
+  ASSERT_TRUE(BatchAssembler::AddPart(&strings, &parts[1]));
+  ASSERT_TRUE(BatchAssembler::AddPart(&indexed, &parts[2]));
+  ASSERT_TRUE(BatchAssembler::AddPart(&indexed, &parts[3]));
+  ASSERT_TRUE(BatchAssembler::AddPart(&mixed, &parts[4]));  // one node indexed, another not
+  ASSERT_TRUE(BatchAssembler::AddPart(&mixed, &parts[5]));
+  const std::vector<std::string> labels = {"cat", "dog", "emu", "dog", "cat"};
+  for (const Batch* b : {&strings, &indexed, &mixed}) {
+    ASSERT_TRUE(BatchAssembler::Complete(*b));
+    EXPECT_EQ(b->labels(), labels);
+    EXPECT_EQ(b->strata(),
+              (std::vector<std::string>{"stratum-cat", "stratum-dog", "stratum-emu", "stratum-dog", "stratum-cat"}));
+    EXPECT_EQ(b->payload(), "ABBCCCDDDDEEEEE");
+  }
+}
+
+TEST(BatchTest, RefusesIndexedLabelsThatNameNothing) {
+  v1::Batch out_of_range = Indexed(MakePart(3, {{0, 10, "a", "a"}}));
+  out_of_range.set_label_index(0, 1);  // one name only
+  ExpectRefused(out_of_range);
+  v1::Batch stratum_out_of_range = Indexed(MakePart(3, {{0, 10, "a", "a"}}));
+  stratum_out_of_range.set_stratum_index(0, 7);
+  ExpectRefused(stratum_out_of_range);
+  v1::Batch both = Indexed(MakePart(3, {{0, 10, "a", "a"}}));
+  both.add_labels("a");  // strings and indexes at once
+  ExpectRefused(both);
+  v1::Batch short_index = Indexed(MakePart(3, {{0, 10, "a", "a"}, {2, 12, "c", "ccc"}}));
+  short_index.mutable_label_index()->RemoveLast();
+  ExpectRefused(short_index);
+  v1::Batch names_only = Indexed(MakePart(3, {{0, 10, "a", "a"}}));
+  names_only.clear_stratum_index();  // names without a sample's index
+  ExpectRefused(names_only);
+}
+
+TEST(BatchTest, DropFilledKeepsTheIndexesOfTheSamplesItKeeps) {
+  Batch batch;
+  ResetFor(&batch, 3);
+  v1::Batch first = MakePart(3, {{1, 11, "b", "bb"}});
+  ASSERT_TRUE(BatchAssembler::AddPart(&batch, &first));
+  // Sent again after a failover, with the samples not yet delivered.
+  v1::Batch again = Indexed(MakePart(3, {{0, 10, "a", "a"}, {1, 11, "b", "bb"}, {2, 12, "c", "ccc"}}));
+  BatchAssembler::DropFilled(batch, &again);
+  EXPECT_EQ(again.slots_size(), 2);
+  EXPECT_EQ(again.label_index_size(), 2);
+  EXPECT_EQ(again.labels_size(), 0);
+  ASSERT_TRUE(BatchAssembler::AddPart(&batch, &again));
+  ASSERT_TRUE(BatchAssembler::Complete(batch));
+  EXPECT_EQ(batch.labels(), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(batch.strata()[2], "stratum-c");
+  EXPECT_EQ(batch.payload(), "abbccc");
+}
+
+// A hostile node's part with fewer ids and labels than slots, sent for a slot
+// already filled: DropFilled must not read past the arrays, and AddPart
+// refuses it.
+TEST(BatchTest, DropFilledLeavesAnInconsistentPartForAddPartToRefuse) {
+  Batch batch;
+  ResetFor(&batch, 3);
+  v1::Batch first = MakePart(3, {{1, 11, "b", "bb"}});
+  ASSERT_TRUE(BatchAssembler::AddPart(&batch, &first));
+  v1::Batch bad = MakePart(3, {{1, 11, "b", "bb"}});
+  for (uint32_t slot : {0u, 2u}) bad.add_slots(slot);  // three slots, one id, one label, one size
+  BatchAssembler::DropFilled(batch, &bad);
+  EXPECT_EQ(bad.slots_size(), 3);  // left whole
+  EXPECT_FALSE(BatchAssembler::AddPart(&batch, &bad));
+  v1::Batch rest = MakePart(3, {{0, 10, "a", "a"}, {2, 12, "c", "ccc"}});
+  ASSERT_TRUE(BatchAssembler::AddPart(&batch, &rest));
+  EXPECT_EQ(batch.payload(), "abbccc");
 }
 
 TEST(BatchTest, RefusesAPartForAnotherBatchSize) { ExpectRefused(MakePart(4, {{0, 10, "a", "a"}})); }

@@ -181,6 +181,46 @@ TEST_F(StreamEpochTest, TheServerSendsStepsInOrder) {
   EXPECT_EQ(samples, kSamples);
 }
 
+// A client that asks (StreamRequest.indexed_labels) gets each part's labels
+// and strata named once; one that does not, built before the field, gets a
+// string per sample. Both name every sample's own label.
+TEST_F(StreamEpochTest, LabelsComeIndexedOnlyToAClientThatAsks) {
+  auto stub = v1::DataService::NewStub(grpc::CreateChannel(node_->address(), grpc::InsecureChannelCredentials()));
+  for (bool indexed : {false, true}) {
+    SCOPED_TRACE(indexed ? "indexed" : "strings");
+    v1::StreamRequest request;
+    request.set_dataset("synth");
+    request.set_world(1);
+    request.set_batch_size(64);
+    request.set_indexed_labels(indexed);
+    grpc::ClientContext context;
+    auto reader = stub->StreamBatches(&context, request);
+    v1::Batch part;
+    uint64_t samples = 0;
+    while (reader->Read(&part)) {
+      const int n = part.ids_size();
+      samples += static_cast<uint64_t>(n);
+      if (indexed) {
+        ASSERT_EQ(part.labels_size(), 0);
+        ASSERT_EQ(part.strata_size(), 0);
+        ASSERT_EQ(part.label_index_size(), n);
+        ASSERT_EQ(part.stratum_index_size(), n);
+        ASSERT_LE(part.label_names_size(), static_cast<int>(kLabels));
+      } else {
+        ASSERT_EQ(part.labels_size(), n);
+        ASSERT_EQ(part.strata_size(), n);
+        ASSERT_EQ(part.label_names_size() + part.label_index_size() + part.stratum_index_size(), 0);
+      }
+      for (int i = 0; i < n; ++i) {
+        const std::string& label = indexed ? part.label_names(static_cast<int>(part.label_index(i))) : part.labels(i);
+        EXPECT_EQ(label, SyntheticLabel(part.ids(i), kLabels)) << "id " << part.ids(i);
+      }
+    }
+    EXPECT_TRUE(reader->Finish().ok());
+    EXPECT_EQ(samples, kSamples);
+  }
+}
+
 TEST_F(StreamEpochTest, MetricsCountWhatWasServed) {
   auto before = node_->client().GetStatus();
   ASSERT_TRUE(before.ok());

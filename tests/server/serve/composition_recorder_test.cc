@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -38,6 +39,18 @@ std::vector<WirePart> Parts(const std::vector<std::string>& strata) {
   return parts;
 }
 
+// The same, named once per part as for a client that asked for indexed labels.
+std::vector<WirePart> IndexedParts(const std::vector<std::string>& strata) {
+  std::vector<WirePart> parts(1);
+  v1::Batch& m = parts[0].message();
+  for (const std::string& s : strata) {
+    auto it = std::find(m.stratum_names().begin(), m.stratum_names().end(), s);
+    m.add_stratum_index(static_cast<uint32_t>(it - m.stratum_names().begin()));
+    if (it == m.stratum_names().end()) m.add_stratum_names(s);
+  }
+  return parts;
+}
+
 DatasetShape Shape(const std::map<std::string, uint64_t>& counts) {
   DatasetShape shape;
   for (const auto& [key, n] : counts) {
@@ -68,6 +81,19 @@ TEST(StratumMetricsTest, CountsEachBatchsStrataAndItsDeviationFromTheShares) {
   served = Collected(registry, "strata_served_samples_by_stratum_total");
   EXPECT_EQ(served["dog"], 2.0);
   EXPECT_EQ(Collected(registry, "strata_batch_composition_deviation")[""], 2.0);
+}
+
+TEST(StratumMetricsTest, StrataNamedOncePerPartCountAsStrings) {
+  prometheus::Registry registry;
+  StratumMetrics metrics(registry, "node-1");
+  CompositionRecorder recorder(Shape({{"cat", 3}, {"dog", 1}}), {0.75, 0.25}, &metrics);
+  recorder.Record(IndexedParts({"cat", "dog", "cat", "cat"}), 4);  // exactly the shares
+  recorder.Record(IndexedParts({"dog", "dog", "dog", "cat"}), 4);  // off by 2
+  const auto served = Collected(registry, "strata_served_samples_by_stratum_total");
+  EXPECT_EQ(served.at("cat"), 4.0);
+  EXPECT_EQ(served.at("dog"), 4.0);
+  EXPECT_EQ(Collected(registry, "strata_batch_composition_deviation")[""], 2.0);
+  EXPECT_EQ(Collected(registry, "strata_batch_composition_deviation_recent")[""], 2.0);
 }
 
 TEST(StratumMetricsTest, KeysPastTheCapAreCountedAsOther) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -104,6 +105,63 @@ TEST(PartBuilderTest, SamplesShareALayoutPerDistinctListOfFieldNames) {
   EXPECT_EQ(m.layouts(0).names(1), "cls");
   EXPECT_EQ(m.field_sizes_size(), 2 + 1 + 2 + 1);
   EXPECT_EQ(m.payload(), *bytes + *bytes + *bytes + *bytes);
+}
+
+// Labels and strata named once per part (StreamRequest.indexed_labels): each
+// part lists its own distinct names, past the few compared one by one too, and
+// every sample's index names its own label and stratum.
+TEST(PartBuilderTest, IndexedLabelsNameEachDistinctLabelOncePerPart) {
+  const v1::Batch header = Header();
+  auto bytes = std::make_shared<std::string>(10, 'x');
+  std::vector<WirePart> parts;
+  PartBuilder b(header, 200, &parts, /*indexed_labels=*/true);
+  std::vector<std::string> labels, strata;
+  for (uint32_t slot = 0; slot < 40; ++slot) {
+    labels.push_back("class-" + std::to_string(slot * 7 % 13));  // 13 labels: past the names compared in turn
+    strata.push_back(slot % 3 == 0 ? "rare" : "common");
+  }
+  for (uint32_t slot = 0; slot < 40; ++slot) {
+    RecordView v = Sample(slot, *bytes, {"bin"});
+    v.label = labels[slot];
+    v.stratum = strata[slot];
+    b.Add(slot, slot, v, bytes);
+  }
+  b.Finish();
+  ASSERT_EQ(parts.size(), 2u);  // 20 samples of 10 bytes each
+  uint32_t slot = 0;
+  for (const WirePart& part : parts) {
+    const v1::Batch m = Parse(part);
+    EXPECT_EQ(m.labels_size(), 0);
+    EXPECT_EQ(m.strata_size(), 0);
+    ASSERT_EQ(m.label_index_size(), m.ids_size());
+    ASSERT_EQ(m.stratum_index_size(), m.ids_size());
+    EXPECT_EQ(m.label_names_size(), 13);
+    EXPECT_EQ(m.stratum_names_size(), 2);
+    std::set<std::string> distinct(m.label_names().begin(), m.label_names().end());
+    EXPECT_EQ(distinct.size(), 13u);
+    for (int i = 0; i < m.ids_size(); ++i, ++slot) {
+      ASSERT_LT(m.label_index(i), 13u);
+      EXPECT_EQ(m.label_names(static_cast<int>(m.label_index(i))), labels[slot]);
+      EXPECT_EQ(m.stratum_names(static_cast<int>(m.stratum_index(i))), strata[slot]);
+    }
+  }
+  EXPECT_EQ(slot, 40u);
+}
+
+TEST(PartBuilderTest, WithoutIndexedLabelsEverySampleCarriesItsStrings) {
+  const v1::Batch header = Header();
+  auto bytes = std::make_shared<std::string>("p");
+  std::vector<WirePart> parts;
+  PartBuilder b(header, 1 << 20, &parts);
+  b.Add(0, 1, Sample(1, *bytes, {"bin"}), bytes);
+  b.Add(1, 2, Sample(2, *bytes, {"bin"}), bytes);
+  b.Finish();
+  const v1::Batch m = Parse(parts.at(0));
+  EXPECT_EQ(std::vector<std::string>(m.labels().begin(), m.labels().end()), (std::vector<std::string>{"cat", "cat"}));
+  EXPECT_EQ(m.strata_size(), 2);
+  EXPECT_EQ(m.label_names_size(), 0);
+  EXPECT_EQ(m.label_index_size(), 0);
+  EXPECT_EQ(m.stratum_index_size(), 0);
 }
 
 }  // namespace
