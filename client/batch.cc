@@ -58,12 +58,14 @@ bool PartIsConsistent(const v1::Batch& part, uint64_t payload_size, size_t batch
 
   // Without layout_of the samples carry no field information at all.
   if (part.layout_of_size() == 0) return part.field_sizes_size() == 0;
+  std::vector<int> fields_of(static_cast<size_t>(part.layouts_size()));  // field count per layout
+  for (int l = 0; l < part.layouts_size(); ++l) fields_of[static_cast<size_t>(l)] = part.layouts(l).names_size();
   int next_field = 0;
   for (int i = 0; i < n; ++i) {
     const uint32_t layout = part.layout_of(i);
-    if (layout >= static_cast<uint32_t>(part.layouts_size())) return false;
+    if (layout >= fields_of.size()) return false;
     uint64_t sample_bytes = 0;
-    for (int k = 0; k < part.layouts(static_cast<int>(layout)).names_size(); ++k, ++next_field) {
+    for (int k = 0; k < fields_of[layout]; ++k, ++next_field) {
       if (next_field >= part.field_sizes_size()) return false;
       const uint64_t field_bytes = part.field_sizes(next_field);
       if (field_bytes > part.sizes(i) - sample_bytes) return false;
@@ -132,6 +134,7 @@ bool client_internal::BatchAssembler::AddPart(Batch* b, v1::Batch* part, PartPay
 
   // The part's layouts, mapped to this batch's list (parts may order them differently).
   std::vector<uint32_t> layout_index(static_cast<size_t>(part->layouts_size()));
+  std::vector<int> fields_of(layout_index.size());  // field count per layout of the part
   for (int l = 0; l < part->layouts_size(); ++l) {
     const auto& names = part->layouts(l).names();
     auto same = [&](const std::vector<std::string>& known) {
@@ -143,6 +146,7 @@ bool client_internal::BatchAssembler::AddPart(Batch* b, v1::Batch* part, PartPay
       it = std::prev(b->field_names_per_layout_.end());
     }
     layout_index[static_cast<size_t>(l)] = static_cast<uint32_t>(it - b->field_names_per_layout_.begin());
+    fields_of[static_cast<size_t>(l)] = names.size();
   }
 
   const bool whole = b->filled_ == 0 && WholeInOrder(*part);
@@ -172,7 +176,7 @@ bool client_internal::BatchAssembler::AddPart(Batch* b, v1::Batch* part, PartPay
     if (part->layout_of_size() != 0) {
       const uint32_t layout = part->layout_of(i);
       b->layout_of_[slot] = layout_index[layout];
-      const int fields = part->layouts(static_cast<int>(layout)).names_size();
+      const int fields = fields_of[layout];
       b->field_sizes_[slot].assign(part->field_sizes().begin() + next_field,
                                    part->field_sizes().begin() + next_field + fields);
       next_field += fields;
