@@ -161,6 +161,17 @@ def main():
     write("received_part", "payload_first_and_twice", b"\x00" + sfield(15, "x") + part + sfield(15, "aaaccccc"))
     write("received_part", "following", b"\x05" + part + sfield(15, "aaaccccc")
           + sfield(19, vfield(2, 8) + sfield(15, "joined")))
+    # Labels and strata named once per part (StreamRequest.indexed_labels):
+    # with slot 0, which the harness fills first, and without it.
+    names = sfield(20, "cat") + sfield(20, "dog") + sfield(22, "s")
+    indexed = (vfield(1, 2) + vfield(2, 7) + vfield(6, 3) + sfield(7, packed([2, 0, 1])) + sfield(8, packed([9, 8, 7]))
+               + names + sfield(21, packed([0, 1, 0])) + sfield(23, packed([0, 0, 0]))
+               + sfield(10, packed([3, 0, 5])) + sfield(18, "node-1"))
+    write("received_part", "indexed_labels", b"\x04" + indexed + sfield(15, "aaaccccc"))
+    indexed_rest = (vfield(1, 2) + vfield(2, 7) + vfield(6, 3) + sfield(7, packed([2, 1])) + sfield(8, packed([9, 7]))
+                    + names + sfield(21, packed([1, 0])) + sfield(23, packed([0, 0]))
+                    + sfield(10, packed([3, 5])) + sfield(18, "node-1"))
+    write("received_part", "indexed_labels_rest", b"\x02" + indexed_rest + sfield(15, "aaaccccc"))
 
 
 if __name__ == "__main__":
