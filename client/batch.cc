@@ -208,11 +208,11 @@ void client_internal::BatchAssembler::DropFilled(const Batch& batch, v1::Batch* 
 }
 
 void client_internal::BatchAssembler::DropFilled(const Batch& batch, v1::Batch* part, PartPayload* payload) {
-  // An inconsistent part is left whole, for AddPart to refuse.
-  if (!PartIsConsistent(*part, payload->size(), batch.size())) return;
   bool any = false;
-  for (uint32_t slot : part->slots()) any = any || Filled(batch, slot);
-  if (!any) return;
+  for (uint32_t slot : part->slots()) any = any || (slot < batch.size() && Filled(batch, slot));
+  // A part that repeats no slot (nearly every one) is left for AddPart to
+  // check; an inconsistent one is left whole, for AddPart to refuse.
+  if (!any || !PartIsConsistent(*part, payload->size(), batch.size())) return;
   v1::Batch kept;
   kept.CopyFrom(*part);  // with label_names and stratum_names
   kept.clear_slots();
