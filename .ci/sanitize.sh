@@ -45,7 +45,7 @@ integration=(stream_epoch_test restart_test bad_input_test serve_work_test cli_t
              ingest_compat_test disk_fault_test multi_writer_test multi_writer_home_test "scale_test:*SmallStepsJoin*")
 if [ "$mode" = asan ]; then
   tests=("${integration[@]}"
-         shard_format_test shard_footer_test shard_copy_test record_view_test id_ranges_test stratum_index_test aligned_writer_test
+         shard_format_test shard_footer_test shard_copy_test shard_refill_test record_view_test id_ranges_test stratum_index_test aligned_writer_test
          path_guard_test kv_store_test catalog_test "block_cache_test:-*MemoryBudget*" block_cache_locks_test step_blocks_test
          ingest_session_test
          stratum_key_test verified_records_test open_version_test

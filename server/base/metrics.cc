@@ -111,6 +111,9 @@ Metrics::Metrics(const std::string& node_id)
                                   "Blocks dropped from memory to stay within the cache budget")),
       read_ahead_bytes(MakeCounter(*registry_, node_id_, "strata_read_ahead_bytes_total",
                                    "Shard bytes read in ahead of the streams that need them")),
+      cache_refilled_bytes(MakeCounter(*registry_, node_id_, "strata_cache_refilled_bytes_total",
+                                       "Shard bytes the block cache dropped from the page cache, held there in "
+                                       "small folios, to read them in again whole")),
       cache_resident_bytes(MakeGauge(*registry_, node_id_, "strata_cache_resident_bytes",
                                      "Shard bytes the block cache holds in memory (at most cache_bytes)")),
       cache_budget_bytes(MakeGauge(*registry_, node_id_, "strata_cache_budget_bytes",

@@ -60,6 +60,7 @@ class Metrics {
   prometheus::Counter& cache_misses;
   prometheus::Counter& cache_evictions;
   prometheus::Counter& read_ahead_bytes;
+  prometheus::Counter& cache_refilled_bytes;
   prometheus::Gauge& cache_resident_bytes;
   prometheus::Gauge& cache_budget_bytes;
   // Ingest.

@@ -105,8 +105,11 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
       ++read_ahead_blocks_;
       if (metrics_) metrics_->read_ahead_bytes.Increment(static_cast<double>(l.bytes));
       boost::asio::post(*pool_, [self = shared_from_this(), l = std::move(l)] {
-        Status s = l.reader->Populate(l.block * self->options_.block_bytes, l.bytes);
+        const uint64_t offset = l.block * self->options_.block_bytes;
+        const bool refilled = self->Refill(*l.reader, offset, l.bytes);
+        Status s = l.reader->Populate(offset, l.bytes);
         if (!s.ok()) spdlog::warn("read-ahead: {}", s.ToString());  // the serving read reports it, if it persists
+        if (refilled) l.reader->Refilled(offset, l.bytes);
         self->Loaded(Key{l.reader.get(), l.block}, l.load);
       });
     }
@@ -211,6 +214,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
     s.read_ahead_blocks = read_ahead_blocks_;
     s.locks_after_uses = lock_tasks_;
     s.locks_after_uses_done = locks_done_;
+    s.refills = refills_;
     s.evictions = evictions_;
     s.budget_bytes = budget_;
     return s;
@@ -371,14 +375,22 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
   }
 
   // Locks a resident block that uses keep coming back to, so that its records
-  // are hashed once while it stays (server/storage/verified_records.h). Its
-  // pages are in the page cache (a sparse use maps a block only then), and
-  // the cache counts the whole block already: mapping all of them costs no
-  // read and no memory beyond the count. If the block was evicted meanwhile,
+  // are hashed once while it stays (server/storage/verified_records.h). The
+  // cache counts the whole block already: mapping all of it costs no memory
+  // beyond the count. Where the page cache holds the block whole (a sparse
+  // use maps a block only when it holds the page the use reads first, and
+  // shard files lie in 2 MiB folios) that reads nothing. Where it holds only
+  // some of its pages (read record by record after the page cache dropped
+  // the file), it reads the block again, whole, into one folio (Refill):
+  // the block's records are then mapped with one entry instead of 512 small
+  // ones for the rest of the block's stay. If the block was evicted meanwhile,
   // nobody accounts for what the lock mapped: give it back. (Evicted after
   // the check, its release unlocks it as any block's.)
   void LockUsed(const Range& l) {
-    if (l.reader->Lock(l.offset, l.bytes)) {
+    const bool refilled = Refill(*l.reader, l.offset, l.bytes);
+    const bool locked = l.reader->Lock(l.offset, l.bytes);
+    if (refilled) l.reader->Refilled(l.offset, l.bytes);
+    if (locked) {
       bool orphaned = false;
       {
         MutexLock lock(&mu_);
@@ -388,6 +400,16 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
       if (orphaned) l.reader->Release(l.offset, l.bytes);
     }
     ++locks_done_;
+  }
+
+  // ShardReader::Refill, counted. Before a block is read in whole (Populate,
+  // Lock): where the page cache holds it in small folios, it is dropped so
+  // that the read brings it in as one.
+  bool Refill(const ShardReader& reader, uint64_t offset, uint64_t bytes) {
+    if (!reader.Refill(offset, bytes)) return false;
+    ++refills_;
+    if (metrics_) metrics_->cache_refilled_bytes.Increment(static_cast<double>(bytes));
+    return true;
   }
 
   static void ReleaseAll(std::vector<Range>& releases) {
@@ -422,6 +444,7 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
   std::atomic<uint64_t> read_ahead_blocks_{0};
   std::atomic<uint64_t> lock_tasks_{0};  // LockUsed tasks queued
   std::atomic<uint64_t> locks_done_{0};  // ... and run
+  std::atomic<uint64_t> refills_{0};     // blocks dropped to be read in again whole (Refill)
   std::atomic<int64_t> last_govern_{0};  // steady clock, ns
   std::atomic<int64_t> last_warning_{std::numeric_limits<int64_t>::min() / 2};
 };

@@ -41,6 +41,13 @@
 // of them on every read cost a 1 KiB stream from one node about a seventh of
 // its rate (bench/README.md).
 //
+// A block read in whole (read ahead, or locked after uses) that the page
+// cache holds in small folios is dropped from it first (ShardReader::Refill),
+// so that the read brings it back as one 2 MiB folio, mapped with one entry:
+// records read one by one after the page cache dropped a file (a reboot) lie
+// in 4 KiB folios, and a node serving 1 KiB records from them spent about a
+// sixth more CPU (docs/performance.md).
+//
 // With a memory budget for the whole process (memory_budget_bytes), the
 // cache's budget is what the rest of the process leaves of it: the cache
 // reads the process's resident bytes (server/storage/process_memory.h) at most every
@@ -167,6 +174,10 @@ class BlockCache {
     // back to them: tasks queued, and of them run.
     uint64_t locks_after_uses = 0;
     uint64_t locks_after_uses_done = 0;
+    // Blocks the page cache held in small folios, dropped before being read
+    // in (read ahead, or locked) so that they came back whole
+    // (ShardReader::Refill; strata_cache_refilled_bytes_total).
+    uint64_t refills = 0;
     uint64_t evictions = 0;
     uint64_t budget_bytes = 0;  // what the cache may hold now (see memory_budget_bytes)
   };

@@ -318,6 +318,25 @@ class ShardReader {
   bool Lock(uint64_t offset, uint64_t len) const;
   // Whether every page of [offset, offset + len) is locked now.
   bool Locked(uint64_t offset, uint64_t len) const;
+  // Refill drops [offset, offset + len) from this process's mapping and from
+  // the page cache where they hold it in small folios, so that the next read
+  // through the mapping (Populate, Lock) reads it again whole, into 2 MiB
+  // folios that one entry each maps. Records read one at a time (pread,
+  // after the page cache dropped the file) leave their pages in 4 KiB
+  // folios, and faults fill the gaps between them with small ones too: a
+  // node that read its shards so served 1 KiB records at about a sixth more
+  // CPU, for as long as it ran (docs/performance.md). Small folios are those
+  // this process maps page by page (PAGEMAP_SCAN, Linux 6.7), or where it
+  // maps nothing, a page cache that holds part of the range (mincore). Only
+  // whole 2 MiB spans of the records are refilled; a page some other mapping
+  // holds stays. Call it off the serving path, while the range is not
+  // locked (a locked page is never dropped); returns whether it dropped
+  // anything, and then, once the range is read in again, call Refilled:
+  // after kRefillTries ranges that came back mapped page by page (no 2 MiB
+  // folios on this kernel or filesystem) and none that did not, Refill
+  // does nothing more in this process.
+  bool Refill(uint64_t offset, uint64_t len) const;
+  void Refilled(uint64_t offset, uint64_t len) const;
   // Release unlocks those pages and drops them from this process's memory
   // (every record of the file is then verified again when next read); the
   // page cache may keep them, and a later read maps them back in.

@@ -3,14 +3,19 @@
 // and a record's bytes are checksummed before its header is parsed.
 #include <errno.h>
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstring>
+#include <iterator>
+#include <vector>
 
 #include "common/checksum.h"
 #include "common/file_env.h"
@@ -39,6 +44,62 @@ std::pair<char*, size_t> PageSpan(const char* base, uint64_t size, uint64_t offs
   const uint64_t end = std::min(size, offset + std::min(len, size - offset));
   const uint64_t first = offset / page * page;
   return {const_cast<char*>(base) + first, static_cast<size_t>(end - first)};
+}
+
+// The size of a page-cache folio that a mapping can map with one entry.
+constexpr uint64_t kFolioBytes = 2ull << 20;
+
+// Refill gives up once kRefillTries of its blocks came back mapped page by
+// page, unless one came back in a 2 MiB entry before.
+constexpr int kRefillTries = 8;
+std::atomic<bool> refills_work{true};
+std::atomic<bool> refills_worked{false};
+std::atomic<int> refills_failed{0};
+
+// PAGEMAP_SCAN (Linux 6.7, include/uapi/linux/fs.h; defined here for older
+// headers): which pages of a range this process maps, and which of them
+// through a huge (2 MiB) entry.
+struct PageRegion {
+  uint64_t start, end, categories;
+};
+struct PagemapScanArg {
+  uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages, category_inverted, category_mask,
+      category_anyof_mask, return_mask;
+};
+constexpr unsigned long kPagemapScan = _IOWR('f', 16, PagemapScanArg);
+constexpr uint64_t kPageIsPresent = 1u << 3;
+constexpr uint64_t kPageIsHuge = 1u << 6;
+
+enum class Mapping { kUnknown, kNone, kSmall, kHuge };
+
+// How this process maps [at, at + bytes): kHuge if any of it through a huge
+// entry, kSmall if only through 4 KiB ones, kNone if not at all; kUnknown
+// where the kernel cannot say.
+Mapping HowMapped(const char* at, size_t bytes) {
+  static const int pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);  // kept for the process
+  if (pagemap < 0) return Mapping::kUnknown;
+  const uint64_t end = reinterpret_cast<uint64_t>(at) + bytes;
+  bool present = false;
+  for (uint64_t from = reinterpret_cast<uint64_t>(at); from < end;) {
+    PageRegion regions[16];
+    PagemapScanArg arg{};
+    arg.size = sizeof arg;
+    arg.start = from;
+    arg.end = end;
+    arg.vec = reinterpret_cast<uint64_t>(regions);
+    arg.vec_len = std::size(regions);
+    arg.category_anyof_mask = kPageIsPresent;  // the pages mapped, in runs of like categories
+    arg.return_mask = kPageIsPresent | kPageIsHuge;
+    const int n = ioctl(pagemap, kPagemapScan, &arg);
+    if (n < 0) return Mapping::kUnknown;
+    for (int i = 0; i < n; ++i) {
+      if ((regions[i].categories & kPageIsHuge) != 0) return Mapping::kHuge;
+      present = true;
+    }
+    if (arg.walk_end <= from) break;
+    from = arg.walk_end;
+  }
+  return present ? Mapping::kSmall : Mapping::kNone;
 }
 
 }  // namespace
@@ -311,6 +372,57 @@ void ShardReader::Release(uint64_t offset, uint64_t len) const {
   // A shared read-only file mapping: the pages are dropped from this process
   // only, and read back from the file when touched again.
   if (bytes != 0) madvise(at, bytes, MADV_DONTNEED);
+}
+
+bool ShardReader::Refill(uint64_t offset, uint64_t len) const {
+  if (compressed() || !refills_work.load(std::memory_order_relaxed)) return false;
+  const auto [at, bytes] = PageSpan(base_, size_, offset, len);
+  // Only whole 2 MiB spans of the records, which the mapping advises
+  // MADV_HUGEPAGE for (AdviseMapping), can be mapped with 2 MiB entries.
+  if (bytes == 0 || reinterpret_cast<uintptr_t>(at) % kFolioBytes != 0 || bytes % kFolioBytes != 0 ||
+      static_cast<uint64_t>(at - base_) + bytes > records_end_) {
+    return false;
+  }
+  bool drop = false;
+  switch (HowMapped(at, bytes)) {
+    case Mapping::kSmall:  // the uses so far mapped it page by page: small folios
+      drop = true;
+      break;
+    case Mapping::kNone: {  // nothing mapped to tell by: a page cache holding part of it holds small folios
+      static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+      std::vector<unsigned char> in((bytes + page - 1) / page);
+      if (mincore(at, bytes, in.data()) != 0) return false;
+      const auto resident = std::count_if(in.begin(), in.end(), [](unsigned char c) { return (c & 1) != 0; });
+      drop = resident != 0 && static_cast<size_t>(resident) != in.size();
+      break;
+    }
+    case Mapping::kHuge:
+    case Mapping::kUnknown:  // a kernel before 6.7 cannot say
+      break;
+  }
+  if (!drop) return false;
+  // This process's entries first: the page cache keeps a page some mapping
+  // holds. A read through the mapping meanwhile faults its page in again,
+  // which only leaves that page as it was.
+  if (madvise(at, bytes, MADV_DONTNEED) != 0) return false;  // locked pages (EINVAL): leave them
+  posix_fadvise(fd_.get(), static_cast<off_t>(at - base_), static_cast<off_t>(bytes), POSIX_FADV_DONTNEED);
+  return true;
+}
+
+void ShardReader::Refilled(uint64_t offset, uint64_t len) const {
+  const auto [at, bytes] = PageSpan(base_, size_, offset, len);
+  if (bytes == 0) return;
+  if (HowMapped(at, bytes) == Mapping::kHuge) {
+    refills_worked.store(true, std::memory_order_relaxed);
+  } else if (!refills_worked.load(std::memory_order_relaxed) &&
+             refills_failed.fetch_add(1, std::memory_order_relaxed) + 1 == kRefillTries) {
+    // No 2 MiB folios here (THP off for files, a filesystem without large
+    // folios, a sanitizer's mlock that maps nothing): reading blocks again
+    // would only cost reads.
+    refills_work.store(false, std::memory_order_relaxed);
+    spdlog::info("shard blocks read again whole were not mapped with 2 MiB entries {} times: not reading them again",
+                 kRefillTries);
+  }
 }
 
 bool ShardReader::Cached(uint64_t offset, uint64_t len) const {

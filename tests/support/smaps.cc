@@ -1,5 +1,8 @@
 #include "tests/support/smaps.h"
 
+#include <sys/utsname.h>
+
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -27,6 +30,20 @@ MappedFile Mapped(const std::string& path) {
     if (first == "FilePmdMapped:") out.pmd_mapped_bytes += kib << 10;
   }
   return out;
+}
+
+std::string NoLargeFolios() {
+  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string modes;
+  std::getline(thp, modes);
+  if (modes.empty() || modes.find("[never]") != std::string::npos) return "transparent huge pages are off";
+  utsname u{};
+  uname(&u);
+  int major = 0, minor = 0;
+  if (sscanf(u.release, "%d.%d", &major, &minor) != 2 || major < 6 || (major == 6 && minor < 16)) {
+    return std::string("kernel ") + u.release + " predates ext4 large folios";
+  }
+  return "";
 }
 
 }  // namespace strata::testing

@@ -1,6 +1,7 @@
 // What /proc/self/smaps says about this process's mappings of one file: how
 // much of it is mapped now, and how much of that through 2 MiB page-table
-// entries. For tests of what the shard reader and the block cache map.
+// entries; and whether this kernel maps files so at all. For tests of what
+// the shard reader and the block cache map.
 #pragma once
 
 #include <cstdint>
@@ -15,5 +16,10 @@ struct MappedFile {
 
 // Sums over every mapping of `path` (an absolute path, as smaps names it).
 MappedFile Mapped(const std::string& path);
+
+// Why this kernel is not expected to keep a file in 2 MiB page-cache folios
+// and map them whole ("": it is): transparent huge pages off, or a kernel
+// before ext4's large folios (Linux 6.16; xfs had them before).
+std::string NoLargeFolios();
 
 }  // namespace strata::testing

@@ -2,11 +2,9 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <string>
 
@@ -61,25 +59,8 @@ TEST(AlignedFileWriterTest, AFailedWriteIsAnIOErrorNamingTheFile) {
   close(fd);
 }
 
-// Whether this kernel is expected to keep a file written in aligned 2 MiB
-// chunks in 2 MiB page-cache folios: transparent huge pages on, and ext4 with
-// large folios (Linux 6.16; xfs had them before).
-std::string NoLargeFolios() {
-  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string modes;
-  std::getline(thp, modes);
-  if (modes.empty() || modes.find("[never]") != std::string::npos) return "transparent huge pages are off";
-  utsname u{};
-  uname(&u);
-  int major = 0, minor = 0;
-  if (sscanf(u.release, "%d.%d", &major, &minor) != 2 || major < 6 || (major == 6 && minor < 16)) {
-    return std::string("kernel ") + u.release + " predates ext4 large folios";
-  }
-  return "";
-}
-
 TEST(AlignedFileWriterTest, AShardFileIsMappedInWholeHugePages) {
-  if (auto why = NoLargeFolios(); !why.empty()) GTEST_SKIP() << why;
+  if (auto why = testing::NoLargeFolios(); !why.empty()) GTEST_SKIP() << why;
   TempDir dir;
   const std::string path = std::filesystem::canonical(dir.path()).string() + "/0.shard";
   auto writer = ShardWriter::Create(path, ShardIdentity{"ds", 1, 0, 0});

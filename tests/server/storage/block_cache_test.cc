@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <random>
 
@@ -339,6 +340,48 @@ TEST_F(BlockCacheTest, UncachedBlocksAreNotMappedForUsesNotReadAhead) {
   cache.Hold(blocks, &mapped).reset();
   EXPECT_EQ(mapped, std::vector<bool>{true}) << "cached and room to spare: mapped";
   EXPECT_EQ(cache.stats().resident_bytes, kBlock);
+}
+
+// A block the page cache holds only part of, in small folios (records read
+// one by one with pread after the page cache dropped the file, as after a
+// reboot), is dropped before it is read ahead, and comes back whole: one
+// 2 MiB folio, mapped with one entry.
+TEST_F(BlockCacheTest, ABlockInSmallFoliosIsReadAheadWhole) {
+  if (auto why = testing::NoLargeFolios(); !why.empty()) GTEST_SKIP() << why;
+  BlockCache cache(BlockCacheOptions{64 * kBlock, kBlock}, &pool_, nullptr);
+  reader_->Release(0, reader_->file_size());
+  const int fd = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(fdatasync(fd), 0);
+  ASSERT_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+  const uint64_t block5 = 5 * kBlock;
+  // A page here and there, from the block's end back (no read-ahead pattern).
+  std::string page(4096, '\0');
+  for (uint64_t at = block5 + kBlock - page.size(); at > block5; at -= 37 * page.size()) {
+    ASSERT_EQ(pread(fd, page.data(), page.size(), static_cast<off_t>(at)), static_cast<ssize_t>(page.size()));
+  }
+  close(fd);
+  if (reader_->Cached(block5, kBlock) || !reader_->Cached(block5 + kBlock - page.size(), 1)) {
+    GTEST_SKIP() << "the kernel did not keep part of the block in its page cache";
+  }
+  const std::string path = std::filesystem::canonical(path_).string();
+  ASSERT_EQ(testing::Mapped(path).pmd_mapped_bytes, 0u);
+
+  auto blocks = BlocksOf(cache, reader_, {40});  // a dense use of block 5: read ahead
+  cache.Pin(blocks);
+  WaitForReadAhead(cache, 1);
+  for (int i = 0; i < 500 && testing::Mapped(path).pmd_mapped_bytes < kBlock; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_EQ(cache.stats().refills, 1u);
+  EXPECT_EQ(testing::Mapped(path).pmd_mapped_bytes, kBlock);
+  std::vector<bool> mapped;
+  std::shared_ptr<const void> held = cache.Hold(blocks, &mapped);
+  EXPECT_EQ(mapped, std::vector<bool>{true});
+  RecordView view;
+  ASSERT_TRUE(reader_->Read(40, &view).ok());
+  EXPECT_EQ(view.payload, std::string(kPayload, static_cast<char>('a' + 40 % 26)));
+  held.reset();
 }
 
 TEST_F(BlockCacheTest, ZeroBudgetDisablesTheCache) {

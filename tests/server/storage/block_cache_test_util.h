@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "server/storage/block_cache.h"
+#include "tests/server/storage/shard_test_util.h"
 #include "tests/support/smaps.h"
 #include "tests/support/temp_dir.h"
 
@@ -23,21 +24,7 @@ constexpr uint64_t kRecords = 192;
 constexpr size_t kPayload = 256 << 10;  // about 8 records a block, 48 MiB in all
 
 inline std::shared_ptr<const ShardReader> WriteShard(const std::string& path) {
-  auto writer = ShardWriter::Create(path, ShardIdentity{"ds", 1, 0, 0});
-  EXPECT_TRUE(writer.ok());
-  for (uint64_t i = 0; i < kRecords; ++i) {
-    v1::RecordHeader h;
-    h.set_id(i);
-    h.add_field_names("x");
-    h.add_field_sizes(kPayload);
-    const std::string payload(kPayload, static_cast<char>('a' + i % 26));
-    const std::string_view field = payload;
-    EXPECT_TRUE((*writer)->Append(h, std::span<const std::string_view>(&field, 1)).ok());
-  }
-  EXPECT_TRUE((*writer)->Finish().ok());
-  auto reader = ShardReader::Open(path);
-  EXPECT_TRUE(reader.ok());
-  return std::shared_ptr<const ShardReader>(std::move(reader).value());
+  return testing::WriteUniformShard(path, kRecords, kPayload);
 }
 
 // Bytes of `path` mapped into this process now.

@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <memory>
 #include <random>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "server/storage/shard_format.h"
@@ -113,6 +116,32 @@ inline std::vector<Sample> WriteSmallShard(const std::string& path) {
   std::vector<Sample> samples = MakeSamples(500, 12, 6);
   WriteShard(path, 500, samples);
   return samples;
+}
+
+// Writes `records` records with ids 0.. at `path`, record i holding one
+// field "x" of `payload` bytes of the letter 'a' + i % 26
+// (UniformPayload), and opens it.
+inline std::string UniformPayload(uint64_t i, size_t payload) {
+  return std::string(payload, static_cast<char>('a' + i % 26));
+}
+inline std::shared_ptr<const ShardReader> WriteUniformShard(const std::string& path, uint64_t records, size_t payload) {
+  auto writer = ShardWriter::Create(path, ShardIdentity{"ds", 1, 0, 0});
+  EXPECT_TRUE(writer.ok());
+  if (!writer.ok()) return nullptr;
+  for (uint64_t i = 0; i < records; ++i) {
+    v1::RecordHeader h;
+    h.set_id(i);
+    h.add_field_names("x");
+    h.add_field_sizes(payload);
+    const std::string bytes = UniformPayload(i, payload);
+    const std::string_view field = bytes;
+    EXPECT_TRUE((*writer)->Append(h, std::span<const std::string_view>(&field, 1)).ok());
+  }
+  EXPECT_TRUE((*writer)->Finish().ok());
+  auto reader = ShardReader::Open(path);
+  EXPECT_TRUE(reader.ok());
+  if (!reader.ok()) return nullptr;
+  return std::shared_ptr<const ShardReader>(std::move(reader).value());
 }
 
 }  // namespace strata::testing
