@@ -389,7 +389,9 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
   void LockUsed(const Range& l) {
     const bool refilled = Refill(*l.reader, l.offset, l.bytes);
     const bool locked = l.reader->Lock(l.offset, l.bytes);
-    if (refilled) l.reader->Refilled(l.offset, l.bytes);
+    // Unlocked (the kernel refused), the block is not mapped yet: the uses
+    // that fault it in again bring it back, and there is nothing to check.
+    if (refilled && locked) l.reader->Refilled(l.offset, l.bytes);
     if (locked) {
       bool orphaned = false;
       {
