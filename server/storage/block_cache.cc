@@ -377,15 +377,10 @@ class BlockCache::State : public std::enable_shared_from_this<BlockCache::State>
   // Locks a resident block that uses keep coming back to, so that its records
   // are hashed once while it stays (server/storage/verified_records.h). The
   // cache counts the whole block already: mapping all of it costs no memory
-  // beyond the count. Where the page cache holds the block whole (a sparse
-  // use maps a block only when it holds the page the use reads first, and
-  // shard files lie in 2 MiB folios) that reads nothing. Where it holds only
-  // some of its pages (read record by record after the page cache dropped
-  // the file), it reads the block again, whole, into one folio (Refill):
-  // the block's records are then mapped with one entry instead of 512 small
-  // ones for the rest of the block's stay. If the block was evicted meanwhile,
-  // nobody accounts for what the lock mapped: give it back. (Evicted after
-  // the check, its release unlocks it as any block's.)
+  // beyond the count, and no read where the page cache holds it in one
+  // folio; a block in small ones is read again whole (Refill). If the block
+  // was evicted meanwhile, nobody accounts for what the lock mapped: give it
+  // back. (Evicted after the check, its release unlocks it as any block's.)
   void LockUsed(const Range& l) {
     const bool refilled = Refill(*l.reader, l.offset, l.bytes);
     const bool locked = l.reader->Lock(l.offset, l.bytes);

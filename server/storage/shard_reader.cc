@@ -15,6 +15,8 @@
 #include <climits>
 #include <cstring>
 #include <iterator>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "common/checksum.h"
@@ -69,6 +71,18 @@ struct PagemapScanArg {
 constexpr unsigned long kPagemapScan = _IOWR('f', 16, PagemapScanArg);
 constexpr uint64_t kPageIsPresent = 1u << 3;
 constexpr uint64_t kPageIsHuge = 1u << 6;
+
+// How many of the pages of [at, at + bytes) the page cache holds, and of how
+// many (mincore); nullopt where the kernel cannot say.
+std::optional<std::pair<size_t, size_t>> ResidentPages(const char* at, size_t bytes) {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t pages = (bytes + page - 1) / page;
+  unsigned char small[64];
+  std::vector<unsigned char> large(pages > sizeof small ? pages : 0);
+  unsigned char* in = large.empty() ? small : large.data();
+  if (mincore(const_cast<char*>(at), bytes, in) != 0) return std::nullopt;
+  return std::pair<size_t, size_t>(std::count_if(in, in + pages, [](unsigned char c) { return (c & 1) != 0; }), pages);
+}
 
 enum class Mapping { kUnknown, kNone, kSmall, kHuge };
 
@@ -389,11 +403,8 @@ bool ShardReader::Refill(uint64_t offset, uint64_t len) const {
       drop = true;
       break;
     case Mapping::kNone: {  // nothing mapped to tell by: a page cache holding part of it holds small folios
-      static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-      std::vector<unsigned char> in((bytes + page - 1) / page);
-      if (mincore(at, bytes, in.data()) != 0) return false;
-      const auto resident = std::count_if(in.begin(), in.end(), [](unsigned char c) { return (c & 1) != 0; });
-      drop = resident != 0 && static_cast<size_t>(resident) != in.size();
+      const auto resident = ResidentPages(at, bytes);
+      drop = resident && resident->first != 0 && resident->first != resident->second;
       break;
     }
     case Mapping::kHuge:
@@ -428,13 +439,8 @@ void ShardReader::Refilled(uint64_t offset, uint64_t len) const {
 bool ShardReader::Cached(uint64_t offset, uint64_t len) const {
   const auto [at, bytes] = PageSpan(base_, size_, offset, len);
   if (bytes == 0) return true;
-  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const size_t pages = (bytes + page - 1) / page;
-  unsigned char small[64];
-  std::vector<unsigned char> large(pages > sizeof small ? pages : 0);
-  unsigned char* in = large.empty() ? small : large.data();
-  if (mincore(at, bytes, in) != 0) return true;
-  return std::all_of(in, in + pages, [](unsigned char c) { return (c & 1) != 0; });
+  const auto resident = ResidentPages(at, bytes);
+  return !resident || resident->first == resident->second;
 }
 
 Status ShardReader::Read(uint64_t index, RecordView* out) const {
