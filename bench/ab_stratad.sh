@@ -24,6 +24,7 @@
 #   --batch N     batch size (default 256)
 #   --nodes N     nodes in each cluster (default 1); with more, the dataset is
 #                 ingested with --replication 1 and every stream reads all nodes
+#   --replication R  copies of each shard with several nodes (default 1)
 #   --rounds N    rounds, an even number (default 4)
 #   --pairs N     pairs of streams in each round (default 5)
 #   --world N     streams running at once, one rank each (default 1)
@@ -33,17 +34,18 @@
 # build/server/stratad from before a change.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; }
 [ $# -ge 1 ] && { [ "$1" = -h ] || [ "$1" = --help ]; } && { usage; exit 0; }
 [ $# -ge 2 ] || { usage >&2; exit 2; }
 a="$1" b="$2"; shift 2
-samples=300000 size=1KiB batch=256 nodes=1 rounds=4 pairs=5 world=1 extra=() shard_size=()
+samples=300000 size=1KiB batch=256 nodes=1 copies=1 rounds=4 pairs=5 world=1 extra=() shard_size=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --samples) samples="$2"; shift 2 ;;
     --size) size="$2"; shift 2 ;;
     --batch) batch="$2"; shift 2 ;;
     --nodes) nodes="$2"; shift 2 ;;
+    --replication) copies="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --pairs) pairs="$2"; shift 2 ;;
     --world) world="$2"; shift 2 ;;
@@ -54,7 +56,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 for x in "$a" "$b"; do [ -x "$x" ] || { echo "ab_stratad.sh: $x is not an executable" >&2; exit 2; }; done
-for n in "$samples" "$batch" "$nodes" "$rounds" "$pairs" "$world"; do
+for n in "$samples" "$batch" "$nodes" "$copies" "$rounds" "$pairs" "$world"; do
   [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "ab_stratad.sh: counts must be positive numbers (got $n)" >&2; exit 2; }
 done
 [ $((rounds % 2)) = 0 ] || { echo "ab_stratad.sh: --rounds must be even (each binary serves from each cluster as often)" >&2; exit 2; }
@@ -79,7 +81,7 @@ servers() {  # cluster -> its nodes' addresses
 
 echo "making $samples samples of $size and ingesting them with A into two clusters of $nodes node(s)"
 "$make" --out "$work/src" --format tar --samples "$samples" --size "$size" --classes 10 >/dev/null
-replication=(); [ "$nodes" -gt 1 ] && replication=(--replication 1)
+replication=(); [ "$nodes" -gt 1 ] && replication=(--replication "$copies")
 for c in 1 2; do
   start "$a" $c
   "$strata" ingest -q --server "$(servers $c)" --dataset ab ${replication[@]+"${replication[@]}"} \

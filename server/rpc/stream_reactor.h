@@ -131,10 +131,14 @@ class BatchSender : public HandOffVisible<Base>, public OpenStreams::Member {
     uint32_t steps = 1;  // steps joined in it (Batch.following)
   };
   // With work (a client that plans and reads Batch.following): a step of one
-  // small part that finds the queue backed up joins the message before it,
-  // up to these bounds. Nothing waits to be joined: an idle writer sends at once.
+  // part that finds the queue backed up joins the message before it, up to
+  // these bounds. Nothing waits to be joined: an idle writer sends at once.
+  // Half the client's fixed receive window (1 MiB) a message: fewer messages
+  // cost the client fewer window updates, each of which wakes this node
+  // (bench/README.md, "Steps joined up to half a window"); a message the
+  // window cannot hold with room for the next holds the node's writes back.
   static constexpr uint32_t kMaxJoinedSteps = 16;
-  static constexpr uint64_t kMaxJoinedBytes = 256 << 10;
+  static constexpr uint64_t kMaxJoinedBytes = 512 << 10;
 
   // Build tasks one stream has posted or running at once (each builds a
   // different step). They share the stream's lane, so the second builds while
