@@ -36,6 +36,7 @@ ClusterStream::ClusterStream(ChannelSource channels, v1::ClusterMap map, v1::Str
   }
   request_.set_zone(options.zone);
   request_.set_indexed_labels(true);  // BatchAssembler reads either form
+  request_.set_joined_steps(true);    // PartReader splits Batch.following on every call
   const auto& nodes = map_.nodes();
   if (!options.zone.empty() &&
       std::none_of(nodes.begin(), nodes.end(), [&](const v1::NodeInfo& n) { return n.zone() == options.zone; })) {

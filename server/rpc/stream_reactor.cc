@@ -41,7 +41,7 @@ void BatchSender<Base>::Start(std::unique_ptr<BatchStream> stream, v1::StreamReq
   started_ = true;
   stream_ = std::move(stream);
   request_ = std::move(request);
-  joins_ = request_.work_size() != 0;
+  joins_ = request_.work_size() != 0 || request_.joined_steps();
   omits_idle_ = joins_ && request_.omit_idle_steps();
   request_.clear_work();  // the stream keeps it
   served_.emplace(calls_->metrics->datasets().For(request_.dataset()));

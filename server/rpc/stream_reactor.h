@@ -130,15 +130,16 @@ class BatchSender : public HandOffVisible<Base>, public OpenStreams::Member {
     bool last_of_step = false;
     uint32_t steps = 1;  // steps joined in it (Batch.following)
   };
-  // With work (a client that plans and reads Batch.following): a step of one
-  // part that finds the queue backed up joins the message before it, up to
-  // these bounds. Nothing waits to be joined: an idle writer sends at once.
-  // Half the client's fixed receive window (1 MiB) a message: fewer messages
-  // cost the client fewer window updates, each of which wakes this node
-  // (bench/README.md, "Steps joined up to half a window"); a message the
-  // window cannot hold with room for the next holds the node's writes back.
+  // For a client that reads Batch.following (it gave work, or asked with
+  // StreamRequest.joined_steps): a step of one part that finds the queue
+  // backed up joins the message before it, up to these bounds. Nothing waits
+  // to be joined: an idle writer sends at once. Fewer messages cost the
+  // client fewer window updates, each of which wakes this node. 768 KiB holds
+  // two whole steps of 256 KiB with their fields and leaves the next message
+  // room in the client's 1 MiB window; a message larger than the window holds
+  // the node's writes back (bench/README.md, "Steps joined on every call").
   static constexpr uint32_t kMaxJoinedSteps = 16;
-  static constexpr uint64_t kMaxJoinedBytes = 512 << 10;
+  static constexpr uint64_t kMaxJoinedBytes = 768 << 10;
 
   // Build tasks one stream has posted or running at once (each builds a
   // different step). They share the stream's lane, so the second builds while
@@ -180,7 +181,7 @@ class BatchSender : public HandOffVisible<Base>, public OpenStreams::Member {
   std::atomic<bool> started_{false};
   std::unique_ptr<BatchStream> stream_;  // Claim and AddWork under mu_; Build by the build tasks
   v1::StreamRequest request_;            // without its work
-  bool joins_ = false;                   // it had work: the client reads Batch.following
+  bool joins_ = false;                   // the client reads Batch.following (it had work, or asked)
   bool omits_idle_ = false;              // ... and asked for no part of a step it gave nothing of
   const std::string peer_;
   const uint32_t prefetch_;

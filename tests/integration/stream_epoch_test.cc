@@ -3,8 +3,11 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <set>
+#include <thread>
+#include <vector>
 
 #include "strata/v1/data.grpc.pb.h"
 #include "tests/integration/cluster_fixture.h"
@@ -218,6 +221,60 @@ TEST_F(StreamEpochTest, LabelsComeIndexedOnlyToAClientThatAsks) {
     }
     EXPECT_TRUE(reader->Finish().ok());
     EXPECT_EQ(samples, kSamples);
+  }
+}
+
+// A client that asks (StreamRequest.joined_steps) gets steps joined into one
+// message (Batch.following) while the node's writes are backed up, on a call
+// without work; one that does not, built before the field, gets a message a
+// step. A window of 8 KiB and a reader that waits after its first message
+// back the writes up. Either way every step comes once, in order, with all
+// its samples.
+TEST_F(StreamEpochTest, StepsComeJoinedOnlyToAClientThatAsks) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 8 << 10);
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  auto stub = v1::DataService::NewStub(
+      grpc::CreateCustomChannel(node_->address(), grpc::InsecureChannelCredentials(), args));
+  for (bool joined : {false, true}) {
+    SCOPED_TRACE(joined ? "joined" : "a message a step");
+    v1::StreamRequest request;
+    request.set_dataset("synth");
+    request.set_world(1);
+    request.set_batch_size(7);
+    request.set_joined_steps(joined);
+    grpc::ClientContext context;
+    auto reader = stub->StreamBatches(&context, request);
+    v1::Batch message;
+    uint64_t expect_step = 0;
+    std::set<uint64_t> ids;
+    int messages = 0;
+    int with_following = 0;
+    while (reader->Read(&message)) {
+      if (messages++ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      if (message.following_size() > 0) ++with_following;
+      std::vector<const v1::Batch*> steps{&message};
+      for (const v1::Batch& next : message.following()) {
+        ASSERT_EQ(next.following_size(), 0) << "steps joined inside joined steps";
+        steps.push_back(&next);
+      }
+      for (const v1::Batch* part : steps) {
+        ASSERT_EQ(part->step(), expect_step);
+        ASSERT_TRUE(part->last_part());
+        for (uint64_t id : part->ids()) ASSERT_TRUE(ids.insert(id).second) << "id " << id << " twice";
+        ++expect_step;
+      }
+    }
+    EXPECT_TRUE(reader->Finish().ok());
+    EXPECT_EQ(expect_step, (kSamples + 6) / 7);
+    EXPECT_EQ(ids.size(), kSamples);
+    if (joined) {
+      EXPECT_GT(with_following, 0) << "the writes backed up while the reader waited: steps were joined";
+      EXPECT_LT(messages, static_cast<int>(expect_step));
+    } else {
+      EXPECT_EQ(with_following, 0);
+      EXPECT_EQ(messages, static_cast<int>(expect_step));
+    }
   }
 }
 
