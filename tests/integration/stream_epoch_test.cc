@@ -234,8 +234,8 @@ TEST_F(StreamEpochTest, StepsComeJoinedOnlyToAClientThatAsks) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 8 << 10);
   args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
-  auto stub = v1::DataService::NewStub(
-      grpc::CreateCustomChannel(node_->address(), grpc::InsecureChannelCredentials(), args));
+  auto stub =
+      v1::DataService::NewStub(grpc::CreateCustomChannel(node_->address(), grpc::InsecureChannelCredentials(), args));
   for (bool joined : {false, true}) {
     SCOPED_TRACE(joined ? "joined" : "a message a step");
     v1::StreamRequest request;
