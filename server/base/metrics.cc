@@ -162,7 +162,7 @@ Metrics::Metrics(const std::string& node_id)
                                   "Sample ids this node computed from epoch plans for its streams (streams "
                                   "whose client plans name their samples and add none)")),
       joined_steps(MakeCounter(*registry_, node_id_, "strata_joined_steps_total",
-                               "Steps of small parts sent in the message of the step before them, while the "
+                               "Steps of one part sent in the message of the step before them, while the "
                                "stream's writes were backed up (Batch.following)")),
       degraded_rebuilds(MakeCounter(*registry_, node_id_, "strata_ec_rebuilds_total",
                                     "Erasure-coded chunks rebuilt here from K others (degraded reads and repair)")),

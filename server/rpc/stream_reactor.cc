@@ -42,7 +42,7 @@ void BatchSender<Base>::Start(std::unique_ptr<BatchStream> stream, v1::StreamReq
   stream_ = std::move(stream);
   request_ = std::move(request);
   joins_ = request_.work_size() != 0 || request_.joined_steps();
-  omits_idle_ = joins_ && request_.omit_idle_steps();
+  omits_idle_ = request_.work_size() != 0 && request_.omit_idle_steps();  // as documented: with work only
   request_.clear_work();  // the stream keeps it
   served_.emplace(calls_->metrics->datasets().For(request_.dataset()));
   reserved_ = reserved;
