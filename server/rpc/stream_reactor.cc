@@ -42,7 +42,8 @@ void BatchSender<Base>::Start(std::unique_ptr<BatchStream> stream, v1::StreamReq
   stream_ = std::move(stream);
   request_ = std::move(request);
   joins_ = request_.work_size() != 0 || request_.joined_steps();
-  omits_idle_ = request_.work_size() != 0 && request_.omit_idle_steps();  // as documented: with work only
+  // omit_idle_steps is for calls with work only (data.proto); joins are not.
+  omits_idle_ = request_.work_size() != 0 && request_.omit_idle_steps();
   request_.clear_work();  // the stream keeps it
   served_.emplace(calls_->metrics->datasets().For(request_.dataset()));
   reserved_ = reserved;
