@@ -43,6 +43,15 @@ StreamOptions Options(uint32_t rank, uint32_t world, uint32_t batch, uint64_t se
   return o;
 }
 
+// A request for the whole of "synth" on one rank, as a bare gRPC stub sends it.
+v1::StreamRequest BareRequest(uint32_t batch) {
+  v1::StreamRequest request;
+  request.set_dataset("synth");
+  request.set_world(1);
+  request.set_batch_size(batch);
+  return request;
+}
+
 TEST_F(StreamEpochTest, EveryIdExactlyOnceAcrossRanksWithItsPayloadAndLabel) {
   for (uint32_t world : {1u, 3u, 4u}) {
     std::map<uint64_t, int> seen;
@@ -164,10 +173,7 @@ TEST_F(StreamEpochTest, EpochsAndSeedsReorderButKeepExactlyOnce) {
 // with a bare gRPC stub, which reorders nothing.
 TEST_F(StreamEpochTest, TheServerSendsStepsInOrder) {
   auto stub = v1::DataService::NewStub(grpc::CreateChannel(node_->address(), grpc::InsecureChannelCredentials()));
-  v1::StreamRequest request;
-  request.set_dataset("synth");
-  request.set_world(1);
-  request.set_batch_size(7);
+  v1::StreamRequest request = BareRequest(7);
   request.set_seed(9);
   grpc::ClientContext context;
   auto reader = stub->StreamBatches(&context, request);
@@ -191,10 +197,7 @@ TEST_F(StreamEpochTest, LabelsComeIndexedOnlyToAClientThatAsks) {
   auto stub = v1::DataService::NewStub(grpc::CreateChannel(node_->address(), grpc::InsecureChannelCredentials()));
   for (bool indexed : {false, true}) {
     SCOPED_TRACE(indexed ? "indexed" : "strings");
-    v1::StreamRequest request;
-    request.set_dataset("synth");
-    request.set_world(1);
-    request.set_batch_size(64);
+    v1::StreamRequest request = BareRequest(64);
     request.set_indexed_labels(indexed);
     grpc::ClientContext context;
     auto reader = stub->StreamBatches(&context, request);
@@ -238,10 +241,7 @@ TEST_F(StreamEpochTest, StepsComeJoinedOnlyToAClientThatAsks) {
       v1::DataService::NewStub(grpc::CreateCustomChannel(node_->address(), grpc::InsecureChannelCredentials(), args));
   for (bool joined : {false, true}) {
     SCOPED_TRACE(joined ? "joined" : "a message a step");
-    v1::StreamRequest request;
-    request.set_dataset("synth");
-    request.set_world(1);
-    request.set_batch_size(7);
+    v1::StreamRequest request = BareRequest(7);
     request.set_joined_steps(joined);
     grpc::ClientContext context;
     auto reader = stub->StreamBatches(&context, request);
