@@ -7,7 +7,7 @@
 # tests, the wheel's among them (installed into a fresh venv of that machine's
 # python3). Run from the repository root; writes everything to $OUT/log (or
 # ./gpu.log). Needs python3 with torch (CUDA) and pytest; about 3 minutes on
-# an H200 machine (bench/results/gpu_h200_evening.log).
+# an H200 machine (bench/results/gpu_h200_3b8c7de.log).
 #
 #   bash bench/gpu/run.sh [tests] [bench] [python] [pytest]   # default: all four
 set -u
