@@ -182,7 +182,7 @@ class BatchSender : public HandOffVisible<Base>, public OpenStreams::Member {
   std::unique_ptr<BatchStream> stream_;  // Claim and AddWork under mu_; Build by the build tasks
   v1::StreamRequest request_;            // without its work
   bool joins_ = false;                   // the client reads Batch.following (it had work, or asked)
-  bool omits_idle_ = false;              // ... and asked for no part of a step it gave nothing of
+  bool omits_idle_ = false;              // it had work and asked for no part of a step it gave nothing of
   const std::string peer_;
   const uint32_t prefetch_;
   std::optional<DatasetMetrics::Served> served_;  // this stream's dataset's served counters
