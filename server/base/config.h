@@ -65,7 +65,7 @@ struct NodeConfig {
   // server/storage/block_cache.h). 0: no such budget; cache_bytes alone bounds the cache.
   uint64_t memory_budget = 0;
   uint32_t read_ahead_steps = 4;              // steps each stream plans and reads in ahead (with the cache)
-  uint64_t max_part_bytes = 16ull << 20;      // a batch larger than this is sent in parts
+  uint64_t max_part_bytes = 1ull << 20;       // a batch larger than this is sent in parts (bench/README.md)
   uint64_t max_message_bytes = 256ull << 20;  // largest gRPC message accepted (ingest)
   uint32_t drain_timeout_ms = 5000;           // SIGTERM: time streams get to finish
   uint32_t max_streams = 1024;                // concurrent batch streams

@@ -70,7 +70,7 @@
 namespace strata {
 
 struct StreamLimits {
-  uint64_t max_part_bytes = 16ull << 20;
+  uint64_t max_part_bytes = 1ull << 20;
   uint32_t max_world = 1u << 16;
   uint32_t read_ahead_steps = 4;  // with a block cache: steps planned and read in ahead
 };
