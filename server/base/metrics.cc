@@ -97,8 +97,8 @@ Metrics::Metrics(const std::string& node_id)
       bytes_served(
           MakeCounter(*registry_, node_id_, "strata_served_bytes_total", "Payload bytes sent to clients in batches")),
       samples_served(MakeCounter(*registry_, node_id_, "strata_served_samples_total", "Samples sent to clients")),
-      batches_served(
-          MakeCounter(*registry_, node_id_, "strata_served_batches_total", "Batch messages sent to clients")),
+      batches_served(MakeCounter(*registry_, node_id_, "strata_served_batches_total",
+                                 "Batches sent to clients (a node's share of a step, however many messages it took)")),
       streams_opened(MakeCounter(*registry_, node_id_, "strata_streams_opened_total", "Batch streams accepted")),
       active_streams(MakeGauge(*registry_, node_id_, "strata_active_streams", "Batch streams open now")),
       batch_build_seconds(MakeLatency(*registry_, node_id_, "strata_batch_build_seconds",

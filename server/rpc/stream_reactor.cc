@@ -308,7 +308,8 @@ void BatchSender<Base>::OnWriteDone(bool ok) {
       Metrics& m = *calls_->metrics;
       m.bytes_served.Increment(static_cast<double>(in_flight_.payload_bytes));
       m.samples_served.Increment(static_cast<double>(in_flight_.samples));
-      m.batches_served.Increment(static_cast<double>(in_flight_.steps));
+      // A batch is a node's share of a step: counted once, with its last part.
+      if (in_flight_.last_of_step) m.batches_served.Increment(static_cast<double>(in_flight_.steps));
       served_->bytes->Increment(static_cast<double>(in_flight_.payload_bytes));
       served_->samples->Increment(static_cast<double>(in_flight_.samples));
       if (in_flight_.last_of_step) completed_steps_ = in_flight_.through + 1;

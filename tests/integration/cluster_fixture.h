@@ -119,12 +119,16 @@ inline std::set<uint64_t> DistinctIdsStreamed(Client& client, const std::string&
 // client of it. `binary`: another stratad binary (empty: this build's).
 class SingleNode {
  public:
-  explicit SingleNode(std::string binary = "") : binary_(std::move(binary)) { Start(); }
+  explicit SingleNode(std::string binary = "", std::vector<std::string> extra_args = {})
+      : binary_(std::move(binary)), extra_args_(std::move(extra_args)) {
+    Start();
+  }
 
   void Start() {
     StratadProcess::Options o;
     o.data_dir = dir_.Join("data");
     o.extra_args = {"--log-level", "info"};
+    o.extra_args.insert(o.extra_args.end(), extra_args_.begin(), extra_args_.end());
     o.binary = binary_;
     process_ = StratadProcess::Start(o);
     ASSERT_NE(process_, nullptr);
@@ -145,6 +149,7 @@ class SingleNode {
 
  private:
   const std::string binary_;
+  const std::vector<std::string> extra_args_;
   TempDir dir_;
   std::unique_ptr<StratadProcess> process_;
   std::unique_ptr<Client> client_;

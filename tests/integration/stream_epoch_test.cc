@@ -288,6 +288,7 @@ TEST_F(StreamEpochTest, MetricsCountWhatWasServed) {
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->samples_served - before->samples_served, kSamples);
   EXPECT_EQ(after->bytes_served - before->bytes_served, bytes);
+  EXPECT_EQ(after->batches_served - before->batches_served, run.batches.size());
   // And the same figures on /metrics, as Prometheus scrapes them.
   CommandResult scrape =
       RunCommand({"/usr/bin/curl", "-sf", "http://" + node_->process().metrics_address() + "/metrics"});
@@ -300,6 +301,40 @@ TEST_F(StreamEpochTest, MetricsCountWhatWasServed) {
   EXPECT_NE(scrape.out.find("strata_served_samples_total{node=\"node-1\"} " + std::to_string(after->samples_served)),
             std::string::npos)
       << scrape.out.substr(0, 2000);
+}
+
+// A batch sent in several parts (messages) counts once in batches served.
+TEST(StreamPartsTest, ABatchSentInPartsCountsOnceAsServed) {
+  SingleNode node("", {"--max-part-bytes", "4096"});  // the least allowed
+  constexpr uint64_t kLarge = 300;
+  // 1,000 bytes a sample: a batch of 16 is about four parts.
+  IngestSynthetic(node.client(), "large", kLarge, kLabels, [](uint64_t i) {
+    std::string payload = SyntheticPayload(i);
+    payload.resize(1000, '.');
+    return payload;
+  });
+  auto before = node.client().GetStatus();
+  ASSERT_TRUE(before.ok());
+  StreamOptions o = Options(0, 1, 16);
+  o.dataset = "large";
+  RankRun run = StreamAll(node.client(), o);
+  ASSERT_EQ(run.end.code(), Code::kOutOfRange) << run.end.ToString();
+  ASSERT_EQ(run.batches.size(), (kLarge + 15) / 16);
+  uint64_t samples = 0;
+  for (const Batch& b : run.batches) {
+    samples += b.size();
+    for (size_t i = 0; i < b.size(); ++i) {
+      EXPECT_EQ(b.sample(i).substr(0, SyntheticPayload(b.ids()[i]).size()), SyntheticPayload(b.ids()[i]));
+      EXPECT_EQ(b.sample(i).size(), 1000u);
+    }
+  }
+  EXPECT_EQ(samples, kLarge);
+  auto after = node.client().GetStatus();
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->samples_served - before->samples_served, kLarge);
+  EXPECT_EQ(after->bytes_served - before->bytes_served, kLarge * 1000);
+  EXPECT_EQ(after->batches_served - before->batches_served, run.batches.size());
+  EXPECT_EQ(node.Stop(), 0);
 }
 
 }  // namespace
