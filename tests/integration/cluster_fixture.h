@@ -116,7 +116,8 @@ inline std::set<uint64_t> DistinctIdsStreamed(Client& client, const std::string&
 }
 
 // One stratad with a data directory, started fresh for a test suite, and a
-// client of it. `binary`: another stratad binary (empty: this build's).
+// client of it. `binary`: another stratad binary (empty: this build's);
+// `extra_args`: flags added to its command line (`--max-part-bytes 4096`).
 class SingleNode {
  public:
   explicit SingleNode(std::string binary = "", std::vector<std::string> extra_args = {})
