@@ -59,6 +59,7 @@
 #include "common/mutex.h"
 #include "common/placement.h"
 #include "plan/epoch_plan.h"
+#include "server/base/config.h"
 #include "server/base/metrics.h"
 #include "server/serve/composition_recorder.h"
 #include "server/serve/wire_part.h"
@@ -69,10 +70,12 @@
 
 namespace strata {
 
+// Defaults are the node configuration's (server/base/config.h), which the
+// daemon passes on; only tests keep them.
 struct StreamLimits {
-  uint64_t max_part_bytes = 1ull << 20;
+  uint64_t max_part_bytes = NodeConfig{}.max_part_bytes;
   uint32_t max_world = 1u << 16;
-  uint32_t read_ahead_steps = 4;  // with a block cache: steps planned and read in ahead
+  uint32_t read_ahead_steps = NodeConfig{}.read_ahead_steps;  // with a block cache: steps planned and read in ahead
 };
 
 // Where a stream finds records this node does not hold, or holds damaged.
