@@ -9,7 +9,7 @@
 //  - the spread: copies per node, max and min against the mean;
 //  - copies per zone, and how many shards have two copies in one zone (0
 //    whenever there are at least R zones);
-//  - a join (one node more, in the first zone) and a leave (the last node):
+//  - a join (one node more, node N in zone N mod Z, as the others are) and a leave (the last node):
 //    the fraction of all copies that move, against the ideal (the newcomer's
 //    fair share, 1/(N+1); the leaver's copies, 1/N), and the copies that
 //    moved between two nodes that neither joined nor left (ideally 0).

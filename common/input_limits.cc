@@ -1,5 +1,6 @@
 #include "common/input_limits.h"
 
+#include <cctype>
 #include <cstdio>
 
 namespace strata {
@@ -25,6 +26,17 @@ Status CheckLength(std::string_view what, std::string_view value, size_t limit) 
   if (value.size() <= limit) return Status::OK();
   return Status::InvalidArgument(std::string(what) + " is " + std::to_string(value.size()) +
                                  " bytes, over the limit of " + std::to_string(limit) + ": " + QuotePrefix(value));
+}
+
+Status CheckClusterName(std::string_view what, std::string_view name, size_t limit) {
+  STRATA_RETURN_IF_ERROR(CheckLength(what, name, limit));
+  for (char ch : name) {
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.') {
+      return Status::InvalidArgument(std::string(what) + " " + QuotePrefix(name) +
+                                     ": use letters, digits, '-', '_' and '.'");
+    }
+  }
+  return Status::OK();
 }
 
 Status CheckCount(std::string_view what, size_t count, size_t limit) {

@@ -22,6 +22,8 @@ struct InputLimits {
   static constexpr size_t kMaxDatasetRefBytes = 160;   // "name@18446744073709551615"
   static constexpr size_t kMaxJobIdBytes = 256;
   static constexpr size_t kMaxNodeIdBytes = 128;
+  static constexpr size_t kMaxDomainNameBytes = 64;         // a zone or a rack
+  static constexpr size_t kMaxAddressBytes = 300;           // HOST:PORT, a DNS name of up to 253 bytes
   static constexpr size_t kMaxMembers = 4096;               // StreamRequest.members, .excluded
   static constexpr size_t kMaxStratumKeyBytes = 1024;       // weights and min_per_batch keys
   static constexpr size_t kMaxWeights = 65536;              // SamplerSpec.weights, .min_per_batch entries
@@ -43,6 +45,11 @@ std::string QuotePrefix(std::string_view value);
 // InvalidArgument "<what> is N bytes, over the limit of L: '<prefix>…'" unless
 // value.size() <= limit.
 Status CheckLength(std::string_view what, std::string_view value, size_t limit);
+
+// A node id, zone or rack: at most `limit` bytes of letters, digits, '-',
+// '_' and '.' (they appear in the --peers syntax, in metrics and in the CLI's
+// tables). Empty passes: where a name is required, say so first.
+Status CheckClusterName(std::string_view what, std::string_view name, size_t limit);
 
 // InvalidArgument "<what> has N entries, over the limit of L" unless count <= limit.
 Status CheckCount(std::string_view what, size_t count, size_t limit);

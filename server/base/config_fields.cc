@@ -4,6 +4,7 @@
 #include <cctype>
 #include <set>
 
+#include "common/input_limits.h"
 #include "common/units.h"
 #include "server/base/config.h"
 
@@ -25,12 +26,7 @@ Status CheckAddress(const std::string& address, const std::string& key) {
 
 Status CheckNodeId(const NodeConfig& c) {
   if (c.node_id.empty()) return Invalid("node_id must not be empty");
-  for (char ch : c.node_id) {
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.') {
-      return Invalid("node_id '" + c.node_id + "': use letters, digits, '-', '_' and '.'");
-    }
-  }
-  return Status::OK();
+  return CheckClusterName("node_id", c.node_id, InputLimits::kMaxNodeIdBytes);
 }
 
 Status CheckLogLevel(const NodeConfig& c) {
@@ -75,32 +71,31 @@ Status CheckMembership(const NodeConfig& c) {
   return Status::OK();
 }
 
-// Zone and rack names: letters, digits, '-', '_' and '.' (they appear in
-// the --peers syntax, in metrics and in the CLI's tables).
 Status CheckDomainName(const std::string& name, const std::string& key) {
-  if (name.size() > 64) return Invalid(key + " '" + name + "' is longer than 64 characters");
-  for (char ch : name) {
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.') {
-      return Invalid(key + " '" + name + "': use letters, digits, '-', '_' and '.'");
-    }
-  }
-  return Status::OK();
+  return CheckClusterName(key, name, InputLimits::kMaxDomainNameBytes);
 }
 
 Status CheckNodes(const NodeConfig& c) {
   std::set<std::string> ids;
   bool self_listed = c.cluster.nodes.empty();
   for (const auto& n : c.cluster.nodes) {
+    if (n.id.empty()) return Invalid("cluster.nodes lists a node without an id");
+    STRATA_RETURN_IF_ERROR(CheckClusterName("cluster.nodes id", n.id, InputLimits::kMaxNodeIdBytes));
     if (!ids.insert(n.id).second) return Invalid("cluster.nodes lists '" + n.id + "' twice");
     STRATA_RETURN_IF_ERROR(CheckAddress(n.address, "cluster.nodes " + n.id));
     if (!n.peer_address.empty()) STRATA_RETURN_IF_ERROR(CheckAddress(n.peer_address, "cluster.nodes " + n.id));
     STRATA_RETURN_IF_ERROR(CheckDomainName(n.zone, "cluster.nodes " + n.id + " zone"));
     STRATA_RETURN_IF_ERROR(CheckDomainName(n.rack, "cluster.nodes " + n.id + " rack"));
-    if (n.id == c.node_id && ((!n.zone.empty() && n.zone != c.cluster.zone && !c.cluster.zone.empty()) ||
-                              (!n.rack.empty() && n.rack != c.cluster.rack && !c.cluster.rack.empty()))) {
-      return Invalid("cluster.nodes gives this node ('" + c.node_id +
-                     "') another zone or rack than cluster.zone and "
-                     "cluster.rack");
+    // Under static membership every node places shards from this list, its
+    // own entry included (the others know this node's domains from nowhere
+    // else): it must name the zone and rack this node has.
+    if (n.id == c.node_id && c.cluster.membership != "etcd" &&
+        ((!c.cluster.zone.empty() && n.zone != c.cluster.zone) ||
+         (!c.cluster.rack.empty() && n.rack != c.cluster.rack))) {
+      return Invalid("cluster.nodes gives this node ('" + c.node_id + "') zone '" + n.zone + "' and rack '" + n.rack +
+                     "', but cluster.zone and cluster.rack say '" + c.cluster.zone + "' and '" + c.cluster.rack +
+                     "': every node places shards from that list, so give this node's zone there too (" + c.node_id +
+                     "=HOST:PORT@ZONE[/RACK])");
     }
     self_listed = self_listed || n.id == c.node_id;
   }
@@ -260,8 +255,10 @@ const std::vector<ConfigField>& ConfigFields() {
        },
        nullptr},
       {"cluster.zone", "--zone", "none",
-       "this node's failure domain: a shard's R copies go to distinct zones when there are R", STRATA_REF(cluster.zone),
-       [](const NodeConfig& c) { return CheckDomainName(c.cluster.zone, "cluster.zone"); }, nullptr},
+       "this node's failure domain (static membership: `@ZONE` in the list too): a shard's R copies go to distinct "
+       "zones when there are R",
+       STRATA_REF(cluster.zone), [](const NodeConfig& c) { return CheckDomainName(c.cluster.zone, "cluster.zone"); },
+       nullptr},
       {"cluster.rack", "--rack", "none", "within the zone: copies sharing a zone go to distinct racks",
        STRATA_REF(cluster.rack), [](const NodeConfig& c) { return CheckDomainName(c.cluster.rack, "cluster.rack"); },
        nullptr},

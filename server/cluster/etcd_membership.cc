@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <map>
 
+#include "common/input_limits.h"
 #include "common/mutex.h"
+#include "server/base/config.h"
 #include "server/base/security_config.h"
 #include "server/cluster/etcd_membership_impl.h"
 
@@ -71,6 +73,24 @@ v1::NodeInfo Registration(const v1::NodeInfo& self) {
   reg.set_zone(self.zone());
   reg.set_rack(self.rack());
   return reg;
+}
+
+// A registration's names and addresses, checked as a node's config checks its
+// own: whoever can write to etcd can write one, and every node places shards
+// by these names and prints them.
+Status CheckRegistration(const std::string& id, const v1::NodeInfo& info) {
+  using L = InputLimits;
+  STRATA_RETURN_IF_ERROR(CheckClusterName("the node id", id, L::kMaxNodeIdBytes));
+  STRATA_RETURN_IF_ERROR(CheckClusterName("the zone", info.zone(), L::kMaxDomainNameBytes));
+  STRATA_RETURN_IF_ERROR(CheckClusterName("the rack", info.rack(), L::kMaxDomainNameBytes));
+  for (const std::string* address : {&info.address(), &info.peer_address(), &info.metrics_address()}) {
+    if (address->empty() && address != &info.address()) continue;  // only the address is required
+    STRATA_RETURN_IF_ERROR(CheckLength("an address", *address, L::kMaxAddressBytes));
+    std::string host;
+    int port = 0;
+    STRATA_RETURN_IF_ERROR(ParseHostPort(*address, &host, &port));
+  }
+  return Status::OK();
 }
 
 // Disk figures worth writing again: across the watermark, another total, or
@@ -273,7 +293,12 @@ bool EtcdMembership::Reconcile() {
         const std::string id = kv.key.substr(nodes_prefix_.size());
         v1::NodeInfo info;
         if (id.empty() || !info.ParseFromString(kv.value)) {
-          spdlog::warn("membership: ignoring malformed registration {}", kv.key);
+          spdlog::warn("membership: ignoring malformed registration of node {}", QuotePrefix(id));
+          continue;
+        }
+        // Names every node places by and prints: checked as this node's own config is.
+        if (Status bad = CheckRegistration(id, info); !bad.ok()) {
+          spdlog::warn("membership: ignoring the registration of node {}: {}", QuotePrefix(id), bad.message());
           continue;
         }
         info.set_id(id);

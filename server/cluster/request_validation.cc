@@ -57,6 +57,11 @@ Status ValidateStreamRequest(const v1::StreamRequest& r) {
   STRATA_RETURN_IF_ERROR(CheckLength("the job id", r.job_id(), L::kMaxJobIdBytes));
   STRATA_RETURN_IF_ERROR(CheckStrings("members", r.members(), L::kMaxMembers, L::kMaxNodeIdBytes));
   STRATA_RETURN_IF_ERROR(CheckStrings("excluded", r.excluded(), L::kMaxMembers, L::kMaxNodeIdBytes));
+  STRATA_RETURN_IF_ERROR(CheckCount("member_zones", static_cast<size_t>(r.member_zones_size()), L::kMaxMembers));
+  for (const auto& z : r.member_zones()) STRATA_RETURN_IF_ERROR(CheckClusterName("a zone", z, L::kMaxDomainNameBytes));
+  STRATA_RETURN_IF_ERROR(CheckCount("member_racks", static_cast<size_t>(r.member_racks_size()), L::kMaxMembers));
+  for (const auto& k : r.member_racks()) STRATA_RETURN_IF_ERROR(CheckClusterName("a rack", k, L::kMaxDomainNameBytes));
+  STRATA_RETURN_IF_ERROR(CheckClusterName("the zone", r.zone(), L::kMaxDomainNameBytes));
   STRATA_RETURN_IF_ERROR(CheckKeys("sampler weights", r.sampler().weights(), L::kMaxWeights, L::kMaxStratumKeyBytes));
   STRATA_RETURN_IF_ERROR(
       CheckKeys("sampler min_per_batch", r.sampler().min_per_batch(), L::kMaxWeights, L::kMaxStratumKeyBytes));

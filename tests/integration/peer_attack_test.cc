@@ -346,6 +346,21 @@ TEST_F(PeerAttackTest, OversizedStreamRequestsAreRefusedWithTheLimit) {
   request.set_dataset("good");
   for (int i = 0; i < 70000; ++i) (*request.mutable_sampler()->mutable_weights())["s" + std::to_string(i)] = 1;
   ExpectLimitNamed(Stream(request), "65536");
+  request.mutable_sampler()->clear_weights();
+  // Zones and racks: bounded, and only the characters a node's config allows.
+  request.add_members("node-1");
+  request.add_member_zones(std::string(8 << 20, 'z'));
+  ExpectLimitNamed(Stream(request), "64");
+  request.set_member_zones(0, "zone\x1b[2J");
+  const grpc::Status escape = Stream(request);
+  EXPECT_EQ(escape.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(escape.error_message().find("use letters, digits"), std::string::npos) << escape.error_message();
+  request.clear_member_zones();
+  request.add_member_racks(std::string(100, 'r'));
+  ExpectLimitNamed(Stream(request), "64");
+  request.clear_member_racks();
+  request.set_zone(std::string(65, 'z'));
+  ExpectLimitNamed(Stream(request), "64");
 }
 
 TEST_F(PeerAttackTest, OversizedAdminAndIngestRequestsAreRefusedWithTheLimit) {

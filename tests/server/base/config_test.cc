@@ -194,7 +194,7 @@ TEST(ClusterConfigTest, ZonesAndRacksInTheFlagsTheListAndTheFile) {
   flags.values["cluster.zone"] = "zone-b";
   flags.values["cluster.rack"] = "r7";
   flags.values["cluster.nodes"] =
-      "node-1=127.0.0.1:1/127.0.0.1:11@zone-a/r1,node-2=127.0.0.1:2@zone-b,node-3=127.0.0.1:3";
+      "node-1=127.0.0.1:1/127.0.0.1:11@zone-a/r1,node-2=127.0.0.1:2@zone-b/r7,node-3=127.0.0.1:3";
   auto c = LoadNodeConfig(flags);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->cluster.zone, "zone-b");
@@ -205,11 +205,34 @@ TEST(ClusterConfigTest, ZonesAndRacksInTheFlagsTheListAndTheFile) {
   EXPECT_EQ(c->cluster.nodes[0].rack, "r1");
   EXPECT_EQ(c->cluster.nodes[1].address, "127.0.0.1:2");
   EXPECT_EQ(c->cluster.nodes[1].zone, "zone-b");
-  EXPECT_EQ(c->cluster.nodes[1].rack, "");
+  EXPECT_EQ(c->cluster.nodes[1].rack, "r7");
   EXPECT_EQ(c->cluster.nodes[2].zone, "");
   // The list disagreeing with this node's own zone.
   flags.values["cluster.zone"] = "zone-c";
   EXPECT_FALSE(LoadNodeConfig(flags).ok());
+  // ... or silent about it: the other nodes know this node's zone and rack
+  // only from the list, so a zone or rack given only to this node would have
+  // each node place shards by another map.
+  flags.values["cluster.zone"] = "zone-b";
+  flags.values["cluster.nodes"] = "node-1=127.0.0.1:1@zone-a/r1,node-2=127.0.0.1:2@zone-b,node-3=127.0.0.1:3";
+  auto no_rack = LoadNodeConfig(flags);
+  ASSERT_FALSE(no_rack.ok());
+  EXPECT_NE(no_rack.status().message().find("node-2=HOST:PORT@ZONE[/RACK]"), std::string::npos)
+      << no_rack.status().ToString();
+  flags.values.erase("cluster.rack");
+  flags.values["cluster.nodes"] = "node-1=127.0.0.1:1@zone-a/r1,node-2=127.0.0.1:2,node-3=127.0.0.1:3";
+  EXPECT_FALSE(LoadNodeConfig(flags).ok());
+  // The list alone may name this node's domains (the daemon takes them from it).
+  flags.values.erase("cluster.zone");
+  flags.values["cluster.nodes"] = "node-1=127.0.0.1:1@zone-a/r1,node-2=127.0.0.1:2@zone-b/r7,node-3=127.0.0.1:3";
+  EXPECT_TRUE(LoadNodeConfig(flags).ok());
+  // Under etcd membership a node registers its own zone: the list is not its map.
+  flags.values["cluster.zone"] = "zone-b";
+  flags.values["cluster.nodes"] = "node-1=127.0.0.1:1,node-2=127.0.0.1:2";
+  flags.values["cluster.membership"] = "etcd";
+  flags.values["cluster.etcd_endpoints"] = "127.0.0.1:2379";
+  auto etcd = LoadNodeConfig(flags);
+  EXPECT_TRUE(etcd.ok()) << etcd.status().ToString();
   for (const char* bad : {"node-1=127.0.0.1:1@", "node-1=127.0.0.1:1@z/", "node-1=127.0.0.1:1@bad zone"}) {
     NodeFlags f;
     f.values["node_id"] = "node-1";

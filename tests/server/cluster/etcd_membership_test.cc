@@ -280,6 +280,37 @@ TEST_F(EtcdMembershipTest, RegistrationsCarryDiskFiguresThatChangeNoEpoch) {
   for (const auto& m : members_) EXPECT_EQ(m->Current().epoch(), revision);
 }
 
+// Whoever can write to etcd can register anything: a registration whose id,
+// zone, rack or address a node's own config would refuse never enters the
+// map (every node places shards by those names, and the CLI prints them).
+TEST_F(EtcdMembershipTest, RegistrationsWithBadNamesOrAddressesStayOutOfTheMap) {
+  ASSERT_NO_FATAL_FAILURE(StartThree());
+  EtcdClient client = Client();
+  auto put = [&](const std::string& id, const v1::NodeInfo& info) {
+    auto r = client.Put("/strata/test/nodes/" + id, info.SerializeAsString());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  };
+  v1::NodeInfo bad_zone = Self(4);
+  bad_zone.set_zone("zone a\x1b[31m");
+  ASSERT_NO_FATAL_FAILURE(put("node-4", bad_zone));
+  v1::NodeInfo long_rack = Self(5);
+  long_rack.set_rack(std::string(65, 'r'));
+  ASSERT_NO_FATAL_FAILURE(put("node-5", long_rack));
+  v1::NodeInfo bad_address = Self(6);
+  bad_address.set_address("no-port");
+  ASSERT_NO_FATAL_FAILURE(put("node-6", bad_address));
+  ASSERT_NO_FATAL_FAILURE(put("node 7", Self(7)));  // the id is the key's last part
+  ASSERT_NO_FATAL_FAILURE(put("node-8", Self(8)));  // well formed: it joins, so the others were read
+  const std::vector<std::string> with_eight = {"node-1", "node-2", "node-3", "node-8"};
+  for (const auto& m : members_) {
+    ASSERT_TRUE(WaitFor([&] { return AllUp(*m, with_eight); }, std::chrono::seconds(10))) << m->Current().DebugString();
+    const v1::ClusterMap map = m->Current();
+    EXPECT_EQ(map.nodes_size(), 4) << map.DebugString();
+    for (const char* id : {"node-4", "node-5", "node-6", "node 7"}) EXPECT_EQ(FindNode(map, id), nullptr) << id;
+    EXPECT_EQ(FindNode(map, "node-8")->zone(), "zone-0");
+  }
+}
+
 TEST_F(EtcdMembershipTest, CrashedMemberGoesDownThenLeavesAndComesBackUp) {
   StartThree();
   members_[2]->CrashForTesting();  // node-3: keep-alive stops, lease not revoked
