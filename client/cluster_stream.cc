@@ -159,7 +159,7 @@ Status ClusterStream::Handle(PartEvent& e) {
   steps_in_epoch_ = part.steps_in_epoch();
   if (!end_step_) {
     const uint64_t start = request_.start_step();
-    end_step_ = request_.max_steps() == 0 ? steps_in_epoch_ : std::min(steps_in_epoch_, start + request_.max_steps());
+    end_step_ = EndStep(start, request_.max_steps(), steps_in_epoch_);
   }
   auto [slot, fresh] = pending_.try_emplace(part.step());
   Batch& batch = slot->second;

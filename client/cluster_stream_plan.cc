@@ -58,7 +58,7 @@ Status ClusterStream::LoadPlan() {
   steps_in_epoch_ = plan.num_steps();
   const uint64_t start = request_.start_step();
   if (Status s = CheckStartStep(start, steps_in_epoch_); !s.ok()) return Fail(s);
-  end_step_ = request_.max_steps() == 0 ? steps_in_epoch_ : std::min(steps_in_epoch_, start + request_.max_steps());
+  end_step_ = EndStep(start, request_.max_steps(), steps_in_epoch_);
   // The calls name the version and plan, and only what a node serving work reads.
   request_.set_dataset(position_.dataset + "@" + std::to_string(position_.version));
   request_.set_expect_plan_hash(position_.plan_hash);

@@ -27,4 +27,12 @@ inline Status CheckStartStep(uint64_t start, uint64_t steps) {
                                  std::to_string(steps) + " steps)");
 }
 
+// The step after a stream's last: `start` + `max_steps` (0: no limit), at
+// most the epoch's end (a max_steps of 2^64 - 1 means the rest of the epoch,
+// not a sum that wraps), and `start` itself if that is past the end.
+inline uint64_t EndStep(uint64_t start, uint64_t max_steps, uint64_t steps) {
+  if (start >= steps) return start;
+  return max_steps == 0 || max_steps >= steps - start ? steps : start + max_steps;
+}
+
 }  // namespace strata

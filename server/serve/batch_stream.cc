@@ -104,7 +104,7 @@ Result<std::unique_ptr<BatchStream>> BatchStream::Open(const v1::StreamRequest& 
   const uint64_t start =
       r.work_size() != 0 ? r.start_step() : CursorStart(r, catalog, *version.value(), plan->plan_hash());
   STRATA_RETURN_IF_ERROR(CheckStartStep(start, steps));
-  uint64_t end = r.max_steps() == 0 ? steps : std::min(steps, start + r.max_steps());
+  uint64_t end = EndStep(start, r.max_steps(), steps);
   v1::StreamRequest request = r;
   std::deque<v1::WorkStep> work;  // the stream keeps the steps not yet begun, apart
   if (r.work_size() != 0) {

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <set>
 
 #include "strata/v1/data.grpc.pb.h"
 #include "tests/integration/cluster_fixture.h"
@@ -95,6 +96,43 @@ TEST_F(BadInputTest, ServerRefusesWhatTheClientDidNotCheck) {
   r = Cli({"stream", "--dataset", "good", "--batch-size", "4", "--start-step", "999"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("past the end"), std::string::npos) << r.err;
+}
+
+// A max_steps of 2^64 - 1 ("no limit" to some callers) is the rest of the
+// epoch, not a sum that wraps into an empty stream that ends as if the epoch
+// were over: on the node (a raw request) and through the client.
+TEST_F(BadInputTest, MaxStepsPastTheEpochStreamsTheRest) {
+  StreamOptions o;
+  o.dataset = "good";
+  o.batch_size = 4;  // 100 samples: 25 steps
+  o.start_step = 5;
+  o.max_steps = UINT64_MAX;
+  const RankRun run = StreamAll(node_->client(), o);
+  EXPECT_EQ(run.end.code(), Code::kOutOfRange) << run.end.ToString();
+  ASSERT_EQ(run.batches.size(), 20u);
+  EXPECT_EQ(run.batches.front().step(), 5u);
+  EXPECT_EQ(run.batches.back().step(), 24u);
+
+  auto stub = v1::DataService::NewStub(grpc::CreateChannel(node_->address(), grpc::InsecureChannelCredentials()));
+  v1::StreamRequest r;
+  r.set_dataset("good");
+  r.set_world(1);
+  r.set_batch_size(4);
+  r.set_start_step(5);
+  r.set_max_steps(UINT64_MAX);
+  grpc::ClientContext context;
+  auto reader = stub->StreamBatches(&context, r);
+  std::set<uint64_t> steps;
+  v1::Batch part;
+  while (reader->Read(&part)) {
+    steps.insert(part.step());
+    for (const v1::Batch& joined : part.following()) steps.insert(joined.step());
+  }
+  const grpc::Status end = reader->Finish();
+  EXPECT_TRUE(end.ok()) << end.error_message();
+  ASSERT_EQ(steps.size(), 20u);
+  EXPECT_EQ(*steps.begin(), 5u);
+  EXPECT_EQ(*steps.rbegin(), 24u);
 }
 
 // What a client that plans sends (StreamRequest.work, ReadStratumIndex),

@@ -7,6 +7,8 @@
 #include <tuple>
 #include <vector>
 
+#include "plan/stream_start.h"
+
 namespace strata {
 namespace {
 
@@ -225,6 +227,19 @@ TEST(EpochPlanTest, PlanHashCoversSpecAndGlobalBatch) {
   auto p = EpochPlan::Create(other, v1::SamplerSpec(), 7, 0, 4, 2, v1::REMAINDER_SHORT);
   ASSERT_TRUE(p.ok());
   EXPECT_NE(base, p->plan_hash());
+}
+
+// Where a stream of max_steps steps from `start` ends: never past the epoch,
+// never wrapped around by a huge max_steps, never before its start.
+TEST(StreamStartTest, EndStepIsTheEpochsEndAtMost) {
+  EXPECT_EQ(EndStep(5, 0, 25), 25u) << "0: no limit";
+  EXPECT_EQ(EndStep(5, 3, 25), 8u);
+  EXPECT_EQ(EndStep(5, 20, 25), 25u);
+  EXPECT_EQ(EndStep(5, 21, 25), 25u);
+  EXPECT_EQ(EndStep(5, UINT64_MAX, 25), 25u);
+  EXPECT_EQ(EndStep(UINT64_MAX - 1, UINT64_MAX, UINT64_MAX), UINT64_MAX);
+  EXPECT_EQ(EndStep(25, 4, 25), 25u) << "at the end: nothing";
+  EXPECT_EQ(EndStep(30, 4, 25), 30u) << "past it (refused elsewhere): an empty range";
 }
 
 }  // namespace
