@@ -104,6 +104,31 @@ grpc::ChannelArguments ChannelArgs(const ClientOptions& options) {
   return args;
 }
 
+// The client's channels, one per node address, made on first use. Shared
+// with the streams the client opens, so that a stream may outlive its client.
+class Channels {
+ public:
+  Channels(std::shared_ptr<grpc::ChannelCredentials> credentials, const ClientOptions& options)
+      : credentials_(std::move(credentials)), options_(options) {}
+
+  void Add(const std::string& address, std::shared_ptr<grpc::Channel> channel) {
+    MutexLock lock(&mu_);
+    channels_[address] = std::move(channel);
+  }
+  std::shared_ptr<grpc::Channel> Get(const std::string& address) {
+    MutexLock lock(&mu_);
+    auto& c = channels_[address];
+    if (!c) c = grpc::CreateCustomChannel(address, credentials_, ChannelArgs(options_));
+    return c;
+  }
+
+ private:
+  const std::shared_ptr<grpc::ChannelCredentials> credentials_;  // for the channels to other nodes
+  const ClientOptions options_;
+  Mutex mu_;
+  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_ GUARDED_BY(mu_);
+};
+
 class GrpcClient final : public Client {
  public:
   // `seeds`: the addresses the client was given, asked for the cluster map
@@ -114,10 +139,10 @@ class GrpcClient final : public Client {
       : address_(std::move(address)),
         seeds_(std::move(seeds)),
         channel_(std::move(channel)),
-        credentials_(std::move(credentials)),
+        channels_(std::make_shared<Channels>(std::move(credentials), options)),
         admin_(v1::AdminService::NewStub(channel_)),
         options_(options) {
-    channels_[address_] = channel_;
+    channels_->Add(address_, channel_);
   }
 
   const std::string& address() const override { return address_; }
@@ -295,12 +320,7 @@ class GrpcClient final : public Client {
   }
 
  private:
-  std::shared_ptr<grpc::Channel> Channel(const std::string& address) {
-    MutexLock lock(&channels_mu_);
-    auto& c = channels_[address];
-    if (!c) c = grpc::CreateCustomChannel(address, credentials_, ChannelArgs(options_));
-    return c;
-  }
+  std::shared_ptr<grpc::Channel> Channel(const std::string& address) { return channels_->Get(address); }
 
   // The map from the connected node or, if it does not answer, from any
   // node of the last map seen, else from any of the seeds: a client whose
@@ -308,13 +328,13 @@ class GrpcClient final : public Client {
   Result<v1::ClusterMap> AnyClusterMap() {
     auto map = FetchClusterMap();
     if (map.ok()) {
-      MutexLock lock(&channels_mu_);
+      MutexLock lock(&map_mu_);
       last_map_ = map.value();
       return map;
     }
     std::vector<std::string> others;
     {
-      MutexLock lock(&channels_mu_);
+      MutexLock lock(&map_mu_);
       for (const auto& n : last_map_.nodes()) others.push_back(n.address());
     }
     others.insert(others.end(), seeds_.begin(), seeds_.end());
@@ -326,7 +346,7 @@ class GrpcClient final : public Client {
       context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
       v1::ClusterMap other;
       if (stub->GetClusterMap(&context, v1::GetClusterMapRequest(), &other).ok() && other.nodes_size() > 0) {
-        MutexLock lock(&channels_mu_);
+        MutexLock lock(&map_mu_);
         last_map_ = other;
         return other;
       }
@@ -338,22 +358,21 @@ class GrpcClient final : public Client {
     auto map = AnyClusterMap();
     if (!map.ok()) return map.status();
     if (map->nodes_size() == 1) map->mutable_nodes(0)->set_address(address_);  // one node: the address we know
-    return client_internal::NewClusterStream([this](const std::string& a) { return Channel(a); },
+    return client_internal::NewClusterStream([channels = channels_](const std::string& a) { return channels->Get(a); },
                                              std::move(map).value(), std::move(request), position, options_, indexes_);
   }
 
   const std::string address_;
   const std::vector<std::string> seeds_;
   const std::shared_ptr<grpc::Channel> channel_;
-  const std::shared_ptr<grpc::ChannelCredentials> credentials_;  // for the channels to other nodes
+  const std::shared_ptr<Channels> channels_;  // shared with the streams
   const std::unique_ptr<v1::AdminService::Stub> admin_;
   const ClientOptions options_;
   // Stratum indexes of the versions this client's streams planned.
   const std::shared_ptr<client_internal::StratumIndexCache> indexes_ =
       std::make_shared<client_internal::StratumIndexCache>();
-  Mutex channels_mu_;
-  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_ GUARDED_BY(channels_mu_);
-  v1::ClusterMap last_map_ GUARDED_BY(channels_mu_);
+  Mutex map_mu_;
+  v1::ClusterMap last_map_ GUARDED_BY(map_mu_);
 };
 
 }  // namespace

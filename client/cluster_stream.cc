@@ -144,7 +144,10 @@ Status ClusterStream::Handle(PartEvent& e) {
   if (part.epoch() != position_.epoch || part.rank() != request_.rank() ||
       (position_.version != 0 && part.dataset_version() != position_.version) ||
       (position_.plan_hash != 0 && part.plan_hash() != position_.plan_hash) || part.step() < node.first ||
-      part.step() >= node.end) {
+      part.step() >= node.end ||
+      // The batch's slots are sized by this, before any sample: never past what was asked for.
+      part.batch_size() > request_.batch_size() || part.step() >= part.steps_in_epoch() ||
+      (steps_in_epoch_ != 0 && part.steps_in_epoch() != steps_in_epoch_)) {
     return Fail(Status::Internal("node " + e.node + " sent a part of another stream (step " +
                                  std::to_string(part.step()) + ")"));
   }
@@ -218,11 +221,8 @@ Status ClusterStream::CheckStalls(Clock::time_point waiting_since) {
   const auto now = Clock::now();
   if (now - waiting_since <= stall_) return Status::OK();
   for (const auto& [call, node] : calls_) {
-    const bool owes = !node.ended && !node.holders_down && node.first <= position_.step && position_.step < node.end &&
-                      node.completed_through < static_cast<int64_t>(position_.step) &&
-                      (!node.work || node.owed.count(position_.step) != 0);
     const int64_t reading = node.reader->reading_since_ns();
-    if (!owes || reading == 0) continue;
+    if (!node.Owes(position_.step) || reading == 0) continue;
     const Clock::time_point silent_since = Clock::time_point(std::chrono::nanoseconds(reading));
     if (now - std::max(silent_since, waiting_since) > stall_) {
       ++stats_.stalls;
@@ -257,7 +257,7 @@ Status ClusterStream::Next(Batch* batch) {
       pending_.erase(ready);
       plan_ids_.erase(position_.step);
       ++position_.step;
-      queue_.SetNextStep(position_.step, Lookahead(batch->payload().size()));
+      queue_.SetNextStep(position_.step, Lookahead(batch->payload().size()), batch->payload().size());
       if (planner_) {
         // Calls whose window is over have ended: nothing of theirs is outstanding.
         std::erase_if(calls_, [this](const auto& c) { return c.second.ended && c.second.end <= position_.step; });
@@ -291,6 +291,14 @@ Status ClusterStream::Next(Batch* batch) {
       STRATA_RETURN_IF_ERROR(Handle(*e));
       if (!final_.ok()) return final_;
       continue;  // a node is judged only once the queue holds nothing unread
+    }
+    // Every node has sent its share of the step (its last part, read in
+    // order after the others) or ended, and the batch is still incomplete:
+    // no more of it will come, and waiting would hang the trainer.
+    if (holders_down_.ok() && unknown_.ok() &&
+        std::none_of(calls_.begin(), calls_.end(), [this](const auto& c) { return c.second.Owes(position_.step); })) {
+      return Fail(Status::Internal("every node has sent its share of step " + std::to_string(position_.step) +
+                                   ", yet the batch is incomplete (the nodes disagree about placement?)"));
     }
     STRATA_RETURN_IF_ERROR(CheckStalls(waiting_since));
   }

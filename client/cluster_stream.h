@@ -99,6 +99,12 @@ class ClusterStream final : public Stream {
     // sends no part of the others: StreamRequest.omit_idle_steps).
     bool work = false;
     std::set<uint64_t> owed;
+    // Whether parts of `step` may still come from it: it is open, serves the
+    // step, and has not said (with the step's last part) that its share is sent.
+    bool Owes(uint64_t step) const {
+      return !ended && !holders_down && !unknown && first <= step && step < end &&
+             completed_through < static_cast<int64_t>(step) && (!work || owed.count(step) != 0);
+    }
   };
 
   Status Fail(Status s) {

@@ -11,24 +11,38 @@
 
 namespace strata::client_internal {
 
+uint64_t PartQueue::EventBytes(const PartEvent& e) {
+  return e.end ? 0 : e.payload.size() + 64 * static_cast<uint64_t>(e.part.slots_size()) + 256;
+}
+
 bool PartQueue::TryPush(PartEvent* e, std::function<void()> when_room) {
   {
     MutexLock lock(&mu_);
-    if (e->end || e->part.step() < next_step_ + lookahead_) {
+    const uint64_t bytes = EventBytes(*e);
+    const bool near = e->part.step() < next_step_ + lookahead_;
+    if (e->end || (near && (bytes_ == 0 || bytes_ + bytes <= cap_bytes_))) {
+      bytes_ += bytes;
       events_.push_back(std::move(*e));
       pushed_.Signal();
       return true;
     }
-    waiting_.push_back(std::move(when_room));
+    (near ? waiting_for_bytes_ : waiting_).push_back(std::move(when_room));
   }
   return false;
 }
 
 std::optional<PartEvent> PartQueue::Pop(std::chrono::milliseconds timeout) {
-  MutexLock lock(&mu_);
-  if (!pushed_.WaitFor(&mu_, timeout, [&]() REQUIRES(mu_) { return !events_.empty(); })) return std::nullopt;
-  PartEvent e = std::move(events_.front());
-  events_.pop_front();
+  std::vector<std::function<void()>> waiting;
+  std::optional<PartEvent> e;
+  {
+    MutexLock lock(&mu_);
+    if (!pushed_.WaitFor(&mu_, timeout, [&]() REQUIRES(mu_) { return !events_.empty(); })) return std::nullopt;
+    e = std::move(events_.front());
+    events_.pop_front();
+    bytes_ -= EventBytes(*e);
+    if (bytes_ <= cap_bytes_ / 2) waiting.swap(waiting_for_bytes_);  // readers held back by the cap go on
+  }
+  for (auto& w : waiting) w();
   return e;
 }
 
@@ -37,13 +51,14 @@ uint64_t PartQueue::lookahead() const {
   return lookahead_;
 }
 
-void PartQueue::SetNextStep(uint64_t step, uint64_t lookahead) {
+void PartQueue::SetNextStep(uint64_t step, uint64_t lookahead, uint64_t step_bytes) {
   std::vector<std::function<void()>> waiting;
   {
     MutexLock lock(&mu_);
     next_step_ = step;
     if (lookahead != 0) lookahead_ = lookahead;
-    waiting.swap(waiting_);
+    if (step_bytes != 0) cap_bytes_ = std::max<uint64_t>(kMinCapBytes, 2 * (lookahead_ + 1) * step_bytes);
+    waiting = TakeWaiting();
   }
   for (auto& w : waiting) w();
 }
@@ -61,11 +76,19 @@ void PartQueue::Recycle(v1::Batch part) {
   if (spares_.size() < kSpares) spares_.push_back(std::move(part));
 }
 
+std::vector<std::function<void()>> PartQueue::TakeWaiting() {
+  std::vector<std::function<void()>> waiting;
+  waiting.swap(waiting_);
+  for (auto& w : waiting_for_bytes_) waiting.push_back(std::move(w));
+  waiting_for_bytes_.clear();
+  return waiting;
+}
+
 void PartQueue::WakeAll() {
   std::vector<std::function<void()>> waiting;
   {
     MutexLock lock(&mu_);
-    waiting.swap(waiting_);
+    waiting = TakeWaiting();
   }
   for (auto& w : waiting) w();
 }

@@ -13,7 +13,12 @@
 // step the trainer waits for waits in its reader, which reads nothing more
 // from its call until the trainer catches up, so a fast server cannot flood
 // the client while a slow one lags, and HTTP/2 flow control passes the wait
-// on to the server.
+// on to the server. So does a part that would take the bytes queued past
+// the queue's byte cap (twice the lookahead's steps, at least 64 MiB): parts
+// of steps the trainer has had, or the same part sent again and again, are
+// dropped only once the stream's thread takes them, so without it a node
+// that sends them (a bug, or a hostile node) could fill the client's memory
+// while the trainer computes.
 //
 // A part's payload is not parsed: it stays in the buffers gRPC received it
 // in (client/received_part.h) until its batch is assembled. The queue keeps
@@ -53,16 +58,22 @@ class PartQueue {
  public:
   explicit PartQueue(uint64_t lookahead_steps) : lookahead_(lookahead_steps) {}
 
-  // Queues *e (moving it) unless its part is too far ahead: then *e stays
-  // as it was, `when_room` is kept, and it returns false. An end is always
+  // Queues *e (moving it) unless its part is too far ahead, or the queue
+  // holds bytes and *e would take them past the byte cap: then *e stays as
+  // it was, `when_room` is kept, and it returns false. An end is always
   // queued. Each `when_room` kept runs once, when room may have opened
-  // (SetNextStep, WakeAll), on the thread that made it, with no lock held.
+  // (SetNextStep, WakeAll, a Pop that halves the bytes queued), on the thread
+  // that made it, with no lock held.
   bool TryPush(PartEvent* e, std::function<void()> when_room);
   // The oldest event, waiting up to `timeout`.
   std::optional<PartEvent> Pop(std::chrono::milliseconds timeout);
   // The trainer now waits for `step`: parts before step + lookahead may
-  // come (lookahead 0: it stays as it was).
-  void SetNextStep(uint64_t step, uint64_t lookahead = 0);
+  // come (lookahead 0: it stays as it was), and the byte cap becomes twice
+  // lookahead + 1 steps of `step_bytes` (0: it stays), at least kMinCapBytes.
+  void SetNextStep(uint64_t step, uint64_t lookahead = 0, uint64_t step_bytes = 0);
+  // What the queue counts for an event: its payload and a little per sample.
+  static uint64_t EventBytes(const PartEvent& e);
+  static constexpr uint64_t kMinCapBytes = 64 << 20;
   // Steps ahead of the next one that may come now.
   uint64_t lookahead() const;
   // Runs every `when_room` kept (a reader cancelled stops waiting for room).
@@ -74,11 +85,17 @@ class PartQueue {
   static constexpr size_t kSpares = 8;
 
  private:
+  // Every `when_room` kept, for the caller to run once it has let go of mu_.
+  std::vector<std::function<void()>> TakeWaiting() REQUIRES(mu_);
+
   mutable Mutex mu_;
   uint64_t lookahead_ GUARDED_BY(mu_);
   CondVar pushed_;
-  std::vector<std::function<void()>> waiting_ GUARDED_BY(mu_);  // the `when_room` kept
+  std::vector<std::function<void()>> waiting_ GUARDED_BY(mu_);            // the `when_room` kept: parts too far ahead
+  std::vector<std::function<void()>> waiting_for_bytes_ GUARDED_BY(mu_);  // ... parts past the byte cap
   std::deque<PartEvent> events_ GUARDED_BY(mu_);
+  uint64_t bytes_ GUARDED_BY(mu_) = 0;  // EventBytes of events_
+  uint64_t cap_bytes_ GUARDED_BY(mu_) = kMinCapBytes;
   uint64_t next_step_ GUARDED_BY(mu_) = 0;
   std::vector<v1::Batch> spares_ GUARDED_BY(mu_);
 };

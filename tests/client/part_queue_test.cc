@@ -71,5 +71,32 @@ TEST(PartQueueTest, TheLookaheadMovesWithTheNextStep) {
   EXPECT_TRUE(queue.TryPush(&e, [&] { ++told; }));
 }
 
+// Parts near enough but past the byte cap wait too (parts of steps already
+// delivered, or sent again, are dropped only once popped); a pop that halves
+// the bytes queued tells them. A first part is taken whatever its size.
+TEST(PartQueueTest, PartsPastTheByteCapWaitUntilPopsHalveTheBytesQueued) {
+  PartQueue queue(4);
+  const auto big = [](uint64_t step) {
+    PartEvent e = PartOfStep(step);
+    e.payload = PartPayload::Owning(std::string(PartQueue::kMinCapBytes / 2 + 1, 'x'));
+    return e;
+  };
+  int told = 0;
+  PartEvent a = big(0), b = big(0), c = big(1);
+  EXPECT_TRUE(queue.TryPush(&a, [&] { ++told; }));
+  EXPECT_FALSE(queue.TryPush(&b, [&] { ++told; })) << "two would pass the cap";
+  PartEvent end;
+  end.end = true;
+  EXPECT_TRUE(queue.TryPush(&end, nullptr)) << "an end is always queued";
+  ASSERT_TRUE(queue.Pop(std::chrono::milliseconds(0)).has_value());
+  EXPECT_EQ(told, 1) << "the pop emptied the queue of bytes";
+  EXPECT_TRUE(queue.TryPush(&b, [&] { ++told; }));
+  EXPECT_FALSE(queue.TryPush(&c, [&] { ++told; }));
+  // A larger step moves the cap: twice (lookahead + 1) steps.
+  queue.SetNextStep(0, 4, PartQueue::kMinCapBytes);
+  EXPECT_EQ(told, 2);
+  EXPECT_TRUE(queue.TryPush(&c, [&] { ++told; }));
+}
+
 }  // namespace
 }  // namespace strata::client_internal

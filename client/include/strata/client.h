@@ -190,7 +190,7 @@ class Client {
 
   // Opens a stream. Errors in the options that the client can see (batch size
   // 0, rank >= world) are InvalidArgument at once; others come from the server
-  // on the first Next().
+  // on the first Next(). The stream may outlive the client.
   virtual Result<std::unique_ptr<Stream>> OpenStream(const StreamOptions& options) = 0;
   // Opens a stream that continues from a resume token (dataset version, plan,
   // seed, epoch and step). world, rank and max_steps come from `options`. A
