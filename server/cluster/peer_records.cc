@@ -6,6 +6,8 @@
 #include <chrono>
 
 #include "common/dataset_ref.h"
+#include "common/input_limits.h"
+#include "common/mutex.h"
 #include "common/placement.h"
 #include "server/base/grpc_handoff.h"
 #include "server/cluster/ec_rebuild.h"
@@ -92,6 +94,49 @@ struct PeerRecords::AsyncFetch {
 };
 
 void PeerRecords::FetchAsync(const v1::FileRef& shard, std::vector<uint64_t> indexes, FetchDone done) {
+  // A peer reads at most kMaxRecordsPerRead records a call (it refuses more,
+  // and so would every holder): more are asked in pieces, all at once, and
+  // answered together, in order.
+  constexpr size_t kPiece = InputLimits::kMaxRecordsPerRead;
+  if (indexes.size() > kPiece) {
+    struct Pieces {
+      Mutex mu;
+      size_t pending GUARDED_BY(mu) = 0;
+      Status failed GUARDED_BY(mu);
+      std::vector<std::vector<std::string>> raw GUARDED_BY(mu);
+      FetchDone done;
+    };
+    auto pieces = std::make_shared<Pieces>();
+    const size_t n = (indexes.size() + kPiece - 1) / kPiece;
+    {
+      MutexLock lock(&pieces->mu);
+      pieces->pending = n;
+      pieces->raw.resize(n);
+    }
+    pieces->done = std::move(done);
+    for (size_t p = 0; p < n; ++p) {
+      const auto begin = indexes.begin() + static_cast<std::ptrdiff_t>(p * kPiece);
+      const auto end = indexes.begin() + static_cast<std::ptrdiff_t>(std::min(indexes.size(), (p + 1) * kPiece));
+      FetchAsync(shard, std::vector<uint64_t>(begin, end), [pieces, p](Status s, std::vector<std::string> raw) {
+        std::vector<std::string> all;
+        Status failed;
+        {
+          MutexLock lock(&pieces->mu);
+          if (!s.ok() && pieces->failed.ok()) pieces->failed = std::move(s);
+          pieces->raw[p] = std::move(raw);
+          if (--pieces->pending > 0) return;
+          failed = pieces->failed;
+          if (failed.ok()) {
+            for (auto& piece : pieces->raw) {
+              for (auto& record : piece) all.push_back(std::move(record));
+            }
+          }
+        }
+        pieces->done(failed, failed.ok() ? std::move(all) : std::vector<std::string>());
+      });
+    }
+    return;
+  }
   auto f = std::make_shared<AsyncFetch>();
   f->shard = shard;
   f->indexes = std::move(indexes);

@@ -37,7 +37,8 @@ class PeerRecords final : public RecordFetcher {
   // RecordFetcher: asks the members the view has up one after another, in
   // rank order, with asynchronous calls (10 s deadline each), then those it
   // has down (2 s each: the view may lag); a degraded read's rebuild runs on
-  // `rebuilds`.
+  // `rebuilds`. More than InputLimits::kMaxRecordsPerRead records (what a
+  // peer reads in one call) are asked in pieces at once.
   void FetchAsync(const v1::FileRef& shard, std::vector<uint64_t> indexes, FetchDone done) override;
   void Quarantine(const v1::FileRef& file) override;
 

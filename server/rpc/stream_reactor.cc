@@ -76,6 +76,10 @@ bool BatchSender<Base>::GiveWork(v1::WorkMore more, const Status& refused) {
     if (!final_status_ && !finishing_) {
       const Status s = refused.ok() ? stream_->AddWork(std::move(more)) : refused;
       if (!s.ok()) {
+        // Work the plan refuses is an invalid request too (the caller counted what it refused itself).
+        if (refused.ok() && s.code() == Code::kInvalidArgument) {
+          calls()->metrics->CountRejected(Metrics::Reject::kInvalidRequest);
+        }
         spdlog::warn("stream {} rank {} from {}: {}", request_.dataset(), request_.rank(), peer_, s.ToString());
         final_status_ = ToGrpcStatus(s);
       } else {
@@ -119,7 +123,12 @@ bool BatchSender<Base>::CanClaim() {
   if (buffered_ == 0 && in_build_ == 0) return true;
   const uint64_t need = buffered_ + (uint64_t{in_build_} + 1) * step_estimate_;
   if (need <= granted_) return true;
-  if (!memory_->TryAcquire(need - granted_)) return false;
+  if (!memory_->TryAcquire(need - granted_)) {
+    // A step built or written gives some back, and tries again: building
+    // tasks until then would spin (one deferred for a peer's records, say).
+    budget_blocked_ = true;
+    return false;
+  }
   granted_ = need;
   return true;
 }
@@ -135,6 +144,7 @@ void BatchSender<Base>::ShrinkGrant() {
 
 template <typename Base>
 void BatchSender<Base>::MaybeScheduleBuild() {
+  if (budget_blocked_) return;
   // A builder not yet at its claim counts as a step being built.
   while (builders_ < kBuildersPerStream && !final_status_ && !claimed_all_ && !stream_->done() &&
          ready_.size() + builders_ < prefetch_) {
@@ -195,6 +205,7 @@ void BatchSender<Base>::Queue(uint64_t step, const Status& s, std::vector<WirePa
   }
   MutexLock lock(&mu_);
   --in_build_;
+  budget_blocked_ = false;
   if (!s.ok()) {
     spdlog::error("stream {} rank {}: {}", request_.dataset(), request_.rank(), s.ToString());
     if (!final_status_) final_status_ = ToGrpcStatus(s);
@@ -317,6 +328,7 @@ void BatchSender<Base>::OnWriteDone(bool ok) {
     buffered_ -= in_flight_.wire_bytes;
     in_flight_ = Outgoing();
     ShrinkGrant();
+    budget_blocked_ = false;
   }
   Pump();
 }

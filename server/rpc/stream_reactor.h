@@ -193,7 +193,8 @@ class BatchSender : public HandOffVisible<Base>, public OpenStreams::Member {
   uint64_t next_queued_step_ GUARDED_BY(mu_) = 0;                    // the step ready_ takes next
   Outgoing in_flight_;                                               // owned by the outstanding write
   uint32_t builders_ GUARDED_BY(mu_) = 0;                            // build tasks posted or running
-  uint32_t in_build_ GUARDED_BY(mu_) = 0;                            // steps claimed, not yet built
+  bool budget_blocked_ GUARDED_BY(mu_) = false;  // a claim found the memory budget short: wait for a step to end
+  uint32_t in_build_ GUARDED_BY(mu_) = 0;        // steps claimed, not yet built
   bool writing_ GUARDED_BY(mu_) = false;
   bool kicking_ GUARDED_BY(mu_) = false;      // a posted Pump(kick) has not run yet
   bool claimed_all_ GUARDED_BY(mu_) = false;  // every step the stream will serve is claimed

@@ -2,6 +2,7 @@
 // is repaired, the scrubber finds damage nobody reads, a damaged stratum
 // index fails over and is fetched again, and a stream reads a repaired copy
 // again instead of fetching it for the rest of the epoch.
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -11,13 +12,16 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/input_limits.h"
 #include "plan/stratum_index.h"
 #include "server/storage/shard_format.h"
+#include "strata/v1/data.grpc.pb.h"
 #include "tests/integration/cluster_epochs.h"
 
 namespace strata::testing {
@@ -211,6 +215,45 @@ TEST(DamageTest, ACopyGoneFromDiskIsFetchedAgain) {
       90s))
       << "the scrubber drops the lost copy from the inventory and the repairer fetches it\n"
       << cluster.Process(2).Log();
+}
+
+// A node whose copy of a shard is gone fetches the step's records of it from
+// a peer, which reads at most InputLimits::kMaxRecordsPerRead records a call:
+// more are asked in pieces (one big read was refused by every holder, and
+// the step failed as if none were up).
+TEST(DamageTest, AStepNeedingMoreRecordsOfOneShardThanAPeerReadsAtOnceIsServed) {
+  LocalCluster cluster(Nodes(2));
+  auto client = cluster.Connect(0);
+  constexpr uint64_t kSamples = InputLimits::kMaxRecordsPerRead + 5000;
+  SyntheticIngest how{.labels = 5, .replication = 2, .shard_target_bytes = 1 << 30};  // one shard
+  how.payload = [](uint64_t i) { return std::to_string(i); };
+  auto ingested = TryIngestSynthetic(*client, "wide", kSamples, how);
+  ASSERT_TRUE(ingested.ok()) << ingested.status().ToString();
+  ASSERT_EQ(ingested->dataset.shards, 1u);
+  const std::string dir = cluster.DataDir(0) + "/shards/wide/v1";
+  size_t removed = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".shard") removed += std::filesystem::remove(e.path());
+  }
+  ASSERT_EQ(removed, 1u);
+  // One step of every sample, from node-1 alone (no members: it serves all).
+  auto stub = v1::DataService::NewStub(grpc::CreateChannel(cluster.Address(0), grpc::InsecureChannelCredentials()));
+  v1::StreamRequest r;
+  r.set_dataset("wide");
+  r.set_world(1);
+  r.set_batch_size(kSamples);
+  grpc::ClientContext context;
+  auto reader = stub->StreamBatches(&context, r);
+  std::set<uint64_t> ids;
+  v1::Batch part;
+  while (reader->Read(&part)) {
+    for (uint64_t id : part.ids()) ids.insert(id);
+    for (const v1::Batch& joined : part.following()) ids.insert(joined.ids().begin(), joined.ids().end());
+  }
+  const grpc::Status end = reader->Finish();
+  ASSERT_TRUE(end.ok()) << end.error_message() << "\n" << cluster.Process(0).Log();
+  EXPECT_EQ(ids.size(), kSamples);
+  EXPECT_EQ(*ids.rbegin(), kSamples - 1);
 }
 
 // A stratum index damaged on one node before any stream read it: that node's

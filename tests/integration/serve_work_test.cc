@@ -7,6 +7,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <thread>
@@ -211,6 +212,8 @@ TEST_F(ServeWorkTest, MalformedMessagesEndTheCallWithInvalidArgument) {
       {"an id past the version", {Open("work", 10, 0, Steps(0, 1)), More(1, bad_id)}},
       {"past the epoch", {Open("work", 10, 0, Steps(0, 1)), More(1, Steps(1, 21))}},
   };
+  const auto rejected = [] { return Metric(node_->process().metrics_address(), "strata_requests_rejected_total"); };
+  const double rejected_before = std::max(0.0, rejected());
   for (const auto& [what, messages] : bad) {
     const grpc::Status s = call(messages);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << what << ": " << s.error_message();
@@ -220,6 +223,9 @@ TEST_F(ServeWorkTest, MalformedMessagesEndTheCallWithInvalidArgument) {
   const grpc::Status over = call({Open("big", 1, 0, first), More(kBigSamples, beyond)});
   EXPECT_EQ(over.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << over.error_message();
   EXPECT_NE(over.error_message().find("not yet begun"), std::string::npos) << over.error_message();
+  // Each is counted as an invalid request, the later messages' work the plan
+  // refuses too ("nothing" is no request at all).
+  EXPECT_GE(rejected() - rejected_before, static_cast<double>(bad.size()));
 }
 
 // A call that has sent everything it was given waits for its client, not for
