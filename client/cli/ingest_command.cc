@@ -167,12 +167,18 @@ void PrintSummary(const IngestSummary& reply, double elapsed_s) {
 
 // Sends every sample of `sources`, one source after another, through one
 // writer started at the first sample, and commits it. `on_sample` runs after
-// each sample. The writer is aborted on any error.
+// each sample. The writer is aborted on any error. One of several writers
+// that fails before its first sample (an unreadable or empty source) joins
+// only to abort: the version waits for every writer, and would wait for
+// this one for ever.
 Result<IngestSummary> WriteSources(Client& client, const IngestOptions& options,
                                    const std::vector<std::unique_ptr<SampleSource>>& sources,
                                    const std::function<void(const IngestWriter&)>& on_sample) {
   std::unique_ptr<IngestWriter> writer;  // started at the first sample
   auto fail = [&](const Status& status) {
+    if (!writer && !options.ingest_id.empty()) {
+      if (auto joined = client.StartIngest(options); joined.ok()) writer = std::move(*joined);
+    }
     if (writer) writer->Abort();
     return status;
   };
@@ -195,7 +201,7 @@ Result<IngestSummary> WriteSources(Client& client, const IngestOptions& options,
   if (!writer) {
     std::string names;
     for (const auto& source : sources) names += (names.empty() ? "" : ", ") + source->description();
-    return Status::InvalidArgument("no samples found in " + names);
+    return fail(Status::InvalidArgument("no samples found in " + names));
   }
   return writer->Commit();
 }
@@ -253,16 +259,22 @@ Result<IngestSummary> RunWriters(Client& client, const IngestOptions& options,
   for (auto& t : threads) t.join();
   progress.Finish(snapshot());
   // The writer whose commit sealed the version has the whole version's summary.
-  Status first_error;
+  // Of the errors, the cause: one writer's failure aborts the version for
+  // all, and the others then report only that it was aborted.
+  Status cause, consequence;
   for (uint32_t i = 0; i < writers.size(); ++i) {
     const Result<IngestSummary>& r = writers[i].result;
     if (!r.ok()) {
-      if (first_error.ok()) first_error = r.status().WithContext("writer " + std::to_string(i));
+      const bool aborted = r.status().code() == Code::kFailedPrecondition &&
+                           r.status().message().find(" was aborted") != std::string::npos;
+      Status& kept = aborted ? consequence : cause;
+      if (kept.ok()) kept = r.status().WithContext("writer " + std::to_string(i));
       continue;
     }
     if (r->dataset.state == VersionState::kSealed) return r;
   }
-  if (!first_error.ok()) return first_error;
+  if (!cause.ok()) return cause;
+  if (!consequence.ok()) return consequence;
   return Status::Internal("every writer committed but none saw the version sealed");
 }
 
@@ -300,10 +312,18 @@ int RunIngest(const IngestArgs& args) {
   if (all_here) {
     reply = RunWriters(**client, options, std::move(sources), progress);
   } else {
+    ProgressSnapshot sent;  // the writer's counts at its last sample (it is gone after the commit)
     reply = WriteSources(**client, options, sources, [&](const IngestWriter& writer) {
+      sent.samples = writer.samples_written();
+      sent.bytes = writer.bytes_written();
       if (progress.Due()) progress.Draw(Snapshot(sources, &writer));
     });
-    if (reply.ok()) progress.Finish(Snapshot(sources, nullptr));
+    if (reply.ok()) {
+      ProgressSnapshot done = Snapshot(sources, nullptr);
+      done.samples = sent.samples;
+      done.bytes = sent.bytes;
+      progress.Finish(done);
+    }
   }
   if (!reply.ok()) {
     progress.Abandon();
@@ -376,8 +396,8 @@ Command AddIngestCommand(CLI::App& parent) {
       ->type_name("CODEC")
       ->check(StatusValidator([](const std::string& text) { return ParseCompression(text).status(); }));
   app->add_option("--compression-block", args->compression_block,
-                  "Records per compressed block (default 64KiB; 4KiB..16MiB): one sample read decompresses its "
-                  "block, larger blocks compress better")
+                  "Bytes of records per compressed block (default 64KiB; 4KiB..16MiB): one sample read "
+                  "decompresses its block, larger blocks compress better")
       ->type_name("SIZE")
       ->check(StatusValidator([](const std::string& text) -> Status {
         auto size = ParseSize(text);

@@ -1,5 +1,6 @@
 #include "server/cluster/multi_ingest.h"
 
+#include <google/protobuf/util/message_differencer.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -21,11 +22,20 @@ int64_t NowMs() {
       .count();
 }
 
-// The options every writer of one ingest must share: all but the writer.
-std::string Shared(const v1::IngestOptions& options) {
-  v1::IngestOptions o = options;
-  o.clear_writer();
-  return o.SerializeAsString();
+// The options every writer of one ingest must share (all but the writer) in
+// which `a` and `b` differ, by name: "" if none.
+std::string Differing(const v1::IngestOptions& a, const v1::IngestOptions& b) {
+  std::string out;
+  const google::protobuf::Descriptor* d = v1::IngestOptions::descriptor();
+  google::protobuf::util::MessageDifferencer differ;
+  for (int i = 0; i < d->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* f = d->field(i);
+    if (f->number() == v1::IngestOptions::kWriterFieldNumber) continue;
+    if (!differ.CompareWithFields(a, b, {f}, {f})) {
+      out += (out.empty() ? "" : ", ") + f->name();
+    }
+  }
+  return out;
 }
 
 uint32_t Ordinal(const std::string& ordinals, uint64_t i) {
@@ -111,10 +121,10 @@ Result<v1::JoinIngestReply> MultiIngests::Join(const v1::IngestOptions& options,
   if (e.sealed) return Status::FailedPrecondition("ingest " + it->first + " is already sealed");
   v1::IngestOptions mine = options;
   if (mine.replication() == 0) mine.set_replication(e.options.replication());  // as the first join resolved 0
-  if (e.name != ref->name || Shared(mine) != Shared(e.options)) {
+  if (const std::string differing = e.name != ref->name ? "dataset" : Differing(mine, e.options); !differing.empty()) {
     return Status::InvalidArgument("writer " + std::to_string(options.writer()) + " of ingest " + it->first +
-                                   " brings other options (dataset, writers, replication, compression, strata) than "
-                                   "the first writer's");
+                                   " brings other options than the first writer's: " + differing +
+                                   " (every writer must give the same ones)");
   }
   if (e.joined[options.writer()]) {
     return Status::AlreadyExists("writer " + std::to_string(options.writer()) + " of ingest " + it->first +

@@ -3,6 +3,7 @@
 // dense ids in writer order; any writer that fails aborts it for all.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <map>
@@ -337,6 +338,8 @@ TEST(MultiWriterTest, WritersMustAgreeAndEachJoinsOnce) {
   other.replication = 3;
   auto refused = client->StartIngest(other);
   EXPECT_EQ(refused.status().code(), Code::kInvalidArgument) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find(": replication ("), std::string::npos)
+      << "names what differs: " << refused.status().ToString();
   auto twice = client->StartIngest(PartOptions("agree", 2, 0));
   EXPECT_EQ(twice.status().code(), Code::kAlreadyExists) << twice.status().ToString();
   IngestOptions out_of_range = PartOptions("agree", 2, 2);
@@ -398,6 +401,41 @@ TEST(MultiWriterTest, TheCliRunsAllWritersOrOneOfThem) {
   EXPECT_NE(too_few.exit_code, 0);
   EXPECT_NE(too_few.err.find("at least as many"), std::string::npos) << too_few.err;
   EXPECT_EQ(client->Describe("bad").status().code(), Code::kNotFound);
+
+  // A writer that fails before its first sample (its source holds none)
+  // still aborts the version for every writer: it used to never join, and
+  // the version waited for it for ever, neither sealable nor deletable. The
+  // error shown is its own, not the other writer's "was aborted".
+  const std::string empty = dir.Join("empty");
+  std::filesystem::create_directories(empty);
+  CommandResult half = cli({"--dataset", "half", "--writers", "2"}, {files[0], empty});
+  EXPECT_NE(half.exit_code, 0);
+  EXPECT_NE(half.err.find("writer 1: "), std::string::npos) << half.err;
+  EXPECT_NE(half.err.find("no samples found"), std::string::npos) << half.err;
+  // On any node: the version is ingesting on its home only.
+  std::vector<std::unique_ptr<Client>> nodes;
+  for (int i = 0; i < 3; ++i) nodes.push_back(cluster.Connect(i, 30000));
+  const auto ingesting = [&](const std::string& name) {
+    for (const auto& node : nodes) {
+      auto listed = node->ListDatasets(/*include_unsealed=*/true);
+      if (!listed.ok()) return true;
+      for (const DatasetInfo& d : *listed) {
+        if (d.name == name && d.state == VersionState::kIngesting) return true;
+      }
+    }
+    return false;
+  };
+  EXPECT_TRUE(Eventually([&] { return !ingesting("half"); }, 20s)) << "the version is left ingesting";
+  // The same from a writer run on its own, as on another machine.
+  CommandResult alone =
+      cli({"--dataset", "alone", "--writers", "2", "--ingest-id", "cli-alone", "--writer", "1"}, {empty});
+  EXPECT_NE(alone.exit_code, 0);
+  EXPECT_NE(alone.err.find("no samples found"), std::string::npos) << alone.err;
+  EXPECT_TRUE(Eventually([&] { return !ingesting("alone"); }, 20s)) << "the version is left ingesting";
+  CommandResult late =
+      cli({"--dataset", "alone", "--writers", "2", "--ingest-id", "cli-alone", "--writer", "0"}, {files[0]});
+  EXPECT_NE(late.exit_code, 0) << "the ingest was aborted";
+  EXPECT_NE(late.err.find("was aborted"), std::string::npos) << late.err;
 }
 
 }  // namespace
