@@ -423,6 +423,13 @@ Result<v1::IngestPart> IngestSession::FinishPart(const Status& copies) {
 
 void IngestSession::Abort(const std::string& why, std::function<void()> told) {
   if (committed_ || aborted_) {
+    if (told && home_answer_) {
+      MutexLock lock(&home_answer_->mu);
+      if (!home_answer_->answered) {
+        home_answer_->waiting.push_back(std::move(told));
+        return;
+      }
+    }
     if (told) told();
     return;
   }
@@ -442,8 +449,18 @@ void IngestSession::Abort(const std::string& why, std::function<void()> told) {
   // destroy it on another thread, even before the hook returns (the hook is
   // moved out of the session first).
   if (part_ && part_->on_abort) {
+    auto answer = home_answer_ = std::make_shared<HomeAnswer>();
     auto tell_home = std::move(part_->on_abort);
-    tell_home(why, std::move(told));
+    tell_home(why, [answer, told = std::move(told)] {
+      std::vector<std::function<void()>> waiting;
+      {
+        MutexLock lock(&answer->mu);
+        answer->answered = true;
+        waiting.swap(answer->waiting);
+      }
+      for (auto& w : waiting) w();
+      if (told) told();
+    });
   } else if (told) {
     told();
   }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/checksum.h"
+#include "common/mutex.h"
 #include "plan/stratum_index.h"
 #include "server/base/metrics.h"
 #include "server/ingest/stratum_index_writer.h"
@@ -130,7 +131,8 @@ class IngestSession {
   // Removes what was written and marks the version aborted. Idempotent.
   void Abort(const std::string& why) { Abort(why, nullptr); }
   // The same; `told` runs once the abort is known where it must be: for a
-  // part, at the home (IngestPartOptions.on_abort), on its thread; otherwise
+  // part, at the home (IngestPartOptions.on_abort), on its thread, and for a
+  // part already aborted once the home has answered that abort; otherwise
   // (and for a session already committed or aborted) at once, on this one.
   // Abort touches the session no more once `told` may run, so `told` may
   // have the session destroyed (on any thread).
@@ -197,6 +199,15 @@ class IngestSession {
   // Part sessions: the part, and each sample's stratum as an index into
   // part_strata_ (first-seen order), which the home turns into the index.
   std::optional<IngestPartOptions> part_;
+  // The home's answer to this part's abort: a later Abort's `told` waits for
+  // it too (a sample the node refused aborts the part at once, and the call's
+  // own Abort, which ends it, comes after).
+  struct HomeAnswer {
+    Mutex mu;
+    bool answered GUARDED_BY(mu) = false;
+    std::vector<std::function<void()>> waiting GUARDED_BY(mu);
+  };
+  std::shared_ptr<HomeAnswer> home_answer_;
   std::vector<std::string> part_strata_;
   std::unordered_map<std::string, uint32_t> ordinal_of_;
   std::string ordinals_;  // u32 little-endian per sample

@@ -280,6 +280,53 @@ TEST(MultiWriterTest, AnAbortIsRecordedAtTheHomeBeforeTheWriterHearsOfIt) {
   EXPECT_EQ(client->Describe("parts").status().code(), Code::kNotFound);
 }
 
+// The same when the writer's node refuses one of its samples: the node
+// aborts the part at once and tells the home on the side, and the call that
+// ends with the refusal waits for the home's answer too (it used to end at
+// once, the part being aborted already).
+TEST(MultiWriterTest, AWriterWhoseSampleIsRefusedHearsOnlyOnceTheHomeRecordedTheAbort) {
+  LocalCluster::Options options;
+  options.failure_timeout_ms = 10000;  // the stopped home stays in every map as it was: up
+  LocalCluster cluster(options);
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
+  const NodesAndHome nodes = HomeOf(cluster, "parts");
+  const std::string ingest_id = IngestIdAwayFromHome(nodes, "refused", 1);
+  const int home_index = nodes.home;
+  auto client = cluster.Connect(home_index == 0 ? 1 : 0, 30000);
+  ASSERT_NE(client, nullptr);
+  std::vector<std::unique_ptr<IngestWriter>> open(3);
+  for (uint32_t w = 0; w < 3; ++w) {
+    auto started = client->StartIngest(PartOptions(ingest_id, 3, w));
+    ASSERT_TRUE(started.ok()) << started.status().ToString();
+    open[w] = std::move(started).value();
+    ASSERT_TRUE(WriteSamples(*open[w], w, 100).ok());
+  }
+  ASSERT_TRUE(open[0]->Commit().ok());
+
+  cluster.Pause(home_index);
+  std::atomic<bool> returned{false};
+  Status failed;
+  std::thread writer([&] {
+    Sample bad;
+    bad.key = "bad";
+    bad.fields.push_back({"j@g", "x"});  // a field name the node refuses
+    failed = open[1]->Write(bad);
+    if (failed.ok()) failed = open[1]->Commit().status();
+    returned = true;
+  });
+  std::this_thread::sleep_for(1s);
+  const bool early = returned.load();
+  EXPECT_FALSE(early) << "writer 1 heard of its failure while the home, which must record the abort, was stopped";
+  cluster.Resume(home_index);
+  writer.join();
+  EXPECT_FALSE(failed.ok());
+  EXPECT_NE(failed.message().find("j@g"), std::string::npos) << failed.ToString();
+
+  auto last = open[2]->Commit();
+  ASSERT_FALSE(last.ok()) << "writer 2's commit was taken after writer 1 had failed";
+  EXPECT_TRUE(RefusedAfterAbort(last.status())) << last.status().ToString();
+}
+
 TEST(MultiWriterTest, AWriterThatStartsLateKeepsTheCopiesOfThoseThatCommitted) {
   // Writers need not overlap: one may commit before the next has started.
   // The copies the first one's shards left on every node must survive the
