@@ -161,8 +161,11 @@ void IngestCoordinator::StartPart(const v1::IngestOptions& options,
   auto found = DatasetHome(ref->name, map);
   if (!found.ok()) return done(found.status());
   const v1::NodeInfo home = **found;
+  // Running here from before the join: a home that asks once it has taken the
+  // join hears so (its watch would take the part for lost otherwise).
+  std::shared_ptr<const void> running = PartStarts(options.ingest_id(), options.writer());
   // Opens the part once the home has answered.
-  auto open = [this, name = ref->name, ingest_id = options.ingest_id(), writer = options.writer(), home,
+  auto open = [this, name = ref->name, ingest_id = options.ingest_id(), writer = options.writer(), home, running,
                done](Result<v1::JoinIngestReply> joined) {
     if (!joined.ok()) return done(joined.status());
     auto at = Coordinator(*joined, home);
@@ -181,11 +184,13 @@ void IngestCoordinator::StartPart(const v1::IngestOptions& options,
     part.on_withdraw = [this, coordinator, ingest_id, writer](const std::string& why, std::function<void()> told) {
       WithdrawAtHome(coordinator, ingest_id, writer, why, std::move(told));
     };
+    part.running = running;
     done(IngestSession::OpenPart(o, d_.catalog, d_.dir, d_.metrics, limits_, Observer(o), std::move(part)));
   };
-  if (home.id() == d_.view->self_id()) return JoinAsHome(options, open);
+  if (home.id() == d_.view->self_id()) return JoinAsHome(options, d_.view->self_id(), open);
   auto call = std::make_shared<HomeCall<v1::JoinIngestRequest, v1::JoinIngestReply>>();
   *call->request.mutable_options() = options;
+  call->request.set_writer_node(d_.view->self_id());
   call->context.set_deadline(std::chrono::system_clock::now() + kJoinTimeout);
   const std::string home_id = home.id();
   HandOffToGrpc(call.get());
@@ -208,19 +213,38 @@ std::vector<v1::NodeInfo> IngestCoordinator::OthersUp() const {
   return others;
 }
 
-void IngestCoordinator::JoinAsHome(v1::IngestOptions options, std::function<void(Result<v1::JoinIngestReply>)> done) {
+std::shared_ptr<const void> IngestCoordinator::PartStarts(const std::string& ingest_id, uint32_t writer) {
+  auto key = std::make_pair(ingest_id, writer);
+  {
+    MutexLock lock(&parts_->mu);
+    ++parts_->running[key];
+  }
+  return std::shared_ptr<const void>(nullptr, [parts = parts_, key](const void*) {
+    MutexLock lock(&parts->mu);
+    if (--parts->running[key] <= 0) parts->running.erase(key);
+  });
+}
+
+bool IngestCoordinator::PartRunsHere(const std::string& ingest_id, uint32_t writer) const {
+  MutexLock lock(&parts_->mu);
+  return parts_->running.count(std::make_pair(ingest_id, writer)) != 0;
+}
+
+void IngestCoordinator::JoinAsHome(v1::IngestOptions options, std::string writer_node,
+                                   std::function<void(Result<v1::JoinIngestReply>)> done) {
   if (d_.multi == nullptr || d_.peers == nullptr || d_.pool == nullptr) {
     return done(Status::Unimplemented("this node does not take ingests with several writers"));
   }
-  auto here = d_.multi->Join(options, MultiIngests::JoinMode::kOpenOnly);
+  auto here = d_.multi->Join(options, MultiIngests::JoinMode::kOpenOnly, writer_node);
   if (here.status().code() != Code::kNotFound) return done(std::move(here));
   // Unknown here. The home may have moved since the first writer joined (a
   // node that ranks first came up): the ingest then stays open at the home
   // it began at, and this writer joins it there.
   const std::vector<v1::NodeInfo> others = OthersUp();
-  auto create = [this, options, done] {
-    boost::asio::post(*d_.pool,
-                      [this, options, done] { done(d_.multi->Join(options, MultiIngests::JoinMode::kOpenOrCreate)); });
+  auto create = [this, options, writer_node, done] {
+    boost::asio::post(*d_.pool, [this, options, writer_node, done] {
+      done(d_.multi->Join(options, MultiIngests::JoinMode::kOpenOrCreate, writer_node));
+    });
   };
   if (others.empty()) return create();
   struct Probe {
@@ -236,6 +260,7 @@ void IngestCoordinator::JoinAsHome(v1::IngestOptions options, std::function<void
   for (const v1::NodeInfo& node : others) {
     auto call = std::make_shared<HomeCall<v1::JoinIngestRequest, v1::JoinIngestReply>>();
     *call->request.mutable_options() = options;
+    call->request.set_writer_node(writer_node);
     call->context.set_deadline(std::chrono::system_clock::now() + kProbeTimeout);
     HandOffToGrpc(call.get());
     d_.peers->Peer(node)->async()->JoinOpenIngest(

@@ -9,9 +9,11 @@
 
 #include <boost/asio/thread_pool.hpp>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
+#include "common/mutex.h"
 #include "server/base/metrics.h"
 #include "server/cluster/cluster_view.h"
 #include "server/cluster/peer_disks.h"
@@ -92,7 +94,9 @@ class IngestCoordinator {
   // here. `done` runs once, on this thread, a gRPC thread or the pool, and
   // must not block; `options` is a copy, since `done` may free the request
   // it came in before the other nodes have all been asked.
-  void JoinAsHome(v1::IngestOptions options, std::function<void(Result<v1::JoinIngestReply>)> done);
+  // `writer_node`: where the writer's part runs (MultiIngests::Join).
+  void JoinAsHome(v1::IngestOptions options, std::string writer_node,
+                  std::function<void(Result<v1::JoinIngestReply>)> done);
   // Hands a committed part to `home`, the node its writer joined at
   // (IngestSession::part_home); `done` gets the home's answer, as StartPart's.
   // A part the home refuses is aborted there, for every writer.
@@ -118,6 +122,11 @@ class IngestCoordinator {
   // ingest stays open and the writer may join again.
   void WithdrawAtHome(const v1::NodeInfo& home, const std::string& ingest_id, uint32_t writer, const std::string& why,
                       std::function<void()> told) const;
+  // Whether writer `writer`'s part of ingest `ingest_id` runs on this node:
+  // from before its join is sent until its session ends (its commit
+  // answered, or its abort told). What a home watching its writers asks
+  // (FindIngest with `part`, server/cluster/writer_watch.h).
+  bool PartRunsHere(const std::string& ingest_id, uint32_t writer) const;
 
  private:
   // The nodes up in this node's map, but this one.
@@ -128,8 +137,18 @@ class IngestCoordinator {
   // names, found in this node's map), else `home`, the node that answered.
   Result<v1::NodeInfo> Coordinator(const v1::JoinIngestReply& reply, const v1::NodeInfo& home) const;
 
+  // Marks a part as running here until the returned token is released.
+  std::shared_ptr<const void> PartStarts(const std::string& ingest_id, uint32_t writer);
+
   Deps d_;  // set at construction, and multi once by set_multi
   const IngestLimits limits_;
+  // The parts running here, (ingest id, writer) -> how many sessions (a
+  // withdrawn join and its retry may overlap a moment). Shared with the tokens.
+  struct Parts {
+    Mutex mu;
+    std::map<std::pair<std::string, uint32_t>, int> running GUARDED_BY(mu);
+  };
+  const std::shared_ptr<Parts> parts_ = std::make_shared<Parts>();
 };
 
 }  // namespace strata

@@ -48,7 +48,8 @@ uint32_t Ordinal(const std::string& ordinals, uint64_t i) {
 
 MultiIngests::MultiIngests(Deps deps, IngestLimits limits) : d_(deps), limits_(limits) {}
 
-Result<v1::JoinIngestReply> MultiIngests::Join(const v1::IngestOptions& options, JoinMode mode) {
+Result<v1::JoinIngestReply> MultiIngests::Join(const v1::IngestOptions& options, JoinMode mode,
+                                               const std::string& writer_node) {
   if (!ValidIngestId(options.ingest_id())) {
     return Status::InvalidArgument("an ingest id is 1 to 128 letters, digits, '.', '_' or '-'");
   }
@@ -107,6 +108,7 @@ Result<v1::JoinIngestReply> MultiIngests::Join(const v1::IngestOptions& options,
     entry.options = std::move(resolved).value();
     entry.options.set_dataset(ref->name);
     entry.joined.assign(options.writers(), false);
+    entry.writer_nodes.assign(options.writers(), "");
     entry.shards.resize(options.writers());
     if (Status s = d_.dir->PrepareVersionDir(entry.name, entry.version); !s.ok()) {
       d_.catalog->AbortVersion(entry.name, entry.version).IgnoreError();
@@ -131,6 +133,7 @@ Result<v1::JoinIngestReply> MultiIngests::Join(const v1::IngestOptions& options,
                                  " has already joined");
   }
   e.joined[options.writer()] = true;
+  e.writer_nodes[options.writer()] = writer_node;
   v1::JoinIngestReply reply;
   reply.set_version(e.version);
   *reply.mutable_options() = e.options;
@@ -319,6 +322,7 @@ Status MultiIngests::Withdraw(const std::string& ingest_id, uint32_t writer, con
                                       " has committed its part");
   }
   e.joined[writer] = false;
+  e.writer_nodes[writer].clear();
   spdlog::info("ingest {}@{}: writer {} withdrew its join and may join again: {}", e.name, e.version, writer,
                why.substr(0, 1000));
   return Status::OK();
@@ -333,6 +337,34 @@ v1::FindIngestReply MultiIngests::Find(const std::string& ingest_id) const {
   reply.set_dataset(it->second.name);
   reply.set_version(it->second.version);
   return reply;
+}
+
+std::vector<MultiIngests::WatchedWriter> MultiIngests::WritersToWatch() const {
+  MutexLock lock(&mu_);
+  std::vector<WatchedWriter> out;
+  for (const auto& [id, e] : entries_) {
+    if (e.sealed || !e.aborted.empty()) continue;
+    for (uint32_t w = 0; w < e.joined.size(); ++w) {
+      if (e.joined[w] && e.parts.count(w) == 0 && !e.writer_nodes[w].empty()) {
+        out.push_back(WatchedWriter{id, w, e.writer_nodes[w]});
+      }
+    }
+  }
+  return out;
+}
+
+void MultiIngests::WriterLost(const std::string& ingest_id, uint32_t writer, const std::string& node,
+                              const std::string& why) {
+  MutexLock lock(&mu_);
+  auto it = entries_.find(ingest_id);
+  if (it == entries_.end()) return;
+  Entry& e = it->second;
+  // Since it was asked: committed (its part now here), withdrawn, or joined
+  // again from another node: not lost.
+  if (writer >= e.joined.size() || !e.joined[writer] || e.parts.count(writer) != 0 || e.writer_nodes[writer] != node) {
+    return;
+  }
+  AbortLocked(&e, "writer " + std::to_string(writer) + "'s part on " + node + " is gone: " + why).IgnoreError();
 }
 
 Status MultiIngests::AbortLocked(Entry* e, const std::string& why) {

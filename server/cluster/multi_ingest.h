@@ -19,7 +19,11 @@
 //           aborted record is broadcast and every node drops its files;
 //   Withdraw a writer whose client gave up waiting for its join (a slow
 //           home) and never sent a sample leaves the ingest open: its node
-//           undoes the join here, and the client joins again.
+//           undoes the join here, and the client joins again;
+//   Watch   each join names the node the writer's part runs on; until the
+//           part is committed the home asks that node whether it still runs
+//           there (WriterWatch), and a part lost with its node aborts the
+//           ingest (WriterLost).
 // Entries live in memory: a home that restarts mid-ingest forgets them, the
 // version stays unsealed (its files are dropped as an aborted ingest's), and
 // the writers' commits are refused with FailedPrecondition.
@@ -76,7 +80,10 @@ class MultiIngests {
   // sealed, or must be created and this node is not the dataset's home;
   // InvalidArgument for options that differ from the first writer's, a
   // writer out of range, or erasure coding (one writer only).
-  Result<v1::JoinIngestReply> Join(const v1::IngestOptions& options, JoinMode mode);
+  // `writer_node`: the node the writer's part runs on, watched until the part
+  // is committed (WritersToWatch); empty: not watched (a node built before).
+  Result<v1::JoinIngestReply> Join(const v1::IngestOptions& options, JoinMode mode,
+                                   const std::string& writer_node = "");
   // A writer's committed part; seals the version when it is the last.
   // InvalidArgument (and the version aborted) for a part that does not add up.
   Result<v1::CommitPartReply> Commit(const v1::IngestPart& part);
@@ -90,12 +97,27 @@ class MultiIngests {
   // Whether the ingest is open here (neither sealed nor aborted), and its version.
   v1::FindIngestReply Find(const std::string& ingest_id) const;
 
+  // The writers of open ingests that joined, have not committed, and run on
+  // a node that said so at its join: what the home watches (WriterWatch).
+  struct WatchedWriter {
+    std::string ingest_id;
+    uint32_t writer = 0;
+    std::string node;
+  };
+  std::vector<WatchedWriter> WritersToWatch() const;
+  // Writer `writer`'s part is gone from its node (it restarted, or lost the
+  // part without telling the home), or the node has not answered for long:
+  // aborts the ingest for every writer, unless the writer has committed or
+  // withdrawn since, or the ingest is over.
+  void WriterLost(const std::string& ingest_id, uint32_t writer, const std::string& node, const std::string& why);
+
  private:
   struct Entry {
     std::string name;
     uint64_t version = 0;
     v1::IngestOptions options;  // as resolved by the first writer's join
     std::vector<bool> joined;
+    std::vector<std::string> writer_nodes;             // by writer: where its part runs ("": not watched)
     std::map<uint32_t, v1::IngestPart> parts;          // committed, by writer
     std::vector<std::vector<v1::ShardRecord>> shards;  // checked, by writer (part-local ids)
     bool sealed = false;

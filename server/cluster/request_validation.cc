@@ -116,6 +116,11 @@ Status ValidateIngestOptions(const v1::IngestOptions& o) {
   return Status::OK();
 }
 
+Status ValidateJoinIngest(const v1::JoinIngestRequest& request) {
+  STRATA_RETURN_IF_ERROR(ValidateIngestOptions(request.options()));
+  return CheckClusterName("the writer's node", request.writer_node(), L::kMaxNodeIdBytes);
+}
+
 Status ValidateDescribeRequest(const v1::DescribeDatasetRequest& r) {
   return CheckDatasetRef("the dataset", r.dataset());
 }

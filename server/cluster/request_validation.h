@@ -30,6 +30,8 @@ Status ValidateWorkRequest(const v1::WorkRequest& request, bool first);
 // "name@N": the index of a version, never "the latest".
 Status ValidateStratumIndexRequest(const v1::StratumIndexRequest& request);
 Status ValidateIngestOptions(const v1::IngestOptions& options);
+// A writer's join, from another node: its options, and the node it names.
+Status ValidateJoinIngest(const v1::JoinIngestRequest& request);
 // Whether `id` is a usable ingest id (several writers): 1 to 128 of [A-Za-z0-9._-].
 bool ValidIngestId(const std::string& id);
 

@@ -170,6 +170,8 @@ Status Server::Build() {
                                                         metrics_.get(), numbers_.get(), ingest_.get()},
                                      ingest_limits);
   ingest_->set_multi(multi_ingests_.get());
+  writer_watch_ =
+      std::make_unique<WriterWatch>(view_.get(), peers_.get(), multi_ingests_.get(), peer_pool_->get_executor());
   StreamLimits stream_limits;
   stream_limits.max_part_bytes = config_.max_part_bytes;
   stream_limits.read_ahead_steps = config_.read_ahead_steps;
@@ -330,6 +332,7 @@ Status Server::Serve() {
   peer_disks_->Start();
   repairer_->Start();
   scrubber_->Start();
+  writer_watch_->Start();
   // Tell the others about versions this node aborted while it was down.
   versions_->BroadcastOwnAborted();
   if (!config_.metrics_listen.empty()) metrics_->SetReadiness([this] { return NotReadyReason(); });
@@ -391,6 +394,7 @@ Status Server::Stop() {
   }
   if (!kv_) return Status::OK();  // Open failed before storage opened
   // The background work, then the pool, then storage.
+  if (writer_watch_) writer_watch_->Stop();
   if (scrubber_) scrubber_->Stop();
   if (repairer_) repairer_->Stop();
   if (peer_disks_) peer_disks_->Stop();

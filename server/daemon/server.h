@@ -34,6 +34,7 @@
 #include "server/cluster/replicator.h"
 #include "server/cluster/scrubber.h"
 #include "server/cluster/version_sync.h"
+#include "server/cluster/writer_watch.h"
 #include "server/rpc/admin_service.h"
 #include "server/rpc/auth.h"
 #include "server/rpc/data_service.h"
@@ -158,6 +159,7 @@ class Server {
   std::unique_ptr<VersionNumbers> numbers_;  // before ingest_, which uses it
   std::unique_ptr<IngestCoordinator> ingest_;
   std::unique_ptr<MultiIngests> multi_ingests_;  // the home's side of ingests with several writers
+  std::unique_ptr<WriterWatch> writer_watch_;    // ... and its watch over the writers' nodes
   std::unique_ptr<StreamOpener> streams_;
   std::unique_ptr<DataServiceImpl> data_;
   std::unique_ptr<AdminServiceImpl> admin_;

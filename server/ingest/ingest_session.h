@@ -73,6 +73,9 @@ struct IngestPartOptions {
   std::function<void(const std::string& why, std::function<void()> told)> on_abort;
   // The same for Withdraw: the home undoes this writer's join instead.
   std::function<void(const std::string& why, std::function<void()> told)> on_withdraw;
+  // Held while the part lives: the node answers a home that asks whether the
+  // part still runs here (IngestCoordinator::PartRunsHere).
+  std::shared_ptr<const void> running;
 };
 
 inline constexpr uint32_t kMaxIngestWriters = 1024;

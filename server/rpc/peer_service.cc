@@ -282,11 +282,11 @@ grpc::ServerUnaryReactor* PeerServiceImpl::JoinIngest(grpc::CallbackServerContex
   if (d_.multi == nullptr || d_.coordinator == nullptr) {
     return Done(context, Status::Unimplemented("no ingests with several writers here"));
   }
-  if (Status valid = ValidateIngestOptions(request->options()); !valid.ok()) return Done(context, valid);
+  if (Status valid = ValidateJoinIngest(*request); !valid.ok()) return Done(context, valid);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // On the peer pool: a join waits on the registry's lock, which a creating join holds across RocksDB writes.
   boost::asio::post(d_.executor, [coordinator = d_.coordinator, request, reply, reactor] {
-    coordinator->JoinAsHome(request->options(), FinishWith(reactor, reply));
+    coordinator->JoinAsHome(request->options(), request->writer_node(), FinishWith(reactor, reply));
   });
   return reactor;
 }
@@ -295,9 +295,9 @@ grpc::ServerUnaryReactor* PeerServiceImpl::JoinOpenIngest(grpc::CallbackServerCo
                                                           const v1::JoinIngestRequest* request,
                                                           v1::JoinIngestReply* reply) {
   if (d_.multi == nullptr) return Done(context, Status::Unimplemented("no ingests with several writers here"));
-  if (Status valid = ValidateIngestOptions(request->options()); !valid.ok()) return Done(context, valid);
+  if (Status valid = ValidateJoinIngest(*request); !valid.ok()) return Done(context, valid);
   return OnExecutor(context, d_.executor, [d = &d_, request, reply]() -> Status {
-    auto joined = d->multi->Join(request->options(), MultiIngests::JoinMode::kOpenOnly);
+    auto joined = d->multi->Join(request->options(), MultiIngests::JoinMode::kOpenOnly, request->writer_node());
     if (!joined.ok()) return joined.status();
     *reply = std::move(joined).value();
     return Status::OK();
@@ -320,6 +320,11 @@ grpc::ServerUnaryReactor* PeerServiceImpl::FindIngest(grpc::CallbackServerContex
                                                       v1::FindIngestReply* reply) {
   if (d_.multi == nullptr) return Done(context, Status::Unimplemented("no ingests with several writers here"));
   if (!ValidIngestId(request->ingest_id())) return Done(context, Status::InvalidArgument("invalid ingest id"));
+  if (request->part()) {  // a home watching its writers: does this writer's part run here?
+    if (d_.coordinator == nullptr) return Done(context, Status::Unimplemented("no ingests with several writers here"));
+    reply->set_open(d_.coordinator->PartRunsHere(request->ingest_id(), request->writer()));
+    return Done(context, Status::OK());
+  }
   *reply = d_.multi->Find(request->ingest_id());
   return Done(context, Status::OK());
 }

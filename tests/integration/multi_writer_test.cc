@@ -327,6 +327,51 @@ TEST(MultiWriterTest, AWriterWhoseSampleIsRefusedHearsOnlyOnceTheHomeRecordedThe
   EXPECT_TRUE(RefusedAfterAbort(last.status())) << last.status().ToString();
 }
 
+// A writer's node that dies mid-part (kill -9) never commits or aborts, and,
+// restarted, knows nothing of the part: the version used to stay ingesting
+// for ever, neither sealable nor deletable. The home watches each writer's
+// node until its part is committed (server/cluster/writer_watch.h) and aborts
+// the ingest: within a round when the node, back, says the part does not run
+// there; after 30 s of silence when it stays down.
+TEST(MultiWriterTest, AWritersNodeThatDiesMidPartHasTheIngestAbortedByTheHome) {
+  LocalCluster cluster({});
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
+  const NodesAndHome nodes = HomeOf(cluster, "parts");
+  auto home = cluster.Connect(nodes.home, 30000);
+  ASSERT_NE(home, nullptr);
+  const auto ingesting = [&] {  // on the home, the only node that lists it so
+    auto listed = home->ListDatasets(/*include_unsealed=*/true);
+    if (!listed.ok()) return true;
+    return std::any_of(listed->begin(), listed->end(),
+                       [](const DatasetInfo& d) { return d.name == "parts" && d.state == VersionState::kIngesting; });
+  };
+  for (const bool restarted : {true, false}) {
+    SCOPED_TRACE(restarted ? "the node restarted" : "the node stays down");
+    const std::string id = IngestIdAwayFromHome(nodes, restarted ? "restarted" : "down", 1);
+    const int victim = nodes.IndexOf(RankMembers(id, nodes.ids)[1]);
+    std::vector<std::unique_ptr<IngestWriter>> open(2);
+    for (uint32_t w = 0; w < 2; ++w) {
+      auto started = home->StartIngest(PartOptions(id, 2, w));
+      ASSERT_TRUE(started.ok()) << started.status().ToString();
+      open[w] = std::move(started).value();
+      ASSERT_TRUE(WriteSamples(*open[w], w, 100).ok());
+    }
+    auto first = open[0]->Commit();
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    EXPECT_EQ(first->writers_committed, 1u);
+    ASSERT_TRUE(ingesting());
+    cluster.Kill(victim);
+    if (restarted) cluster.Start(victim);
+    EXPECT_TRUE(Eventually([&] { return !ingesting(); }, restarted ? 30s : 60s))
+        << "the version waits for writer 1 still\n"
+        << cluster.Process(nodes.home).Log();
+    auto again = home->StartIngest(PartOptions(id, 2, 1));
+    EXPECT_EQ(again.status().code(), Code::kFailedPrecondition) << again.status().ToString();
+    EXPECT_NE(again.status().message().find("is gone"), std::string::npos) << again.status().ToString();
+    open[1].reset();  // its call died with its node
+  }
+}
+
 TEST(MultiWriterTest, AWriterThatStartsLateKeepsTheCopiesOfThoseThatCommitted) {
   // Writers need not overlap: one may commit before the next has started.
   // The copies the first one's shards left on every node must survive the
