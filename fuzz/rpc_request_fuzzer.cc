@@ -71,9 +71,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       break;
     }
-    case 1: {  // DataService.Ingest, its first message
+    case 1: {  // DataService.Ingest, its first message; PeerService.JoinIngest and JoinOpenIngest
       v1::IngestRequest r;
       if (Parse(bytes, &r)) CheckBounded(ValidateIngestOptions(r.open()));
+      v1::JoinIngestRequest j;
+      if (Parse(bytes, &j)) CheckBounded(ValidateJoinIngest(j));
       break;
     }
     case 2: {  // AdminService.DescribeDataset
