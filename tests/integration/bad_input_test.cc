@@ -113,22 +113,15 @@ TEST_F(BadInputTest, MaxStepsPastTheEpochStreamsTheRest) {
   EXPECT_EQ(run.batches.front().step(), 5u);
   EXPECT_EQ(run.batches.back().step(), 24u);
 
-  auto stub = v1::DataService::NewStub(grpc::CreateChannel(node_->address(), grpc::InsecureChannelCredentials()));
   v1::StreamRequest r;
   r.set_dataset("good");
   r.set_world(1);
   r.set_batch_size(4);
   r.set_start_step(5);
   r.set_max_steps(UINT64_MAX);
-  grpc::ClientContext context;
-  auto reader = stub->StreamBatches(&context, r);
   std::set<uint64_t> steps;
-  v1::Batch part;
-  while (reader->Read(&part)) {
-    steps.insert(part.step());
-    for (const v1::Batch& joined : part.following()) steps.insert(joined.step());
-  }
-  const grpc::Status end = reader->Finish();
+  const grpc::Status end =
+      ReadRawStream(node_->address(), r, [&](const v1::Batch& part) { steps.insert(part.step()); });
   EXPECT_TRUE(end.ok()) << end.error_message();
   ASSERT_EQ(steps.size(), 20u);
   EXPECT_EQ(*steps.begin(), 5u);

@@ -2,6 +2,7 @@
 // connected client, and a deterministic synthetic dataset.
 #pragma once
 
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -14,6 +15,7 @@
 
 #include "common/status.h"
 #include "strata/client.h"
+#include "strata/v1/data.grpc.pb.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 
@@ -172,6 +174,22 @@ inline double Metric(const std::string& metrics_address, const std::string& name
     found = true;
   }
   return found ? sum : -1;
+}
+
+// A raw StreamBatches call to `address`, past the client library: `each`
+// sees every part, a joined step (Batch.following) as a part of its own.
+// Returns how the call ended.
+inline grpc::Status ReadRawStream(const std::string& address, const v1::StreamRequest& request,
+                                  const std::function<void(const v1::Batch&)>& each) {
+  auto stub = v1::DataService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  auto reader = stub->StreamBatches(&context, request);
+  v1::Batch part;
+  while (reader->Read(&part)) {
+    each(part);
+    for (const v1::Batch& joined : part.following()) each(joined);
+  }
+  return reader->Finish();
 }
 
 }  // namespace strata::testing

@@ -237,20 +237,13 @@ TEST(DamageTest, AStepNeedingMoreRecordsOfOneShardThanAPeerReadsAtOnceIsServed) 
   }
   ASSERT_EQ(removed, 1u);
   // One step of every sample, from node-1 alone (no members: it serves all).
-  auto stub = v1::DataService::NewStub(grpc::CreateChannel(cluster.Address(0), grpc::InsecureChannelCredentials()));
   v1::StreamRequest r;
   r.set_dataset("wide");
   r.set_world(1);
   r.set_batch_size(kSamples);
-  grpc::ClientContext context;
-  auto reader = stub->StreamBatches(&context, r);
   std::set<uint64_t> ids;
-  v1::Batch part;
-  while (reader->Read(&part)) {
-    for (uint64_t id : part.ids()) ids.insert(id);
-    for (const v1::Batch& joined : part.following()) ids.insert(joined.ids().begin(), joined.ids().end());
-  }
-  const grpc::Status end = reader->Finish();
+  const grpc::Status end = ReadRawStream(
+      cluster.Address(0), r, [&](const v1::Batch& part) { ids.insert(part.ids().begin(), part.ids().end()); });
   ASSERT_TRUE(end.ok()) << end.error_message() << "\n" << cluster.Process(0).Log();
   EXPECT_EQ(ids.size(), kSamples);
   EXPECT_EQ(*ids.rbegin(), kSamples - 1);

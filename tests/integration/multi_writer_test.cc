@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -231,87 +232,40 @@ TEST(MultiWriterTest, AWriterThatFailsAbortsTheVersionForEveryWriter) {
   EXPECT_EQ(sealed->dataset.samples, 200u);
 }
 
-// A writer's Abort() returns once the dataset's home has recorded the abort,
-// so that a commit another writer sends after it has returned is refused.
-// (Writer 1's node used to answer its client at once and tell the home on the
-// side: writer 2's commit could reach the home first and be taken, 2 of 3,
-// which TSan's slower processes once showed in CI.) The home is stopped
-// (SIGSTOP) while writer 1 aborts: the abort cannot return until it resumes.
-TEST(MultiWriterTest, AnAbortIsRecordedAtTheHomeBeforeTheWriterHearsOfIt) {
+// Writers 0, 1 and 2 of a fresh ingest (writer 1 at a node that is not the
+// home, the client connected to another still), writer 0 committed; then
+// the home is stopped (SIGSTOP) while `fail` makes writer 1 fail, on a
+// thread: it must not return until the home, resumed, has recorded the
+// abort, and writer 2's commit is refused after. Returns what `fail` got.
+Status ExpectWriter1HearsOfItsFailureOnlyOnceTheHomeKnows(const std::string& prefix,
+                                                          const std::function<Status(IngestWriter&)>& fail) {
   LocalCluster::Options options;
   options.failure_timeout_ms = 10000;  // the stopped home stays in every map as it was: up
   LocalCluster cluster(options);
-  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
-  // Writer 1 goes to a node that is not the home, and the client that starts
-  // the writers is connected to another node still.
+  EXPECT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
   const NodesAndHome nodes = HomeOf(cluster, "parts");
-  const std::string ingest_id = IngestIdAwayFromHome(nodes, "hold", 1);
-  const int home_index = nodes.home;
-  const int connect_to = home_index == 0 ? 1 : 0;
-  auto client = cluster.Connect(connect_to, 30000);
-  ASSERT_NE(client, nullptr);
-  std::vector<std::unique_ptr<IngestWriter>> open(3);
-  for (uint32_t w = 0; w < 3; ++w) {
-    auto started = client->StartIngest(PartOptions(ingest_id, 3, w));
-    ASSERT_TRUE(started.ok()) << started.status().ToString();
-    open[w] = std::move(started).value();
-    ASSERT_TRUE(WriteSamples(*open[w], w, 100).ok());
-  }
-  ASSERT_TRUE(open[0]->Commit().ok());
-
-  cluster.Pause(home_index);
-  std::atomic<bool> returned{false};
-  std::thread abort([&] {
-    open[1]->Abort();
-    returned = true;
-  });
-  std::this_thread::sleep_for(1s);
-  const bool early = returned.load();
-  EXPECT_FALSE(early) << "writer 1's abort returned while the home, which must record it, was stopped";
-  cluster.Resume(home_index);
-  abort.join();
-  if (early) {
-    for (int i = 0; i < cluster.size(); ++i) ADD_FAILURE() << cluster.Id(i) << "'s log:\n" << cluster.Process(i).Log();
-  }
-
-  auto last = open[2]->Commit();
-  ASSERT_FALSE(last.ok()) << "writer 2's commit was taken after writer 1 had aborted";
-  EXPECT_TRUE(RefusedAfterAbort(last.status())) << last.status().ToString();
-  EXPECT_EQ(client->Describe("parts").status().code(), Code::kNotFound);
-}
-
-// The same when the writer's node refuses one of its samples: the node
-// aborts the part at once and tells the home on the side, and the call that
-// ends with the refusal waits for the home's answer too (it used to end at
-// once, the part being aborted already).
-TEST(MultiWriterTest, AWriterWhoseSampleIsRefusedHearsOnlyOnceTheHomeRecordedTheAbort) {
-  LocalCluster::Options options;
-  options.failure_timeout_ms = 10000;  // the stopped home stays in every map as it was: up
-  LocalCluster cluster(options);
-  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
-  const NodesAndHome nodes = HomeOf(cluster, "parts");
-  const std::string ingest_id = IngestIdAwayFromHome(nodes, "refused", 1);
+  const std::string ingest_id = IngestIdAwayFromHome(nodes, prefix, 1);
   const int home_index = nodes.home;
   auto client = cluster.Connect(home_index == 0 ? 1 : 0, 30000);
-  ASSERT_NE(client, nullptr);
+  const auto setup_failed = [](const Status& s) {
+    ADD_FAILURE() << "setting up: " << s.ToString();
+    return s;
+  };
+  if (client == nullptr) return setup_failed(Status::Internal("no client"));
   std::vector<std::unique_ptr<IngestWriter>> open(3);
   for (uint32_t w = 0; w < 3; ++w) {
     auto started = client->StartIngest(PartOptions(ingest_id, 3, w));
-    ASSERT_TRUE(started.ok()) << started.status().ToString();
+    if (!started.ok()) return setup_failed(started.status());
     open[w] = std::move(started).value();
-    ASSERT_TRUE(WriteSamples(*open[w], w, 100).ok());
+    if (Status s = WriteSamples(*open[w], w, 100); !s.ok()) return setup_failed(s);
   }
-  ASSERT_TRUE(open[0]->Commit().ok());
+  if (auto first = open[0]->Commit(); !first.ok()) return setup_failed(first.status());
 
   cluster.Pause(home_index);
   std::atomic<bool> returned{false};
   Status failed;
   std::thread writer([&] {
-    Sample bad;
-    bad.key = "bad";
-    bad.fields.push_back({"j@g", "x"});  // a field name the node refuses
-    failed = open[1]->Write(bad);
-    if (failed.ok()) failed = open[1]->Commit().status();
+    failed = fail(*open[1]);
     returned = true;
   });
   std::this_thread::sleep_for(1s);
@@ -319,12 +273,44 @@ TEST(MultiWriterTest, AWriterWhoseSampleIsRefusedHearsOnlyOnceTheHomeRecordedThe
   EXPECT_FALSE(early) << "writer 1 heard of its failure while the home, which must record the abort, was stopped";
   cluster.Resume(home_index);
   writer.join();
-  EXPECT_FALSE(failed.ok());
-  EXPECT_NE(failed.message().find("j@g"), std::string::npos) << failed.ToString();
+  if (early) {
+    for (int i = 0; i < cluster.size(); ++i) ADD_FAILURE() << cluster.Id(i) << "'s log:\n" << cluster.Process(i).Log();
+  }
 
   auto last = open[2]->Commit();
-  ASSERT_FALSE(last.ok()) << "writer 2's commit was taken after writer 1 had failed";
+  EXPECT_FALSE(last.ok()) << "writer 2's commit was taken after writer 1 had failed";
   EXPECT_TRUE(RefusedAfterAbort(last.status())) << last.status().ToString();
+  EXPECT_EQ(client->Describe("parts").status().code(), Code::kNotFound);
+  return failed;
+}
+
+// A writer's Abort() returns once the dataset's home has recorded the abort,
+// so that a commit another writer sends after it has returned is refused.
+// (Writer 1's node used to answer its client at once and tell the home on the
+// side: writer 2's commit could reach the home first and be taken, 2 of 3,
+// which TSan's slower processes once showed in CI.)
+TEST(MultiWriterTest, AnAbortIsRecordedAtTheHomeBeforeTheWriterHearsOfIt) {
+  const Status aborted = ExpectWriter1HearsOfItsFailureOnlyOnceTheHomeKnows("hold", [](IngestWriter& w) {
+    w.Abort();
+    return Status::OK();
+  });
+  EXPECT_TRUE(aborted.ok()) << aborted.ToString();
+}
+
+// The same when the writer's node refuses one of its samples: the node
+// aborts the part at once and tells the home on the side, and the call that
+// ends with the refusal waits for the home's answer too (it used to end at
+// once, the part being aborted already).
+TEST(MultiWriterTest, AWriterWhoseSampleIsRefusedHearsOnlyOnceTheHomeRecordedTheAbort) {
+  const Status failed = ExpectWriter1HearsOfItsFailureOnlyOnceTheHomeKnows("refused", [](IngestWriter& w) {
+    Sample bad;
+    bad.key = "bad";
+    bad.fields.push_back({"j@g", "x"});  // a field name the node refuses
+    Status s = w.Write(bad);
+    return s.ok() ? w.Commit().status() : s;
+  });
+  EXPECT_FALSE(failed.ok());
+  EXPECT_NE(failed.message().find("j@g"), std::string::npos) << failed.ToString();
 }
 
 // A writer's node that dies mid-part (kill -9) never commits or aborts, and,
