@@ -4,8 +4,10 @@
 
 #include "client/batch_assembler.h"
 #include "client/log.h"
+#include "common/dataset_ref.h"
 #include "common/serving_errors.h"
 #include "plan/stream_start.h"
+#include "strata/v1/admin.grpc.pb.h"
 
 namespace strata::client_internal {
 
@@ -100,6 +102,25 @@ Status ClusterStream::Readmit() {
   for (const auto& id : back) names += (names.empty() ? "" : ", ") + id;
   Log().info("strata: node {} answers again; it serves its share from step {}", names, position_.step);
   return Open(position_.step);
+}
+
+void ClusterStream::PinVersion() {
+  auto ref = ParseDatasetRef(request_.dataset());
+  if (!ref.ok() || ref->version) return;  // named, or wrong: the nodes say what is wrong with it
+  const auto timeout = std::max(stall_, std::chrono::milliseconds(2000));
+  for (const auto& n : map_.nodes()) {
+    if (excluded_.Contains(n.id())) continue;
+    auto admin = v1::AdminService::NewStub(channels_(n.address()));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + timeout);
+    v1::DescribeDatasetRequest describe;
+    describe.set_dataset(ref->name);
+    v1::DescribeDatasetReply reply;
+    if (admin->DescribeDataset(&context, describe, &reply).ok() && reply.dataset().version() != 0) {
+      request_.set_dataset(ref->name + "@" + std::to_string(reply.dataset().version()));
+      return;
+    }
+  }
 }
 
 Status ClusterStream::Handle(PartEvent& e) {
@@ -240,6 +261,8 @@ Status ClusterStream::Next(Batch* batch) {
     opened_ = true;
     if (options_plan_ && map_.serves_work() && map_.nodes_size() > 1 && request_.job_id().empty()) {
       STRATA_RETURN_IF_ERROR(LoadPlan());
+    } else if (map_.nodes_size() > 1 && position_.version == 0) {
+      PinVersion();
     }
     STRATA_RETURN_IF_ERROR(Open(position_.step));
   }

@@ -115,6 +115,11 @@ class ClusterStream final : public Stream {
   // Planning here: the plan from the first node that gives it, the version
   // and plan hash it fixes, and the epoch's end.
   Status LoadPlan();
+  // Nodes that plan: a bare dataset name is pinned to the latest version of
+  // the first node that describes it, so that no node serves another (one
+  // that missed the latest seal resolves the name to the version before; it
+  // now answers NotFound, and is behind). Best effort: left bare otherwise.
+  void PinVersion();
   // Gives the nodes the work of the next window: the steps from planned_to_,
   // at most kWindowSteps of them and, past the first, at most kWindowIds
   // ids (so that the windows a call holds stay inside a node's bound on work
