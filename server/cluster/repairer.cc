@@ -119,7 +119,7 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
           members.RankIds(file.kind() == v1::FileRef::SHARD ? ShardFileKey(file.dataset(), file.version(), file.seq())
                                                             : StrataIndexFileKey(file.dataset(), file.version()));
     }
-    bool copied = false;
+    bool copied = false, dead = false;
     for (const std::string& source : sources) {
       const v1::NodeInfo* info = FindNode(map, source);
       // The live view too: the round's map may have missed a holder going down.
@@ -132,8 +132,8 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
       auto pulled = PullFile(d_.peers->Peer(*info).get(), *d_.dir, file, &limiter_, context.get());
       if (pulled.ok()) {
         d_.files->Add(file);
-        if (d_.versions->DropIfDead(file)) break;  // deleted while it was copied
-        if (pulled.value() == 0) {                 // it was here all along: the inventory had missed it
+        if ((dead = d_.versions->DropIfDead(file))) break;  // deleted while it was copied
+        if (pulled.value() == 0) {                          // it was here all along: the inventory had missed it
           copied = true;
           break;
         }
@@ -153,7 +153,7 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
         spdlog::warn("repair: copying {} from {}: {}", FileName(file), source, pulled.status().ToString());
       }
     }
-    if (!copied && ec && !Stopping()) {
+    if (!copied && !dead && ec && !Stopping()) {
       // No node holds a copy of this chunk: rebuilt here from K others of
       // its stripe, throttled like a copy.
       std::vector<uint64_t> bytes;
@@ -162,6 +162,10 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
       }
       auto rebuilt =
           RebuildChunk(RebuildDeps{d_.view, d_.peers, d_.dir, d_.files}, record->info(), bytes, file, &limiter_);
+      // Deleted while it was rebuilt (the tombstone's removal ran before the file was there): dropped now.
+      if (rebuilt.ok() && d_.versions->DropIfDead(file)) {
+        continue;
+      }
       if (rebuilt.ok()) {
         ++files_copied_;
         bytes_copied_ += rebuilt.value();
