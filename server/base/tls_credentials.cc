@@ -1,5 +1,6 @@
 #include "server/base/tls_credentials.h"
 
+#include <arpa/inet.h>
 #include <grpcpp/security/tls_certificate_provider.h>
 #include <grpcpp/security/tls_credentials_options.h>
 #include <unistd.h>
@@ -63,7 +64,10 @@ std::shared_ptr<grpc::ChannelCredentials> MakePeerChannelCredentials(const TlsFi
 bool IsLoopbackListen(const std::string& host_port) {
   std::string host = host_port.substr(0, host_port.rfind(':'));
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+  // 127.0.0.0/8 as an address, not a name that starts so (127.example.com may be anywhere).
+  in_addr v4{};
+  return host == "localhost" || host == "::1" ||
+         (inet_pton(AF_INET, host.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127);
 }
 
 }  // namespace strata

@@ -63,10 +63,13 @@ Status ParseCertificates(const std::string& what, const std::string& path, const
   return Status::OK();
 }
 
-// Writes `data` to dir/name + ".tmp", mode 0600, for a rename into place.
+// Writes `data` to dir/name + ".tmp", a new file of mode 0600, for a rename
+// into place. A file left there (a crash) is removed first: written through,
+// its mode (or, were it a link, its target) would hold the key.
 Status WriteTemp(const std::string& dir, const std::string& name, const std::string& data) {
   const std::string tmp = dir + "/" + name + ".tmp";
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (unlink(tmp.c_str()) != 0 && errno != ENOENT) return ErrnoStatus("remove " + tmp, errno);
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return ErrnoStatus("create " + tmp, errno);
   size_t done = 0;
   while (done < data.size()) {
