@@ -71,10 +71,6 @@ Status CheckMembership(const NodeConfig& c) {
   return Status::OK();
 }
 
-Status CheckDomainName(const std::string& name, const std::string& key) {
-  return CheckClusterName(key, name, InputLimits::kMaxDomainNameBytes);
-}
-
 Status CheckNodes(const NodeConfig& c) {
   std::set<std::string> ids;
   bool self_listed = c.cluster.nodes.empty();
@@ -84,8 +80,10 @@ Status CheckNodes(const NodeConfig& c) {
     if (!ids.insert(n.id).second) return Invalid("cluster.nodes lists '" + n.id + "' twice");
     STRATA_RETURN_IF_ERROR(CheckAddress(n.address, "cluster.nodes " + n.id));
     if (!n.peer_address.empty()) STRATA_RETURN_IF_ERROR(CheckAddress(n.peer_address, "cluster.nodes " + n.id));
-    STRATA_RETURN_IF_ERROR(CheckDomainName(n.zone, "cluster.nodes " + n.id + " zone"));
-    STRATA_RETURN_IF_ERROR(CheckDomainName(n.rack, "cluster.nodes " + n.id + " rack"));
+    STRATA_RETURN_IF_ERROR(
+        CheckClusterName("cluster.nodes " + n.id + " zone", n.zone, InputLimits::kMaxDomainNameBytes));
+    STRATA_RETURN_IF_ERROR(
+        CheckClusterName("cluster.nodes " + n.id + " rack", n.rack, InputLimits::kMaxDomainNameBytes));
     // Under static membership every node places shards from this list, its
     // own entry included (the others know this node's domains from nowhere
     // else): it must name the zone and rack this node has.
@@ -257,10 +255,16 @@ const std::vector<ConfigField>& ConfigFields() {
       {"cluster.zone", "--zone", "none",
        "this node's failure domain (static membership: `@ZONE` in the list too): a shard's R copies go to distinct "
        "zones when there are R",
-       STRATA_REF(cluster.zone), [](const NodeConfig& c) { return CheckDomainName(c.cluster.zone, "cluster.zone"); },
+       STRATA_REF(cluster.zone),
+       [](const NodeConfig& c) {
+         return CheckClusterName("cluster.zone", c.cluster.zone, InputLimits::kMaxDomainNameBytes);
+       },
        nullptr},
       {"cluster.rack", "--rack", "none", "within the zone: copies sharing a zone go to distinct racks",
-       STRATA_REF(cluster.rack), [](const NodeConfig& c) { return CheckDomainName(c.cluster.rack, "cluster.rack"); },
+       STRATA_REF(cluster.rack),
+       [](const NodeConfig& c) {
+         return CheckClusterName("cluster.rack", c.cluster.rack, InputLimits::kMaxDomainNameBytes);
+       },
        nullptr},
       {"cluster.lease_ttl_s", nullptr, nullptr, "etcd: a registration lives this long without keep-alives",
        STRATA_REF(cluster.lease_ttl_s),

@@ -18,12 +18,12 @@ WriterWatch::WriterWatch(const ClusterView* view, PeerClients* peers, MultiInges
 
 void WriterWatch::Round() {
   std::set<std::pair<std::string, uint32_t>> watched;
+  const v1::ClusterMap map = view_->Current();
   for (const MultiIngests::WatchedWriter& w : multi_->WritersToWatch()) {
     if (task_.stopping()) return;
     if (w.node == view_->self_id()) continue;
     const auto key = std::make_pair(w.ingest_id, w.writer);
     watched.insert(key);
-    const v1::ClusterMap map = view_->Current();
     const v1::NodeInfo* node = FindNode(map, w.node);
     std::string silence = "not in the cluster map";
     if (node != nullptr) {
