@@ -1,12 +1,9 @@
 // Ingest with several writers (issue 22, item 4): writers on different nodes
 // write one version at once; it is sealed once, after the last commit, with
-// dense ids in writer order; any writer that fails aborts it for all.
+// dense ids in writer order. A writer that fails: multi_writer_abort_test.cc.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <atomic>
 #include <filesystem>
-#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -22,15 +19,6 @@ namespace strata::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-// How a commit sent after another writer's abort is refused: the home refuses
-// the part of an aborted ingest, or the writer's node has learnt of the abort
-// first and says so (FailedPrecondition, "aborted"); or the holders of its
-// last copies have, and refused them (Unavailable: too few copies).
-bool RefusedAfterAbort(const Status& s) {
-  return (s.code() == Code::kFailedPrecondition && s.message().find("aborted") != std::string::npos) ||
-         s.code() == Code::kUnavailable;
-}
 
 TEST(MultiWriterTest, FourWritersOnThreeNodesSealOneVersionWithDenseIdsInWriterOrder) {
   LocalCluster cluster({});
@@ -177,185 +165,6 @@ TEST(MultiWriterTest, SamplesOfADamagedCopyComeFromThePeersWhateverTheWriter) {
   EXPECT_EQ(seen.size(), 2 * each);
   for (const auto& [id, n] : seen) ASSERT_EQ(n, 1) << "id " << id;
   EXPECT_GE(Metric(cluster.Process(0).metrics_address(), "strata_proxied_records_total"), 1);
-}
-
-TEST(MultiWriterTest, AWriterThatFailsAbortsTheVersionForEveryWriter) {
-  LocalCluster cluster({});
-  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
-  auto client = cluster.Connect(0, 30000);
-  ASSERT_NE(client, nullptr);
-  std::vector<std::unique_ptr<IngestWriter>> open(3);
-  for (uint32_t w = 0; w < 3; ++w) {
-    auto started = client->StartIngest(PartOptions("fails", 3, w));
-    ASSERT_TRUE(started.ok()) << started.status().ToString();
-    open[w] = std::move(started).value();
-    ASSERT_TRUE(WriteSamples(*open[w], w, 200).ok());
-  }
-  auto first = open[0]->Commit();
-  ASSERT_TRUE(first.ok()) << first.status().ToString();
-  EXPECT_EQ(first->writers_committed, 1u);
-  open[1]->Abort();  // writer 1 gives up: the stream ends without a commit
-  auto last = open[2]->Commit();
-  ASSERT_FALSE(last.ok()) << "writer 2's commit was taken after writer 1 had aborted";
-  EXPECT_TRUE(RefusedAfterAbort(last.status())) << last.status().ToString();
-
-  // No node serves it, and every node drops what the writers wrote.
-  EXPECT_EQ(client->Describe("parts").status().code(), Code::kNotFound);
-  auto files_left = [&] {
-    size_t n = 0;
-    for (int i = 0; i < 3; ++i) {
-      std::error_code ec;
-      for (auto it = std::filesystem::recursive_directory_iterator(cluster.DataDir(i) + "/shards/parts", ec);
-           !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-        n += it->is_regular_file();
-      }
-    }
-    return n;
-  };
-  EXPECT_TRUE(Eventually([&] { return files_left() == 0; }, 20s)) << files_left() << " files left";
-
-  // A later ingest with the same id is refused; with a new id it works.
-  auto again = client->StartIngest(PartOptions("fails", 3, 1));
-  EXPECT_FALSE(again.ok());
-  EXPECT_EQ(again.status().code(), Code::kFailedPrecondition) << again.status().ToString();
-  std::vector<std::unique_ptr<IngestWriter>> retry(2);
-  for (uint32_t w = 0; w < 2; ++w) {
-    auto started = client->StartIngest(PartOptions("retry", 2, w));
-    ASSERT_TRUE(started.ok()) << started.status().ToString();
-    retry[w] = std::move(started).value();
-    ASSERT_TRUE(WriteSamples(*retry[w], w, 100).ok());
-  }
-  ASSERT_TRUE(retry[0]->Commit().ok());
-  auto sealed = retry[1]->Commit();
-  ASSERT_TRUE(sealed.ok()) << sealed.status().ToString();
-  EXPECT_EQ(sealed->dataset.state, VersionState::kSealed);
-  EXPECT_EQ(sealed->dataset.samples, 200u);
-}
-
-// Writers 0, 1 and 2 of a fresh ingest (writer 1 at a node that is not the
-// home, the client connected to another still), writer 0 committed; then
-// the home is stopped (SIGSTOP) while `fail` makes writer 1 fail, on a
-// thread: it must not return until the home, resumed, has recorded the
-// abort, and writer 2's commit is refused after. Returns what `fail` got.
-Status ExpectWriter1HearsOfItsFailureOnlyOnceTheHomeKnows(const std::string& prefix,
-                                                          const std::function<Status(IngestWriter&)>& fail) {
-  LocalCluster::Options options;
-  options.failure_timeout_ms = 10000;  // the stopped home stays in every map as it was: up
-  LocalCluster cluster(options);
-  EXPECT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
-  const NodesAndHome nodes = HomeOf(cluster, "parts");
-  const std::string ingest_id = IngestIdAwayFromHome(nodes, prefix, 1);
-  const int home_index = nodes.home;
-  auto client = cluster.Connect(home_index == 0 ? 1 : 0, 30000);
-  const auto setup_failed = [](const Status& s) {
-    ADD_FAILURE() << "setting up: " << s.ToString();
-    return s;
-  };
-  if (client == nullptr) return setup_failed(Status::Internal("no client"));
-  std::vector<std::unique_ptr<IngestWriter>> open(3);
-  for (uint32_t w = 0; w < 3; ++w) {
-    auto started = client->StartIngest(PartOptions(ingest_id, 3, w));
-    if (!started.ok()) return setup_failed(started.status());
-    open[w] = std::move(started).value();
-    if (Status s = WriteSamples(*open[w], w, 100); !s.ok()) return setup_failed(s);
-  }
-  if (auto first = open[0]->Commit(); !first.ok()) return setup_failed(first.status());
-
-  cluster.Pause(home_index);
-  std::atomic<bool> returned{false};
-  Status failed;
-  std::thread writer([&] {
-    failed = fail(*open[1]);
-    returned = true;
-  });
-  std::this_thread::sleep_for(1s);
-  const bool early = returned.load();
-  EXPECT_FALSE(early) << "writer 1 heard of its failure while the home, which must record the abort, was stopped";
-  cluster.Resume(home_index);
-  writer.join();
-  if (early) {
-    for (int i = 0; i < cluster.size(); ++i) ADD_FAILURE() << cluster.Id(i) << "'s log:\n" << cluster.Process(i).Log();
-  }
-
-  auto last = open[2]->Commit();
-  EXPECT_FALSE(last.ok()) << "writer 2's commit was taken after writer 1 had failed";
-  EXPECT_TRUE(RefusedAfterAbort(last.status())) << last.status().ToString();
-  EXPECT_EQ(client->Describe("parts").status().code(), Code::kNotFound);
-  return failed;
-}
-
-// A writer's Abort() returns once the dataset's home has recorded the abort,
-// so that a commit another writer sends after it has returned is refused.
-// (Writer 1's node used to answer its client at once and tell the home on the
-// side: writer 2's commit could reach the home first and be taken, 2 of 3,
-// which TSan's slower processes once showed in CI.)
-TEST(MultiWriterTest, AnAbortIsRecordedAtTheHomeBeforeTheWriterHearsOfIt) {
-  const Status aborted = ExpectWriter1HearsOfItsFailureOnlyOnceTheHomeKnows("hold", [](IngestWriter& w) {
-    w.Abort();
-    return Status::OK();
-  });
-  EXPECT_TRUE(aborted.ok()) << aborted.ToString();
-}
-
-// The same when the writer's node refuses one of its samples: the node
-// aborts the part at once and tells the home on the side, and the call that
-// ends with the refusal waits for the home's answer too (it used to end at
-// once, the part being aborted already).
-TEST(MultiWriterTest, AWriterWhoseSampleIsRefusedHearsOnlyOnceTheHomeRecordedTheAbort) {
-  const Status failed = ExpectWriter1HearsOfItsFailureOnlyOnceTheHomeKnows("refused", [](IngestWriter& w) {
-    Sample bad;
-    bad.key = "bad";
-    bad.fields.push_back({"j@g", "x"});  // a field name the node refuses
-    Status s = w.Write(bad);
-    return s.ok() ? w.Commit().status() : s;
-  });
-  EXPECT_FALSE(failed.ok());
-  EXPECT_NE(failed.message().find("j@g"), std::string::npos) << failed.ToString();
-}
-
-// A writer's node that dies mid-part (kill -9) never commits or aborts, and,
-// restarted, knows nothing of the part: the version used to stay ingesting
-// for ever, neither sealable nor deletable. The home watches each writer's
-// node until its part is committed (server/cluster/writer_watch.h) and aborts
-// the ingest: within a round when the node, back, says the part does not run
-// there; after 30 s of silence when it stays down.
-TEST(MultiWriterTest, AWritersNodeThatDiesMidPartHasTheIngestAbortedByTheHome) {
-  LocalCluster cluster({});
-  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
-  const NodesAndHome nodes = HomeOf(cluster, "parts");
-  auto home = cluster.Connect(nodes.home, 30000);
-  ASSERT_NE(home, nullptr);
-  const auto ingesting = [&] {  // on the home, the only node that lists it so
-    auto listed = home->ListDatasets(/*include_unsealed=*/true);
-    if (!listed.ok()) return true;
-    return std::any_of(listed->begin(), listed->end(),
-                       [](const DatasetInfo& d) { return d.name == "parts" && d.state == VersionState::kIngesting; });
-  };
-  for (const bool restarted : {true, false}) {
-    SCOPED_TRACE(restarted ? "the node restarted" : "the node stays down");
-    const std::string id = IngestIdAwayFromHome(nodes, restarted ? "restarted" : "down", 1);
-    const int victim = nodes.IndexOf(RankMembers(id, nodes.ids)[1]);
-    std::vector<std::unique_ptr<IngestWriter>> open(2);
-    for (uint32_t w = 0; w < 2; ++w) {
-      auto started = home->StartIngest(PartOptions(id, 2, w));
-      ASSERT_TRUE(started.ok()) << started.status().ToString();
-      open[w] = std::move(started).value();
-      ASSERT_TRUE(WriteSamples(*open[w], w, 100).ok());
-    }
-    auto first = open[0]->Commit();
-    ASSERT_TRUE(first.ok()) << first.status().ToString();
-    EXPECT_EQ(first->writers_committed, 1u);
-    ASSERT_TRUE(ingesting());
-    cluster.Kill(victim);
-    if (restarted) cluster.Start(victim);
-    EXPECT_TRUE(Eventually([&] { return !ingesting(); }, restarted ? 30s : 60s))
-        << "the version waits for writer 1 still\n"
-        << cluster.Process(nodes.home).Log();
-    auto again = home->StartIngest(PartOptions(id, 2, 1));
-    EXPECT_EQ(again.status().code(), Code::kFailedPrecondition) << again.status().ToString();
-    EXPECT_NE(again.status().message().find("is gone"), std::string::npos) << again.status().ToString();
-    open[1].reset();  // its call died with its node
-  }
 }
 
 TEST(MultiWriterTest, AWriterThatStartsLateKeepsTheCopiesOfThoseThatCommitted) {
