@@ -172,7 +172,8 @@ class GrpcClient final : public Client {
     return client_internal::FromProto(reply);
   }
 
-  Result<DeleteResult> DeleteVersion(const std::string& dataset) override {
+  using Client::DeleteVersion;
+  Result<DeleteResult> DeleteVersion(const std::string& dataset, bool abort_ingest) override {
     auto ref = ParseDatasetRef(dataset);
     if (!ref.ok()) return ref.status();
     if (!ref->version) {
@@ -182,6 +183,7 @@ class GrpcClient final : public Client {
     SetDeadline(&context);
     v1::DeleteVersionRequest request;
     request.set_dataset(dataset);
+    request.set_abort_ingest(abort_ingest);
     v1::DeleteVersionReply reply;
     STRATA_RETURN_IF_ERROR(FromGrpcStatus(admin_->DeleteVersion(&context, request, &reply)));
     DeleteResult out;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/dataset_ref.h"
 #include "fuzz/fuzz_support.h"
 #include "server/cluster/request_validation.h"
 #include "server/storage/path_guard.h"
@@ -78,9 +79,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (Parse(bytes, &j)) CheckBounded(ValidateJoinIngest(j));
       break;
     }
-    case 2: {  // AdminService.DescribeDataset
+    case 2: {  // AdminService.DescribeDataset and DeleteVersion; PeerService.AbortIngest
       v1::DescribeDatasetRequest r;
       if (Parse(bytes, &r)) CheckBounded(ValidateDescribeRequest(r));
+      v1::DeleteVersionRequest d;
+      if (Parse(bytes, &d) && ValidateDeleteRequest(d).ok() && !ParseDatasetRef(d.dataset())->version) {
+        fuzz::Fail("an accepted delete that names no version");
+      }
+      v1::AbortIngestRequest a;
+      if (Parse(bytes, &a) && ValidateAbortIngest(a).ok() && !a.dataset().empty() &&
+          !ParseDatasetRef(a.dataset())->version) {
+        fuzz::Fail("an accepted abort by version that names no version");
+      }
       break;
     }
     case 3: {  // PeerService.Ping

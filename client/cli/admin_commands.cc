@@ -211,13 +211,14 @@ int RunDescribe(const DescribeArgs& args) {
 struct RmArgs {
   std::vector<std::string> servers;
   std::string dataset;
+  bool abort_ingest = false;
   bool json = false;
 };
 
 int RunRm(const RmArgs& args) {
   auto client = ConnectToServer(args.servers);
   if (!client.ok()) return PrintError(client.status());
-  auto deleted = (*client)->DeleteVersion(args.dataset);
+  auto deleted = (*client)->DeleteVersion(args.dataset, args.abort_ingest);
   if (!deleted.ok()) return PrintError(deleted.status());
   if (args.json) {
     v1::DeleteVersionReply reply;
@@ -333,6 +334,10 @@ Command AddRmCommand(CLI::App& parent) {
   app->add_option("dataset", args->dataset, "The version to delete, as NAME@N (a version is always named)")
       ->required()
       ->type_name("NAME@N");
+  app->add_flag("--abort", args->abort_ingest,
+                "If an ingest with several writers is still writing it (one whose writer never came stays open "
+                "for ever), abort that ingest first, for every writer: their calls fail and every node drops "
+                "the files. One writer's ingest is never aborted: stop that strata ingest instead");
   app->add_flag("--json", args->json, "Print the server's reply as JSON");
   return {app, [args] { return RunRm(*args); }};
 }

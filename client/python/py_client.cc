@@ -179,8 +179,8 @@ class PyClient {
   py::dict Describe(const std::string& dataset) {
     return ToDict(client_internal::ToProto(Call([&] { return client_->Describe(dataset); })));
   }
-  py::dict Delete(const std::string& dataset) {
-    DeleteResult r = Call([&] { return client_->DeleteVersion(dataset); });
+  py::dict Delete(const std::string& dataset, bool abort_ingest) {
+    DeleteResult r = Call([&] { return client_->DeleteVersion(dataset, abort_ingest); });
     v1::DeleteVersionReply reply;
     *reply.mutable_dataset() = client_internal::ToProto(r.dataset);
     for (const auto& n : r.nodes_told) reply.add_nodes_told(n);
@@ -308,13 +308,16 @@ connect_timeout_ms.)")
                              "The window the streams get: receive_window, or 0 (gRPC's own) for a far node.")
       .def("list", &PyClient::List, py::arg("include_unsealed") = false, "Datasets and versions, as dicts.")
       .def("describe", &PyClient::Describe, py::arg("dataset"), "One version ('name' or 'name@N') in detail.")
-      .def("delete", &PyClient::Delete, py::arg("dataset"),
+      .def("delete", &PyClient::Delete, py::arg("dataset"), py::arg("abort_ingest") = false,
            R"(Deletes version 'name@N' on every node (strata rm; needs an admin token where tokens are on).
 
 Returns {'dataset': its info (state VERSION_DELETED), 'nodes_told': nodes that
 removed their copies, 'nodes_pending': nodes down now, which remove theirs when
 they return}. Raises strata.Error: NotFound for an unknown version,
-InvalidArgument for a name without @N, FailedPrecondition while it is ingesting.)")
+InvalidArgument for a name without @N, FailedPrecondition while it is ingesting.
+abort_ingest=True (strata rm --abort) first aborts an ingest with several
+writers that is still writing it (one whose writer never came), for every
+writer; one writer's ingest still raises FailedPrecondition.)")
       .def("status", &PyClient::GetStatus, "The node's health and counters.")
       .def("stream", &PyClient::OpenStream, py::arg("dataset"), py::arg("batch_size"), py::arg("rank") = 0,
            py::arg("world") = 1, py::arg("seed") = 0, py::arg("epoch") = 0, py::arg("start_step") = 0,

@@ -311,6 +311,17 @@ Status MultiIngests::Abort(const std::string& ingest_id, const std::string& why)
   return AbortLocked(&it->second, why);
 }
 
+Result<bool> MultiIngests::AbortVersion(const std::string& name, uint64_t version, const std::string& why) {
+  MutexLock lock(&mu_);
+  for (auto& [id, e] : entries_) {
+    if (e.name != name || e.version != version) continue;
+    if (e.sealed) return false;
+    STRATA_RETURN_IF_ERROR(AbortLocked(&e, why));
+    return true;
+  }
+  return false;
+}
+
 Status MultiIngests::Withdraw(const std::string& ingest_id, uint32_t writer, const std::string& why) {
   MutexLock lock(&mu_);
   auto it = entries_.find(ingest_id);

@@ -89,6 +89,10 @@ class MultiIngests {
   Result<v1::CommitPartReply> Commit(const v1::IngestPart& part);
   // Aborts the ingest for every writer. OK if it is unknown or already over.
   Status Abort(const std::string& ingest_id, const std::string& why);
+  // Aborts the ingest writing `name`@`version` for every writer (an
+  // operator's `strata rm --abort`). Whether one is known here, aborted now
+  // or before; false also for one that sealed.
+  Result<bool> AbortVersion(const std::string& name, uint64_t version, const std::string& why);
   // Undoes writer `writer`'s join, so that it may join again: its node
   // withdraws it when its client gave up waiting for the join before sending
   // a sample. OK if the ingest is unknown or over, or the writer is not

@@ -16,9 +16,12 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <chrono>
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/mutex.h"
 #include "strata/v1/cluster.grpc.pb.h"
@@ -69,6 +72,15 @@ class PeerClients {
   // Cancels the tracked calls to nodes the view has down.
   void CancelCallsToNodesDown() EXCLUDES(calls_mu_);
 
+  // Sends one unary call to every node of `nodes` at once and blocks until all
+  // have answered (`timeout` each; a call to a node the view marks down
+  // meanwhile ends then: Track). `start(stub, context, reply, done)` starts
+  // the call on the stub's async() interface. Returns each node's status and
+  // reply, in the order of `nodes`. Never call it on a gRPC thread.
+  template <class Reply, class Start>
+  std::vector<std::pair<grpc::Status, Reply>> CallEach(const std::vector<const v1::NodeInfo*>& nodes,
+                                                       std::chrono::milliseconds timeout, Start start);
+
  private:
   const ClusterView* const view_;
   Mutex mu_;
@@ -76,5 +88,31 @@ class PeerClients {
   Mutex calls_mu_;
   Calls calls_ GUARDED_BY(calls_mu_);  // the tracked calls, by their node's id
 };
+
+template <class Reply, class Start>
+std::vector<std::pair<grpc::Status, Reply>> PeerClients::CallEach(const std::vector<const v1::NodeInfo*>& nodes,
+                                                                  std::chrono::milliseconds timeout, Start start) {
+  std::vector<std::pair<grpc::Status, Reply>> answers(nodes.size());
+  std::vector<grpc::ClientContext> contexts(nodes.size());
+  std::vector<Tracked> tracked;
+  tracked.reserve(nodes.size());
+  Mutex mu;
+  CondVar done;
+  size_t left = nodes.size();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    contexts[i].set_deadline(std::chrono::system_clock::now() + timeout);
+    tracked.push_back(Track(nodes[i]->id(), &contexts[i]));
+    start(*Peer(*nodes[i]), &contexts[i], &answers[i].second,
+          [&mu, &done, &left, status = &answers[i].first](grpc::Status s) {
+            MutexLock lock(&mu);
+            *status = std::move(s);
+            if (--left == 0) done.SignalAll();
+          });
+  }
+  MutexLock lock(&mu);
+  done.Wait(&mu, [&]() REQUIRES(mu) { return left == 0; });
+  tracked.clear();  // before the contexts go
+  return answers;
+}
 
 }  // namespace strata

@@ -96,6 +96,15 @@ Status ValidateStratumIndexRequest(const v1::StratumIndexRequest& r) {
 
 bool ValidIngestId(const std::string& id) { return IsSimpleName(id, 128); }
 
+Status ValidateAbortIngest(const v1::AbortIngestRequest& r) {
+  if (!r.dataset().empty()) {
+    if (!r.ingest_id().empty()) return Status::InvalidArgument("an abort names an ingest id or a version, not both");
+    return CheckVersionedRef(r.dataset(), "to abort");
+  }
+  if (!ValidIngestId(r.ingest_id())) return Status::InvalidArgument("invalid ingest id " + QuotePrefix(r.ingest_id()));
+  return Status::OK();
+}
+
 Status ValidateIngestOptions(const v1::IngestOptions& o) {
   STRATA_RETURN_IF_ERROR(CheckDatasetRef("the dataset", o.dataset()));
   STRATA_RETURN_IF_ERROR(CheckStrings("stratify_by", o.stratify_by(), L::kMaxStratifyBy, L::kMaxFieldNameBytes));

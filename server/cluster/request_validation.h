@@ -32,6 +32,9 @@ Status ValidateStratumIndexRequest(const v1::StratumIndexRequest& request);
 Status ValidateIngestOptions(const v1::IngestOptions& options);
 // A writer's join, from another node: its options, and the node it names.
 Status ValidateJoinIngest(const v1::JoinIngestRequest& request);
+// An abort or a withdrawal from another node: a valid ingest id, or else
+// (an operator's abort) "name@N". Its reason is cut to 1,000 bytes where kept.
+Status ValidateAbortIngest(const v1::AbortIngestRequest& request);
 // Whether `id` is a usable ingest id (several writers): 1 to 128 of [A-Za-z0-9._-].
 bool ValidIngestId(const std::string& id);
 

@@ -18,33 +18,18 @@ constexpr std::chrono::seconds kBroadcastTimeout{5};
 bool Dead(v1::VersionState state) { return state == v1::VERSION_ABORTED || state == v1::VERSION_DELETED; }
 
 // Sends `request` to every node of `nodes` at once and returns their
-// answers, in order, once all have come (kBroadcastTimeout each; a call to a
-// node the view marks down meanwhile ends then, PeerClients::Track).
+// answers, in order, once all have come (kBroadcastTimeout each).
 std::vector<grpc::Status> TellAll(PeerClients& peers, const v1::PutVersionRequest& request,
                                   const std::vector<const v1::NodeInfo*>& nodes) {
-  struct Call {
-    grpc::ClientContext context;
-    v1::PutVersionReply reply;
-  };
-  std::vector<Call> calls(nodes.size());
-  std::vector<grpc::Status> statuses(nodes.size());
-  std::vector<PeerClients::Tracked> tracked;
-  tracked.reserve(nodes.size());
-  Mutex mu;
-  CondVar done;
-  size_t left = nodes.size();
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    calls[i].context.set_deadline(std::chrono::system_clock::now() + kBroadcastTimeout);
-    tracked.push_back(peers.Track(nodes[i]->id(), &calls[i].context));
-    peers.Peer(*nodes[i])->async()->PutVersion(&calls[i].context, &request, &calls[i].reply,
-                                               [&mu, &done, &left, status = &statuses[i]](grpc::Status s) {
-                                                 MutexLock lock(&mu);
-                                                 *status = std::move(s);
-                                                 if (--left == 0) done.SignalAll();
-                                               });
-  }
-  MutexLock lock(&mu);
-  done.Wait(&mu, [&]() REQUIRES(mu) { return left == 0; });
+  auto answers = peers.CallEach<v1::PutVersionReply>(
+      nodes, kBroadcastTimeout,
+      [&request](v1::PeerService::Stub& stub, grpc::ClientContext* context, v1::PutVersionReply* reply,
+                 std::function<void(grpc::Status)> done) {
+        stub.async()->PutVersion(context, &request, reply, std::move(done));
+      });
+  std::vector<grpc::Status> statuses;
+  statuses.reserve(answers.size());
+  for (auto& a : answers) statuses.push_back(std::move(a.first));
   return statuses;
 }
 

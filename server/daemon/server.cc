@@ -172,6 +172,7 @@ Status Server::Build() {
   ingest_->set_multi(multi_ingests_.get());
   writer_watch_ =
       std::make_unique<WriterWatch>(view_.get(), peers_.get(), multi_ingests_.get(), peer_pool_->get_executor());
+  aborter_ = std::make_unique<IngestAborter>(multi_ingests_.get(), peers_.get(), view_.get());
   StreamLimits stream_limits;
   stream_limits.max_part_bytes = config_.max_part_bytes;
   stream_limits.read_ahead_steps = config_.read_ahead_steps;
@@ -185,7 +186,7 @@ Status Server::Build() {
                             metrics_.get(), active_streams_.get(), active_ingests_.get(), config_.max_streams,
                             config_.prefetch_batches, StreamBufferBudget(config_)});
   admin_ = std::make_unique<AdminServiceImpl>(catalog_.get(), status_.get(), view_.get(), deleter_.get(),
-                                              admin_pool_->get_executor());
+                                              aborter_.get(), admin_pool_->get_executor());
   peer_ = std::make_unique<PeerServiceImpl>(PeerServiceImpl::Deps{
       peer_pool_->get_executor(), view_.get(), dir_.get(), files_.get(), records_.get(), versions_.get(),
       repairer_.get(), peers_.get(), disk_.get(), multi_ingests_.get(), ingest_.get()});

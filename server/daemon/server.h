@@ -23,6 +23,7 @@
 #include "server/base/security_config.h"
 #include "server/base/stream_lanes.h"
 #include "server/cluster/cluster_view.h"
+#include "server/cluster/ingest_abort.h"
 #include "server/cluster/ingest_coordinator.h"
 #include "server/cluster/membership.h"
 #include "server/cluster/multi_ingest.h"
@@ -160,6 +161,7 @@ class Server {
   std::unique_ptr<IngestCoordinator> ingest_;
   std::unique_ptr<MultiIngests> multi_ingests_;  // the home's side of ingests with several writers
   std::unique_ptr<WriterWatch> writer_watch_;    // ... and its watch over the writers' nodes
+  std::unique_ptr<IngestAborter> aborter_;       // ... and an operator's abort (strata rm --abort)
   std::unique_ptr<StreamOpener> streams_;
   std::unique_ptr<DataServiceImpl> data_;
   std::unique_ptr<AdminServiceImpl> admin_;

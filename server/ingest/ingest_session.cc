@@ -157,12 +157,15 @@ Status IngestSession::Add(const v1::Sample& sample) {
 Status IngestSession::Explain(const Status& s) const {
   if (s.ok() || !part_) return s;
   // The home aborted the version for every writer, and this node learnt it
-  // (its files went, which is likely what failed here): say so.
+  // (its files went, which is likely what failed here): say so. An operator's
+  // `strata rm --abort` deletes it right after.
   auto record = catalog_->GetVersion(name_, version_);
-  if (!record.ok() || record->info().state() != v1::VERSION_ABORTED) return s;
+  if (!record.ok()) return s;
+  const v1::VersionState state = record->info().state();
+  if (state != v1::VERSION_ABORTED && state != v1::VERSION_DELETED) return s;
   return Status::FailedPrecondition("ingest " + part_->ingest_id +
-                                    " was aborted for every writer (another writer failed, or the coordinator "
-                                    "refused a part); nothing was stored (here: " +
+                                    " was aborted for every writer (another writer failed, the coordinator "
+                                    "refused a part, or an operator aborted it); nothing was stored (here: " +
                                     s.message() + ")");
 }
 

@@ -162,7 +162,8 @@ class IngestSession {
   Status FinishStratumIndex();
   void FillDuplicateExamples(v1::IngestReply* reply) const;
   // A part's error, as FailedPrecondition saying so when the home has
-  // aborted the version (this node's catalog holds it aborted); else `s`.
+  // aborted the version (this node's catalog holds it aborted, or deleted
+  // since); else `s`.
   Status Explain(const Status& s) const;
 
   const std::string name_;

@@ -65,7 +65,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::DeleteVersion(grpc::CallbackServerCo
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   boost::asio::post(executor_, [this, reactor, request, reply] {
     const DatasetRef ref = ParseDatasetRef(request->dataset()).value();
-    auto deleted = deleter_->Delete(ref.name, *ref.version);
+    auto deleted = Delete(ref.name, *ref.version, request->abort_ingest());
     if (deleted.ok()) {
       *reply->mutable_dataset() = deleted->info;
       for (auto& n : deleted->told) reply->add_nodes_told(std::move(n));
@@ -74,6 +74,21 @@ grpc::ServerUnaryReactor* AdminServiceImpl::DeleteVersion(grpc::CallbackServerCo
     reactor->Finish(ToGrpcStatus(deleted.status()));
   });
   return reactor;
+}
+
+Result<VersionDeleter::Deleted> AdminServiceImpl::Delete(const std::string& name, uint64_t version, bool abort_ingest) {
+  if (!abort_ingest) return deleter_->Delete(name, version);
+  if (aborter_ == nullptr) return Status::Unimplemented("this node does not abort ingests");
+  auto aborted = aborter_->Abort(name, version, "aborted by an operator (strata rm --abort)");
+  if (!aborted.ok()) return aborted.status();
+  auto deleted = deleter_->Delete(name, version);
+  if (!aborted.value() && deleted.status().code() == Code::kFailedPrecondition) {
+    return Status::FailedPrecondition("no node up has an ingest with several writers open for " + name + "@" +
+                                      std::to_string(version) +
+                                      ": it is written by one writer, and aborted when that writer's call ends "
+                                      "(stop its strata ingest)");
+  }
+  return deleted;
 }
 
 }  // namespace strata

@@ -5,6 +5,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "server/cluster/cluster_view.h"
+#include "server/cluster/ingest_abort.h"
 #include "server/cluster/node_status.h"
 #include "server/cluster/version_delete.h"
 #include "server/storage/catalog.h"
@@ -15,10 +16,11 @@ namespace strata {
 class AdminServiceImpl final : public v1::AdminService::CallbackService {
  public:
   // The pointers must outlive the service. DeleteVersion runs on `executor`
-  // (it blocks for the broadcast to the other nodes).
+  // (it blocks for the broadcast to the other nodes). `aborter`: what a
+  // delete with abort_ingest calls first (nullptr: such deletes are refused).
   AdminServiceImpl(const Catalog* catalog, const NodeStatus* status, const ClusterView* view, VersionDeleter* deleter,
-                   boost::asio::thread_pool::executor_type executor)
-      : catalog_(catalog), status_(status), view_(view), deleter_(deleter), executor_(executor) {}
+                   IngestAborter* aborter, boost::asio::thread_pool::executor_type executor)
+      : catalog_(catalog), status_(status), view_(view), deleter_(deleter), aborter_(aborter), executor_(executor) {}
 
   grpc::ServerUnaryReactor* ListDatasets(grpc::CallbackServerContext* context, const v1::ListDatasetsRequest* request,
                                          v1::ListDatasetsReply* reply) override;
@@ -33,10 +35,15 @@ class AdminServiceImpl final : public v1::AdminService::CallbackService {
                                           v1::DeleteVersionReply* reply) override;
 
  private:
+  // Deletes name@version; with `abort_ingest`, aborts its ingest with several
+  // writers first, wherever it is open. Blocks.
+  Result<VersionDeleter::Deleted> Delete(const std::string& name, uint64_t version, bool abort_ingest);
+
   const Catalog* const catalog_;
   const NodeStatus* const status_;
   const ClusterView* const view_;
   VersionDeleter* const deleter_;
+  IngestAborter* const aborter_;
   boost::asio::thread_pool::executor_type executor_;
 };
 

@@ -331,8 +331,18 @@ grpc::ServerUnaryReactor* PeerServiceImpl::FindIngest(grpc::CallbackServerContex
 
 grpc::ServerUnaryReactor* PeerServiceImpl::AbortIngest(grpc::CallbackServerContext* context,
                                                        const v1::AbortIngestRequest* request,
-                                                       v1::AbortIngestReply* /*reply*/) {
+                                                       v1::AbortIngestReply* reply) {
   if (d_.multi == nullptr) return Done(context, Status::Unimplemented("no ingests with several writers here"));
+  if (Status valid = ValidateAbortIngest(*request); !valid.ok()) return Done(context, valid);
+  if (!request->dataset().empty()) {  // an operator's abort, by version
+    return OnExecutor(context, d_.executor, [d = &d_, request, reply] {
+      const DatasetRef ref = ParseDatasetRef(request->dataset()).value();
+      auto found = d->multi->AbortVersion(ref.name, *ref.version, request->why());
+      if (!found.ok()) return found.status();
+      reply->set_found(found.value());
+      return Status::OK();
+    });
+  }
   return OnExecutor(context, d_.executor, [d = &d_, request] {
     return request->withdraw() ? d->multi->Withdraw(request->ingest_id(), request->writer(), request->why())
                                : d->multi->Abort(request->ingest_id(), request->why());

@@ -246,8 +246,9 @@ Result<v1::VersionRecord> Catalog::MarkDeleted(const std::string& name, uint64_t
   const v1::VersionState state = stored->info().state();
   if (state == v1::VERSION_DELETED) return stored;
   if (state == v1::VERSION_INGESTING) {
-    return Status::FailedPrecondition("cannot delete " + Describe(name, version) +
-                                      ": it is still being ingested; abort that ingest first");
+    return Status::FailedPrecondition(
+        "cannot delete " + Describe(name, version) +
+        ": it is still being ingested (strata rm --abort aborts an ingest with several writers)");
   }
   v1::VersionRecord tombstone = std::move(stored).value();
   tombstone.mutable_info()->set_state(v1::VERSION_DELETED);

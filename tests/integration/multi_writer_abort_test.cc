@@ -2,7 +2,8 @@
 // failure aborts the version for every writer; the writer hears of it only
 // once the dataset's home has recorded the abort, so that no later commit is
 // counted; and a writer's node that dies mid-part has the home abort the
-// ingest (server/cluster/writer_watch.h). The versions that seal are in
+// ingest (server/cluster/writer_watch.h); and an operator aborts one whose
+// writer never came (`strata rm --abort`). The versions that seal are in
 // multi_writer_test.cc.
 #include <gtest/gtest.h>
 
@@ -31,18 +32,27 @@ bool RefusedAfterAbort(const Status& s) {
          s.code() == Code::kUnavailable;
 }
 
+// The files of `dataset` left on the cluster's nodes.
+size_t FilesLeft(const LocalCluster& cluster, const std::string& dataset) {
+  size_t n = 0;
+  for (int i = 0; i < cluster.size(); ++i) {
+    std::error_code ec;
+    for (auto it = std::filesystem::recursive_directory_iterator(cluster.DataDir(i) + "/shards/" + dataset, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+      n += it->is_regular_file();
+    }
+  }
+  return n;
+}
+
 TEST(MultiWriterTest, AWriterThatFailsAbortsTheVersionForEveryWriter) {
   LocalCluster cluster({});
   ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
   auto client = cluster.Connect(0, 30000);
   ASSERT_NE(client, nullptr);
-  std::vector<std::unique_ptr<IngestWriter>> open(3);
-  for (uint32_t w = 0; w < 3; ++w) {
-    auto started = client->StartIngest(PartOptions("fails", 3, w));
-    ASSERT_TRUE(started.ok()) << started.status().ToString();
-    open[w] = std::move(started).value();
-    ASSERT_TRUE(WriteSamples(*open[w], w, 200).ok());
-  }
+  auto open_started = StartWriters(*client, "fails", 3, 3, 200);
+  ASSERT_TRUE(open_started.ok()) << open_started.status().ToString();
+  auto open = std::move(open_started).value();
   auto first = open[0]->Commit();
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_EQ(first->writers_committed, 1u);
@@ -53,30 +63,16 @@ TEST(MultiWriterTest, AWriterThatFailsAbortsTheVersionForEveryWriter) {
 
   // No node serves it, and every node drops what the writers wrote.
   EXPECT_EQ(client->Describe("parts").status().code(), Code::kNotFound);
-  auto files_left = [&] {
-    size_t n = 0;
-    for (int i = 0; i < 3; ++i) {
-      std::error_code ec;
-      for (auto it = std::filesystem::recursive_directory_iterator(cluster.DataDir(i) + "/shards/parts", ec);
-           !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-        n += it->is_regular_file();
-      }
-    }
-    return n;
-  };
-  EXPECT_TRUE(Eventually([&] { return files_left() == 0; }, 20s)) << files_left() << " files left";
+  EXPECT_TRUE(Eventually([&] { return FilesLeft(cluster, "parts") == 0; }, 20s))
+      << FilesLeft(cluster, "parts") << " files left";
 
   // A later ingest with the same id is refused; with a new id it works.
   auto again = client->StartIngest(PartOptions("fails", 3, 1));
   EXPECT_FALSE(again.ok());
   EXPECT_EQ(again.status().code(), Code::kFailedPrecondition) << again.status().ToString();
-  std::vector<std::unique_ptr<IngestWriter>> retry(2);
-  for (uint32_t w = 0; w < 2; ++w) {
-    auto started = client->StartIngest(PartOptions("retry", 2, w));
-    ASSERT_TRUE(started.ok()) << started.status().ToString();
-    retry[w] = std::move(started).value();
-    ASSERT_TRUE(WriteSamples(*retry[w], w, 100).ok());
-  }
+  auto retry_started = StartWriters(*client, "retry", 2, 2, 100);
+  ASSERT_TRUE(retry_started.ok()) << retry_started.status().ToString();
+  auto retry = std::move(retry_started).value();
   ASSERT_TRUE(retry[0]->Commit().ok());
   auto sealed = retry[1]->Commit();
   ASSERT_TRUE(sealed.ok()) << sealed.status().ToString();
@@ -104,13 +100,9 @@ Status ExpectWriter1HearsOfItsFailureOnlyOnceTheHomeKnows(const std::string& pre
     return s;
   };
   if (client == nullptr) return setup_failed(Status::Internal("no client"));
-  std::vector<std::unique_ptr<IngestWriter>> open(3);
-  for (uint32_t w = 0; w < 3; ++w) {
-    auto started = client->StartIngest(PartOptions(ingest_id, 3, w));
-    if (!started.ok()) return setup_failed(started.status());
-    open[w] = std::move(started).value();
-    if (Status s = WriteSamples(*open[w], w, 100); !s.ok()) return setup_failed(s);
-  }
+  auto started = StartWriters(*client, ingest_id, 3, 3, 100);
+  if (!started.ok()) return setup_failed(started.status());
+  auto open = std::move(started).value();
   if (auto first = open[0]->Commit(); !first.ok()) return setup_failed(first.status());
 
   cluster.Pause(home_index);
@@ -187,13 +179,9 @@ TEST(MultiWriterTest, AWritersNodeThatDiesMidPartHasTheIngestAbortedByTheHome) {
     SCOPED_TRACE(restarted ? "the node restarted" : "the node stays down");
     const std::string id = IngestIdAwayFromHome(nodes, restarted ? "restarted" : "down", 1);
     const int victim = nodes.IndexOf(RankMembers(id, nodes.ids)[1]);
-    std::vector<std::unique_ptr<IngestWriter>> open(2);
-    for (uint32_t w = 0; w < 2; ++w) {
-      auto started = home->StartIngest(PartOptions(id, 2, w));
-      ASSERT_TRUE(started.ok()) << started.status().ToString();
-      open[w] = std::move(started).value();
-      ASSERT_TRUE(WriteSamples(*open[w], w, 100).ok());
-    }
+    auto open_started = StartWriters(*home, id, 2, 2, 100);
+    ASSERT_TRUE(open_started.ok()) << open_started.status().ToString();
+    auto open = std::move(open_started).value();
     auto first = open[0]->Commit();
     ASSERT_TRUE(first.ok()) << first.status().ToString();
     EXPECT_EQ(first->writers_committed, 1u);
@@ -208,6 +196,76 @@ TEST(MultiWriterTest, AWritersNodeThatDiesMidPartHasTheIngestAbortedByTheHome) {
     EXPECT_NE(again.status().message().find("is gone"), std::string::npos) << again.status().ToString();
     open[1].reset();  // its call died with its node
   }
+}
+
+// Writers 0 and 1 of three joined, writer 0 committed, and writer 2 never
+// comes (its machine never started): the version waits for it for ever, and
+// `strata rm` refuses a version being ingested. `strata rm --abort`, sent to
+// a node that is not the home, aborts the ingest for every writer (writer
+// 1's commit is refused, every node drops the files) and deletes the
+// version. One writer's ingest is never aborted so: it ends with its call.
+TEST(MultiWriterTest, AnOperatorAbortsAnIngestWhoseWriterNeverCame) {
+  LocalCluster cluster({});
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 20s));
+  const NodesAndHome nodes = HomeOf(cluster, "parts");
+  const int away = nodes.home == 0 ? 1 : 0;
+  auto home = cluster.Connect(nodes.home, 30000);
+  ASSERT_NE(home, nullptr);
+  auto open_started = StartWriters(*home, "stuck", 3, 2, 200);
+  ASSERT_TRUE(open_started.ok()) << open_started.status().ToString();
+  auto open = std::move(open_started).value();
+  auto first = open[0]->Commit();
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->writers_committed, 1u);
+  const std::string version = "parts@" + std::to_string(first->dataset.version);
+  ASSERT_GT(FilesLeft(cluster, "parts"), 0u);
+
+  const auto rm = [&](int node, std::vector<std::string> args) {
+    std::vector<std::string> argv = {StrataCliBinary(), "rm", "--server", cluster.Address(node)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCommand(argv);
+  };
+  CommandResult refused = rm(nodes.home, {version});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("being ingested"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("--abort"), std::string::npos) << refused.err;
+
+  CommandResult aborted = rm(away, {"--abort", version});
+  ASSERT_EQ(aborted.exit_code, 0) << aborted.out << aborted.err << cluster.Process(nodes.home).Log();
+  EXPECT_NE(aborted.out.find("deleted " + version), std::string::npos) << aborted.out;
+  auto last = open[1]->Commit();
+  ASSERT_FALSE(last.ok()) << "writer 1's commit was taken after the operator's abort";
+  EXPECT_TRUE(RefusedAfterAbort(last.status())) << last.status().ToString();
+  for (int i = 0; i < cluster.size(); ++i) {
+    auto listed = cluster.Connect(i)->ListDatasets(/*include_unsealed=*/true);
+    ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+    for (const DatasetInfo& d : *listed) {
+      EXPECT_FALSE(d.name == "parts" && d.state != VersionState::kDeleted)
+          << cluster.Id(i) << " lists " << version << " in state " << static_cast<int>(d.state);
+    }
+  }
+  EXPECT_TRUE(Eventually([&] { return FilesLeft(cluster, "parts") == 0; }, 20s))
+      << FilesLeft(cluster, "parts") << " files left";
+  auto late = home->StartIngest(PartOptions("stuck", 3, 2));
+  EXPECT_EQ(late.status().code(), Code::kFailedPrecondition) << late.status().ToString();
+  EXPECT_NE(late.status().message().find("strata rm --abort"), std::string::npos) << late.status().ToString();
+
+  // One writer: refused at its home, and its ingest goes on.
+  IngestOptions single;
+  single.dataset = "single";
+  auto single_home = cluster.Connect(HomeOf(cluster, "single").home, 30000);
+  ASSERT_NE(single_home, nullptr);
+  auto started = single_home->StartIngest(single);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  ASSERT_TRUE(WriteSamples(**started, 0, 50).ok());
+  auto busy = single_home->DeleteVersion("single@1", /*abort_ingest=*/true);
+  EXPECT_EQ(busy.status().code(), Code::kFailedPrecondition) << busy.status().ToString();
+  EXPECT_NE(busy.status().message().find("one writer"), std::string::npos) << busy.status().ToString();
+  auto sealed = (*started)->Commit();
+  ASSERT_TRUE(sealed.ok()) << sealed.status().ToString();
+  EXPECT_EQ(sealed->dataset.samples, 50u);
+  // On a sealed version --abort is a plain delete.
+  EXPECT_TRUE(home->DeleteVersion("single@1", /*abort_ingest=*/true).ok());
 }
 
 }  // namespace

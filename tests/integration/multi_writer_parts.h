@@ -44,6 +44,20 @@ inline Status WriteSamples(IngestWriter& writer, uint32_t w, uint64_t n) {
   return Status::OK();
 }
 
+// Writers 0..n-1 of ingest `id` of `of` writers, started through `client`,
+// each sent `samples` of its samples (WriteSamples); the first error else.
+inline Result<std::vector<std::unique_ptr<IngestWriter>>> StartWriters(Client& client, const std::string& id,
+                                                                       uint32_t of, uint32_t n, uint64_t samples) {
+  std::vector<std::unique_ptr<IngestWriter>> open;
+  for (uint32_t w = 0; w < n; ++w) {
+    auto started = client.StartIngest(PartOptions(id, of, w));
+    if (!started.ok()) return started.status().WithContext("starting writer " + std::to_string(w));
+    open.push_back(std::move(started).value());
+    STRATA_RETURN_IF_ERROR(WriteSamples(*open.back(), w, samples));
+  }
+  return open;
+}
+
 // A cluster's nodes as the writers' placement sees them: their ids, and
 // the index of a dataset's home (the first in its ranked order).
 struct NodesAndHome {

@@ -299,6 +299,24 @@ TEST_F(PeerAttackTest, AForgedIngestPartIsRefusedAndAbortsItsIngest) {
   EXPECT_TRUE(withdraw(7).ok());
   EXPECT_TRUE(withdraw(1).ok());
   EXPECT_EQ(join("atk", 2, 0, &joined).error_code(), grpc::StatusCode::ALREADY_EXISTS) << "writer 0 is still joined";
+  // An abort by version (an operator's, forwarded): a bad or unversioned name
+  // is refused; one of a version no ingest writes finds nothing.
+  auto abort_version = [&](const std::string& id, const std::string& dataset, v1::AbortIngestReply* reply) {
+    grpc::ClientContext context;
+    v1::AbortIngestRequest request;
+    request.set_ingest_id(id);
+    request.set_dataset(dataset);
+    return peer_->AbortIngest(&context, request, reply);
+  };
+  v1::AbortIngestReply aborted;
+  EXPECT_EQ(abort_version("", "../forged@1", &aborted).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(abort_version("", "forged", &aborted).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(abort_version("atk", "forged@1", &aborted).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(abort_version("", "", &aborted).error_code(), grpc::StatusCode::INVALID_ARGUMENT) << "names nothing";
+  ASSERT_TRUE(abort_version("", "forged@" + std::to_string(joined.version() + 7), &aborted).ok());
+  EXPECT_FALSE(aborted.found());
+  ASSERT_TRUE(find("atk", &found).ok());
+  EXPECT_TRUE(found.open()) << "no abort by version touched it";
 
   v1::IngestPart part;
   part.set_ingest_id("atk");

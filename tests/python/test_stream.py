@@ -281,6 +281,8 @@ def test_delete_removes_a_version_and_keep_versions_keeps_the_newest(client):
     assert deleted["dataset"]["state"] == "VERSION_DELETED" and deleted["dataset"]["samples"] == 20
     assert deleted["nodes_told"] == [] and deleted["nodes_pending"] == []  # one node: nobody else
     assert [d["version"] for d in client.list() if d["name"] == "pydel"] == [second]
+    # abort_ingest (strata rm --abort) on a version no ingest writes: a plain delete, again OK.
+    assert client.delete("pydel@%d" % first, abort_ingest=True)["dataset"]["state"] == "VERSION_DELETED"
     with pytest.raises(strata.Error) as e:
         client.delete("pydel@%d" % (second + 5))
     assert e.value.code == "NotFound" and "'pydel' has no version" in str(e.value)

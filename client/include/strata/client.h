@@ -178,7 +178,13 @@ class Client {
   // deleted"). NotFound naming it if there is no such version;
   // InvalidArgument for a name without @N; FailedPrecondition while it is
   // being ingested. Deleting a deleted version again is OK.
-  virtual Result<DeleteResult> DeleteVersion(const std::string& dataset) = 0;
+  // `abort_ingest` (`strata rm --abort`): a version that an ingest with
+  // several writers is still writing (one whose writer never came stays open
+  // for ever) is aborted first, for every writer: their calls fail, and every
+  // node drops its files. One writer's ingest is still refused: it ends with
+  // its writer's call.
+  virtual Result<DeleteResult> DeleteVersion(const std::string& dataset, bool abort_ingest) = 0;
+  Result<DeleteResult> DeleteVersion(const std::string& dataset) { return DeleteVersion(dataset, false); }
   virtual Result<NodeStatus> GetStatus() = 0;
   // The cluster map as the connected node sees it.
   virtual Result<ClusterMap> GetClusterMap() = 0;
