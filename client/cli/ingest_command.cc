@@ -332,7 +332,8 @@ int RunIngest(const IngestArgs& args) {
   if (reply->writers > 1 && reply->dataset.state != VersionState::kSealed) {
     std::cout << "writer " << options.writer << " of ingest " << options.ingest_id << " committed; "
               << reply->writers_committed << " of " << reply->writers << " writers have: " << reply->dataset.name << "@"
-              << reply->dataset.version << " seals when the last one commits\n";
+              << reply->dataset.version << " seals when the last one commits (should one never come: strata rm --abort "
+              << reply->dataset.name << "@" << reply->dataset.version << ")\n";
     return 0;
   }
   PrintSummary(*reply, progress.elapsed_s());

@@ -271,6 +271,7 @@ TEST(MultiWriterTest, TheCliRunsAllWritersOrOneOfThem) {
       cli({"--dataset", "two", "--writers", "2", "--ingest-id", "cli-two", "--writer", "0"}, {files[0], files[1]});
   ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
   EXPECT_NE(first.out.find("1 of 2 writers"), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("strata rm --abort two@1"), std::string::npos) << "says what to do if one never comes";
   CommandResult second =
       cli({"--dataset", "two", "--writers", "2", "--ingest-id", "cli-two", "--writer", "1"}, {files[2], files[3]});
   ASSERT_EQ(second.exit_code, 0) << second.out << second.err;
