@@ -55,13 +55,22 @@ Result<DatasetRef> ParseDatasetRef(std::string_view text) {
     std::string_view v = text.substr(at + 1);
     uint64_t version = 0;
     auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), version);
-    if (v.empty() || ec != std::errc() || ptr != v.data() + v.size() || version == 0) {
+    if (v.empty() || ec != std::errc() || ptr != v.data() + v.size() || version == 0 || version > kMaxDatasetVersion) {
       return Status::InvalidArgument("invalid dataset version in " + QuotePrefix(text) +
-                                     ": expected name@N with N >= 1");
+                                     ": expected name@N with 1 <= N <= " + std::to_string(kMaxDatasetVersion));
     }
     ref.version = version;
   }
   return ref;
+}
+
+Result<uint64_t> NextDatasetVersion(std::string_view name, uint64_t highest) {
+  if (highest >= kMaxDatasetVersion) {
+    return Status::FailedPrecondition("dataset '" + std::string(name) +
+                                      "' has no version numbers left (its newest is " + std::to_string(highest) +
+                                      "): ingest under a new name");
+  }
+  return highest + 1;
 }
 
 }  // namespace strata

@@ -29,7 +29,17 @@ Status ValidateDatasetName(std::string_view name);
 // characters names are made of (dataset names, field names, ingest ids).
 bool IsSimpleName(std::string_view text, size_t max_bytes);
 
-// Parses "name" or "name@N" (N >= 1). InvalidArgument on a bad name or version.
+// The highest version number (2^53: exact as a JSON number anywhere). A
+// dataset's next number must stay at or below it, so a name@N near 2^64
+// never wraps the numbering of every later version.
+inline constexpr uint64_t kMaxDatasetVersion = uint64_t{1} << 53;
+
+// Parses "name" or "name@N" (1 <= N <= kMaxDatasetVersion). InvalidArgument on
+// a bad name or version.
 Result<DatasetRef> ParseDatasetRef(std::string_view text);
+
+// The number after `highest` for a dataset: FailedPrecondition naming it when
+// that would pass kMaxDatasetVersion.
+Result<uint64_t> NextDatasetVersion(std::string_view name, uint64_t highest);
 
 }  // namespace strata

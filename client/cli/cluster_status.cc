@@ -26,6 +26,33 @@ nlohmann::json ProtoJson(const google::protobuf::Message& m) {
   return nlohmann::json::parse(text);
 }
 
+using Copies = std::map<std::tuple<std::string, uint64_t, int, uint32_t>, int>;
+
+// The seqs of version `d`'s shards. Most versions number them 0..n-1, and
+// when the nodes hold exactly those that is the answer; a version written by
+// several writers numbers each writer's from its own base (0, 333333, ...),
+// so otherwise the version's own list says (Describe).
+std::vector<uint32_t> ShardSeqs(Client& client, const DatasetInfo& d, const Copies& copies) {
+  std::vector<uint32_t> dense(d.shards);
+  for (uint32_t seq = 0; seq < d.shards; ++seq) dense[seq] = seq;
+  const int kind = static_cast<int>(FileRef::Kind::kShard);
+  auto it = copies.lower_bound({d.name, d.version, kind, 0});
+  uint32_t held = 0;
+  bool only_dense = true;
+  for (; it != copies.end() && std::get<0>(it->first) == d.name && std::get<1>(it->first) == d.version &&
+         std::get<2>(it->first) == kind;
+       ++it) {
+    ++held;
+    only_dense = only_dense && std::get<3>(it->first) < d.shards;
+  }
+  if (only_dense && held == d.shards) return dense;
+  auto described = client.Describe(d.name + "@" + std::to_string(d.version));
+  if (!described.ok()) return dense;
+  std::vector<uint32_t> seqs;
+  for (const auto& s : described->shards) seqs.push_back(s.seq);
+  return seqs;
+}
+
 }  // namespace
 
 Result<ClusterStatus> GatherClusterStatus(Client& client) {
@@ -49,7 +76,7 @@ Result<ClusterStatus> GatherClusterStatus(Client& client) {
     listed.push_back(std::async(
         std::launch::async, [&client, address = out.map.nodes[i].address] { return client.ListNodeFiles(address); }));
   }
-  std::map<std::tuple<std::string, uint64_t, int, uint32_t>, int> copies;
+  Copies copies;
   for (auto& l : listed) {
     auto files = l.get();
     if (!files.ok()) continue;
@@ -86,7 +113,7 @@ Result<ClusterStatus> GatherClusterStatus(Client& client) {
       }
     } else {
       h.replication = d.replication ? d.replication : static_cast<uint32_t>(std::min<size_t>(3, out.map.nodes.size()));
-      for (uint32_t seq = 0; seq < d.shards; ++seq) {
+      for (uint32_t seq : ShardSeqs(client, d, copies)) {
         const int n = copies_of(d.name, d.version, FileRef::Kind::kShard, seq);
         (n == 0 ? h.missing : static_cast<uint32_t>(n) < h.replication ? h.under_replicated : h.healthy) += 1;
       }

@@ -289,6 +289,12 @@ int RunIngest(const IngestArgs& args) {
   std::vector<std::unique_ptr<SampleSource>> sources;
   for (const std::string& path : args.sources) {
     auto source = SampleSource::Open(path);
+    if (!source.ok() && args.writer >= 0) {  // one of several writers: the version waits for it
+      return PrintError(source.status().WithContext(
+          "writer " + std::to_string(args.writer) + " of ingest " + args.ingest_id +
+          " did not join, and the version waits for it: run it again with sources it can open (or give "
+          "up on the version: strata rm --abort NAME@N)"));
+    }
     if (!source.ok()) return PrintError(source.status());
     sources.push_back(std::move(*source));
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "common/dataset_ref.h"
 #include "common/placement.h"
 
 namespace strata {
@@ -40,8 +41,11 @@ Result<uint64_t> VersionNumbers::Next(const std::string& name, const std::string
   const std::vector<std::string> ranked = RankMembers(DatasetHomeKey(name), members);
   const auto at = std::find(ranked.begin(), ranked.end(), self);
   if (at == ranked.end()) return Status::FailedPrecondition("node " + self + " is not in the configured node list");
-  return StaticVersionNumber(known.value(), static_cast<uint32_t>(at - ranked.begin()),
-                             static_cast<uint32_t>(ranked.size()));
+  STRATA_RETURN_IF_ERROR(NextDatasetVersion(name, known.value()).status());
+  const uint64_t n = StaticVersionNumber(known.value(), static_cast<uint32_t>(at - ranked.begin()),
+                                         static_cast<uint32_t>(ranked.size()));
+  if (n > kMaxDatasetVersion) return NextDatasetVersion(name, kMaxDatasetVersion);  // the error
+  return n;
 }
 
 Result<uint64_t> VersionNumbers::NextInEtcd(const std::string& name) const {
@@ -65,7 +69,9 @@ Result<uint64_t> VersionNumbers::NextInEtcd(const std::string& name) const {
         return Status::Internal("etcd key " + key + " does not hold a version number");
       }
     }
-    const uint64_t next = std::max(counter, known.value()) + 1;
+    auto following = NextDatasetVersion(name, std::max(counter, known.value()));
+    if (!following.ok()) return following.status();
+    const uint64_t next = following.value();
     auto cas = etcd_->CompareAndSwap(key, current ? current->mod_revision : 0, std::to_string(next));
     if (!cas.ok())
       return Status::Unavailable("numbering a version of '" + name + "' in etcd: " + cas.status().ToString());

@@ -111,13 +111,17 @@ int64_t NowUnixMs() {
 Result<v1::VersionRecord> Catalog::CreateVersion(const std::string& name, std::optional<uint64_t> version,
                                                  const v1::VersionRecord& initial) {
   STRATA_RETURN_IF_ERROR(CheckName("a dataset name", name));
-  if (version && *version == 0) return Status::InvalidArgument("dataset versions are numbered from 1");
+  if (version && (*version == 0 || *version > kMaxDatasetVersion)) {
+    return Status::InvalidArgument("dataset versions are numbered from 1 to " + std::to_string(kMaxDatasetVersion));
+  }
   MutexLock lock(&create_mu_);
   // Every state counts toward "latest": an implicit create never reuses the
   // number of an aborted version, whose files a reader may still remember.
   std::vector<v1::VersionRecord> versions;
   STRATA_RETURN_IF_ERROR(ScanAll(*kv_, KvSpace::kDatasets, NamePrefix(name), &versions));
-  const uint64_t next = versions.empty() ? 1 : versions.back().info().version() + 1;
+  const uint64_t highest = versions.empty() ? 0 : versions.back().info().version();
+  const uint64_t next = std::min(highest + (highest < kMaxDatasetVersion), kMaxDatasetVersion);  // for messages
+  if (!version) STRATA_RETURN_IF_ERROR(NextDatasetVersion(name, highest).status());
   const uint64_t number = version.value_or(next);
 
   KvWriteBatch batch;
@@ -143,7 +147,13 @@ Result<v1::VersionRecord> Catalog::CreateVersion(const std::string& name, std::o
                                         "to create version " +
                                         std::to_string(next));
     }
-    STRATA_RETURN_IF_ERROR(DeleteShards(*kv_, name, number, &batch));  // replacing an aborted version
+    // Aborted: the other nodes hold the aborted record, drop any copy under
+    // that number as it lands, and never take it back (design.md, version
+    // numbers): a second ingest under it could never keep its copies.
+    return Status::FailedPrecondition(Describe(name, number) +
+                                      " was aborted; an aborted version's number is never reused — ingest "
+                                      "without @N to create version " +
+                                      std::to_string(next));
   }
 
   v1::VersionRecord record = initial;

@@ -31,9 +31,9 @@ class Catalog {
 
   // Creates version `version` of `name`, or the next one (latest + 1, from 1)
   // when `version` is nullopt, in state VERSION_INGESTING with `info`'s other
-  // fields as given. Fails with FailedPrecondition if that version exists and is
-  // sealed or ingesting; an aborted version is replaced (its shard records are
-  // deleted).
+  // fields as given. Fails with FailedPrecondition if that version exists in
+  // any state (sealed, ingesting, aborted or deleted: numbers are never
+  // reused), or when the next number would pass kMaxDatasetVersion.
   Result<v1::VersionRecord> CreateVersion(const std::string& name, std::optional<uint64_t> version,
                                           const v1::VersionRecord& initial);
 

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
@@ -281,6 +282,16 @@ TEST(MultiWriterTest, TheCliRunsAllWritersOrOneOfThem) {
   ASSERT_EQ(expected.size(), 400u);
   EXPECT_EQ(Samples(*client, "three"), expected);
   EXPECT_EQ(Samples(*client, "two"), expected);
+  // Every copy is in place: status counts each writer's shards (their seqs
+  // start at each writer's own base), none missing.
+  CommandResult status = RunCommand({StrataCliBinary(), "status", "--json", "--server", cluster.Address(0)});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  const auto health = nlohmann::json::parse(status.out)["datasets"];
+  ASSERT_EQ(health.size(), 3u) << health.dump(2);
+  for (const auto& h : health) {
+    EXPECT_EQ(h["missing"], 0) << h.dump();
+    EXPECT_EQ(h["healthy"], h["shards"]) << h.dump();
+  }
 
   CommandResult no_id = cli({"--dataset", "bad", "--writers", "2", "--writer", "1"}, files);
   EXPECT_NE(no_id.exit_code, 0);
@@ -320,6 +331,19 @@ TEST(MultiWriterTest, TheCliRunsAllWritersOrOneOfThem) {
   EXPECT_NE(alone.exit_code, 0);
   EXPECT_NE(alone.err.find("no samples found"), std::string::npos) << alone.err;
   EXPECT_TRUE(Eventually([&] { return !ingesting("alone"); }, 20s)) << "the version is left ingesting";
+  // A writer whose source cannot be opened never joins: the version waits
+  // for it, and it says so; run again with its source, it seals the version.
+  CommandResult lost =
+      cli({"--dataset", "typo", "--writers", "2", "--ingest-id", "cli-typo", "--writer", "1"}, {dir.Join("nope.tar")});
+  EXPECT_EQ(lost.exit_code, 1);
+  EXPECT_NE(lost.err.find("run it again"), std::string::npos) << lost.err;
+  ASSERT_EQ(
+      cli({"--dataset", "typo", "--writers", "2", "--ingest-id", "cli-typo", "--writer", "0"}, {files[0]}).exit_code,
+      0);
+  CommandResult fixed =
+      cli({"--dataset", "typo", "--writers", "2", "--ingest-id", "cli-typo", "--writer", "1"}, {files[1]});
+  ASSERT_EQ(fixed.exit_code, 0) << fixed.err;
+  EXPECT_NE(fixed.out.find("ingested typo@1: 200 samples"), std::string::npos) << fixed.out;
   CommandResult late =
       cli({"--dataset", "alone", "--writers", "2", "--ingest-id", "cli-alone", "--writer", "0"}, {files[0]});
   EXPECT_NE(late.exit_code, 0) << "the ingest was aborted";

@@ -96,7 +96,7 @@ enum class VersionState : int {
   kUnspecified = 0,
   kIngesting = 1,  // open for samples
   kSealed = 2,     // immutable, servable
-  kAborted = 3,    // ingest failed; files removed, number reusable
+  kAborted = 3,    // ingest failed; files removed; its number is never reused
   kDeleted = 4,    // deleted (Client::DeleteVersion, retention); its number is never reused
 };
 

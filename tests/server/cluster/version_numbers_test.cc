@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/dataset_ref.h"
 #include "common/placement.h"
 #include "server/storage/kv_store.h"
 #include "tests/support/etcd_process.h"
@@ -59,6 +60,31 @@ TEST(VersionNumbersTest, StaticHomeStartsAtOneAndOthersTakeTheirOwnSeries) {
   EXPECT_FALSE(numbers.Next("d", "node-9").ok()) << "a node outside the list numbers nothing";
   VersionNumbers alone(&catalog, nullptr, "", {});
   EXPECT_EQ(alone.Next("d", "solo").value(), 3u) << "a single node numbers on from the highest it knows";
+}
+
+// A version named near the top (name@N is taken as given) leaves a rank no
+// number of its series at or below the maximum: a clear error, not a wrap.
+TEST(VersionNumbersTest, StaticNumbersStopAtTheMaximum) {
+  const std::vector<std::string> ids = {"node-1", "node-2", "node-3"};
+  const std::vector<std::string> ranked = RankMembers(DatasetHomeKey("d"), ids);
+  auto kv = KvStore::CreateInMemory();
+  Catalog catalog(kv.get());
+  VersionNumbers numbers(&catalog, nullptr, "", ids);
+  AddVersion(catalog, "d", kMaxDatasetVersion - 1);
+  std::set<uint64_t> given;
+  for (const std::string& node : ranked) {
+    auto n = numbers.Next("d", node);
+    if (n.ok()) {
+      EXPECT_EQ(n.value(), kMaxDatasetVersion);
+      given.insert(n.value());
+    } else {
+      EXPECT_EQ(n.status().code(), Code::kFailedPrecondition) << n.status().ToString();
+      EXPECT_NE(n.status().message().find("no version numbers left"), std::string::npos) << n.status().ToString();
+    }
+  }
+  EXPECT_EQ(given.size(), 1u) << "only the rank whose series holds the maximum takes it";
+  AddVersion(catalog, "d", kMaxDatasetVersion);
+  for (const std::string& node : ranked) EXPECT_FALSE(numbers.Next("d", node).ok());
 }
 
 TEST(VersionNumbersTest, EtcdCounterIsSharedByConcurrentNodes) {

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/dataset_ref.h"
 #include "tests/support/temp_dir.h"
 
 namespace strata {
@@ -181,13 +182,30 @@ TEST_P(CatalogTest, ImportNeverAbortsARunningIngestNorChangesASealedVersion) {
   EXPECT_EQ(catalog_->ImportVersion(aborted, {}).status().code(), Code::kInvalidArgument);
 }
 
-TEST_P(CatalogTest, ExplicitCreateReplacesAnAbortedVersion) {
+// Other nodes keep the aborted record and drop copies under its number, so
+// an explicit create of it again could never keep its copies: refused.
+TEST_P(CatalogTest, ExplicitCreateNeverReusesAnAbortedNumber) {
   Create("cats");
   ASSERT_TRUE(catalog_->PutShard("cats", 1, Shard(0)).ok());
   ASSERT_TRUE(catalog_->AbortVersion("cats", 1).ok());
-  EXPECT_EQ(Create("cats", 1), 1u);
-  EXPECT_EQ(catalog_->GetVersion("cats", 1)->info().state(), v1::VERSION_INGESTING);
-  EXPECT_TRUE(catalog_->ListShards("cats", 1)->empty());
+  auto again = catalog_->CreateVersion("cats", 1, v1::VersionRecord());
+  EXPECT_EQ(again.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(again.status().message().find("never reused"), std::string::npos) << again.status().ToString();
+  EXPECT_EQ(catalog_->GetVersion("cats", 1)->info().state(), v1::VERSION_ABORTED);
+  EXPECT_EQ(Create("cats"), 2u);
+}
+
+// A name@N near 2^64 used to wrap the next number to 0 ("invalid version in
+// 'v@0'") for every later ingest of the dataset.
+TEST_P(CatalogTest, VersionNumbersStopAtTheirMaximumWithAClearError) {
+  EXPECT_EQ(catalog_->CreateVersion("cats", kMaxDatasetVersion + 1, v1::VersionRecord()).status().code(),
+            Code::kInvalidArgument);
+  EXPECT_EQ(Create("cats", kMaxDatasetVersion), kMaxDatasetVersion);
+  auto next = catalog_->CreateVersion("cats", std::nullopt, v1::VersionRecord());
+  EXPECT_EQ(next.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(next.status().message().find("no version numbers left"), std::string::npos) << next.status().ToString();
+  EXPECT_FALSE(ParseDatasetRef("cats@18446744073709551615").ok());
+  EXPECT_TRUE(ParseDatasetRef("cats@9007199254740992").ok());
 }
 
 TEST_P(CatalogTest, SealedVersionCannotBeAborted) {
