@@ -91,14 +91,15 @@ struct DecodeOptions {
   Pace pace_local;
   Pace pace_remote;
   const std::vector<uint64_t>* shard_checksums = nullptr;  // by seq, from the catalog
+  std::vector<uint32_t> skip;                              // chunks (0..K+M-1) not to use
 };
 
 // Reads K chunks of `file`'s stripe other than `file` and decodes `file`:
 // the whole file (a parity file with its trailer). Adds the bytes read to
-// `*read`.
+// `*read`; `*sources` (may be null) gets the chunks decoded from.
 Result<std::string> DecodeChunk(const RebuildDeps& d, const v1::DatasetInfo& info,
                                 const std::vector<uint64_t>& shard_bytes, const v1::FileRef& file,
-                                const DecodeOptions& o, uint64_t* read) {
+                                const DecodeOptions& o, uint64_t* read, std::vector<uint32_t>* sources = nullptr) {
   if (!IsErasureCoded(info)) return Status::InvalidArgument(FileName(file) + " is not erasure coded");
   const uint32_t k = info.ec_data(), m = info.ec_parity();
   auto code = ErasureCode::Create(k, m);
@@ -128,7 +129,7 @@ Result<std::string> DecodeChunk(const RebuildDeps& d, const v1::DatasetInfo& inf
   std::vector<uint32_t> present;
   std::string errors;
   for (uint32_t c = 0; c < (o.data_only ? k : k + m) && present.size() < k; ++c) {
-    if (c == wanted) continue;
+    if (c == wanted || std::find(o.skip.begin(), o.skip.end(), c) != o.skip.end()) continue;
     if (lengths[c] == 0 && c < k) {  // past the last shard: an empty chunk
       chunks[c].assign(len, '\0');
       present.push_back(c);
@@ -209,6 +210,7 @@ Result<std::string> DecodeChunk(const RebuildDeps& d, const v1::DatasetInfo& inf
   }
   const std::vector<uint32_t> want{wanted};
   STRATA_RETURN_IF_ERROR(code->Reconstruct(pointers, len, present, want));
+  if (sources != nullptr) *sources = present;
   std::string out = std::move(chunks[wanted]);
   if (wanted < k) {
     out.resize(lengths[wanted]);
@@ -226,25 +228,55 @@ Result<std::string> DecodeChunk(const RebuildDeps& d, const v1::DatasetInfo& inf
   return out;
 }
 
+// The data shards' catalog lengths and checksums, by seq.
+void LengthsAndChecksums(const std::vector<v1::ShardInfo>& shards, std::vector<uint64_t>* bytes,
+                         std::vector<uint64_t>* checksums) {
+  for (const v1::ShardInfo& s : shards) {
+    bytes->push_back(s.bytes());
+    checksums->push_back(s.checksum());
+  }
+}
+
 }  // namespace
 
 Result<uint64_t> RebuildChunk(const RebuildDeps& d, const v1::DatasetInfo& info,
-                              const std::vector<uint64_t>& shard_bytes, const v1::FileRef& file, RateLimiter* limiter) {
+                              const std::vector<v1::ShardInfo>& shards, const v1::FileRef& file, RateLimiter* limiter) {
+  std::vector<uint64_t> bytes, checksums;
+  LengthsAndChecksums(shards, &bytes, &checksums);
   DecodeOptions o;
+  o.shard_checksums = &checksums;  // a damaged data shard is never a source
   if (limiter) {
     o.pace_remote = [limiter](size_t n) {
       limiter->Acquire(n);
       return true;
     };
   }
+  const auto decode_and_commit = [&](uint64_t* read, std::vector<uint32_t>* used) -> Status {
+    auto out = DecodeChunk(d, info, bytes, file, o, read, used);
+    if (!out.ok()) return out.status();
+    auto receiver = FileReceiver::Begin(*d.dir, file);
+    if (!receiver.ok()) return receiver.status();
+    STRATA_RETURN_IF_ERROR(receiver.value()->Append(out.value()));
+    auto committed = receiver.value()->Commit();
+    if (!committed.ok()) return committed.status().WithContext("rebuilt " + FileName(file));
+    return Status::OK();
+  };
   uint64_t read = 0;
-  auto out = DecodeChunk(d, info, shard_bytes, file, o, &read);
-  if (!out.ok()) return out.status();
-  auto receiver = FileReceiver::Begin(*d.dir, file);
-  if (!receiver.ok()) return receiver.status();
-  STRATA_RETURN_IF_ERROR(receiver.value()->Append(out.value()));
-  auto committed = receiver.value()->Commit();
-  if (!committed.ok()) return committed.status().WithContext("rebuilt " + FileName(file));
+  std::vector<uint32_t> used;
+  Status s = decode_and_commit(&read, &used);
+  // A data shard that fails its own checks was decoded from a parity file
+  // whose body is wrong though its checksum is right (written so): decoded
+  // again without each parity file used, in turn.
+  const uint32_t k = info.ec_data();
+  if (s.code() == Code::kDataLoss && file.kind() == v1::FileRef::SHARD) {
+    for (uint32_t c : std::vector<uint32_t>(used)) {
+      if (c < k) continue;
+      o.skip = {c};
+      s = decode_and_commit(&read, nullptr);
+      if (s.code() != Code::kDataLoss) break;
+    }
+  }
+  if (!s.ok()) return s;
   d.files->Add(file);
   spdlog::info("erasure coding: rebuilt {} from {} chunks of stripe {} ({} bytes read)", FileName(file), info.ec_data(),
                StripeOf(file, info.ec_data(), info.ec_parity()), read);
@@ -257,10 +289,7 @@ Result<uint64_t> CheckStripeParity(const RebuildDeps& d, const v1::DatasetInfo& 
   if (file.kind() != v1::FileRef::PARITY) return Status::InvalidArgument(FileName(file) + " is not a parity file");
   if (!d.files->Has(file)) return Status::NotFound(FileName(file) + " is not held here");
   std::vector<uint64_t> bytes, checksums;
-  for (const v1::ShardInfo& s : shards) {
-    bytes.push_back(s.bytes());
-    checksums.push_back(s.checksum());
-  }
+  LengthsAndChecksums(shards, &bytes, &checksums);
   DecodeOptions o;
   o.data_only = true;
   o.pace_local = pace;

@@ -44,14 +44,17 @@ struct RebuildDeps {
 };
 
 // Rebuilds `file` (a SHARD or PARITY of the erasure-coded version `info`,
-// whose data shards are `shard_bytes` long, in seq order) here and adds it
-// to the local files. Returns the bytes read to do it. `limiter` (may be
-// null) paces the reads. Unavailable naming the file if fewer than K other
-// chunks could be read; InvalidArgument if the version is not erasure coded
-// or the file is not one of its chunks; Corruption if the result fails its
-// checks.
+// whose data shards are `shards`, in seq order, with their catalog lengths
+// and checksums) here and adds it to the local files. Returns the bytes read
+// to do it. A data shard that does not match its catalog checksum is never a
+// source (the next chunk of the stripe is read instead), and a rebuilt data
+// shard that fails its checks is decoded again without each parity file it
+// used. `limiter` (may be null) paces the reads. Unavailable naming the file
+// if fewer than K other intact chunks could be read; InvalidArgument if the
+// version is not erasure coded or the file is not one of its chunks;
+// Corruption if the result fails its checks.
 Result<uint64_t> RebuildChunk(const RebuildDeps& d, const v1::DatasetInfo& info,
-                              const std::vector<uint64_t>& shard_bytes, const v1::FileRef& file, RateLimiter* limiter);
+                              const std::vector<v1::ShardInfo>& shards, const v1::FileRef& file, RateLimiter* limiter);
 
 // Checks the parity file `file`, held here, of the erasure-coded version
 // `info` (whose data shards are `shards`, in seq order, with their catalog

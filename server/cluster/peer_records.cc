@@ -64,9 +64,9 @@ Status PeerRecords::DegradedRead(const OpenVersion& version, const v1::FileRef& 
   {
     MutexLock lock(&rebuild_mu_);
     if (!files_->Has(shard)) {
-      std::vector<uint64_t> bytes;
-      for (size_t i = 0; i < version.num_shards(); ++i) bytes.push_back(version.shard(i).info().bytes());
-      auto read = RebuildChunk(RebuildDeps{view_, peers_, dir_, files_}, version.record().info(), bytes, shard,
+      std::vector<v1::ShardInfo> shards;
+      for (size_t i = 0; i < version.num_shards(); ++i) shards.push_back(version.shard(i).info());
+      auto read = RebuildChunk(RebuildDeps{view_, peers_, dir_, files_}, version.record().info(), shards, shard,
                                /*limiter=*/nullptr);
       rebuilt = read.status();
       if (read.ok()) metrics_->degraded_rebuilds.Increment();

@@ -156,12 +156,12 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
     if (!copied && !dead && ec && !Stopping()) {
       // No node holds a copy of this chunk: rebuilt here from K others of
       // its stripe, throttled like a copy.
-      std::vector<uint64_t> bytes;
+      std::vector<v1::ShardInfo> shards;
       for (const auto& s : d_.catalog->ListShards(file.dataset(), file.version()).value_or({})) {
-        bytes.push_back(s.info().bytes());
+        shards.push_back(s.info());
       }
       auto rebuilt =
-          RebuildChunk(RebuildDeps{d_.view, d_.peers, d_.dir, d_.files}, record->info(), bytes, file, &limiter_);
+          RebuildChunk(RebuildDeps{d_.view, d_.peers, d_.dir, d_.files}, record->info(), shards, file, &limiter_);
       // Deleted while it was rebuilt (the tombstone's removal ran before the file was there): dropped now.
       if (rebuilt.ok() && d_.versions->DropIfDead(file)) {
         continue;
