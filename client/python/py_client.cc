@@ -2,6 +2,7 @@
 // calls (list, describe, status, delete) and ingests samples from Python.
 //
 // Thread-safety: a Client may be used from several Python threads.
+#include <google/protobuf/util/message_differencer.h>
 #include <pybind11/stl.h>
 
 #include <memory>
@@ -224,6 +225,19 @@ class PyClient {
       Raise(Status::InvalidArgument(std::string("the resume token's plan ") + (token->drop_last ? "drops" : "keeps") +
                                     " the short last batch, not drop_last=" + (token->drop_last ? "False" : "True") +
                                     ": leave drop_last out"));
+    }
+    // A sampler named "shuffle" is the C++ side's default, which it takes as
+    // "not given": compared here.
+    if (!sampler.is_none() && token->complete()) {
+      v1::SamplerSpec planned;
+      const v1::SamplerSpec requested = client_internal::ToProto(SamplerFrom(sampler));
+      if (requested.ByteSizeLong() == 0 && planned.ParseFromString(token->sampler) &&
+          !google::protobuf::util::MessageDifferencer::Equals(planned, requested)) {
+        Raise(Status::InvalidArgument("the resume token's plan uses another sampler (" +
+                                      v1::SamplerSpec::Kind_Name(planned.kind()) + ") than the requested one (" +
+                                      v1::SamplerSpec::Kind_Name(requested.kind()) +
+                                      "): leave sampler out to take the token's"));
+      }
     }
     if (!step.is_none()) token->step = step.cast<uint64_t>();
     StreamOptions o;

@@ -136,6 +136,12 @@ class PyStream {
 
   std::shared_ptr<BatchHandle> Next() {
     if (closed()) throw py::stop_iteration();
+    // Checked and set with the GIL held: a second thread in Next() would
+    // assemble into the batch the first one is filling.
+    if (busy_) {
+      Raise(Status::FailedPrecondition(
+          "this stream is being iterated by another thread: iterate a stream from one thread at a time"));
+    }
     auto h = std::make_shared<BatchHandle>();
     h->is_staged = staged_ != nullptr;
     if (!h->is_staged && !prefetch_) h->plain = pool_->Take();  // Next() assembles into it

@@ -127,6 +127,56 @@ def test_state_dict_with_workers_resumes_mid_epoch(server, synthetic):
     assert ids_of(restored.loader(num_workers=2)) == full
 
 
+def test_workers_resume_at_and_near_the_end_of_an_epoch(server, synthetic):
+    # A worker whose first step is past the epoch's end has nothing to yield:
+    # it used to fail the loader ("start step 11 is past the end of the epoch").
+    full = ids_of(StrataDataset(server.address, synthetic, batch_size=30, seed=4).loader())
+    ds = StrataDataset(server.address, synthetic, batch_size=30, seed=4)
+    assert ids_of(ds.loader(num_workers=3)) == full
+    done = ds.state_dict()  # the epoch complete: the most common checkpoint
+    for workers in (2, 3):
+        restored = StrataDataset(server.address, synthetic, batch_size=30, seed=4)
+        restored.load_state_dict(done)
+        assert ids_of(restored.loader(num_workers=workers)) == []
+    near = StrataDataset(server.address, synthetic, batch_size=30, seed=4)
+    for k, _ in enumerate(near.loader(num_workers=0)):
+        if k == len(full) - 2:
+            state = near.state_dict()  # one step left
+            break
+    restored = StrataDataset(server.address, synthetic, batch_size=30, seed=4)
+    restored.load_state_dict(state)
+    assert ids_of(restored.loader(num_workers=3)) == full[-1:]
+
+
+def test_a_state_of_another_dataset_or_plan_is_refused(server, client, synthetic):
+    ds = StrataDataset(server.address, synthetic, batch_size=10, seed=1)
+    for k, _ in enumerate(ds):
+        if k == 3:
+            state = ds.state_dict()
+            break
+    other = StrataDataset(server.address, "some-other-dataset", batch_size=10, seed=1)
+    with pytest.raises(ValueError, match="some-other-dataset"):
+        other.load_state_dict(state)
+    for kwargs in ({"sampler": "stratified"}, {"drop_last": True}):
+        changed = StrataDataset(server.address, synthetic, batch_size=10, seed=1, **kwargs)
+        changed.load_state_dict(state)
+        for workers in (0, 2):
+            with pytest.raises(strata.Error) as e:
+                list(changed.loader(num_workers=workers))
+            assert "InvalidArgument" in str(e.value) or e.value.code == "InvalidArgument", kwargs
+            changed.load_state_dict(state)
+    # "shuffle" named against a stratified token: refused too (the default
+    # sampler used to count as "not given").
+    stratified = client.stream(synthetic, 10, seed=1, sampler="stratified")
+    next(stratified)
+    token = stratified.resume_token()
+    stratified.close()
+    with pytest.raises(strata.Error) as e:
+        client.resume(token, sampler="shuffle")
+    assert e.value.code == "InvalidArgument" and "STRATIFIED" in str(e.value)
+    client.resume(token, sampler="stratified").close()
+
+
 def size_and_id(sample):
     return torch.tensor([len(sample["data"]), sample["id"]])
 

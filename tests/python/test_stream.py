@@ -294,6 +294,30 @@ def test_delete_removes_a_version_and_keep_versions_keeps_the_newest(client):
     assert [d["version"] for d in client.list() if d["name"] == "pydel"] == [third["version"]]
 
 
+def test_a_second_thread_in_next_is_refused(client, synthetic):
+    # Two threads iterating one stream without prefetch assembled into one
+    # batch at once (a crash or heap corruption); the second now raises.
+    import threading
+    refused = []
+    for trial in range(40):
+        stream = client.stream(synthetic, 5, seed=trial, prefetch_depth=0)
+
+        def drain():
+            try:
+                for _ in stream:
+                    pass
+            except strata.Error as e:
+                refused.append(e)
+
+        threads = [threading.Thread(target=drain) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        stream.close()
+    assert all(e.code == "FailedPrecondition" and "another thread" in str(e) for e in refused)
+
+
 def test_close_and_context_manager(client, synthetic):
     with client.stream(synthetic, batch_size=10) as stream:
         batch = next(stream)

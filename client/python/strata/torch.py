@@ -243,6 +243,11 @@ class StrataDataset(torch.utils.data.IterableDataset):
     def _options(self):
         return dict(rank=self.rank, world=self.world, sampler=self.sampler, drop_last=self.drop_last)
 
+    def _resume_checks(self):
+        """What resume() checks the token against: this dataset's sampler and
+        remainder (a token of another plan raises strata.Error InvalidArgument)."""
+        return dict(sampler=self.sampler if self.sampler is not None else "shuffle", drop_last=self.drop_last)
+
     def _steps(self, token):
         """(batch, token after it) for this process's share of the rank's steps."""
         info = torch.utils.data.get_worker_info()
@@ -252,7 +257,7 @@ class StrataDataset(torch.utils.data.IterableDataset):
             if token is not None:
                 stream = client.resume(token, self.batch_size, rank=self.rank, world=self.world,
                                        device=self.device, prefetch_depth=self.prefetch_depth,
-                                       copy_threads=self.copy_threads)
+                                       copy_threads=self.copy_threads, **self._resume_checks())
             else:
                 stream = client.stream(self.dataset, self.batch_size, seed=self.seed, epoch=self.epoch,
                                        device=self.device, prefetch_depth=self.prefetch_depth,
@@ -272,16 +277,35 @@ class StrataDataset(torch.utils.data.IterableDataset):
         short stream each, the next opened before the current one is yielded."""
         def open_step(step, plan):
             if plan is not None:
-                return client.resume(plan, self.batch_size, rank=self.rank, world=self.world, step=step, max_steps=1)
+                return client.resume(plan, self.batch_size, rank=self.rank, world=self.world, step=step, max_steps=1,
+                                     **self._resume_checks())
             return client.stream(self.dataset, self.batch_size, seed=self.seed, epoch=self.epoch, start_step=step,
                                  max_steps=1, **self._options())
 
         step = (_strata.parse_resume_token(token)["step"] if token is not None else 0) + worker
         plan = token  # after the first batch: a token that pins the dataset version and the plan
-        stream = open_step(step, plan)
+
+        def past_the_end(e):
+            # Resumed near (or at) the epoch's end: this worker's first step is
+            # past it, and it has nothing to yield (the others may).
+            return worker > 0 and e.code == "InvalidArgument" and "past the end of the epoch" in str(e)
+
+        first = True
+        try:
+            stream = open_step(step, plan)
+        except strata.Error as e:
+            if past_the_end(e):
+                return
+            raise
         try:
             while True:
-                batch = next(stream, None)
+                try:
+                    batch = next(stream, None)
+                except strata.Error as e:
+                    if first and past_the_end(e):
+                        return
+                    raise
+                first = False
                 if batch is None:
                     return
                 after = stream.resume_token()
@@ -330,7 +354,12 @@ class StrataDataset(torch.utils.data.IterableDataset):
 
     def load_state_dict(self, state):
         """The next iteration continues from `state` (mid-epoch if it was saved mid-epoch).
-        The world size may differ if it divides the same global batch."""
+        The world size may differ if it divides the same global batch. A state of
+        another dataset raises ValueError; one of another sampler or drop_last
+        raises strata.Error (InvalidArgument) when iteration starts."""
+        if state.get("dataset", self.dataset) != self.dataset:
+            raise ValueError("the state is of dataset %r, and this StrataDataset streams %r" %
+                             (state["dataset"], self.dataset))
         self.epoch = state["epoch"]
         self.seed = state.get("seed", self.seed)
         self._resume_token = state.get("resume_token")
