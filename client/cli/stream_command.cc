@@ -5,6 +5,7 @@
 // balance report (client/cli/stream_report.cc).
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -70,9 +71,25 @@ Result<std::optional<ResumeToken>> CheckArgs(const StreamArgs& args) {
   return std::optional<ResumeToken>(*token);
 }
 
+// Flushed line by line: a resume token printed after a failure must not
+// skip lines still in a buffer that was never written.
 Status WriteJsonLine(std::ofstream& out, const Batch& batch, bool with_strata) {
   out << BatchJsonLine(batch, with_strata) << '\n';
+  out.flush();
   return out ? Status::OK() : Status::IOError("cannot write the output file");
+}
+
+// The first SIGINT or SIGTERM: the stream stops after the batch in hand,
+// prints where to continue and exits with 128 + the signal's number. A
+// second one ends the process at once. A signal ignored at start (nohup, a
+// shell's background job) stays ignored.
+volatile std::sig_atomic_t interrupted = 0;
+extern "C" void OnInterrupt(int signal_number) {
+  interrupted = signal_number;
+  std::signal(signal_number, SIG_DFL);
+}
+void StopOn(int signal_number) {
+  if (std::signal(signal_number, OnInterrupt) == SIG_IGN) std::signal(signal_number, SIG_IGN);
 }
 
 void PrintSummary(const Stream& stream, const StreamArgs& args, const Totals& totals, double elapsed_s) {
@@ -145,8 +162,11 @@ int RunStream(const StreamArgs& args) {
 
   Totals totals;
   Batch batch;
+  ResumeToken done = (*stream)->resume_token();  // after the last batch handled (and written)
+  StopOn(SIGINT);
+  StopOn(SIGTERM);
   while (args.max_steps == 0 || totals.steps < args.max_steps) {
-    Status status = (*stream)->Next(&batch);
+    Status status = interrupted ? Status::Cancelled("interrupted") : (*stream)->Next(&batch);
     if (status.code() == Code::kOutOfRange) break;
     if (status.ok() && out.is_open()) {
       status = WriteJsonLine(out, batch, with_strata);
@@ -154,12 +174,12 @@ int RunStream(const StreamArgs& args) {
     if (!status.ok()) {
       progress.Abandon();
       PrintError(status);
-      if (totals.steps > 0) {
-        std::cerr << "stopped at step " << (*stream)->next_step() << "; to continue: --resume "
-                  << (*stream)->resume_token().Encode() << std::endl;
+      if (done.step > first_step) {
+        std::cerr << "stopped at step " << done.step << "; to continue: --resume " << done.Encode() << std::endl;
       }
-      return 1;
+      return interrupted != 0 ? 128 + interrupted : 1;
     }
+    done = (*stream)->resume_token();
     ++totals.steps;
     totals.samples += batch.size();
     totals.bytes += batch.payload_bytes();
@@ -180,7 +200,10 @@ int RunStream(const StreamArgs& args) {
 Command AddStreamCommand(CLI::App& parent) {
   auto args = std::make_shared<StreamArgs>();
   CLI::App* app =
-      parent.add_subcommand("stream", "Stream one rank's batches of an epoch and report throughput and the label mix");
+      parent.add_subcommand("stream",
+                            "Stream one rank's batches of an epoch and report throughput and the label mix. Ctrl-C "
+                            "(or SIGTERM) stops after the batch in hand and prints a --resume token that continues "
+                            "it; exit status 128 + the signal");
   AddServerOption(app, &args->servers);
   app->add_option("--dataset,-d", args->dataset,
                   "Dataset as NAME (latest sealed version) or NAME@N; required unless --resume")

@@ -2,6 +2,7 @@
 // kind, inspect, stream with --output, resume from the printed token.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -246,6 +247,50 @@ TEST_F(CliTest, StreamStoppedEarlyPrintsAResumeTokenThatContinues) {
   CommandResult second = Cli({"stream", "--resume", m[1], "--batch-size", "10", "--output", tail, "-q"});
   ASSERT_EQ(second.exit_code, 0) << second.err;
   EXPECT_EQ(ReadAll(head) + ReadAll(tail), ReadAll(full));
+}
+
+// An output that cannot be written prints no token past what it holds (the
+// writes were buffered, and the token skipped batches never written), and
+// Ctrl-C (or SIGTERM) stops after the batch in hand with a token that continues right
+// after the file's last line (it used to die with half a line and no token).
+TEST_F(CliTest, StreamInterruptedOrFailingToWriteNeverSkipsBatches) {
+  const std::string dir = Generate("interrupt", "folder", 600);
+  ASSERT_EQ(Cli({"ingest", "--dataset", "interrupt", dir}).exit_code, 0);
+  const std::vector<std::string> plan = {"stream", "--dataset", "interrupt", "--batch-size", "1", "--seed", "8", "-q"};
+  std::vector<std::string> full_args = plan;
+  full_args.insert(full_args.end(), {"--output", "/dev/full"});
+  CommandResult full = Cli(full_args);
+  EXPECT_EQ(full.exit_code, 1);
+  EXPECT_NE(full.err.find("cannot write"), std::string::npos) << full.err;
+  EXPECT_EQ(full.err.find("--resume"), std::string::npos) << "nothing was written: " << full.err;
+
+  // Into a FIFO this test reads: one line read (the stream runs), SIGTERM (a
+  // background job ignores SIGINT, and the CLI keeps it so), then
+  // the rest drained; the token's step is the number of lines.
+  const std::string fifo = node_->dir().Join("interrupt.fifo");
+  const std::string head = node_->dir().Join("interrupt-head.jsonl");
+  std::string cli;
+  for (const std::string& a : plan) cli += a + " ";
+  const std::string script = "mkfifo " + fifo + " && (" + StrataCliBinary() + " " + cli + "--server " +
+                             node_->address() + " --output " + fifo + " & pid=$!; exec 3<" + fifo +
+                             "; read -r line <&3; printf '%s\\n' \"$line\" > " + head +
+                             "; kill -TERM $pid; cat <&3 >> " + head + "; wait $pid; echo rc=$?)";
+  CommandResult run = RunCommand({"/bin/bash", "-c", script});
+  ASSERT_NE(run.out.find("rc=143"), std::string::npos) << run.out << run.err;  // 128 + SIGTERM
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(run.err, m, std::regex("--resume (strata2:\\S+)"))) << run.err;
+  const std::string token = m[1];
+  const std::string lines = ReadAll(head);
+  const auto written = static_cast<uint64_t>(std::count(lines.begin(), lines.end(), '\n'));
+  ASSERT_LT(written, 600u) << "the stream ended before the interrupt";
+  EXPECT_TRUE(token.ends_with(":" + std::to_string(written))) << token << " after " << written << " lines";
+  const std::string tail = node_->dir().Join("interrupt-tail.jsonl");
+  ASSERT_EQ(Cli({"stream", "--resume", token, "--output", tail, "-q"}).exit_code, 0);
+  const std::string whole = node_->dir().Join("interrupt-whole.jsonl");
+  std::vector<std::string> whole_args = plan;
+  whole_args.insert(whole_args.end(), {"--output", whole});
+  ASSERT_EQ(Cli(whole_args).exit_code, 0);
+  EXPECT_EQ(lines + ReadAll(tail), ReadAll(whole));
 }
 
 // The token carries the whole plan: a stratified stream with --drop-last
