@@ -12,6 +12,7 @@
 #include "client/cli/format.h"
 #include "client/cli/shard_holders.h"
 #include "client/proto_convert.h"
+#include "common/dataset_ref.h"
 #include "strata/v1/admin.pb.h"
 
 namespace strata::cli {
@@ -315,7 +316,8 @@ Command AddDescribeCommand(CLI::App& parent) {
   AddServerOption(app, &args->servers);
   app->add_option("dataset", args->dataset, "Dataset as NAME (latest version) or NAME@N")
       ->required()
-      ->type_name("NAME[@N]");
+      ->type_name("NAME[@N]")
+      ->check(DatasetRefValidator());
   app->add_flag("--shards", args->shards,
                 "Also list every shard: sequence, first id, samples, size, checksum, and the nodes that hold it with "
                 "their zones");
@@ -333,7 +335,13 @@ Command AddRmCommand(CLI::App& parent) {
   AddServerOption(app, &args->servers);
   app->add_option("dataset", args->dataset, "The version to delete, as NAME@N (a version is always named)")
       ->required()
-      ->type_name("NAME@N");
+      ->type_name("NAME@N")
+      ->check(StatusValidator([](const std::string& text) -> Status {
+        auto ref = ParseDatasetRef(text);
+        if (!ref.ok()) return ref.status();
+        if (!ref->version) return Status::InvalidArgument("name the version to delete as NAME@N");
+        return Status::OK();
+      }));
   app->add_flag("--abort", args->abort_ingest,
                 "If an ingest with several writers is still writing it (one whose writer never came stays open "
                 "for ever), abort that ingest first, for every writer: their calls fail and every node drops "

@@ -96,6 +96,11 @@ int PrintError(const Status& status) {
   return 1;
 }
 
+int PrintUsageError(const std::string& message) {
+  std::cerr << "error: " << message << std::endl;
+  return 2;
+}
+
 int PrintJson(const google::protobuf::Message& message) {
   google::protobuf::util::JsonPrintOptions options;
   options.add_whitespace = true;

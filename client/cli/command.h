@@ -52,6 +52,9 @@ Result<std::unique_ptr<Client>> ConnectToServer(const std::vector<std::string>& 
 
 // Prints "error: <Code>: <message>" on stderr and returns 1, the exit code.
 int PrintError(const Status& status);
+// A misuse of the command line (options that do not go together): prints
+// "error: <message>" and returns 2, as CLI11's own usage errors.
+int PrintUsageError(const std::string& message);
 
 // Prints `message` as JSON (proto field names, zero values included) on
 // stdout and returns the exit code.

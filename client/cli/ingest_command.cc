@@ -280,11 +280,18 @@ Result<IngestSummary> RunWriters(Client& client, const IngestOptions& options,
 
 int RunIngest(const IngestArgs& args) {
   if (args.writer >= 0 && args.ingest_id.empty()) {
-    return PrintError(Status::InvalidArgument("--writer needs --ingest-id, the id every writer of the version shares"));
+    return PrintUsageError("--writer needs --ingest-id, the id every writer of the version shares");
   }
   if (args.writer >= static_cast<int64_t>(args.writers)) {
-    return PrintError(Status::InvalidArgument("--writer " + std::to_string(args.writer) + " is not below --writers " +
-                                              std::to_string(args.writers)));
+    return PrintUsageError("--writer " + std::to_string(args.writer) + " is not below --writers " +
+                           std::to_string(args.writers));
+  }
+  if (args.write_quorum != 0 && args.write_policy != "quorum") {
+    return PrintUsageError("--write-quorum W goes with --write-policy quorum (the policy is " + args.write_policy +
+                           ")");
+  }
+  if (args.write_policy == "quorum" && args.write_quorum == 0) {
+    return PrintUsageError("--write-policy quorum needs --write-quorum W, the copies to wait for");
   }
   std::vector<std::unique_ptr<SampleSource>> sources;
   for (const std::string& path : args.sources) {

@@ -114,11 +114,11 @@ int RunStream(const StreamArgs& args) {
   auto spec = BuildSamplerSpec(args.sampler);
   if (!spec.ok()) return PrintError(spec.status());
   if (args.report || !args.plot.empty()) {
-    if (args.batch_size == 0) return PrintError(Status::InvalidArgument("--batch-size is required"));
+    if (args.batch_size == 0) return PrintUsageError("--batch-size is required");
     return RunStreamReport(args, spec.value());
   }
-  auto token = CheckArgs(args);
-  if (!token.ok()) return PrintError(token.status());
+  auto token = CheckArgs(args);  // options that do not go together, or a token that cannot be read
+  if (!token.ok()) return PrintUsageError(token.status().message());
   StreamOptions options;
   options.sampler = spec.value();
   options.dataset = args.dataset;
@@ -219,12 +219,22 @@ Command AddStreamCommand(CLI::App& parent) {
       ->type_name("W")
       ->check(AtLeastOne())
       ->capture_default_str();
-  auto* seed = app->add_option("--seed", args->seed, "Seed of the epoch plan")->type_name("S")->capture_default_str();
-  auto* epoch = app->add_option("--epoch", args->epoch, "Epoch to stream")->type_name("E")->capture_default_str();
-  auto* start =
-      app->add_option("--start-step", args->start_step, "First step to stream")->type_name("K")->capture_default_str();
+  // Unsigned: "-1" would wrap to 2^64 - 1 unchecked.
+  auto* seed = app->add_option("--seed", args->seed, "Seed of the epoch plan")
+                   ->type_name("S")
+                   ->check(CLI::NonNegativeNumber)
+                   ->capture_default_str();
+  auto* epoch = app->add_option("--epoch", args->epoch, "Epoch to stream")
+                    ->type_name("E")
+                    ->check(CLI::NonNegativeNumber)
+                    ->capture_default_str();
+  auto* start = app->add_option("--start-step", args->start_step, "First step to stream")
+                    ->type_name("K")
+                    ->check(CLI::NonNegativeNumber)
+                    ->capture_default_str();
   app->add_option("--max-steps", args->max_steps, "Stop after this many steps (0: to the end of the epoch)")
       ->type_name("M")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app->add_flag("--drop-last", args->drop_last,
                 "Drop the last incomplete global batch (default: a short last batch, every sample once)");

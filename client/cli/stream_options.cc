@@ -56,7 +56,8 @@ void AddSamplerOptions(CLI::App* app, SamplerArgs* args) {
                   "when --weights is not given")
       ->type_name("P");
   app->add_option("--epoch-samples", args->epoch_samples, "Weighted: samples per epoch (default: the dataset's size)")
-      ->type_name("N");
+      ->type_name("N")
+      ->check(CLI::NonNegativeNumber);
   app->add_option("--min-per-batch", args->min_per_batch,
                   "Stratified or weighted: at least K samples of stratum KEY in every global batch, drawn with "
                   "replacement (repeatable)")
@@ -64,7 +65,8 @@ void AddSamplerOptions(CLI::App* app, SamplerArgs* args) {
   app->add_option("--block-window", args->block_window,
                   "Read locality: shuffle blocks of N neighbouring samples (by id within each stratum) instead of "
                   "single samples; 0 disables it")
-      ->type_name("N");
+      ->type_name("N")
+      ->check(CLI::NonNegativeNumber);
 }
 
 Result<SamplerSpec> BuildSamplerSpec(const SamplerArgs& args) {

@@ -19,12 +19,6 @@ namespace strata::cli {
 
 namespace {
 
-// A flag combination the report cannot serve: exit status 2, as CLI11's usage errors.
-int PrintUsageError(const std::string& message) {
-  std::cerr << "error: " << message << std::endl;
-  return 2;
-}
-
 // What one rank received.
 struct RankRun {
   std::vector<std::vector<uint32_t>> strata;  // per step, stratum index of each sample

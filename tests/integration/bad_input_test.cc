@@ -84,8 +84,21 @@ TEST_F(BadInputTest, BatchSizeZeroAndRankNotBelowWorld) {
   CommandResult r = Cli({"stream", "--dataset", "good", "--batch-size", "0"});
   EXPECT_NE(r.exit_code, 0);
   r = Cli({"stream", "--dataset", "good", "--batch-size", "4", "--rank", "3", "--world", "2"});
-  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.exit_code, 2) << "a usage error";
   EXPECT_NE(r.err.find("rank"), std::string::npos) << r.err;
+  EXPECT_EQ(Cli({"stream", "--dataset", "good"}).exit_code, 2) << "no batch size";
+  // Negative numbers for unsigned options used to wrap to 2^64 - 1.
+  for (const char* option : {"--epoch", "--seed", "--max-steps", "--start-step", "--block-window"}) {
+    r = Cli({"stream", "--dataset", "good", "--batch-size", "4", option, "-1"});
+    EXPECT_EQ(r.exit_code, 2) << option << ": " << r.out << r.err;
+  }
+  // --write-quorum and --write-policy quorum go together.
+  r = Cli({"ingest", "--dataset", "q", "--write-quorum", "2", "/nonexistent"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--write-policy quorum"), std::string::npos) << r.err;
+  r = Cli({"ingest", "--dataset", "q", "--write-policy", "quorum", "/nonexistent"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--write-quorum"), std::string::npos) << r.err;
 }
 
 TEST_F(BadInputTest, ServerRefusesWhatTheClientDidNotCheck) {

@@ -176,8 +176,10 @@ TEST_F(CliTest, RmDeletesOneVersionWithKeepVersionsAndClearErrors) {
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_NE(unknown.err.find("NotFound: dataset 'rmme' has no version 7"), std::string::npos) << unknown.err;
   CommandResult bare = Cli({"rm", "rmme"});
-  EXPECT_EQ(bare.exit_code, 1);
+  EXPECT_EQ(bare.exit_code, 2) << "a usage error";
   EXPECT_NE(bare.err.find("NAME@N"), std::string::npos) << bare.err;
+  EXPECT_EQ(Cli({"rm", "rmme@0"}).exit_code, 2);
+  EXPECT_EQ(Cli({"describe", "rmme@0"}).exit_code, 2);
   EXPECT_NE(Cli({"rm", "--help"}).out.find("every node"), std::string::npos);
   // --keep-versions 1 on the third ingest leaves only it.
   ASSERT_EQ(Cli({"ingest", "--dataset", "rmme", "--keep-versions", "1", dir}).exit_code, 0);
