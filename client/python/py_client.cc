@@ -5,9 +5,11 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <pybind11/stl.h>
 
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "client/proto_convert.h"
@@ -20,6 +22,22 @@ namespace strata::python {
 
 namespace {
 
+// An optional argument as T: TypeError naming the parameter, not pybind11's
+// "Unable to cast Python instance" RuntimeError, for a value of another type
+// or out of T's range (a negative step, 10**30).
+template <class T>
+T Arg(const py::object& value, const char* name) {
+  try {
+    return value.cast<T>();
+  } catch (const py::cast_error&) {
+    throw py::type_error(std::string(name) + " must be " +
+                         (std::is_same_v<T, bool> ? std::string("True or False")
+                                                  : "an int from " + std::to_string(std::numeric_limits<T>::min()) +
+                                                        " to " + std::to_string(std::numeric_limits<T>::max())) +
+                         ", not " + std::string(py::repr(value)));
+  }
+}
+
 // How a stream's batches reach the caller, from the `device` argument:
 // None: straight from the network, no staging; "cpu": a host staging ring
 // (background prefetch); "cuda", "cuda:N" or N: a staging ring on GPU N, or
@@ -29,6 +47,10 @@ std::optional<StagingOptions> StagingFor(const py::object& device, int prefetch_
                                          int copy_threads = 0) {
   if (device.is_none()) {
     if (copy_threads != 0) throw py::value_error("copy_threads needs a staging ring: pass device='cpu' or 'cuda'");
+    // As a ring's (1..64), and 0: no background thread.
+    if (prefetch_depth < 0 || prefetch_depth > 64) {
+      throw py::value_error("prefetch_depth must be 0 to 64, not " + std::to_string(prefetch_depth));
+    }
     return std::nullopt;
   }
   StagingOptions o;
@@ -53,7 +75,7 @@ std::optional<StagingOptions> StagingFor(const py::object& device, int prefetch_
     }
   }
   if (!cuda_stream.is_none()) {
-    o.cuda_stream = reinterpret_cast<void*>(static_cast<intptr_t>(cuda_stream.cast<int64_t>()));
+    o.cuda_stream = reinterpret_cast<void*>(static_cast<intptr_t>(Arg<int64_t>(cuda_stream, "cuda_stream")));
   }
   return o;
 }
@@ -221,7 +243,7 @@ class PyClient {
     if (!token->complete() && batch_size.is_none()) {
       Raise(Status::InvalidArgument("this resume token (strata1) does not carry the batch size: pass batch_size"));
     }
-    if (!drop_last.is_none() && token->complete() && drop_last.cast<bool>() != token->drop_last) {
+    if (!drop_last.is_none() && token->complete() && Arg<bool>(drop_last, "drop_last") != token->drop_last) {
       Raise(Status::InvalidArgument(std::string("the resume token's plan ") + (token->drop_last ? "drops" : "keeps") +
                                     " the short last batch, not drop_last=" + (token->drop_last ? "False" : "True") +
                                     ": leave drop_last out"));
@@ -239,13 +261,13 @@ class PyClient {
                                       "): leave sampler out to take the token's"));
       }
     }
-    if (!step.is_none()) token->step = step.cast<uint64_t>();
+    if (!step.is_none()) token->step = Arg<uint64_t>(step, "step");
     StreamOptions o;
-    o.batch_size = batch_size.is_none() ? 0 : batch_size.cast<uint32_t>();
+    o.batch_size = batch_size.is_none() ? 0 : Arg<uint32_t>(batch_size, "batch_size");
     o.rank = rank;
     o.world = world;
     o.max_steps = max_steps;
-    o.remainder = !drop_last.is_none() && drop_last.cast<bool>() ? Remainder::kDrop : Remainder::kShort;
+    o.remainder = !drop_last.is_none() && Arg<bool>(drop_last, "drop_last") ? Remainder::kDrop : Remainder::kShort;
     o.sampler = SamplerFrom(sampler);
     const std::optional<StagingOptions> staging = StagingFor(device, prefetch_depth, cuda_stream, copy_threads);
     auto stream = Call([&] { return client_->ResumeStream(*token, o); });
@@ -264,7 +286,7 @@ class PyClient {
       o.set_ec_data(ec.ec_data);
       o.set_ec_parity(ec.ec_parity);
     }
-    if (!replication.is_none()) o.set_replication(replication.cast<uint32_t>());
+    if (!replication.is_none()) o.set_replication(Arg<uint32_t>(replication, "replication"));
     auto writer = Call([&] { return client_->StartIngest(client_internal::FromProto(o)); });
     try {
       for (const auto& item : samples) {

@@ -170,10 +170,18 @@ class PyStream {
     return h;
   }
 
+  // Before the first batch of a stream opened on a name without @N, the
+  // version is not known yet, and a token would name version 0, which no
+  // resume takes: refused here, saying so, rather than handed out.
   std::string ResumeToken() const {
     CheckOpen();
-    if (prefetch_) return token_;
-    return (staged_ ? staged_->resume_token() : plain_->resume_token()).Encode();
+    std::string text = prefetch_ ? token_ : (staged_ ? staged_->resume_token() : plain_->resume_token()).Encode();
+    if (!strata::ResumeToken::Decode(text).ok()) {
+      Raise(Status::FailedPrecondition(
+          "no batch has come yet, so this stream's dataset version is not known: take the token after a batch, "
+          "or open the stream on NAME@N"));
+    }
+    return text;
   }
   uint64_t StepsInEpoch() const {
     CheckOpen();

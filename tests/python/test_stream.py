@@ -294,6 +294,35 @@ def test_delete_removes_a_version_and_keep_versions_keeps_the_newest(client):
     assert [d["version"] for d in client.list() if d["name"] == "pydel"] == [third["version"]]
 
 
+def test_a_token_before_the_first_batch_is_one_that_resumes_or_none(client, synthetic):
+    name = synthetic.split("@")[0]
+    unpinned = client.stream(name, 10, seed=3, start_step=5)
+    with pytest.raises(strata.Error) as e:
+        unpinned.resume_token()  # it named version 0, which resume refused as malformed
+    assert e.value.code == "FailedPrecondition" and "NAME@N" in str(e.value)
+    first = next(unpinned)
+    token = unpinned.resume_token()
+    unpinned.close()
+    assert [b.step for b in client.resume(token, max_steps=2)] == [first.step + 1, first.step + 2]
+
+
+def test_resume_arguments_of_the_wrong_type_name_the_parameter(client, synthetic):
+    stream = client.stream(synthetic, 10, seed=2)
+    next(stream)
+    token = stream.resume_token()
+    stream.close()
+    for kwargs in ({"step": -1}, {"step": "3"}, {"step": 10**30}, {"batch_size": -1}, {"drop_last": "yes"}):
+        name = next(iter(kwargs))
+        with pytest.raises(TypeError, match=name):  # was RuntimeError: "Unable to cast Python instance..."
+            client.resume(token, **kwargs)
+
+
+def test_prefetch_depth_out_of_range_is_refused(client, synthetic):
+    for depth in (-5, 65, 10**6):  # -5 was taken as 0, 10**6 read the whole epoch ahead
+        with pytest.raises(ValueError, match="prefetch_depth"):
+            client.stream(synthetic, 10, prefetch_depth=depth)
+
+
 def test_a_second_thread_in_next_is_refused(client, synthetic):
     # Two threads iterating one stream without prefetch assembled into one
     # batch at once (a crash or heap corruption); the second now raises.
