@@ -279,6 +279,9 @@ class GrpcClient final : public Client {
     const auto deadline = std::chrono::steady_clock::now() + kIngestFailoverWindow;
     const auto attempt = std::chrono::milliseconds(std::max<int64_t>(1000, options_.connect_timeout_ms));
     Status last = Status::Unavailable("no node of the cluster is up to take the ingest");
+    // A node's own answer (the home's "only 3 nodes are up", a timeout) says
+    // more than another node's redirect to the home: the final error keeps it.
+    bool last_answered = false;
     // One of several writers whose attempt timed out may have joined all the
     // same (a slow home): its node withdraws that join when it finds the call
     // cancelled, so "already joined" is then worth asking again.
@@ -310,7 +313,8 @@ class GrpcClient final : public Client {
               !elsewhere && !withdrawing) {
             return s;  // the request's fault: every node would say the same
           }
-          last = Status(s.code(), id + ": " + s.message());
+          if (!elsewhere || !last_answered) last = Status(s.code(), id + ": " + s.message());
+          last_answered = last_answered || !elsewhere;
         }
       }
       if (std::chrono::steady_clock::now() > deadline) {

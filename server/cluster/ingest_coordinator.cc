@@ -96,12 +96,16 @@ Result<v1::IngestOptions> ResolveIngestOptions(const v1::IngestOptions& options,
     return Status::InvalidArgument("write quorum must be between 1 and the replication factor (" +
                                    std::to_string(o.replication()) + ")");
   }
-  const uint32_t need = ec                                     ? 1
-                        : o.write_policy() == v1::WRITE_SYNC   ? o.replication()
-                        : o.write_policy() == v1::WRITE_QUORUM ? o.write_quorum()
+  // Erasure coded: sync needs every chunk of a stripe on a node of its own
+  // (chunks handed to one node would not survive its loss), quorum the K
+  // data shards.
+  const uint32_t copies = ec ? o.ec_data() + o.ec_parity() : o.replication();
+  const uint32_t need = o.write_policy() == v1::WRITE_SYNC     ? copies
+                        : o.write_policy() == v1::WRITE_QUORUM ? (ec ? o.ec_data() : o.write_quorum())
                                                                : 1;
   if (need > up) {
-    return Status::Unavailable("the write policy needs " + std::to_string(need) + " durable copies but only " +
+    return Status::Unavailable("the write policy needs " + std::to_string(need) + " durable " +
+                               (ec ? "chunks of each stripe on distinct nodes" : "copies") + " but only " +
                                std::to_string(up) + " nodes are up");
   }
   return o;

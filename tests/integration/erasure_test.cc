@@ -273,6 +273,15 @@ TEST(ErasureTest, SixNodesFourPlusTwo) {
              s.message().find(".shard") != std::string::npos;
   }
   EXPECT_TRUE(named) << "a rank fails naming the shard it cannot read: " << ends[0].ToString();
+
+  // With 3 nodes up, a sync ingest of ec:4+2 is refused (it put several chunks
+  // of a stripe on one node, and called them durable); ec:2+1 fits.
+  ASSERT_TRUE(Eventually([&] { return cluster.UpIn(0) == 3; }, 30s));
+  const Status refused = IngestEc(*client, "late", 4, 2);
+  EXPECT_EQ(refused.code(), Code::kUnavailable) << refused.ToString();
+  EXPECT_NE(refused.message().find("distinct nodes"), std::string::npos)
+      << "the home's answer, not a redirect to it: " << refused.ToString();
+  EXPECT_TRUE(IngestEc(*client, "late", 2, 1).ok());
 }
 
 // A stripe with one chunk's holder down and one data shard damaged on disk
