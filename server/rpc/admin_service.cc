@@ -4,6 +4,7 @@
 
 #include "common/dataset_ref.h"
 #include "common/grpc_status.h"
+#include "server/cluster/ingest_coordinator.h"
 #include "server/cluster/request_validation.h"
 #include "server/rpc/ingest_reactor.h"
 #include "server/storage/dataset_queries.h"
@@ -77,6 +78,20 @@ grpc::ServerUnaryReactor* AdminServiceImpl::DeleteVersion(grpc::CallbackServerCo
 }
 
 Result<VersionDeleter::Deleted> AdminServiceImpl::Delete(const std::string& name, uint64_t version, bool abort_ingest) {
+  auto deleted = DeleteOrAbort(name, version, abort_ingest);
+  if (deleted.status().code() != Code::kNotFound) return deleted;
+  // A version being ingested is in its home's catalog only (until it seals):
+  // say where to ask rather than only "no such version".
+  const v1::ClusterMap map = view_->Current();
+  auto home = DatasetHome(name, map);
+  if (!home.ok() || (*home)->id() == view_->self_id()) return deleted;
+  return Status::NotFound(deleted.status().message() + " on " + view_->self_id() +
+                          "; a version still being ingested is known to the dataset's home only, " + (*home)->id() +
+                          " at " + (*home)->address() + " (strata rm --server there)");
+}
+
+Result<VersionDeleter::Deleted> AdminServiceImpl::DeleteOrAbort(const std::string& name, uint64_t version,
+                                                                bool abort_ingest) {
   if (!abort_ingest) return deleter_->Delete(name, version);
   if (aborter_ == nullptr) return Status::Unimplemented("this node does not abort ingests");
   auto aborted = aborter_->Abort(name, version, "aborted by an operator (strata rm --abort)");

@@ -36,8 +36,10 @@ class AdminServiceImpl final : public v1::AdminService::CallbackService {
 
  private:
   // Deletes name@version; with `abort_ingest`, aborts its ingest with several
-  // writers first, wherever it is open. Blocks.
+  // writers first, wherever it is open. Blocks. NotFound names the dataset's
+  // home when it is another node (a version being ingested is known there).
   Result<VersionDeleter::Deleted> Delete(const std::string& name, uint64_t version, bool abort_ingest);
+  Result<VersionDeleter::Deleted> DeleteOrAbort(const std::string& name, uint64_t version, bool abort_ingest);
 
   const Catalog* const catalog_;
   const NodeStatus* const status_;

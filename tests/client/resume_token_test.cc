@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/dataset_ref.h"
+
 namespace strata {
 namespace {
 
@@ -23,7 +25,7 @@ TEST(ResumeTokenTest, RoundTrips) {
 TEST(ResumeTokenTest, RoundTripsExtremeValues) {
   ResumeToken token;
   token.dataset = "a";
-  token.version = ~uint64_t{0};
+  token.version = kMaxDatasetVersion;  // the highest a version may be
   token.plan_hash = ~uint64_t{0};
   token.seed = ~uint64_t{0};
   token.epoch = 0;
@@ -31,6 +33,8 @@ TEST(ResumeTokenTest, RoundTripsExtremeValues) {
   auto decoded = ResumeToken::Decode(token.Encode());
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_EQ(*decoded, token);
+  token.version = kMaxDatasetVersion + 1;
+  EXPECT_FALSE(ResumeToken::Decode(token.Encode()).ok());
 }
 
 TEST(ResumeTokenTest, CompleteTokensCarryThePlan) {

@@ -230,6 +230,11 @@ TEST(MultiWriterTest, AnOperatorAbortsAnIngestWhoseWriterNeverCame) {
   EXPECT_NE(refused.err.find("being ingested"), std::string::npos) << refused.err;
   EXPECT_NE(refused.err.find("--abort"), std::string::npos) << refused.err;
 
+  // Elsewhere the version is unknown until it seals: the error says where to ask.
+  CommandResult elsewhere = rm(away, {version});
+  EXPECT_EQ(elsewhere.exit_code, 1);
+  EXPECT_NE(elsewhere.err.find("home only, " + cluster.Id(nodes.home)), std::string::npos) << elsewhere.err;
+
   CommandResult aborted = rm(away, {"--abort", version});
   ASSERT_EQ(aborted.exit_code, 0) << aborted.out << aborted.err << cluster.Process(nodes.home).Log();
   EXPECT_NE(aborted.out.find("deleted " + version), std::string::npos) << aborted.out;
