@@ -125,6 +125,19 @@ int CountFiles(const LocalCluster& cluster, const Version& v, const std::string&
   return n;
 }
 
+// The version `dataset` names, once the asked node knows it (the seal's
+// broadcast, else anti-entropy; up to 30 s).
+Result<DatasetDescription> DescribeOnceKnown(Client& client, const std::string& dataset) {
+  Result<DatasetDescription> described = Status::NotFound("not asked");
+  Eventually(
+      [&] {
+        described = client.Describe(dataset);
+        return described.ok();
+      },
+      30s);
+  return described;
+}
+
 // Whether every node's map shows every node up (waits up to 30 s).
 bool AllUp(LocalCluster& cluster) {
   return Eventually(
@@ -297,14 +310,8 @@ TEST(ErasureTest, ARebuildNeverUsesADamagedDataShard) {
   auto client = cluster.Connect(0);
   ASSERT_TRUE(AllUp(cluster));
   ASSERT_TRUE(IngestEc(*client, "bad", 4, 2).ok());
-  Result<DatasetDescription> described = Status::NotFound("not asked");
-  ASSERT_TRUE(Eventually(
-      [&] {
-        described = client->Describe("bad");
-        return described.ok();
-      },
-      30s))
-      << described.status().ToString();
+  const Result<DatasetDescription> described = DescribeOnceKnown(*client, "bad");
+  ASSERT_TRUE(described.ok()) << described.status().ToString();
   const Version v{"bad", described->dataset.version};
   // A stripe whose chunks 0 and 1 are on nodes other than node-1, which the ranks ask.
   uint32_t g = 0;
@@ -349,14 +356,8 @@ TEST(ErasureTest, TheScrubberFindsAParityFileThatIsNotItsStripesParity) {
   auto client = cluster.Connect(0);
   ASSERT_TRUE(AllUp(cluster));
   ASSERT_TRUE(IngestEc(*client, "pq", 4, 2).ok());
-  Result<DatasetDescription> described = Status::NotFound("not asked");
-  ASSERT_TRUE(Eventually(
-      [&] {
-        described = client->Describe("pq");
-        return described.ok();
-      },
-      30s))
-      << described.status().ToString();
+  const Result<DatasetDescription> described = DescribeOnceKnown(*client, "pq");
+  ASSERT_TRUE(described.ok()) << described.status().ToString();
   const Version pq{"pq", described->dataset.version};
   const int node = HolderOf(cluster, pq, 1, 4);  // parity file 0 of stripe 1: seq 2
   const std::string path = ChunkPath(cluster, node, pq, 2, true);
@@ -458,14 +459,8 @@ TEST(ErasureTest, ANodeGonePastItsGracePeriodHasItsChunksRebuilt) {
   auto client = cluster.Connect(0);
   ASSERT_TRUE(AllUp(cluster));
   ASSERT_TRUE(IngestEc(*client, "heal", 4, 2).ok());
-  Result<DatasetDescription> described = Status::NotFound("not asked");
-  ASSERT_TRUE(Eventually(
-      [&] {
-        described = client->Describe("heal");
-        return described.ok();
-      },
-      30s))
-      << described.status().ToString();
+  const Result<DatasetDescription> described = DescribeOnceKnown(*client, "heal");
+  ASSERT_TRUE(described.ok()) << described.status().ToString();
   const uint32_t shards = described->dataset.shards;
   const Version heal{"heal", described->dataset.version};
   const auto want = RunRanks(cluster, 0, "heal", 2, 16);
