@@ -162,24 +162,28 @@ int RunStream(const StreamArgs& args) {
 
   Totals totals;
   Batch batch;
-  ResumeToken done = (*stream)->resume_token();  // after the last batch handled (and written)
   StopOn(SIGINT);
   StopOn(SIGTERM);
   while (args.max_steps == 0 || totals.steps < args.max_steps) {
     Status status = interrupted ? Status::Cancelled("interrupted") : (*stream)->Next(&batch);
     if (status.code() == Code::kOutOfRange) break;
+    bool unwritten = false;  // the batch in hand did not reach the output
     if (status.ok() && out.is_open()) {
       status = WriteJsonLine(out, batch, with_strata);
+      unwritten = !status.ok();
     }
     if (!status.ok()) {
       progress.Abandon();
       PrintError(status);
+      // The stream's token is after its last batch; one that was not written
+      // is streamed again.
+      ResumeToken done = (*stream)->resume_token();
+      if (unwritten) done.step = batch.step();
       if (done.step > first_step) {
         std::cerr << "stopped at step " << done.step << "; to continue: --resume " << done.Encode() << std::endl;
       }
       return interrupted != 0 ? 128 + interrupted : 1;
     }
-    done = (*stream)->resume_token();
     ++totals.steps;
     totals.samples += batch.size();
     totals.bytes += batch.payload_bytes();

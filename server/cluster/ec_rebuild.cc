@@ -269,7 +269,7 @@ Result<uint64_t> RebuildChunk(const RebuildDeps& d, const v1::DatasetInfo& info,
   // again without each parity file used, in turn.
   const uint32_t k = info.ec_data();
   if (s.code() == Code::kDataLoss && file.kind() == v1::FileRef::SHARD) {
-    for (uint32_t c : std::vector<uint32_t>(used)) {
+    for (uint32_t c : used) {
       if (c < k) continue;
       o.skip = {c};
       s = decode_and_commit(&read, nullptr);

@@ -120,8 +120,8 @@ Result<v1::VersionRecord> Catalog::CreateVersion(const std::string& name, std::o
   std::vector<v1::VersionRecord> versions;
   STRATA_RETURN_IF_ERROR(ScanAll(*kv_, KvSpace::kDatasets, NamePrefix(name), &versions));
   const uint64_t highest = versions.empty() ? 0 : versions.back().info().version();
-  const uint64_t next = std::min(highest + (highest < kMaxDatasetVersion), kMaxDatasetVersion);  // for messages
   if (!version) STRATA_RETURN_IF_ERROR(NextDatasetVersion(name, highest).status());
+  const uint64_t next = highest + 1;
   const uint64_t number = version.value_or(next);
 
   KvWriteBatch batch;

@@ -284,30 +284,20 @@ class StrataDataset(torch.utils.data.IterableDataset):
 
         step = (_strata.parse_resume_token(token)["step"] if token is not None else 0) + worker
         plan = token  # after the first batch: a token that pins the dataset version and the plan
-
-        def past_the_end(e):
-            # Resumed near (or at) the epoch's end: this worker's first step is
-            # past it, and it has nothing to yield (the others may).
-            return worker > 0 and e.code == "InvalidArgument" and "past the end of the epoch" in str(e)
-
-        first = True
+        stream = None
         try:
             stream = open_step(step, plan)
+            batch = next(stream, None)
         except strata.Error as e:
-            if past_the_end(e):
+            if stream is not None:
+                stream.close()
+            # Resumed near (or at) the epoch's end: this worker's first step is
+            # past it, and it has nothing to yield (the others may).
+            if worker > 0 and e.code == "InvalidArgument" and "past the end of the epoch" in str(e):
                 return
             raise
         try:
-            while True:
-                try:
-                    batch = next(stream, None)
-                except strata.Error as e:
-                    if first and past_the_end(e):
-                        return
-                    raise
-                first = False
-                if batch is None:
-                    return
+            while batch is not None:
                 after = stream.resume_token()
                 plan = plan or after
                 step += workers
@@ -315,6 +305,7 @@ class StrataDataset(torch.utils.data.IterableDataset):
                 stream.close()
                 stream = following
                 yield batch, after
+                batch = next(stream, None)
         finally:
             if hasattr(stream, "close"):
                 stream.close()
