@@ -42,9 +42,15 @@ Status ApplyPlan(const ResumeToken& token, StreamOptions* options) {
   if (!token.complete()) return Status::OK();
   if (options->world == 0) return Status::InvalidArgument("world size must be at least 1");
   if (options->batch_size == 0) {
-    if (token.global_batch % options->world != 0 || token.global_batch / options->world > UINT32_MAX) {
+    if (token.global_batch % options->world != 0) {
       return Status::InvalidArgument("the resume token's global batch of " + std::to_string(token.global_batch) +
                                      " samples does not divide among " + std::to_string(options->world) + " ranks");
+    }
+    if (token.global_batch / options->world > UINT32_MAX) {
+      return Status::InvalidArgument("the resume token's global batch of " + std::to_string(token.global_batch) +
+                                     " samples gives each of " + std::to_string(options->world) +
+                                     " ranks more than a batch may hold (" + std::to_string(UINT32_MAX) +
+                                     " samples): resume on more ranks");
     }
     options->batch_size = static_cast<uint32_t>(token.global_batch / options->world);
   } else if (uint64_t{options->batch_size} * options->world != token.global_batch) {

@@ -107,6 +107,11 @@ Result<ResumeToken> ResumeToken::Decode(std::string_view text) {
   if (fields[1].size() != kHashDigits || !ParseNumber(fields[1], 16, &token.plan_hash)) {
     return bad("the plan hash must be 16 hex digits");
   }
+  // A plan hash of 0 is a token taken before the stream's first part told
+  // it; it skips the resume's plan check. A format-2 token carries the plan
+  // itself, so that is safe; a format-1 token's plan comes from the options
+  // it is resumed with, and would go unchecked.
+  if (token.plan_hash == 0 && !v2) return bad("a strata1 token must name its plan hash (it is 0)");
   size_t next = 2;
   if (v2) {
     if (!ParseNumber(fields[2], 10, &token.global_batch) || token.global_batch == 0) {

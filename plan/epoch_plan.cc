@@ -84,7 +84,10 @@ uint64_t PlanHash(const DatasetShape& shape, const PlanSpec& spec) {
   std::string id = "strata.plan.v1|" + shape.name + "@" + std::to_string(shape.version) + "|" +
                    std::to_string(spec.global_batch) + "|" + std::to_string(static_cast<int>(spec.remainder)) + "|";
   id += DeterministicBytes(spec.sampler);
-  return Hash64(id, 0);
+  // 0 means "no plan expected" in a resume request (CheckResumedPlan), so a
+  // plan never hashes to it.
+  const uint64_t hash = Hash64(id, 0);
+  return hash == 0 ? 1 : hash;
 }
 
 Result<EpochPlan> EpochPlan::Create(const DatasetShape& shape, const v1::SamplerSpec& sampler, uint64_t seed,

@@ -125,7 +125,7 @@ class SamplerCache {
 
 // Hash of everything that determines the global sequence except seed and
 // epoch: dataset name and version, sampler spec, global batch and remainder.
-// With seed, epoch and step it forms a resume token.
+// With seed, epoch and step it forms a resume token. Never 0 (0 is "none").
 uint64_t PlanHash(const DatasetShape& shape, const PlanSpec& spec);
 
 // One rank's view of the plan.

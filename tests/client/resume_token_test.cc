@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "client/resume_plan.h"
 #include "common/dataset_ref.h"
 
 namespace strata {
@@ -94,6 +95,15 @@ TEST(ResumeTokenTest, RefusesMalformedCompleteTokens) {
   EXPECT_LT(r.status().message().size(), 1000u);  // the message quotes a bounded prefix
 }
 
+// A token taken before the first part has no plan hash; format 2 carries
+// the plan it resumes, so it needs none.
+TEST(ResumeTokenTest, CompleteTokensMayPrecedeThePlanHash) {
+  auto decoded = ResumeToken::Decode("strata2:cats@1:0000000000000000:4:short:-:1:2:0");
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->plan_hash, 0u);
+  EXPECT_TRUE(decoded->complete());
+}
+
 TEST(ResumeTokenTest, RefusesMalformedTokens) {
   for (const char* bad : {
            "", "strata1:",
@@ -112,11 +122,31 @@ TEST(ResumeTokenTest, RefusesMalformedTokens) {
            "strata1:cats@1:00000000000000ab:1:2:",                      // empty step
            "strata1:cats@1:00000000000000ab:1:2:3x",                    // trailing junk
            "strata1:cats@1:00000000000000ab:1:2:99999999999999999999",  // overflow
+           "strata1:cats@1:0000000000000000:1:2:3",                     // no plan to check
        }) {
     auto r = ResumeToken::Decode(bad);
     EXPECT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << bad;
   }
+}
+
+// A token's global batch that divides among the ranks but gives each more
+// than a batch holds is refused for that, not as one that does not divide.
+TEST(ResumeTokenTest, APlanTooLargeForTheRanksSaysSo) {
+  auto token = ResumeToken::Decode("strata2:cats@1:00000000000000ab:18446744073709551615:short:-:1:2:3");
+  ASSERT_TRUE(token.ok()) << token.status().ToString();
+  StreamOptions options;
+  options.world = 1;
+  Status s = client_internal::ApplyPlan(*token, &options);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("more than a batch may hold"), std::string::npos) << s.message();
+  options.world = 2;
+  s = client_internal::ApplyPlan(*token, &options);
+  EXPECT_NE(s.message().find("does not divide among 2 ranks"), std::string::npos) << s.message();
+  token->global_batch = 12;
+  options.world = 4;
+  ASSERT_TRUE(client_internal::ApplyPlan(*token, &options).ok());
+  EXPECT_EQ(options.batch_size, 3u);
 }
 
 }  // namespace

@@ -22,7 +22,10 @@ namespace strata {
 struct ResumeToken {
   std::string dataset;  // name, without version
   uint64_t version = 0;
-  uint64_t plan_hash = 0;  // the hash of the stream's plan, as its server computed it
+  // The hash of the stream's plan, as its server computed it; 0 (never a
+  // plan's hash) in a token taken before the stream's first part, which skips
+  // the resume's plan check. Format 1 tokens must have one.
+  uint64_t plan_hash = 0;
   uint64_t seed = 0;
   uint64_t epoch = 0;
   uint64_t step = 0;  // the next step to deliver
