@@ -41,7 +41,7 @@ Status ErrnoStatus(std::string_view context, int err) {
     case EPERM: return Status(Code::kPermissionDenied, std::move(m));
     case ENOSPC:
     case EDQUOT: return Status::ResourceExhausted(std::move(m));
-    case EISDIR: return Status::IOError(std::string(context) + " is a directory");
+    case EISDIR: return Status::IOError(std::string(context) + ": it is a directory");
     default: return Status::IOError(std::move(m));
   }
 }

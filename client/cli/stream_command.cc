@@ -3,9 +3,12 @@
 // strata as JSON lines. Useful to check a plan, measure a server, or feed a
 // script. With --report it streams every rank of --world itself and prints the
 // balance report (client/cli/stream_report.cc).
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -44,8 +47,30 @@ CLI::Validator AtLeastOne() {
   });
 }
 
-// Checks what the server cannot see: --dataset or --resume, and that they agree.
+// Whether --output names a file this process may write, before any server
+// is asked (the file is truncated only once the stream has opened).
+Status CheckOutput(const std::string& path) {
+  if (path.empty()) return Status::OK();
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(st)) return Status::InvalidArgument("--output " + path + " is a directory");
+  if (std::filesystem::exists(st)) {
+    if (::access(path.c_str(), W_OK) != 0) return ErrnoStatus("--output " + path, errno);
+    return Status::OK();
+  }
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const std::string dir = parent.empty() ? std::string(".") : parent.string();
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return Status::InvalidArgument("--output " + path + ": its folder " + dir + " does not exist");
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) return ErrnoStatus("--output " + path + ": folder " + dir, errno);
+  return Status::OK();
+}
+
+// Checks what the server cannot see: --dataset or --resume, and that they
+// agree, and that --output can be written.
 Result<std::optional<ResumeToken>> CheckArgs(const StreamArgs& args) {
+  STRATA_RETURN_IF_ERROR(CheckOutput(args.output));
   if (args.rank >= args.world) {
     return Status::InvalidArgument("--rank " + std::to_string(args.rank) + " must be less than --world " +
                                    std::to_string(args.world));
@@ -95,9 +120,11 @@ void StopOn(int signal_number) {
 void PrintSummary(const Stream& stream, const StreamArgs& args, const Totals& totals, double elapsed_s) {
   const ResumeToken where = stream.resume_token();
   const double seconds = elapsed_s > 0 ? elapsed_s : 1e-9;
-  std::cout << "streamed " << where.dataset << "@" << where.version << ", epoch " << where.epoch << ", rank "
-            << args.rank << " of " << args.world << ": " << FormatCount(totals.steps) << " steps, "
-            << FormatCount(totals.samples) << " samples, " << FormatBytes(totals.bytes) << " payload\n";
+  // A stream that ended before its first part may not have learnt its version.
+  const std::string version = where.version != 0 ? "@" + std::to_string(where.version) : std::string();
+  std::cout << "streamed " << where.dataset << version << ", epoch " << where.epoch << ", rank " << args.rank << " of "
+            << args.world << ": " << FormatCount(totals.steps) << " steps, " << FormatCount(totals.samples)
+            << " samples, " << FormatBytes(totals.bytes) << " payload\n";
   std::cout << "elapsed " << FormatDuration(elapsed_s) << ": "
             << FormatCount(static_cast<uint64_t>(static_cast<double>(totals.samples) / seconds)) << " samples/s, "
             << FormatFixed(static_cast<double>(totals.bytes) / 1e6 / seconds, 1) << " MB/s, "
@@ -141,11 +168,14 @@ int RunStream(const StreamArgs& args) {
     with_strata = resumed.ParseFromString((*token)->sampler) && resumed.kind() != v1::SamplerSpec::SHUFFLE;
   }
 
+  // The output is truncated when the first batch has come (or the stream
+  // ends without one): a stream that fails to start leaves it as it was.
   std::ofstream out;
-  if (!args.output.empty()) {
+  const auto open_output = [&]() -> Status {
+    if (args.output.empty() || out.is_open()) return Status::OK();
     out.open(args.output, std::ios::out | std::ios::trunc);
-    if (!out) return PrintError(ErrnoStatus("cannot open " + args.output, errno));
-  }
+    return out ? Status::OK() : ErrnoStatus("cannot open " + args.output, errno);
+  };
 
   Progress progress(!args.quiet);
   const uint64_t first_step = (*stream)->next_step();
@@ -168,8 +198,9 @@ int RunStream(const StreamArgs& args) {
     Status status = interrupted ? Status::Cancelled("interrupted") : (*stream)->Next(&batch);
     if (status.code() == Code::kOutOfRange) break;
     bool unwritten = false;  // the batch in hand did not reach the output
-    if (status.ok() && out.is_open()) {
-      status = WriteJsonLine(out, batch, with_strata);
+    if (status.ok() && !args.output.empty()) {
+      status = open_output();
+      if (status.ok()) status = WriteJsonLine(out, batch, with_strata);
       unwritten = !status.ok();
     }
     if (!status.ok()) {
@@ -191,6 +222,7 @@ int RunStream(const StreamArgs& args) {
     if (progress.Due()) progress.Draw(snapshot(totals));
   }
   progress.Finish(snapshot(totals));
+  if (Status s = open_output(); !s.ok()) return PrintError(s);
   if (out.is_open()) {
     out.flush();
     if (!out) return PrintError(Status::IOError("cannot write " + args.output));

@@ -13,9 +13,13 @@ namespace {
 Result<double> ParseDouble(const std::string& text, const std::string& what) {
   double v = 0;
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || p != text.data() + text.size() || !std::isfinite(v)) {
+  if (ec == std::errc::result_out_of_range && p == text.data() + text.size()) {
+    return Status::InvalidArgument(what + ": '" + text + "' is out of range");
+  }
+  if (ec != std::errc() || p != text.data() + text.size()) {
     return Status::InvalidArgument(what + ": '" + text + "' is not a number");
   }
+  if (!std::isfinite(v)) return Status::InvalidArgument(what + ": '" + text + "' is not a finite number");
   return v;
 }
 

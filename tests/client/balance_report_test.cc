@@ -1,5 +1,6 @@
 #include "client/cli/balance_report.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,8 @@
 
 namespace strata::cli {
 namespace {
+
+using ::testing::HasSubstr;
 
 TEST(DistributedSamplerTest, PadsShardsAndBatchesAsTorchDoes) {
   // n = 10, 4 ranks: 3 samples each (2 padded from the permutation's head),
@@ -113,6 +116,24 @@ TEST(StreamOptionsTest, BuildsSamplerSpecs) {
   bad = SamplerArgs();
   bad.sampler = "random";
   EXPECT_FALSE(BuildSamplerSpec(bad).ok());
+}
+
+// A weight is a finite number; one too large for a double says so, rather
+// than that it is no number.
+TEST(StreamOptionsTest, SaysWhatIsWrongWithAWeight) {
+  SamplerArgs a;
+  a.sampler = "weighted";
+  const auto message = [&](const std::string& weight) {
+    a.weights = {"cat=" + weight};
+    return BuildSamplerSpec(a).status().message();
+  };
+  EXPECT_THAT(message("1e400"), HasSubstr("'1e400' is out of range"));
+  EXPECT_THAT(message("inf"), HasSubstr("'inf' is not a finite number"));
+  EXPECT_THAT(message("nan"), HasSubstr("'nan' is not a finite number"));
+  EXPECT_THAT(message("1.5x"), HasSubstr("'1.5x' is not a number"));
+  EXPECT_THAT(message("1e400x"), HasSubstr("'1e400x' is not a number"));
+  a.weights = {"cat=1e300"};
+  EXPECT_TRUE(BuildSamplerSpec(a).ok());
 }
 
 }  // namespace

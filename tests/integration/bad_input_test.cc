@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <set>
 
@@ -99,6 +100,27 @@ TEST_F(BadInputTest, BatchSizeZeroAndRankNotBelowWorld) {
   r = Cli({"ingest", "--dataset", "q", "--write-policy", "quorum", "/nonexistent"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("--write-quorum"), std::string::npos) << r.err;
+}
+
+// An --output that cannot be written is a usage error before the stream
+// opens, and a file that could be is left as it was when the stream fails.
+TEST_F(BadInputTest, AnOutputThatCannotBeWrittenIsRefusedFirst) {
+  const std::string dir = ::testing::TempDir() + "/bad_output";
+  std::filesystem::create_directories(dir);
+  CommandResult r = Cli({"stream", "--dataset", "good", "--batch-size", "4", "-o", dir});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("is a directory"), std::string::npos) << r.err;
+  r = Cli({"stream", "--dataset", "good", "--batch-size", "4", "-o", dir + "/no/such/out.jsonl"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
+  const std::string kept = dir + "/kept.jsonl";
+  std::ofstream(kept) << "earlier\n";
+  r = Cli({"stream", "--dataset", "good@9", "--batch-size", "4", "-o", kept});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  std::ifstream in(kept);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "earlier") << "a stream that never opened truncated its output";
 }
 
 TEST_F(BadInputTest, ServerRefusesWhatTheClientDidNotCheck) {
