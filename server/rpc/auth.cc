@@ -37,6 +37,29 @@ std::string_view RoleName(Role role) {
   return "?";
 }
 
+namespace {
+
+// The AuthContext property that carries a checked call's role.
+constexpr char kRoleProperty[] = "strata.role";
+
+}  // namespace
+
+std::optional<Role> CallerRole(const grpc::AuthContext& context) {
+  std::optional<Role> role;
+  for (const grpc::string_ref& value : context.FindPropertyValues(kRoleProperty)) {
+    role = ParseRole(std::string_view(value.data(), value.size()));
+  }
+  return role;
+}
+
+Status RequireRole(const grpc::AuthContext* context, Role role, std::string_view what) {
+  if (context == nullptr) return Status::OK();
+  const std::optional<Role> caller = CallerRole(*context);
+  if (!caller || *caller >= role) return Status::OK();
+  return Status(Code::kPermissionDenied, "a " + std::string(RoleName(*caller)) + " token cannot " + std::string(what) +
+                                             ": it needs " + std::string(RoleName(role)));
+}
+
 MethodRule RuleFor(std::string_view method) {
   if (method.rfind("/strata.v1.PeerService/", 0) == 0) return {true, Role::kAdmin};
   if (method == "/strata.v1.DataService/Ingest") return {false, Role::kWriter};
@@ -141,7 +164,11 @@ grpc::Status AuthProcessor::Process(const InputMetadata& auth_metadata, grpc::Au
   }
   // Without mTLS, nothing identifies a node: with tokens, the peer service
   // then needs an admin token (so a cluster with tokens needs --tls-client-ca).
-  if (!tokens || node) return grpc::Status::OK;
+  if (!tokens) return grpc::Status::OK;
+  if (node) {
+    context->AddProperty(kRoleProperty, std::string(RoleName(Role::kAdmin)));
+    return grpc::Status::OK;
+  }
   if (!authorization) {
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                         "this server needs a token: pass --token-file FILE or set $STRATA_TOKEN");
@@ -155,6 +182,7 @@ grpc::Status AuthProcessor::Process(const InputMetadata& auth_metadata, grpc::Au
                         "a " + std::string(RoleName(*role)) + " token cannot call " +
                             std::string(method.substr(0, 80)) + ": it needs " + std::string(RoleName(rule.role)));
   }
+  context->AddProperty(kRoleProperty, std::string(RoleName(*role)));
   return grpc::Status::OK;
 }
 

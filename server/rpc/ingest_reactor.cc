@@ -8,6 +8,7 @@
 #include "common/allocator.h"
 #include "common/grpc_status.h"
 #include "server/cluster/request_validation.h"
+#include "server/rpc/auth.h"
 
 namespace strata {
 
@@ -117,6 +118,7 @@ Status IngestReactor::Handle(const v1::IngestRequest& request) {
       if (calls_->draining->load())
         return Status::Unavailable("stratad is shutting down; retry on another node or later");
       STRATA_RETURN_IF_ERROR(ValidateIngestOptions(request.open()));
+      STRATA_RETURN_IF_ERROR(CheckRetentionRole(request.open()));
       auto session = calls_->coordinator->Start(request.open());
       if (!session.ok()) return session.status();
       session_ = std::move(session).value();
@@ -136,6 +138,13 @@ Status IngestReactor::Handle(const v1::IngestRequest& request) {
   return Status::InvalidArgument("an ingest message must hold open, samples or commit");
 }
 
+Status IngestReactor::CheckRetentionRole(const v1::IngestOptions& options) const {
+  if (options.keep_versions() == 0) return Status::OK();
+  // Retention deletes the older versions, as `strata rm` does: admin's.
+  return RequireRole(context_->auth_context().get(), Role::kAdmin,
+                     "ingest with keep_versions (it deletes older versions)");
+}
+
 void IngestReactor::Accept() {
   if (LegacyIngestForTests()) return;
   context_->AddInitialMetadata(kIngestAcceptedKey, "1");
@@ -145,6 +154,7 @@ void IngestReactor::Accept() {
 void IngestReactor::OpenPart(const v1::IngestOptions& options) {
   if (calls_->draining->load()) return Refuse(Status::Unavailable("stratad is shutting down; retry on another node"));
   if (Status valid = ValidateIngestOptions(options); !valid.ok()) return Refuse(valid);
+  if (Status allowed = CheckRetentionRole(options); !allowed.ok()) return Refuse(allowed);
   part_options_ = options;
   calls_->coordinator->StartPart(options, [this](Result<std::unique_ptr<IngestSession>> session) {
     auto shared = std::make_shared<Result<std::unique_ptr<IngestSession>>>(std::move(session));

@@ -71,6 +71,9 @@ class IngestReactor final : public HandOffVisible<grpc::ServerReadReactor<v1::In
   void CommitPart(uint64_t expected_samples);
   // Sends the initial metadata that tells the client this node took the ingest.
   void Accept();
+  // PERMISSION_DENIED for keep_versions (it deletes versions) below an admin
+  // token, where tokens are checked (auth.h).
+  Status CheckRetentionRole(const v1::IngestOptions& options) const;
 
   const IngestCalls* const calls_;
   v1::IngestReply* const reply_;

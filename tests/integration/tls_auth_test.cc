@@ -15,6 +15,7 @@ namespace {
 
 constexpr const char* kWriterToken = "writer-token-0123456789abcdef";
 constexpr const char* kReaderToken = "reader-token-0123456789abcdef";
+constexpr const char* kAdminToken = "admin-token-0123456789abcdef";
 
 // Runs openssl; fails the test (and returns false) if it does not exit 0.
 bool OpenSsl(std::vector<std::string> args) {
@@ -60,8 +61,8 @@ class TlsAuthTest : public ::testing::Test {
     ca_->Issue("expired", "trainer", -1);
     other_ = new TestCa(*dir_, "other-ca");
     other_->Issue("stranger", "node-1");  // names a node, but signed by another CA
-    WriteFile(dir_->Join("tokens"),
-              std::string("# role token\nwriter ") + kWriterToken + " ci\nreader " + kReaderToken + " trainers\n");
+    WriteFile(dir_->Join("tokens"), std::string("# role token\nwriter ") + kWriterToken + " ci\nreader " +
+                                        kReaderToken + " trainers\nadmin " + kAdminToken + " ops\n");
     StratadProcess::Options o;
     o.data_dir = dir_->Join("data");
     o.extra_args = {"--tls-cert", ca_->Pem("node-1"), "--tls-key",          ca_->Key("node-1"), "--tls-client-ca",
@@ -191,6 +192,33 @@ TEST_F(TlsAuthTest, TokensAndRoles) {
     for (size_t i = 0; i < b.size(); ++i) EXPECT_TRUE(seen.insert(b.ids()[i]).second) << b.ids()[i];
   }
   EXPECT_EQ(seen.size(), 500u);
+}
+
+// Retention deletes versions, as `strata rm` does: a writer's ingest with
+// keep_versions is refused before anything is stored; an admin's deletes.
+TEST_F(TlsAuthTest, RetentionNeedsAnAdminToken) {
+  auto writer = Client::Connect(server_->address(), Options("trainer", kWriterToken));
+  ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+  const uint64_t first = IngestSynthetic(*writer.value(), "kept", 50, 2).dataset.version;
+  ASSERT_GT(first, 0u);
+  SyntheticIngest how;
+  how.options.keep_versions = 1;
+  auto refused = TryIngestSynthetic(*writer.value(), "kept", 50, how);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kPermissionDenied) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("needs admin"), std::string::npos) << refused.status().ToString();
+  const auto state = [&](Client& c, uint64_t version) {
+    auto d = c.Describe("kept@" + std::to_string(version));
+    return d.ok() ? d->dataset.state : VersionState::kUnspecified;
+  };
+  EXPECT_EQ(state(*writer.value(), first), VersionState::kSealed) << "the writer deleted a version";
+
+  auto admin = Client::Connect(server_->address(), Options("trainer", kAdminToken));
+  ASSERT_TRUE(admin.ok()) << admin.status().ToString();
+  auto kept = TryIngestSynthetic(*admin.value(), "kept", 50, how);
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_EQ(state(*admin.value(), first), VersionState::kDeleted) << "retention deleted nothing";
+  EXPECT_EQ(state(*admin.value(), kept->dataset.version), VersionState::kSealed);
 }
 
 // TLS and tokens without mTLS: nothing identifies a node, so the peer service
