@@ -143,6 +143,9 @@ Result<std::unique_ptr<IngestSession>> IngestCoordinator::Start(const v1::Ingest
     auto number = d_.numbers->Next(ref->name, self);
     if (!number.ok()) return number.status();
     o.set_dataset(ref->name + "@" + std::to_string(number.value()));
+  } else if (ref->version && d_.deleter != nullptr) {
+    // An explicit number below the newest: retention would not keep it.
+    STRATA_RETURN_IF_ERROR(d_.deleter->CheckRetention(ref->name, *ref->version, o.keep_versions()));
   }
   if (d_.disk != nullptr) STRATA_RETURN_IF_ERROR(d_.disk->CheckWritable("the ingest of " + ref->name));
   return IngestSession::Open(o, d_.catalog, d_.dir, d_.metrics, limits_, Observer(o), self);

@@ -155,7 +155,8 @@ void IngestReplication::BeforeSeal(std::function<void(Status)> done) {
 void IngestReplication::AfterSeal(const v1::VersionRecord& sealed) {
   if (map_.nodes_size() > 1) versions_->Broadcast(sealed.info().name(), sealed.info().version());
   if (deleter_ != nullptr && sealed.info().keep_versions() > 0) {
-    auto deleted = deleter_->ApplyRetention(sealed.info().name(), sealed.info().keep_versions());
+    auto deleted =
+        deleter_->ApplyRetention(sealed.info().name(), sealed.info().keep_versions(), sealed.info().version());
     if (!deleted.ok())
       spdlog::warn("after sealing {}@{}: {}", sealed.info().name(), sealed.info().version(),
                    deleted.status().ToString());

@@ -18,18 +18,46 @@ Result<VersionDeleter::Deleted> VersionDeleter::Delete(const std::string& name, 
   return Deleted{tombstone->info(), std::move(sent.told), std::move(sent.pending)};
 }
 
-Result<std::vector<uint64_t>> VersionDeleter::ApplyRetention(const std::string& name, uint32_t keep) {
-  std::vector<uint64_t> doomed;
-  if (keep == 0) return doomed;
-  auto versions = catalog_->ListVersions(/*include_unsealed=*/false);
+namespace {
+
+// The sealed versions of `name` this node knows, ascending.
+Result<std::vector<uint64_t>> SealedVersions(Catalog& catalog, const std::string& name) {
+  auto versions = catalog.ListVersions(/*include_unsealed=*/false);
   if (!versions.ok()) return versions.status();
   std::vector<uint64_t> sealed;
   for (const auto& v : versions.value()) {
     if (v.info().name() == name) sealed.push_back(v.info().version());
   }
   std::sort(sealed.begin(), sealed.end());
-  if (sealed.size() <= keep) return doomed;
-  doomed.assign(sealed.begin(), sealed.end() - keep);
+  return sealed;
+}
+
+}  // namespace
+
+Status VersionDeleter::CheckRetention(const std::string& name, uint64_t version, uint32_t keep) {
+  if (keep == 0) return Status::OK();
+  auto sealed = SealedVersions(*catalog_, name);
+  if (!sealed.ok()) return sealed.status();
+  const auto above = static_cast<size_t>(sealed->end() - std::upper_bound(sealed->begin(), sealed->end(), version));
+  if (above < keep) return Status::OK();
+  return Status::FailedPrecondition("keep_versions " + std::to_string(keep) + " keeps the newest sealed versions of '" +
+                                    name + "', and " + std::to_string(above) + " are above version " +
+                                    std::to_string(version) + " (the newest is " + std::to_string(sealed->back()) +
+                                    "): it would not be kept. Ingest it without keep_versions, or as a version "
+                                    "above " +
+                                    std::to_string(sealed->back()));
+}
+
+Result<std::vector<uint64_t>> VersionDeleter::ApplyRetention(const std::string& name, uint32_t keep,
+                                                             uint64_t sealed_version) {
+  std::vector<uint64_t> doomed;
+  if (keep == 0) return doomed;
+  auto sealed = SealedVersions(*catalog_, name);
+  if (!sealed.ok()) return sealed.status();
+  if (sealed->size() <= keep) return doomed;
+  for (auto it = sealed->begin(); it != sealed->end() - keep; ++it) {
+    if (*it != sealed_version) doomed.push_back(*it);
+  }
   for (uint64_t v : doomed) {
     auto deleted = Delete(name, v);
     if (!deleted.ok())

@@ -44,8 +44,14 @@ class VersionDeleter {
   Result<Deleted> Delete(const std::string& name, uint64_t version);
 
   // Deletes the sealed versions of `name` older than its newest `keep` sealed
-  // ones (keep 0: none). Returns the numbers deleted, in ascending order.
-  Result<std::vector<uint64_t>> ApplyRetention(const std::string& name, uint32_t keep);
+  // ones (keep 0: none), but never `sealed` (the version whose seal applies
+  // the retention, which an explicit lower number may rank below them).
+  // Returns the numbers deleted, in ascending order.
+  Result<std::vector<uint64_t>> ApplyRetention(const std::string& name, uint32_t keep, uint64_t sealed);
+
+  // FailedPrecondition when sealing `name`@`version` with retention `keep`
+  // (0: OK) would not keep it: `keep` or more sealed versions are above it.
+  Status CheckRetention(const std::string& name, uint64_t version, uint32_t keep);
 
  private:
   Catalog* const catalog_;

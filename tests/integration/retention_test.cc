@@ -167,6 +167,31 @@ TEST_F(RetentionTest, KeepVersionsKeepsTheNewestK) {
   }
 }
 
+// Retention keeps the newest sealed versions: a version named below them
+// with keep_versions would be deleted by its own seal, so it is refused
+// before anything is stored; one that ranks among them keeps the newest K.
+TEST_F(RetentionTest, KeepVersionsRefusesAVersionItWouldNotKeep) {
+  LocalCluster& cluster = *cluster_;
+  auto client = cluster.Connect(0);
+  ASSERT_NE(client, nullptr);
+  ASSERT_EQ(Ingest3(*client, "low@10", 50).dataset.version, 10u);
+  SyntheticIngest how{.labels = 4, .replication = 3, .shard_target_bytes = 16 << 10};
+  how.options.keep_versions = 1;
+  auto refused = TryIngestSynthetic(*client, "low@5", 50, how);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kFailedPrecondition) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("would not be kept"), std::string::npos) << refused.status().ToString();
+  how.options.keep_versions = 2;  // 10 and 7 are the newest two: 7 is kept, nothing older exists
+  ASSERT_TRUE(TryIngestSynthetic(*client, "low@7", 50, how).ok());
+  how.options.keep_versions = 0;
+  ASSERT_TRUE(TryIngestSynthetic(*client, "low@3", 50, how).ok());
+  how.options.keep_versions = 2;  // 8 and 10 stay; 3 and 7 go
+  ASSERT_TRUE(TryIngestSynthetic(*client, "low@8", 50, how).ok());
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(Eventually([&] { return Listed(cluster, i, "low") == std::set<uint64_t>{8, 10}; }, 30s)) << i;
+  }
+}
+
 TEST_F(RetentionTest, AStreamOpenOnADeletedVersionEndsWithFailedPrecondition) {
   LocalCluster& cluster = *cluster_;
   auto client = cluster.Connect(0, /*stall_ms=*/10000);
