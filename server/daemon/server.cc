@@ -216,7 +216,7 @@ Status Server::Recover() {
   return Status::OK();
 }
 
-// The options both ports share: message sizes and keepalives.
+// The options both ports share: message sizes, keepalives, an exclusive port.
 void Server::SetServerOptions(grpc::ServerBuilder* b) const {
   grpc::ServerBuilder& builder = *b;
   builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
@@ -232,6 +232,10 @@ void Server::SetServerOptions(grpc::ServerBuilder* b) const {
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10 * 1000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  // gRPC binds with SO_REUSEPORT by default: a second stratad on a port this
+  // one holds would then start and take half its connections. Without it,
+  // that second one fails to listen, saying so.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
 }
 
 // The peer address this node advertises: empty without --peer-listen; the

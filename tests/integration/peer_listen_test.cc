@@ -57,6 +57,27 @@ TEST(PeerListenTest, NonLoopbackPeerPortNeedsTlsAndTokens) {
   EXPECT_NE((r.out + r.err).find("refusing to serve 0.0.0.0:0"), std::string::npos) << r.out << r.err;
 }
 
+// A port another stratad serves is in use: a second one (gRPC would share
+// it through SO_REUSEPORT and take half its connections) fails to start,
+// saying so, on the data port and on the peer port alike.
+TEST(PeerListenTest, APortAnotherStratadServesIsRefused) {
+  LocalCluster::Options o;
+  o.nodes = 1;
+  LocalCluster cluster(o);
+  TempDir dir;
+  for (const std::string flag : {"--listen", "--peer-listen"}) {
+    std::vector<std::string> args = {StratadBinary(), "--node-id",        "imposter", "--data-dir",
+                                     dir.Join(flag),  "--metrics-listen", ""};
+    if (flag != "--listen") args.insert(args.end(), {"--listen", "127.0.0.1:0"});
+    args.insert(args.end(), {flag, cluster.Address(0)});
+    CommandResult r = RunCommand(args, 30);
+    EXPECT_NE(r.exit_code, 0) << flag << ": " << r.out << r.err;
+    EXPECT_NE((r.out + r.err).find("cannot listen on " + cluster.Address(0)), std::string::npos)
+        << flag << ": " << r.out << r.err;
+  }
+  EXPECT_TRUE(PingAt(cluster.Address(0)).ok());
+}
+
 // Ingests with replication 2 (shards pushed over the peer service) and streams
 // one epoch on 3 ranks through node 0, which reads the shards it lacks from
 // the others over the peer service: every sample exactly once.
