@@ -15,6 +15,7 @@
 #include "client/client_internal.h"
 #include "client/proto_convert.h"
 #include "common/grpc_status.h"
+#include "common/input_limits.h"
 #include "common/utf8.h"
 #include "strata/v1/admin.grpc.pb.h"
 #include "strata/v1/data.grpc.pb.h"
@@ -24,8 +25,7 @@ namespace strata::client_internal {
 namespace {
 
 constexpr size_t kMessageTargetBytes = size_t{1} << 20;
-// Far above any sensible sample, and below the server's message limit.
-constexpr size_t kMaxSampleBytes = size_t{64} << 20;
+constexpr size_t kMaxSampleBytes = InputLimits::kMaxSampleBytes;
 
 // Protobuf string fields must hold UTF-8; say which text is not.
 Status CheckUtf8(const Sample& sample) {

@@ -36,6 +36,9 @@ struct InputLimits {
   static constexpr size_t kMaxWorkSteps = 4096;                // StreamRequest.work: steps in one request
   static constexpr size_t kMaxWorkIds = 1u << 22;              // StreamRequest.work: samples in one request
   static constexpr size_t kQuotedPrefixBytes = 40;
+  // A sample's bytes: far above any sensible sample, below the server's
+  // message limit. Sources stop reading a file or tar member past it.
+  static constexpr size_t kMaxSampleBytes = size_t{64} << 20;
 };
 
 // 'abc' for a short value; 'abcdefgh…' (104857600 bytes) for a long one.

@@ -18,6 +18,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The deepest nesting a manifest line may hold (an object with a list of
+// lists is 3).
+constexpr int kMaxJsonDepth = 64;
+
 struct ManifestRow {
   uint64_t line = 0;  // 1-based line where the row starts
   std::string path;   // as written
@@ -188,8 +192,19 @@ class JsonlRowReader final : public RowReader {
     while (lines_.Next(&line)) {
       if (IsBlank(line)) continue;
       const std::string where = Where(path_, lines_.line_number());
-      nlohmann::json object = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      // Attributes nested deeper than anyone labels data are refused: turning
+      // one back into text recurses once per level.
+      bool too_deep = false;
+      const auto depth_limit = [&too_deep](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+        too_deep = too_deep || depth > kMaxJsonDepth;
+        return true;
+      };
+      nlohmann::json object = nlohmann::json::parse(line, depth_limit, /*allow_exceptions=*/false);
       if (object.is_discarded()) return Status::InvalidArgument(where + ": malformed JSON");
+      if (too_deep) {
+        return Status::InvalidArgument(where + ": JSON nested more than " + std::to_string(kMaxJsonDepth) +
+                                       " levels deep");
+      }
       if (!object.is_object()) return Status::InvalidArgument(where + ": expected a JSON object");
       row->line = lines_.line_number();
       row->path.clear();

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 
 namespace strata {
@@ -314,6 +315,22 @@ TEST(JsonlManifestTest, MalformedLineNamesItsNumber) {
   EXPECT_THAT(d.status.message(), HasSubstr("m.jsonl line 3"));
 }
 
+// A line nested deeper than any label needs is refused, naming the line;
+// 200,000 levels used to overflow the stack turning the attribute into text.
+TEST(JsonlManifestTest, DeepNestingIsRefused) {
+  TempDir tmp;
+  WriteFile(tmp.Join("a.jpg"), "a");
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  WriteFile(tmp.Join("m.jsonl"), "{\"path\": \"a.jpg\", \"x\": " + deep + "}\n");
+  Drained d = ReadAll(tmp.Join("m.jsonl"));
+  EXPECT_EQ(d.status.code(), Code::kInvalidArgument);
+  EXPECT_THAT(d.status.message(), HasSubstr("line 1: JSON nested more than 64 levels deep"));
+  // Nesting that data carries is kept as its text.
+  WriteFile(tmp.Join("m.jsonl"), "{\"path\": \"a.jpg\", \"x\": [[1], {\"y\": [2]}]}\n");
+  d = ReadAll(tmp.Join("m.jsonl"));
+  EXPECT_TRUE(d.status.ok()) << d.status.ToString();
+}
+
 TEST(JsonlManifestTest, PathIsRequiredAndObjectsOnly) {
   TempDir tmp;
   WriteFile(tmp.Join("m.jsonl"), "{\"label\": \"x\"}\n");
@@ -490,6 +507,28 @@ TEST(TarSourceTest, GarbageIsInvalidArgument) {
   const Drained d = ReadAll(tmp.Join("junk.tar"));
   EXPECT_EQ(d.status.code(), Code::kInvalidArgument);
   EXPECT_THAT(d.status.message(), HasSubstr("truncated or damaged tar archive"));
+}
+
+// A sparse member declares any size in a few blocks of archive: one past a
+// sample's limit is refused before its bytes are held (a 1 TiB member used to
+// end in bad_alloc), and so is a file of a folder.
+TEST(TarSourceTest, AMemberLargerThanASampleMayBeIsRefusedUnread) {
+  TempDir tmp;
+  std::filesystem::create_directories(tmp.Join("big/c"));
+  const std::string file = tmp.Join("big/c/s.bin");
+  WriteFile(file, "x");
+  ASSERT_EQ(::truncate(file.c_str(), off_t{1} << 40), 0);
+  const std::string tar = tmp.Join("sparse.tar");
+  const testing::CommandResult made =
+      testing::RunCommand({"/usr/bin/tar", "--sparse", "-cf", tar, "-C", tmp.Join("big/c"), "s.bin"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  ASSERT_LT(std::filesystem::file_size(tar), 1u << 20);
+  Drained d = ReadAll(tar);
+  EXPECT_EQ(d.status.code(), Code::kInvalidArgument) << d.status.ToString();
+  EXPECT_THAT(d.status.message(), HasSubstr("member \"s.bin\" is 1048576 MiB; samples may be at most 64 MiB"));
+  d = ReadAll(tmp.Join("big"));
+  EXPECT_EQ(d.status.code(), Code::kInvalidArgument) << d.status.ToString();
+  EXPECT_THAT(d.status.message(), HasSubstr("s.bin is 1048576 MiB; samples may be at most 64 MiB"));
 }
 
 }  // namespace
