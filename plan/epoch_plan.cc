@@ -112,10 +112,14 @@ Result<EpochPlan> EpochPlan::Create(const DatasetShape& shape, const v1::Sampler
     sampler_ptr = std::move(own).value();
   }
   if (sampler_ptr->num_steps() == 0) {
-    return Status::InvalidArgument("the epoch is empty: dataset " + shape.name + "@" + std::to_string(shape.version) +
-                                   " has " + std::to_string(shape.num_samples) +
-                                   " samples, fewer than one global batch of " + std::to_string(spec.global_batch) +
-                                   ", and the remainder policy drops it");
+    // The weighted sampler's epoch may be set apart from the dataset's size.
+    const bool own_size = sampler.kind() == v1::SamplerSpec::WEIGHTED && sampler.epoch_samples() != 0;
+    const std::string too_small = own_size
+                                      ? "the weighted sampler's epoch has " + std::to_string(sampler.epoch_samples())
+                                      : "dataset " + shape.name + "@" + std::to_string(shape.version) + " has " +
+                                            std::to_string(shape.num_samples);
+    return Status::InvalidArgument("the epoch is empty: " + too_small + " samples, fewer than one global batch of " +
+                                   std::to_string(spec.global_batch) + ", and the remainder policy drops it");
   }
   return EpochPlan(std::move(sampler_ptr), batch_size, world, PlanHash(shape, spec));
 }

@@ -180,6 +180,22 @@ TEST(WeightedSamplerTest, EpochSamplesSetsTheLengthAndTheShortLastBatch) {
   CheckQuotaEpoch(d, drop, RunEpoch(drop));
 }
 
+// An epoch the remainder empties names what is too small: here the
+// sampler's epoch, not the dataset, which holds more than a global batch.
+TEST(WeightedSamplerTest, AnEmptyEpochNamesItsEpochSamples) {
+  const Dataset d = RareClass();
+  ASSERT_GT(d.shape.num_samples, 4u);
+  v1::SamplerSpec spec = Weighted();
+  spec.set_epoch_samples(3);
+  auto plan = EpochPlan::Create(d.shape, spec, 3, 1, 2, 2, v1::REMAINDER_DROP);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(
+      plan.status().message().find("the weighted sampler's epoch has 3 samples, fewer than one global batch of 4"),
+      std::string::npos)
+      << plan.status().message();
+}
+
 TEST(WeightedSamplerTest, UnnamedStrataAreLeftOut) {
   const Dataset d = RareClass();
   v1::SamplerSpec spec = Weighted();

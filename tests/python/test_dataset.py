@@ -74,6 +74,42 @@ def test_state_dict_resumes_mid_epoch(server, synthetic):
     assert sorted(i for b in ids_of(again) for i in b) == list(range(SYNTHETIC_SAMPLES))
 
 
+def test_set_epoch_after_load_state_dict_resumes_that_epoch(server, synthetic):
+    """The README's loop: load_state_dict(ckpt), then set_epoch(e) for e from
+    ckpt's epoch on. The interrupted epoch continues (each sample once); a
+    set_epoch to another epoch, or once iterated, starts from the start."""
+    full = ids_of(StrataDataset(server.address, synthetic, batch_size=50, seed=3, epoch=1))
+    ds = StrataDataset(server.address, synthetic, batch_size=50, seed=3, epoch=1)
+    first = []
+    for item in ds.loader():
+        first.append(item["ids"].tolist())
+        if len(first) == 7:
+            state = ds.state_dict()
+            break
+    restored = StrataDataset(server.address, synthetic, batch_size=50, seed=3)
+    restored.load_state_dict(state)
+    restored.set_epoch(1)
+    rest = ids_of(restored.loader())
+    assert first + rest == full
+    restored.set_epoch(1)  # iterated since the load: the epoch again, whole
+    assert ids_of(restored.loader()) == full
+    other = StrataDataset(server.address, synthetic, batch_size=50, seed=3)
+    other.load_state_dict(state)
+    other.set_epoch(2)  # another epoch: the loaded position does not carry over
+    assert sorted(i for b in ids_of(other.loader()) for i in b) == list(range(SYNTHETIC_SAMPLES))
+
+
+@pytest.mark.parametrize("epoch_samples", [333, 5000])
+def test_len_counts_the_plans_steps(server, synthetic, epoch_samples):
+    """len() is the number of steps the epoch has, also where the sampler's
+    epoch_samples (fewer or more than the dataset holds) sets it."""
+    sampler = {"kind": "WEIGHTED", "epoch_samples": epoch_samples}
+    ds = StrataDataset(server.address, synthetic, batch_size=10, seed=4, sampler=sampler)
+    assert len(ds) == (epoch_samples + 9) // 10
+    assert len(list(ds)) == len(ds)
+    assert len(StrataDataset(server.address, synthetic, batch_size=10, sampler="stratified")) == SYNTHETIC_SAMPLES // 10
+
+
 def test_iterating_again_replays_the_epoch(server, synthetic):
     ds = StrataDataset(server.address, synthetic, batch_size=128, seed=1)
     assert ids_of(ds) == ids_of(ds)

@@ -214,23 +214,40 @@ class StrataDataset(torch.utils.data.IterableDataset):
         return self._client
 
     def set_epoch(self, epoch):
-        """Iterate `epoch` next, from its start (as DistributedSampler.set_epoch)."""
+        """Iterate `epoch` next (as DistributedSampler.set_epoch): from its start,
+        or, when a state of this very epoch was loaded with load_state_dict and
+        not yet iterated, from where that state left off. So the usual loop,
+        load_state_dict(ckpt) and then set_epoch(e) for e from ckpt's epoch,
+        resumes the interrupted epoch instead of starting it again."""
+        if epoch != self.epoch:
+            self._resume_token = None
         self.epoch = epoch
-        self._resume_token = None
         self._position = None
 
     def __len__(self):
-        """Steps this rank gets in an epoch (an upper bound with drop_last=False: a
-        short last global batch may leave a rank one step fewer); with
-        per_sample, those steps times batch_size. Computed once, with a
-        short-lived client, so that forked workers inherit no connection."""
+        """Steps in an epoch, which every rank iterates (a rank left without
+        samples in a short last step gets an empty batch); with per_sample,
+        those steps times batch_size (an upper bound: the last step may be
+        short). Computed once, with a short-lived client, so that forked workers
+        inherit no connection: from the dataset's size for the default shuffle,
+        and from the plan's first batch for other samplers, whose epoch_samples
+        or min_per_batch change the number of steps."""
         if self._len is None:
-            samples = strata.Client(self.address, connect_timeout_ms=self.connect_timeout_ms).describe(
-                self.dataset)["dataset"]["samples"]
-            global_batch = self.batch_size * self.world
-            steps = samples // global_batch
-            if not self.drop_last and samples % global_batch:
-                steps += 1
+            client = strata.Client(self.address, connect_timeout_ms=self.connect_timeout_ms)
+            if self.sampler is None or self.sampler == "shuffle":
+                samples = client.describe(self.dataset)["dataset"]["samples"]
+                global_batch = self.batch_size * self.world
+                steps = samples // global_batch
+                if not self.drop_last and samples % global_batch:
+                    steps += 1
+            else:
+                stream = client.stream(self.dataset, self.batch_size, seed=self.seed, epoch=self.epoch, max_steps=1,
+                                       **self._options())
+                try:
+                    first = next(stream, None)
+                    steps = first.steps_in_epoch if first is not None else 0
+                finally:
+                    stream.close()
             self._len = steps
         return self._len * self.batch_size if self.per_sample else self._len
 
