@@ -424,7 +424,7 @@ Command AddIngestCommand(CLI::App& parent) {
   app->add_option("--keep-versions", args->keep_versions,
                   "Retention: once this version seals, delete the dataset's older sealed versions beyond the "
                   "newest K (this one included), on every node, as `strata rm` does; recorded with the version "
-                  "(describe shows it). Default: keep every version")
+                  "(describe shows it). Needs an admin token where tokens are on. Default: keep every version")
       ->type_name("K")
       ->check(CLI::Range(1u, 1000000u));
   auto* writers = app->add_option("--writers", args->writers,
