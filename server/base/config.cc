@@ -268,7 +268,9 @@ void AddConfigFlags(CLI::App& app, NodeFlags* flags) {
            names, [flags, key](const std::string& text) { flags->values[key] = text; },
            std::string(f.help) + (def.empty() ? "" : " (default " + def + ")"))
         ->type_name(std::visit(TypeName{}, f.ref(probe)))
-        ->group(key.rfind("cluster.", 0) == 0 ? "Cluster" : "Node");
+        ->group(key.rfind("cluster.", 0) == 0                       ? "Cluster"
+                : key.rfind("tls.", 0) == 0 || key == "auth_tokens" ? "Security"
+                                                                    : "Node");
   }
 }
 

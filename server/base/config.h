@@ -81,6 +81,13 @@ struct NodeConfig {
   // key): the node reports this many bytes free instead of what statvfs says.
   // 0: the real figure.
   uint64_t test_disk_free_bytes = 0;
+  // TLS and bearer tokens (server/base/security_config.h, docs/security.md):
+  // PEM files and the token file; empty: none. `--insecure`, the opt-out from
+  // them, is a flag only, never a file's setting.
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;
+  std::string auth_tokens;
   ClusterConfig cluster;
 };
 

@@ -1,7 +1,10 @@
 // The table of stratad's settings: each row is one field of NodeConfig, its
 // YAML key, its help and its validation. The flag, the YAML reader and the
 // README's reference all come from here (server/base/config.cc).
+#include <unistd.h>
+
 #include <cctype>
+#include <filesystem>
 #include <set>
 
 #include "common/input_limits.h"
@@ -122,6 +125,16 @@ Status CheckFailureTimeout(const NodeConfig& c) {
   if (c.cluster.failure_timeout_ms < c.cluster.heartbeat_interval_ms) {
     return Invalid("cluster.failure_timeout_ms must be at least cluster.heartbeat_interval_ms");
   }
+  return Status::OK();
+}
+
+// A file named by a setting: empty, or a file this process can read. (Which
+// go together, and whether they parse, the server checks: tls_credentials.h.)
+Status CheckReadableFile(const std::string& path, const std::string& key) {
+  if (path.empty()) return Status::OK();
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return Invalid(key + ": " + path + " is not a file");
+  if (::access(path.c_str(), R_OK) != 0) return Invalid(key + ": " + path + " cannot be read");
   return Status::OK();
 }
 
@@ -302,6 +315,20 @@ const std::vector<ConfigField>& ConfigFields() {
        nullptr},
       {"cluster.scrub_bytes_per_sec", nullptr, nullptr, "background checksum verification rate; `0` disables",
        STRATA_REF(cluster.scrub_bytes_per_sec), nullptr, nullptr},
+      {"tls.cert", nullptr, "none",
+       "serve TLS with this PEM certificate chain (also the node's client certificate to other nodes and etcd)",
+       STRATA_REF(tls_cert), [](const NodeConfig& c) { return CheckReadableFile(c.tls_cert, "tls.cert"); }, nullptr},
+      {"tls.key", nullptr, "none", "the PEM private key of `tls.cert`", STRATA_REF(tls_key),
+       [](const NodeConfig& c) { return CheckReadableFile(c.tls_key, "tls.key"); }, nullptr},
+      {"tls.client_ca", nullptr, "none",
+       "require client certificates signed by this CA (mutual TLS); the peer service then takes only a certificate "
+       "whose CN or a SAN is a member's node id",
+       STRATA_REF(tls_client_ca),
+       [](const NodeConfig& c) { return CheckReadableFile(c.tls_client_ca, "tls.client_ca"); }, nullptr},
+      {"auth_tokens", nullptr, "none",
+       "bearer tokens with roles, a `<reader|writer|admin> <token>` line each (needs TLS); re-read on SIGHUP",
+       STRATA_REF(auth_tokens), [](const NodeConfig& c) { return CheckReadableFile(c.auth_tokens, "auth_tokens"); },
+       nullptr},
   };
   return kFields;
 }

@@ -1,6 +1,7 @@
 // stratad's security settings: TLS files, the token file, and the explicit
-// opt-out for an open port. Kept apart from NodeConfig for now (flags only;
-// to be folded into the config table).
+// opt-out for an open port, as the server takes them. The files are settings
+// of NodeConfig (tls.cert, tls.key, tls.client_ca, auth_tokens: in the YAML
+// file or as flags); the opt-out is stratad's --insecure flag alone.
 //
 // Safe by default: a server whose --listen is not a loopback address refuses
 // to start without TLS and a token file unless `insecure` is set.

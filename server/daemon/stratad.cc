@@ -39,22 +39,11 @@ int RunStratad(int argc, char** argv) {
   bool print_reference = false;
   app.add_flag("--print-config-reference", print_reference,
                "print the table of settings (key, flag, default, meaning) in Markdown, as README.md has it, and exit");
-  SecurityConfig security;
-  app.add_option("--tls-cert", security.tls.cert,
-                 "serve TLS with this PEM certificate chain (also this node's "
-                 "client certificate to other nodes)")
-      ->check(CLI::ExistingFile);
-  app.add_option("--tls-key", security.tls.key, "the PEM private key of --tls-cert")->check(CLI::ExistingFile);
-  app.add_option("--tls-client-ca", security.tls.client_ca,
-                 "require client certificates signed by this CA (mutual TLS); the peer service then accepts only "
-                 "certificates whose CN or a subject alternative name is a cluster node's id")
-      ->check(CLI::ExistingFile);
-  app.add_option("--auth-tokens", security.auth_tokens,
-                 "bearer tokens with roles, one '<reader|writer|admin> <token>' a line; re-read on SIGHUP")
-      ->check(CLI::ExistingFile);
+  SecurityConfig security;  // the files come from the config (tls.*, auth_tokens); the opt-out only from here
   app.add_flag("--insecure", security.insecure,
                "serve a non-loopback address without TLS and tokens (anyone who reaches the port can read, write "
-               "and delete data)");
+               "and delete data); a flag only, never a config file's setting")
+      ->group("Security");
   // Test only (hidden from --help): report this many bytes free on the data
   // directory's file system, so tests can cross the disk watermarks without
   // filling a disk.
@@ -84,6 +73,10 @@ int RunStratad(int argc, char** argv) {
     }
     config->test_disk_free_bytes = bytes.value();
   }
+  security.tls.cert = config->tls_cert;
+  security.tls.key = config->tls_key;
+  security.tls.client_ca = config->tls_client_ca;
+  security.auth_tokens = config->auth_tokens;
   SetUpLogging(config.value());
 
   // A peer or scraper that closes a connection stratad writes to must not

@@ -66,6 +66,11 @@ const Sample kSamples[] = {
     {"cluster.repair_bytes_per_sec", "cluster:\n  repair_bytes_per_sec: 64MiB\n", "128MiB"},
     {"cluster.repair_interval_ms", "cluster:\n  repair_interval_ms: 500\n", "700"},
     {"cluster.scrub_bytes_per_sec", "cluster:\n  scrub_bytes_per_sec: 0\n", "1MiB"},
+    // Files that exist: the settings check that they can be read.
+    {"tls.cert", "tls:\n  cert: /etc/passwd\n", "/etc/hosts"},
+    {"tls.key", "tls:\n  key: /etc/passwd\n", "/etc/hosts"},
+    {"tls.client_ca", "tls:\n  client_ca: /etc/passwd\n", "/etc/hosts"},
+    {"auth_tokens", "auth_tokens: /etc/passwd\n", "/etc/hosts"},
 };
 
 struct Equal {
@@ -219,6 +224,10 @@ const std::pair<const char*, const char*> kBadValues[] = {
     {"cluster.repair_bytes_per_sec", "1KiB"},
     {"peer_listen", "no-port"},
     {"cluster.repair_interval_ms", "1"},
+    {"tls.cert", "/nonexistent/node.pem"},
+    {"tls.key", "/etc"},
+    {"tls.client_ca", "/nonexistent/ca.pem"},
+    {"auth_tokens", "/nonexistent/tokens"},
 };
 
 TEST(ConfigFieldsTest, ABadValueNamesTheField) {
