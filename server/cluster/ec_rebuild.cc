@@ -246,10 +246,7 @@ Result<uint64_t> RebuildChunk(const RebuildDeps& d, const v1::DatasetInfo& info,
   DecodeOptions o;
   o.shard_checksums = &checksums;  // a damaged data shard is never a source
   if (limiter) {
-    o.pace_remote = [limiter](size_t n) {
-      limiter->Acquire(n);
-      return true;
-    };
+    o.pace_remote = [limiter](size_t n) { return limiter->Acquire(n); };
   }
   const auto decode_and_commit = [&](uint64_t* read, std::vector<uint32_t>* used) -> Status {
     auto out = DecodeChunk(d, info, bytes, file, o, read, used);

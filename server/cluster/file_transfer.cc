@@ -146,7 +146,10 @@ Status ReadFileChunks(const std::string& path, const v1::FileRef& file, RateLimi
       break;
     }
     if (n == 0 && !first) break;
-    if (limiter) limiter->Acquire(static_cast<uint64_t>(n));
+    if (limiter && !limiter->Acquire(static_cast<uint64_t>(n))) {
+      result = Status::Cancelled("sending " + path + " stopped: the node is stopping");
+      break;
+    }
     v1::FileChunk chunk;
     if (first) {
       *chunk.mutable_file() = file;
@@ -192,9 +195,12 @@ Result<uint64_t> PullFile(v1::PeerService::Stub* peer, const DataDir& dir, const
   uint64_t bytes = 0;
   Status local;
   while (reader->Read(&chunk)) {
-    if (limiter) limiter->Acquire(chunk.data().size());
-    bytes += chunk.data().size();
-    local = receiver.value()->Append(chunk.data());
+    if (limiter && !limiter->Acquire(chunk.data().size())) {
+      local = Status::Cancelled("fetching " + FileName(file) + " stopped: the node is stopping");
+    } else {
+      bytes += chunk.data().size();
+      local = receiver.value()->Append(chunk.data());
+    }
     if (!local.ok()) {
       context->TryCancel();
       while (reader->Read(&chunk)) {

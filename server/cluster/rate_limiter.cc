@@ -1,7 +1,6 @@
 #include "server/cluster/rate_limiter.h"
 
 #include <algorithm>
-#include <thread>
 
 #include "common/mutex.h"
 
@@ -13,18 +12,26 @@ RateLimiter::RateLimiter(uint64_t bytes_per_sec)
       tokens_(burst_),
       last_(std::chrono::steady_clock::now()) {}
 
-void RateLimiter::Acquire(uint64_t bytes) {
-  if (rate_ <= 0) return;
-  std::chrono::duration<double> wait{0};
-  {
-    MutexLock lock(&mu_);
-    const auto now = std::chrono::steady_clock::now();
-    tokens_ = std::min(burst_, tokens_ + std::chrono::duration<double>(now - last_).count() * rate_);
-    last_ = now;
-    tokens_ -= static_cast<double>(bytes);  // may go negative: the debt is the wait
-    if (tokens_ < 0) wait = std::chrono::duration<double>(-tokens_ / rate_);
-  }
-  if (wait.count() > 0) std::this_thread::sleep_for(wait);
+bool RateLimiter::Acquire(uint64_t bytes) {
+  MutexLock lock(&mu_);
+  if (stopped_) return false;
+  if (rate_ <= 0) return true;
+  const auto now = std::chrono::steady_clock::now();
+  tokens_ = std::min(burst_, tokens_ + std::chrono::duration<double>(now - last_).count() * rate_);
+  last_ = now;
+  tokens_ -= static_cast<double>(bytes);  // may go negative: the debt is the wait
+  if (tokens_ >= 0) return true;
+  const auto wait =
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(-tokens_ / rate_));
+  // Others acquire meanwhile (the lock is released while this waits): their
+  // debt adds to the bucket's, as when this slept outside the lock.
+  return !stopped_cv_.WaitUntil(&mu_, now + wait, [this]() REQUIRES(mu_) { return stopped_; });
+}
+
+void RateLimiter::Stop() {
+  MutexLock lock(&mu_);
+  stopped_ = true;
+  stopped_cv_.SignalAll();
 }
 
 }  // namespace strata

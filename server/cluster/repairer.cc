@@ -49,7 +49,10 @@ Repairer::~Repairer() { Stop(); }
 
 void Repairer::Start() { task_.Start(); }
 
-void Repairer::Stop() { task_.Stop(); }
+void Repairer::Stop() {
+  limiter_.Stop();  // copies waiting on the rate end now
+  task_.Stop();
+}
 
 void Repairer::Kick() { task_.Kick(); }
 

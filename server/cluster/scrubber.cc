@@ -35,7 +35,10 @@ void Scrubber::Start() {
   task_.Start();
 }
 
-void Scrubber::Stop() { task_.Stop(); }
+void Scrubber::Stop() {
+  limiter_.Stop();  // a slow rate's wait ends now, not at its piece's turn
+  task_.Stop();
+}
 
 std::chrono::milliseconds Scrubber::Step() {
   if (next_ >= pass_.size()) {  // a new pass
@@ -65,7 +68,7 @@ void Scrubber::Verify(const v1::FileRef& file) {
   // took a core from the streams just when a new dataset was first read).
   uint64_t verified = 0;
   const auto pace = [this, &verified](size_t piece) {
-    limiter_.Acquire(piece);
+    if (!limiter_.Acquire(piece)) return false;  // stopping
     verified += piece;
     return !task_.stopping();
   };
