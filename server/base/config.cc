@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <limits>
+#include <set>
 
 #include "common/units.h"
 
@@ -163,9 +164,11 @@ bool IsSection(const std::string& prefix) {
 Status ApplyMapping(const YAML::Node& map, const std::string& path, const std::string& prefix, NodeConfig* c) {
   const std::string here = prefix.empty() ? path : path + ": " + prefix;
   if (!map.IsMap()) return Bad(here, "expected a mapping of keys to values");
+  std::set<std::string> seen;  // yaml-cpp keeps a key given twice: the last would win unsaid
   for (const auto& kv : map) {
     std::string name;
     STRATA_RETURN_IF_ERROR(ReadScalarText(kv.first, "a key", &name).WithContext(here));
+    if (!seen.insert(name).second) return Bad(here, "key '" + name + "' is given twice");
     const std::string key = prefix.empty() ? name : prefix + "." + name;
     if (const ConfigField* f = FindField(key)) {
       Status s = std::visit([&](auto* member) { return ReadYaml(kv.second, member); }, f->ref(*c));

@@ -266,6 +266,16 @@ TEST(ConfigFieldsTest, ABadValueInTheFileNamesTheFileAndTheKey) {
   c = LoadFromArgs({}, dir.Join("n.yaml"));
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("unknown key 'repair_intervl_ms'"), std::string::npos) << c.status().ToString();
+  // A key given twice would have the last one win, unsaid.
+  WriteFile(dir.Join("n.yaml"), "listen: 127.0.0.1:1\nlisten: 127.0.0.1:2\n");
+  c = LoadFromArgs({}, dir.Join("n.yaml"));
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("key 'listen' is given twice"), std::string::npos) << c.status().ToString();
+  WriteFile(dir.Join("n.yaml"), "cluster:\n  name: a\n  name: b\n");
+  c = LoadFromArgs({}, dir.Join("n.yaml"));
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("cluster: key 'name' is given twice"), std::string::npos)
+      << c.status().ToString();
   WriteFile(dir.Join("n.yaml"), "cluster: 5\n");
   c = LoadFromArgs({}, dir.Join("n.yaml"));
   ASSERT_FALSE(c.ok());
