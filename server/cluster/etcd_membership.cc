@@ -167,9 +167,20 @@ Status EtcdMembership::Start() {
     started_ = true;
   }
   const auto deadline = std::chrono::steady_clock::now() + options_.start_timeout;
+  // A registration of this id at another address, still alive after one
+  // lease TTL, is a second process with this id: taking it over would drop
+  // the live node from the map.
+  const auto id_deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(std::max<uint32_t>(config_.lease_ttl_s, 1) + 1);
   Result<int64_t> revision = Status::Unavailable("not tried");
   while (true) {
-    revision = Register(0);
+    const Status free = CheckIdFree();
+    if (free.code() == Code::kFailedPrecondition) {
+      if (std::chrono::steady_clock::now() >= id_deadline) return free.WithContext("etcd membership");
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      continue;
+    }
+    revision = free.ok() ? Register(0) : Result<int64_t>(free);
     if (revision.ok()) break;
     const Code code = revision.status().code();
     const bool transient = code == Code::kUnavailable || code == Code::kDeadlineExceeded;
@@ -191,6 +202,18 @@ Status EtcdMembership::Start() {
   MutexLock lock(&mu_);
   cv_.Wait(&mu_, [this]() REQUIRES(mu_) { return first_pass_ || stopping_; });
   return Status::OK();
+}
+
+Status EtcdMembership::CheckIdFree() {
+  auto held = client_.Get(node_key_);
+  if (!held.ok()) return held.status();
+  if (held->kvs.empty()) return Status::OK();
+  v1::NodeInfo other;
+  if (!other.ParseFromString(held->kvs[0].value) || other.address() == self_.address()) return Status::OK();
+  return Status::FailedPrecondition("node id '" + self_.id() + "' is registered by a live node at " +
+                                    other.address().substr(0, 300) + " (this one is at " + self_.address() +
+                                    "): another stratad runs with this id. Give each node its own " +
+                                    "--node-id, or stop that one");
 }
 
 Result<int64_t> EtcdMembership::Register(int64_t previous_lease) {

@@ -351,6 +351,32 @@ TEST_F(EtcdMembershipTest, CrashedMemberGoesDownThenLeavesAndComesBackUp) {
               static_cast<long long>(up_ms));
 }
 
+// A second process with a live node's id, at another address, is refused
+// (after one lease TTL, in case the registration was a stopped one's): it
+// used to take the id over and drop the live node from the map. The same
+// address is a restart, taking over its own lingering registration at once.
+TEST_F(EtcdMembershipTest, ASecondNodeWithALiveNodesIdIsRefused) {
+  StartThree();
+  v1::NodeInfo imposter = Self(1);
+  imposter.set_address("127.0.0.1:7999");
+  EtcdMembership second(Config(kTtlS), imposter, Background());
+  const Status s = second.Start();
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition) << s.ToString();
+  EXPECT_NE(s.message().find("another stratad runs with this id"), std::string::npos) << s.ToString();
+  auto key = Client().Get("/strata/test/nodes/node-1");
+  ASSERT_TRUE(key.ok());
+  ASSERT_EQ(key->kvs.size(), 1u);
+  v1::NodeInfo held;
+  ASSERT_TRUE(held.ParseFromString(key->kvs[0].value));
+  EXPECT_EQ(held.address(), Self(1).address()) << "the live node's registration was taken over";
+
+  members_[2]->CrashForTesting();  // its registration lingers for the TTL
+  members_[2] = StartMember(3);    // the same address: a restart, not refused
+  for (const auto& m : members_) {
+    ASSERT_TRUE(WaitFor([&] { return AllUp(*m, ids_); }, std::chrono::seconds(10))) << m->Current().DebugString();
+  }
+}
+
 TEST_F(EtcdMembershipTest, StopRevokesSoOthersSeeTheNodeDownAtOnce) {
   constexpr uint32_t kLongTtl = 30;  // far longer than the wait below: only the revoke can explain it
   StartThree(kLongTtl);
