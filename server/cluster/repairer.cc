@@ -78,7 +78,17 @@ void Repairer::Round() {
   PullMissing(map);
   if (Stopping()) return;
   ReleaseExtras(map);
-  const ShardHealth health = CountShardHealth(*d_.catalog, *d_.files, d_.view->self_id(), map);
+  // Copies off placement count where a holder is down; the nodes asked
+  // for them are asked again at most every 30 s (and forgotten after 5 min).
+  std::erase_if(held_, [now = std::chrono::steady_clock::now()](const auto& h) {
+    return now - h.second.asked > std::chrono::minutes(5);
+  });
+  const ShardHealth health = CountShardHealth(
+      *d_.catalog, *d_.files, d_.view->self_id(), map, [this, &map](const std::string& id, const v1::FileRef& file) {
+        const v1::NodeInfo* n = FindNode(map, id);
+        return n != nullptr && !Stopping() &&
+               Holds(*n, file, std::chrono::steady_clock::now() - std::chrono::seconds(30));
+      });
   d_.metrics->shards_under_replicated.Set(static_cast<double>(health.under_replicated));
   d_.metrics->shards_missing.Set(static_cast<double>(health.missing));
 }
@@ -188,31 +198,34 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
   }
 }
 
+bool Repairer::Holds(const v1::NodeInfo& node, const v1::FileRef& file,
+                     std::chrono::steady_clock::time_point asked_since) {
+  const auto key = std::make_pair(node.id(), file.dataset() + "@" + std::to_string(file.version()));
+  auto it = held_.find(key);
+  if (it == held_.end() || it->second.asked < asked_since) {
+    Held h{std::chrono::steady_clock::now(), {}};
+    auto context = Context(kRpcTimeout);
+    v1::ListLocalFilesRequest request;
+    request.set_dataset(file.dataset());
+    request.set_version(file.version());
+    v1::ListLocalFilesReply reply;
+    if (d_.peers->Peer(node)->ListLocalFiles(context.get(), request, &reply).ok()) {
+      for (const auto& f : reply.files()) h.files.insert(LocalFiles::KeyOf(f.file()));
+    }
+    it = held_.insert_or_assign(key, std::move(h)).first;
+  }
+  return it->second.files.count(LocalFiles::KeyOf(file)) > 0;
+}
+
 void Repairer::ReleaseExtras(const v1::ClusterMap& map) {
   const bool all_up =
       std::all_of(map.nodes().begin(), map.nodes().end(), [](const auto& n) { return n.state() == v1::NODE_UP; });
   const auto settle = 4 * interval_;
   if (!all_up || std::chrono::steady_clock::now() - map_changed_at_ < settle) return;
-  // What each holder holds, per version, asked at most once per round.
+  // What each holder holds, per version, asked at most once this round.
   const PlacementSet members(PlacementMembers(map));
-  std::map<std::pair<std::string, std::string>, std::set<LocalFiles::Key>> held;  // (node, dataset@version)
-  auto holds = [&](const v1::NodeInfo& node, const v1::FileRef& file) {
-    const auto key = std::make_pair(node.id(), file.dataset() + "@" + std::to_string(file.version()));
-    auto it = held.find(key);
-    if (it == held.end()) {
-      std::set<LocalFiles::Key> files;
-      auto context = Context(kRpcTimeout);
-      v1::ListLocalFilesRequest request;
-      request.set_dataset(file.dataset());
-      request.set_version(file.version());
-      v1::ListLocalFilesReply reply;
-      if (d_.peers->Peer(node)->ListLocalFiles(context.get(), request, &reply).ok()) {
-        for (const auto& f : reply.files()) files.insert(LocalFiles::KeyOf(f.file()));
-      }
-      it = held.emplace(key, std::move(files)).first;
-    }
-    return it->second.count(LocalFiles::KeyOf(file)) > 0;
-  };
+  const auto round_start = std::chrono::steady_clock::now();
+  auto holds = [&](const v1::NodeInfo& node, const v1::FileRef& file) { return Holds(node, file, round_start); };
   const std::vector<v1::FileRef> extras = ExtraFiles(*d_.catalog, *d_.files, d_.view->self_id(), map);
   d_.metrics->rebalance_pass_queued.Set(static_cast<double>(extras.size()));
   d_.metrics->rebalance_pass_done.Set(0);

@@ -80,6 +80,10 @@ class Repairer {
   void SyncCatalog(const v1::ClusterMap& map);
   void PullMissing(const v1::ClusterMap& map);
   void ReleaseExtras(const v1::ClusterMap& map);
+  // Whether `node` holds `file`: its ListLocalFiles of the file's version
+  // (nothing if it does not answer), asked again unless asked since
+  // `asked_since`. Only the repair loop's thread calls it.
+  bool Holds(const v1::NodeInfo& node, const v1::FileRef& file, std::chrono::steady_clock::time_point asked_since);
   bool Stopping() const;
   Status ReleaseFile(const v1::FileRef& file);
 
@@ -95,6 +99,12 @@ class Repairer {
   // When the map's member set last changed (release waits for it to settle).
   uint64_t last_epoch_ = 0;
   std::chrono::steady_clock::time_point map_changed_at_{};
+  // Other nodes' inventories by (node, dataset@version), with when asked.
+  struct Held {
+    std::chrono::steady_clock::time_point asked;
+    std::set<LocalFiles::Key> files;
+  };
+  std::map<std::pair<std::string, std::string>, Held> held_;
   // Last: stopped (and so idle) before the members its rounds use go.
   PeriodicTask task_;
 };

@@ -1,5 +1,7 @@
 #include "server/cluster/shard_health.h"
 
+#include <algorithm>
+
 #include "common/placement.h"
 #include "server/cluster/file_placement.h"
 #include "server/cluster/membership.h"
@@ -8,23 +10,35 @@
 namespace strata {
 
 ShardHealth CountShardHealth(const Catalog& catalog, const LocalFiles& files, const std::string& self,
-                             const v1::ClusterMap& map) {
+                             const v1::ClusterMap& map, const HeldBy& held_by) {
   ShardHealth out;
   const PlacementSet members(PlacementMembers(map));
   const auto versions = catalog.ListVersions(/*include_unsealed=*/false).value_or({});
   for (const auto& v : versions) {
     const auto& info = v.info();
     const auto shards = catalog.ListShards(info.name(), info.version()).value_or({});
-    // Whether `file`'s holders serve it; counts a holder that is short.
+    // The copies of `file` that nodes up can serve, up to its holders' count;
+    // short of that count, it sets *short_of_copies.
     const auto live = [&](const v1::FileRef& file, bool* short_of_copies) {
+      const std::vector<std::string> holders = FileHolders(info, file, members);
       size_t readable = 0;
-      for (const std::string& holder : FileHolders(info, file, members)) {
+      for (const std::string& holder : holders) {
         const v1::NodeInfo* n = FindNode(map, holder);
         bool serves = n != nullptr && n->state() == v1::NODE_UP;
         if (serves && holder == self) serves = files.Has(file);
         readable += serves;
-        *short_of_copies |= !serves;
       }
+      // A holder down: its copy may sit on a member ranked after the
+      // holders, where the ingest (or a repair) put it instead.
+      for (const std::string& id :
+           readable < holders.size() ? FileRanked(info, file, members) : std::vector<std::string>()) {
+        if (readable >= holders.size()) break;
+        if (std::find(holders.begin(), holders.end(), id) != holders.end()) continue;
+        const v1::NodeInfo* n = FindNode(map, id);
+        if (n == nullptr || n->state() != v1::NODE_UP) continue;
+        readable += id == self ? files.Has(file) : held_by != nullptr && held_by(id, file);
+      }
+      *short_of_copies |= readable < holders.size();
       return readable;
     };
     if (IsErasureCoded(info)) {
