@@ -1,5 +1,6 @@
 #include "plan/sampler_quotas.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -58,6 +59,15 @@ Result<std::vector<uint64_t>> WeightsOf(const DatasetShape& shape, const v1::Sam
   for (size_t i = 0; i < w.size(); ++i) {
     if (shape.strata[i].count() == 0) w[i] = 0;
     total += w[i];
+  }
+  if (std::isinf(total) && !spec.weights().empty()) {
+    // Finite weights whose sum overflows a double: the same shares, relative
+    // to the largest. Only here: the quantised weights of every plan whose sum
+    // did not overflow stay as they were. (count^power cannot overflow: counts
+    // are below 2^53 and |power| at most 16.)
+    const double largest = *std::max_element(w.begin(), w.end());
+    total = 0;
+    for (double& x : w) total += (x /= largest);
   }
   if (!(total > 0) || !std::isfinite(total)) {
     return Status::InvalidArgument("the weights give no stratum with samples a positive share");

@@ -196,6 +196,18 @@ TEST(WeightedSamplerTest, AnEmptyEpochNamesItsEpochSamples) {
       << plan.status().message();
 }
 
+// Weights whose sum overflows a double give the shares they name: 1e308 and
+// 1e308 are 1 and 1 (they were refused as giving no stratum a share).
+TEST(WeightedSamplerTest, HugeWeightsGiveTheirShares) {
+  const Dataset d = TwoSources();
+  v1::SamplerSpec huge = Weighted(), plain = Weighted();
+  for (const auto& s : d.shape.strata) {
+    (*huge.mutable_weights())[s.key()] = 1e308;
+    (*plain.mutable_weights())[s.key()] = 1;
+  }
+  EXPECT_EQ(RunEpoch(MakePlan(d, huge, 16, 2)), RunEpoch(MakePlan(d, plain, 16, 2)));
+}
+
 TEST(WeightedSamplerTest, UnnamedStrataAreLeftOut) {
   const Dataset d = RareClass();
   v1::SamplerSpec spec = Weighted();
