@@ -32,6 +32,9 @@ Result<std::string> LoadToken() {
     std::stringstream text;
     text << in.rdbuf();
     token = text.str();
+    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+    // Sent as no token at all, it would be refused as "pass --token-file".
+    if (token.empty()) return Status::InvalidArgument("the token file " + Security().token_file + " is empty");
   } else if (const char* env = std::getenv("STRATA_TOKEN")) {
     token = env;
   }

@@ -102,6 +102,16 @@ TEST_F(BadInputTest, BatchSizeZeroAndRankNotBelowWorld) {
   EXPECT_NE(r.err.find("--write-quorum"), std::string::npos) << r.err;
 }
 
+// An empty token file is said to be empty, not sent as no token (which the
+// server refuses as "pass --token-file").
+TEST_F(BadInputTest, AnEmptyTokenFileSaysSo) {
+  const std::string empty = ::testing::TempDir() + "/empty.token";
+  std::ofstream(empty) << " \n";
+  CommandResult r = Cli({"ls", "--tls-ca", empty, "--token-file", empty});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("the token file " + empty + " is empty"), std::string::npos) << r.err;
+}
+
 // An --output that cannot be written is a usage error before the stream
 // opens, and a file that could be is left as it was when the stream fails.
 TEST_F(BadInputTest, AnOutputThatCannotBeWrittenIsRefusedFirst) {
