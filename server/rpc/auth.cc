@@ -101,6 +101,9 @@ Result<TokenTable> TokenTable::Parse(std::string_view text) {
     }
     table.roles_[Digest(token)] = *parsed;
   }
+  // No token at all would refuse every call: a file caught mid-rewrite, most
+  // likely (SIGHUP then keeps the old tokens).
+  if (table.roles_.empty()) return Status::InvalidArgument("no tokens: every call would be refused");
   return table;
 }
 

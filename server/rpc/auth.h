@@ -24,7 +24,8 @@
 // keep_versions deletes versions, which needs admin) checks it there.
 //
 // Token file: one token a line, "<role> <token> [comment]"; blank lines and
-// lines starting with '#' are skipped. Tokens are at least 16 characters.
+// lines starting with '#' are skipped. Tokens are at least 16 characters; a
+// file without any is refused (it would lock every client out).
 //
 // Thread-safety: AuthProcessor is safe for concurrent use; Reload may run at
 // any time (SIGHUP) and applies to the calls that start after it.

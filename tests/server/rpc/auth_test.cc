@@ -30,6 +30,12 @@ TEST(AuthTest, TokenFilesParse) {
 }
 
 TEST(AuthTest, BadTokenFilesNameTheLineNotTheToken) {
+  // A file of comments alone (one being rewritten) would lock everyone out.
+  for (const char* empty : {"", "# soon\n\n"}) {
+    auto t = TokenTable::Parse(empty);
+    EXPECT_EQ(t.status().code(), Code::kInvalidArgument) << empty;
+    EXPECT_NE(t.status().message().find("no tokens"), std::string::npos) << t.status().message();
+  }
   for (const char* bad : {"owner aaaaaaaaaaaaaaaa\n", "reader\n", "reader short\n"}) {
     auto t = TokenTable::Parse(bad);
     EXPECT_EQ(t.status().code(), Code::kInvalidArgument) << bad;
