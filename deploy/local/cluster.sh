@@ -194,16 +194,20 @@ stop() {
 }
 
 status() {
-  local f pid
-  for f in "$dir"/node-*.pid; do
-    [ -e "$f" ] || { echo "no nodes in $dir"; return; }
-    pid="$(cat "$f")"
-    if alive "$pid"; then
-      echo "$(basename "$f" .pid) running (pid $pid)"
+  # Every node with a pid file (started) or an exit file (ended; stop removes
+  # the pid files but keeps how each node ended).
+  local f node pid found=0
+  for node in $(for f in "$dir"/node-*.pid "$dir"/node-*.exit; do [ -e "$f" ] && basename "${f%.*}"; done |
+                sort -t- -k2n -u); do
+    found=1
+    pid="$(cat "$dir/$node.pid" 2>/dev/null || true)"
+    if [ -n "$pid" ] && alive "$pid"; then
+      echo "$node running (pid $pid)"
     else
-      echo "$(basename "$f" .pid) not running$(sed -n '1s/^\(.*\)$/ (ended \1)/p' "${f%.pid}.exit" 2>/dev/null)"
+      echo "$node not running$(sed -n '1s/^\(.*\)$/ (ended \1)/p' "$dir/$node.exit" 2>/dev/null)"
     fi
   done
+  [ "$found" = 1 ] || echo "no nodes in $dir"
 }
 
 case "$cmd" in

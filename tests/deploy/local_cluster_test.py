@@ -112,6 +112,14 @@ def main():
 
         stopped = run([cluster, "stop", "--dir", cluster_dir])
         check(stopped.returncode == 0 and "stopped 4 node(s)" in stopped.stdout, "stop: %r" % (stopped,))
+        # After stop, status still says how each node ended (SIGTERM: exit status 0).
+        for _ in range(50):
+            status = run([cluster, "status", "--dir", cluster_dir])
+            if status.stdout.count("exit status 0") == 4:
+                break
+            time.sleep(0.1)
+        check(status.stdout.count("not running (ended ") == 4 and status.stdout.count("exit status 0") == 4,
+              "status after stop: %r" % (status,))
         print("local cluster with zones: ok (%d shards, each in east and west)" % len(shards))
         return 0
     finally:
