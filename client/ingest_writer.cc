@@ -14,6 +14,7 @@
 
 #include "client/client_internal.h"
 #include "client/proto_convert.h"
+#include "common/call_metadata.h"
 #include "common/grpc_status.h"
 #include "common/input_limits.h"
 #include "common/utf8.h"
@@ -56,6 +57,8 @@ class GrpcIngestWriter final : public IngestWriter {
  public:
   GrpcIngestWriter(std::shared_ptr<grpc::Channel> channel, const v1::IngestOptions& options)
       : stub_(v1::DataService::NewStub(channel)) {
+    // Retention deletes versions: the node's token check asks for admin.
+    if (options.keep_versions() > 0) context_.AddMetadata(kKeepVersionsMetadataKey, "1");
     writer_ = stub_->Ingest(&context_, &reply_);
     v1::IngestRequest open;
     *open.mutable_open() = options;

@@ -184,7 +184,8 @@ Status Server::Build() {
   data_ = std::make_unique<DataServiceImpl>(
       DataServiceImpl::Deps{pool_->get_executor(), lanes_.get(), streams_.get(), ingest_.get(), catalog_.get(),
                             metrics_.get(), active_streams_.get(), active_ingests_.get(), config_.max_streams,
-                            config_.prefetch_batches, StreamBufferBudget(config_)});
+                            config_.prefetch_batches, StreamBufferBudget(config_),
+                            /*tokens_checked=*/!security_.auth_tokens.empty()});
   admin_ = std::make_unique<AdminServiceImpl>(catalog_.get(), status_.get(), view_.get(), deleter_.get(),
                                               aborter_.get(), admin_pool_->get_executor());
   peer_ = std::make_unique<PeerServiceImpl>(PeerServiceImpl::Deps{

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/call_metadata.h"
 #include "common/checksum.h"
 
 namespace strata {
@@ -35,29 +36,6 @@ std::string_view RoleName(Role role) {
     case Role::kAdmin: return "admin";
   }
   return "?";
-}
-
-namespace {
-
-// The AuthContext property that carries a checked call's role.
-constexpr char kRoleProperty[] = "strata.role";
-
-}  // namespace
-
-std::optional<Role> CallerRole(const grpc::AuthContext& context) {
-  std::optional<Role> role;
-  for (const grpc::string_ref& value : context.FindPropertyValues(kRoleProperty)) {
-    role = ParseRole(std::string_view(value.data(), value.size()));
-  }
-  return role;
-}
-
-Status RequireRole(const grpc::AuthContext* context, Role role, std::string_view what) {
-  if (context == nullptr) return Status::OK();
-  const std::optional<Role> caller = CallerRole(*context);
-  if (!caller || *caller >= role) return Status::OK();
-  return Status(Code::kPermissionDenied, "a " + std::string(RoleName(*caller)) + " token cannot " + std::string(what) +
-                                             ": it needs " + std::string(RoleName(role)));
 }
 
 MethodRule RuleFor(std::string_view method) {
@@ -144,15 +122,20 @@ grpc::Status AuthProcessor::Process(const InputMetadata& auth_metadata, grpc::Au
                                     OutputMetadata* consumed_auth_metadata, OutputMetadata*) {
   std::string_view method;
   std::optional<std::string_view> authorization;
+  bool keep_versions = false;
   for (const auto& [key, value] : auth_metadata) {
     const std::string_view k(key.data(), key.size());
     if (k == ":path") method = std::string_view(value.data(), value.size());
+    if (k == kKeepVersionsMetadataKey) keep_versions = true;
     if (k == "authorization") {
       authorization = std::string_view(value.data(), value.size());
       consumed_auth_metadata->emplace("authorization", std::string(*authorization));
     }
   }
-  const MethodRule rule = RuleFor(method);
+  MethodRule rule = RuleFor(method);
+  // An ingest with retention deletes versions (common/call_metadata.h).
+  const bool retention = keep_versions && method == "/strata.v1.DataService/Ingest";
+  if (retention) rule.role = Role::kAdmin;
   const bool node = IsNodePeer(*context);
   if (rule.peer && options_.require_node_cert) {
     if (node) return grpc::Status::OK;
@@ -167,11 +150,7 @@ grpc::Status AuthProcessor::Process(const InputMetadata& auth_metadata, grpc::Au
   }
   // Without mTLS, nothing identifies a node: with tokens, the peer service
   // then needs an admin token (so a cluster with tokens needs --tls-client-ca).
-  if (!tokens) return grpc::Status::OK;
-  if (node) {
-    context->AddProperty(kRoleProperty, std::string(RoleName(Role::kAdmin)));
-    return grpc::Status::OK;
-  }
+  if (!tokens || node) return grpc::Status::OK;
   if (!authorization) {
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                         "this server needs a token: pass --token-file FILE or set $STRATA_TOKEN");
@@ -181,11 +160,12 @@ grpc::Status AuthProcessor::Process(const InputMetadata& auth_metadata, grpc::Au
   const std::optional<Role> role = tokens->Find(token);
   if (!role) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "the token is not known to this server");
   if (*role < rule.role) {
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                        "a " + std::string(RoleName(*role)) + " token cannot call " +
-                            std::string(method.substr(0, 80)) + ": it needs " + std::string(RoleName(rule.role)));
+    const std::string what = retention ? "ingest with keep_versions (it deletes older versions)"
+                                       : "call " + std::string(method.substr(0, 80));
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "a " + std::string(RoleName(*role)) + " token cannot " +
+                                                                 what + ": it needs " +
+                                                                 std::string(RoleName(rule.role)));
   }
-  context->AddProperty(kRoleProperty, std::string(RoleName(*role)));
   return grpc::Status::OK;
 }
 

@@ -18,10 +18,9 @@
 // peer call without a node certificate: PERMISSION_DENIED. The token is
 // removed from the call's metadata once checked, and never logged.
 //
-// A call that passed with a token (or a node certificate, which counts as
-// admin) carries its role in its AuthContext (CallerRole): a handler whose
-// request asks more than its method's role allows (an ingest with
-// keep_versions deletes versions, which needs admin) checks it there.
+// An Ingest call that carries kKeepVersionsMetadataKey (common/call_metadata.h:
+// its retention deletes versions) needs admin; the ingest handler refuses
+// keep_versions on a call without that key where tokens are on.
 //
 // Token file: one token a line, "<role> <token> [comment]"; blank lines and
 // lines starting with '#' are skipped. Tokens are at least 16 characters; a
@@ -55,14 +54,6 @@ struct MethodRule {
   Role role = Role::kAdmin;
 };
 MethodRule RuleFor(std::string_view method);
-
-// The role the AuthProcessor found for a call; nullopt where no token is
-// checked (no token file, or no TLS): every caller may then do anything.
-std::optional<Role> CallerRole(const grpc::AuthContext& context);
-
-// OK when the call may do what needs `role` (`what`, for the error:
-// "delete versions"); PERMISSION_DENIED naming both roles otherwise.
-Status RequireRole(const grpc::AuthContext* context, Role role, std::string_view what);
 
 class TokenTable {
  public:

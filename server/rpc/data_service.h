@@ -38,6 +38,7 @@ class DataServiceImpl final
     // memory_budget when one is set (the block cache adapts to the rest), else
     // 0, unbounded (each stream is still bounded by prefetch_batches).
     uint64_t stream_buffer_bytes = 0;
+    bool tokens_checked = false;  // a token file is in force (server/rpc/auth.h)
   };
   explicit DataServiceImpl(const Deps& deps);
 

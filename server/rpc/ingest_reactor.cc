@@ -6,9 +6,9 @@
 #include <cstdlib>
 
 #include "common/allocator.h"
+#include "common/call_metadata.h"
 #include "common/grpc_status.h"
 #include "server/cluster/request_validation.h"
-#include "server/rpc/auth.h"
 
 namespace strata {
 
@@ -139,10 +139,14 @@ Status IngestReactor::Handle(const v1::IngestRequest& request) {
 }
 
 Status IngestReactor::CheckRetentionRole(const v1::IngestOptions& options) const {
-  if (options.keep_versions() == 0) return Status::OK();
-  // Retention deletes the older versions, as `strata rm` does: admin's.
-  return RequireRole(context_->auth_context().get(), Role::kAdmin,
-                     "ingest with keep_versions (it deletes older versions)");
+  if (options.keep_versions() == 0 || !calls_->tokens_checked) return Status::OK();
+  // Retention deletes the older versions, as `strata rm` does: the token
+  // check asked for an admin token if the call said so in its metadata.
+  if (context_->client_metadata().count(kKeepVersionsMetadataKey) > 0) return Status::OK();
+  return Status(Code::kPermissionDenied,
+                "an ingest with keep_versions deletes older versions and needs an admin token, which this node "
+                "checks on calls that carry the '" +
+                    std::string(kKeepVersionsMetadataKey) + "' metadata; this one does not (a client from before it?)");
 }
 
 void IngestReactor::Accept() {

@@ -32,6 +32,7 @@ struct IngestCalls {
   Metrics* metrics = nullptr;
   IngestCoordinator* coordinator = nullptr;
   const std::atomic<bool>* draining = nullptr;  // new ingests are refused once set
+  bool tokens_checked = false;                  // calls carry tokens (server/rpc/auth.h)
 };
 
 // Test only: true when the environment sets STRATA_TEST_LEGACY_INGEST=1.
@@ -71,8 +72,9 @@ class IngestReactor final : public HandOffVisible<grpc::ServerReadReactor<v1::In
   void CommitPart(uint64_t expected_samples);
   // Sends the initial metadata that tells the client this node took the ingest.
   void Accept();
-  // PERMISSION_DENIED for keep_versions (it deletes versions) below an admin
-  // token, where tokens are checked (auth.h).
+  // Where tokens are checked: PERMISSION_DENIED for keep_versions (it
+  // deletes versions) on a call without kKeepVersionsMetadataKey, for which
+  // the token check asked an admin token (common/call_metadata.h).
   Status CheckRetentionRole(const v1::IngestOptions& options) const;
 
   const IngestCalls* const calls_;

@@ -219,6 +219,29 @@ TEST_F(TlsAuthTest, RetentionNeedsAnAdminToken) {
   ASSERT_TRUE(kept.ok()) << kept.status().ToString();
   EXPECT_EQ(state(*admin.value(), first), VersionState::kDeleted) << "retention deleted nothing";
   EXPECT_EQ(state(*admin.value(), kept->dataset.version), VersionState::kSealed);
+
+  // A call that asks for retention without saying so in its metadata (where
+  // the token check looks) is refused whatever its token.
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = ReadFile(ca_->ca());
+  ssl.pem_cert_chain = ReadFile(ca_->Pem("trainer"));
+  ssl.pem_private_key = ReadFile(ca_->Key("trainer"));
+  auto stub = v1::DataService::NewStub(grpc::CreateChannel(
+      server_->address(),
+      grpc::CompositeChannelCredentials(grpc::SslCredentials(ssl), grpc::AccessTokenCredentials(kAdminToken))));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::IngestReply reply;
+  auto call = stub->Ingest(&context, &reply);
+  v1::IngestRequest open;
+  open.mutable_open()->set_dataset("kept");
+  open.mutable_open()->set_keep_versions(1);
+  call->Write(open);
+  call->WritesDone();
+  const grpc::Status raw = call->Finish();
+  EXPECT_EQ(raw.error_code(), grpc::StatusCode::PERMISSION_DENIED) << raw.error_message();
+  EXPECT_NE(raw.error_message().find("strata-keep-versions"), std::string::npos) << raw.error_message();
+  EXPECT_EQ(state(*admin.value(), kept->dataset.version), VersionState::kSealed);
 }
 
 // TLS and tokens without mTLS: nothing identifies a node, so the peer service
