@@ -200,6 +200,16 @@ Status EtcdClient::LeaseRevoke(int64_t id) {
               [&](Endpoint& ep, grpc::ClientContext* c) { return ep.lease->LeaseRevoke(c, req, &resp); });
 }
 
+Result<int64_t> EtcdClient::LeaseTimeToLive(int64_t id) {
+  etcdserverpb::LeaseTimeToLiveRequest req;
+  req.set_id(id);
+  etcdserverpb::LeaseTimeToLiveResponse resp;
+  STRATA_RETURN_IF_ERROR(Call("lease time to live", [&](Endpoint& ep, grpc::ClientContext* c) {
+    return ep.lease->LeaseTimeToLive(c, req, &resp);
+  }));
+  return resp.ttl();
+}
+
 std::unique_ptr<EtcdKeepAlive> EtcdClient::KeepAlive(EtcdLease lease, std::function<void(const Status&)> on_lost) {
   return std::unique_ptr<EtcdKeepAlive>(new EtcdKeepAlive(this, lease, std::move(on_lost)));
 }

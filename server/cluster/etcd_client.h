@@ -165,6 +165,8 @@ class EtcdClient {
   Result<EtcdLease> LeaseGrant(int64_t ttl_s);
   // Deletes every key attached to the lease. NotFound if it no longer exists.
   Status LeaseRevoke(int64_t id);
+  // Seconds lease `id` has left (-1: it has expired or never was).
+  Result<int64_t> LeaseTimeToLive(int64_t id);
 
   // Starts keeping `lease` alive; see EtcdKeepAlive.
   std::unique_ptr<EtcdKeepAlive> KeepAlive(EtcdLease lease, std::function<void(const Status&)> on_lost);

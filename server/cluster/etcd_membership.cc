@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "common/input_limits.h"
 #include "common/mutex.h"
@@ -167,16 +168,21 @@ Status EtcdMembership::Start() {
     started_ = true;
   }
   const auto deadline = std::chrono::steady_clock::now() + options_.start_timeout;
-  // A registration of this id at another address, still alive after one
-  // lease TTL, is a second process with this id: taking it over would drop
-  // the live node from the map.
-  const auto id_deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(std::max<uint32_t>(config_.lease_ttl_s, 1) + 1);
+  // A registration of this id at another address that outlives the time its
+  // lease had left when first seen is kept alive by a second process with
+  // this id: taking it over would drop the live node from the map.
+  std::optional<std::chrono::steady_clock::time_point> id_deadline;
   Result<int64_t> revision = Status::Unavailable("not tried");
   while (true) {
-    const Status free = CheckIdFree();
+    int64_t held_lease = 0;
+    const Status free = CheckIdFree(&held_lease);
     if (free.code() == Code::kFailedPrecondition) {
-      if (std::chrono::steady_clock::now() >= id_deadline) return free.WithContext("etcd membership");
+      if (!id_deadline) {
+        const int64_t left = client_.LeaseTimeToLive(held_lease).value_or(config_.lease_ttl_s);
+        id_deadline =
+            std::chrono::steady_clock::now() + std::chrono::seconds(std::max<int64_t>(left, config_.lease_ttl_s) + 1);
+      }
+      if (std::chrono::steady_clock::now() >= *id_deadline) return free.WithContext("etcd membership");
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       continue;
     }
@@ -204,10 +210,11 @@ Status EtcdMembership::Start() {
   return Status::OK();
 }
 
-Status EtcdMembership::CheckIdFree() {
+Status EtcdMembership::CheckIdFree(int64_t* held_lease) {
   auto held = client_.Get(node_key_);
   if (!held.ok()) return held.status();
   if (held->kvs.empty()) return Status::OK();
+  *held_lease = held->kvs[0].lease;
   v1::NodeInfo other;
   if (!other.ParseFromString(held->kvs[0].value) || other.address() == self_.address()) return Status::OK();
   return Status::FailedPrecondition("node id '" + self_.id() + "' is registered by a live node at " +

@@ -68,10 +68,10 @@ class EtcdMembership final : public Membership {
  private:
   // OK when nodes/<self> is free: absent, or this node's own (same address: a
   // restart within the lease of the process it replaces). FailedPrecondition
-  // when another address holds it: another stratad with this id, or one that
-  // stopped without revoking its lease (which Start waits out, one TTL).
-  // Errors of etcd as they are.
-  Status CheckIdFree();
+  // when another address holds it (its lease in *held_lease): another stratad
+  // with this id, or one that stopped without revoking its lease (which Start
+  // waits out: the time that lease has left). Errors of etcd as they are.
+  Status CheckIdFree(int64_t* held_lease);
   // Grants a lease, writes nodes/<self> under it and keeps it alive. Returns
   // the revision of the write. Revokes `previous` (0: none) once replaced.
   Result<int64_t> Register(int64_t previous_lease);
