@@ -50,13 +50,14 @@ Repairer::~Repairer() { Stop(); }
 void Repairer::Start() { task_.Start(); }
 
 void Repairer::Stop() {
-  limiter_.Stop();  // copies waiting on the rate end now
+  stopping_ = true;  // before the limiter: a copy it cancels is seen as the stop's
+  limiter_.Stop();   // copies waiting on the rate end now
   task_.Stop();
 }
 
 void Repairer::Kick() { task_.Kick(); }
 
-bool Repairer::Stopping() const { return task_.stopping(); }
+bool Repairer::Stopping() const { return stopping_.load() || task_.stopping(); }
 
 v1::RepairProgress Repairer::Progress() const {
   v1::RepairProgress p;
@@ -79,15 +80,17 @@ void Repairer::Round() {
   if (Stopping()) return;
   ReleaseExtras(map);
   // Copies off placement count where a holder is down; the nodes asked
-  // for them are asked again at most every 30 s (and forgotten after 5 min).
-  std::erase_if(held_, [now = std::chrono::steady_clock::now()](const auto& h) {
-    return now - h.second.asked > std::chrono::minutes(5);
-  });
+  // for them are asked again at most every 30 s (and forgotten after 5 min),
+  // and for at most 2 s a round (a node that is up but slow to answer must
+  // not hold the repair loop): what was not asked counts as not held.
+  const auto now = std::chrono::steady_clock::now();
+  std::erase_if(held_, [now](const auto& h) { return now - h.second.asked > std::chrono::minutes(5); });
+  const auto asked_since = now - std::chrono::seconds(30);
+  const auto ask_until = now + std::chrono::seconds(2);
   const ShardHealth health = CountShardHealth(
-      *d_.catalog, *d_.files, d_.view->self_id(), map, [this, &map](const std::string& id, const v1::FileRef& file) {
+      *d_.catalog, *d_.files, d_.view->self_id(), map, [&](const std::string& id, const v1::FileRef& file) {
         const v1::NodeInfo* n = FindNode(map, id);
-        return n != nullptr && !Stopping() &&
-               Holds(*n, file, std::chrono::steady_clock::now() - std::chrono::seconds(30));
+        return n != nullptr && d_.view->IsUp(id) && !Stopping() && Holds(*n, file, asked_since, ask_until);
       });
   d_.metrics->shards_under_replicated.Set(static_cast<double>(health.under_replicated));
   d_.metrics->shards_missing.Set(static_cast<double>(health.missing));
@@ -159,7 +162,8 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
         copied = true;
         break;
       }
-      if (pulled.status().code() == Code::kCancelled && !Stopping()) {
+      if (Stopping()) return;
+      if (pulled.status().code() == Code::kCancelled) {
         spdlog::warn("repair: {} went down while {} was copied from it; trying the next holder", source,
                      FileName(file));
       } else if (!pulled.status().IsNotFound()) {
@@ -199,12 +203,16 @@ void Repairer::PullMissing(const v1::ClusterMap& map) {
 }
 
 bool Repairer::Holds(const v1::NodeInfo& node, const v1::FileRef& file,
-                     std::chrono::steady_clock::time_point asked_since) {
+                     std::chrono::steady_clock::time_point asked_since,
+                     std::chrono::steady_clock::time_point ask_until) {
   const auto key = std::make_pair(node.id(), file.dataset() + "@" + std::to_string(file.version()));
   auto it = held_.find(key);
   if (it == held_.end() || it->second.asked < asked_since) {
-    Held h{std::chrono::steady_clock::now(), {}};
-    auto context = Context(kRpcTimeout);
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= ask_until) return false;
+    Held h{now, {}};
+    auto context = Context(std::min<std::chrono::milliseconds>(
+        kRpcTimeout, std::chrono::duration_cast<std::chrono::milliseconds>(ask_until - now)));
     v1::ListLocalFilesRequest request;
     request.set_dataset(file.dataset());
     request.set_version(file.version());
@@ -225,7 +233,9 @@ void Repairer::ReleaseExtras(const v1::ClusterMap& map) {
   // What each holder holds, per version, asked at most once this round.
   const PlacementSet members(PlacementMembers(map));
   const auto round_start = std::chrono::steady_clock::now();
-  auto holds = [&](const v1::NodeInfo& node, const v1::FileRef& file) { return Holds(node, file, round_start); };
+  auto holds = [&](const v1::NodeInfo& node, const v1::FileRef& file) {
+    return Holds(node, file, round_start, std::chrono::steady_clock::time_point::max());
+  };
   const std::vector<v1::FileRef> extras = ExtraFiles(*d_.catalog, *d_.files, d_.view->self_id(), map);
   d_.metrics->rebalance_pass_queued.Set(static_cast<double>(extras.size()));
   d_.metrics->rebalance_pass_done.Set(0);

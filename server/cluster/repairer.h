@@ -82,14 +82,17 @@ class Repairer {
   void ReleaseExtras(const v1::ClusterMap& map);
   // Whether `node` holds `file`: its ListLocalFiles of the file's version
   // (nothing if it does not answer), asked again unless asked since
-  // `asked_since`. Only the repair loop's thread calls it.
-  bool Holds(const v1::NodeInfo& node, const v1::FileRef& file, std::chrono::steady_clock::time_point asked_since);
+  // `asked_since`, and only before `ask_until` (after it: false, unasked).
+  // Only the repair loop's thread calls it.
+  bool Holds(const v1::NodeInfo& node, const v1::FileRef& file, std::chrono::steady_clock::time_point asked_since,
+             std::chrono::steady_clock::time_point ask_until);
   bool Stopping() const;
   Status ReleaseFile(const v1::FileRef& file);
 
   const Deps d_;
   const std::chrono::milliseconds interval_;
   RateLimiter limiter_;
+  std::atomic<bool> stopping_{false};  // Stop() began
   // Progress figures (atomics: read by GetStatus while a round runs).
   std::atomic<uint64_t> files_missing_{0};
   std::atomic<uint64_t> files_copied_{0};

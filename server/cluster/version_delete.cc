@@ -55,8 +55,10 @@ Result<std::vector<uint64_t>> VersionDeleter::ApplyRetention(const std::string& 
   auto sealed = SealedVersions(*catalog_, name);
   if (!sealed.ok()) return sealed.status();
   if (sealed->size() <= keep) return doomed;
+  // Older than the version whose seal applies it, never newer: one sealed
+  // meanwhile by another ingest is not this retention's to delete.
   for (auto it = sealed->begin(); it != sealed->end() - keep; ++it) {
-    if (*it != sealed_version) doomed.push_back(*it);
+    if (*it < sealed_version) doomed.push_back(*it);
   }
   for (uint64_t v : doomed) {
     auto deleted = Delete(name, v);

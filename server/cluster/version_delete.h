@@ -44,8 +44,9 @@ class VersionDeleter {
   Result<Deleted> Delete(const std::string& name, uint64_t version);
 
   // Deletes the sealed versions of `name` older than its newest `keep` sealed
-  // ones (keep 0: none), but never `sealed` (the version whose seal applies
-  // the retention, which an explicit lower number may rank below them).
+  // ones (keep 0: none) and older than `sealed`, the version whose seal
+  // applies the retention (which an explicit number, or a newer version
+  // sealed meanwhile, may rank below them: it and those are kept).
   // Returns the numbers deleted, in ascending order.
   Result<std::vector<uint64_t>> ApplyRetention(const std::string& name, uint32_t keep, uint64_t sealed);
 
