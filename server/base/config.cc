@@ -169,6 +169,12 @@ Status ApplyMapping(const YAML::Node& map, const std::string& path, const std::s
     std::string name;
     STRATA_RETURN_IF_ERROR(ReadScalarText(kv.first, "a key", &name).WithContext(here));
     if (!seen.insert(name).second) return Bad(here, "key '" + name + "' is given twice");
+    // "tls.cert" is cert inside tls: (a dotted name would be a second way
+    // to set it, which the check above could not see twice).
+    if (name.find('.') != std::string::npos) {
+      return Bad(here, "unknown key '" + name + "' (a key holds no '.': write " + name.substr(0, name.find('.')) +
+                           ": {" + name.substr(name.find('.') + 1) + ": ...})");
+    }
     const std::string key = prefix.empty() ? name : prefix + "." + name;
     if (const ConfigField* f = FindField(key)) {
       Status s = std::visit([&](auto* member) { return ReadYaml(kv.second, member); }, f->ref(*c));

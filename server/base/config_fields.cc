@@ -133,7 +133,10 @@ Status CheckFailureTimeout(const NodeConfig& c) {
 Status CheckReadableFile(const std::string& path, const std::string& key) {
   if (path.empty()) return Status::OK();
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return Invalid(key + ": " + path + " is not a file");
+  const auto st = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(st) || std::filesystem::is_directory(st)) {
+    return Invalid(key + ": " + path + " is not a file");
+  }
   if (::access(path.c_str(), R_OK) != 0) return Invalid(key + ": " + path + " cannot be read");
   return Status::OK();
 }

@@ -276,6 +276,13 @@ TEST(ConfigFieldsTest, ABadValueInTheFileNamesTheFileAndTheKey) {
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("cluster: key 'name' is given twice"), std::string::npos)
       << c.status().ToString();
+  // A dotted name is no second way to set a nested key.
+  WriteFile(dir.Join("n.yaml"), "tls:\n  cert: /etc/passwd\ntls.cert: /etc/hosts\n");
+  c = LoadFromArgs({}, dir.Join("n.yaml"));
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("unknown key 'tls.cert' (a key holds no '.': write tls: {cert: ...})"),
+            std::string::npos)
+      << c.status().ToString();
   WriteFile(dir.Join("n.yaml"), "cluster: 5\n");
   c = LoadFromArgs({}, dir.Join("n.yaml"));
   ASSERT_FALSE(c.ok());
