@@ -108,6 +108,8 @@ def test_len_counts_the_plans_steps(server, synthetic, epoch_samples):
     assert len(ds) == (epoch_samples + 9) // 10
     assert len(list(ds)) == len(ds)
     assert len(StrataDataset(server.address, synthetic, batch_size=10, sampler="stratified")) == SYNTHETIC_SAMPLES // 10
+    empty = {"kind": "WEIGHTED", "epoch_samples": 5}
+    assert len(StrataDataset(server.address, synthetic, batch_size=10, sampler=empty, drop_last=True)) == 0
 
 
 def test_iterating_again_replays_the_epoch(server, synthetic):

@@ -246,6 +246,11 @@ class StrataDataset(torch.utils.data.IterableDataset):
                 try:
                     first = next(stream, None)
                     steps = first.steps_in_epoch if first is not None else 0
+                except strata.Error as e:
+                    # An epoch the remainder empties has no steps; iterating it raises the same error.
+                    if "the epoch is empty" not in str(e):
+                        raise
+                    steps = 0
                 finally:
                     stream.close()
             self._len = steps
