@@ -223,8 +223,10 @@ const std::vector<ConfigField>& ConfigFields() {
        nullptr},
       {"max_message_bytes", nullptr, nullptr, "largest gRPC message accepted", STRATA_REF(max_message_bytes),
        [](const NodeConfig& c) {
-         return c.max_message_bytes < (1ull << 20) || c.max_message_bytes > (2ull << 30) - 1
-                    ? Invalid("max_message_bytes must be between 1 MiB and 2 GiB")
+         // A copy between nodes comes in 1 MiB chunks (file_transfer.h), each
+         // with its file's name: a message a little over 1 MiB.
+         return c.max_message_bytes < (2ull << 20) || c.max_message_bytes > (2ull << 30) - 1
+                    ? Invalid("max_message_bytes must be between 2 MiB and 2 GiB (nodes copy shards in 1 MiB chunks)")
                     : Status::OK();
        },
        nullptr},

@@ -204,6 +204,7 @@ const std::pair<const char*, const char*> kBadValues[] = {
     {"read_ahead_steps", "1025"},
     {"max_part_bytes", "2GiB"},
     {"max_message_bytes", "4GiB"},
+    {"max_message_bytes", "1MiB"},  // a peer's 1 MiB chunk and its header would not fit
     {"max_streams", "0"},
     {"metrics_max_datasets", "10001"},
     {"disk_low_watermark", "0%"},
