@@ -26,11 +26,21 @@ constexpr std::chrono::milliseconds kRetryPause{300};
 
 }  // namespace
 
+std::string Replicator::Copies::WhyShort() const {
+  // No push failed: the ingest had too few nodes to ask (placement leaves
+  // out nodes that are down or below their disk's high watermark).
+  if (last_error_.empty()) {
+    return "no other node could take one (" + std::to_string(candidates_.size()) +
+           " were asked; the others are down, or full: below their disk's high watermark)";
+  }
+  return "last error: " + last_error_;
+}
+
 std::optional<Status> Replicator::Copies::Outcome(uint32_t n, bool expired) const {
   if (confirmed_.size() >= n) return Status::OK();
   if (in_flight_ == 0 && next_candidate_ >= candidates_.size()) {
     return Status::Unavailable("only " + std::to_string(confirmed_.size()) + " of " + std::to_string(n) +
-                               " copies of " + FileName(file_) + " could be written; last error: " + last_error_);
+                               " copies of " + FileName(file_) + " could be written; " + WhyShort());
   }
   if (expired) {
     return Status::DeadlineExceeded("timed out waiting for " + std::to_string(n) + " copies of " + FileName(file_) +
@@ -105,7 +115,7 @@ Status Replicator::Copies::WaitFor(uint32_t n, std::chrono::steady_clock::time_p
                                     " (" + std::to_string(confirmed_.size()) + " so far)");
   }
   return Status::Unavailable("only " + std::to_string(confirmed_.size()) + " of " + std::to_string(n) + " copies of " +
-                             FileName(file_) + " could be written; last error: " + last_error_);
+                             FileName(file_) + " could be written; " + WhyShort());
 }
 
 uint32_t Replicator::Copies::confirmed() const {

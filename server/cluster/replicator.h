@@ -60,6 +60,8 @@ class Replicator {
     };
     // What WaitFor(n) would return now; nullopt while it would still wait.
     std::optional<Status> Outcome(uint32_t n, bool expired) const REQUIRES(mu_);
+    // Why copies are short: the last push's error, or too few candidates.
+    std::string WhyShort() const REQUIRES(mu_);
     // Calls the waiters whose outcome is known (after a push ended).
     void Notify() EXCLUDES(mu_);
     void Expire(const boost::asio::steady_timer* timer) EXCLUDES(mu_);

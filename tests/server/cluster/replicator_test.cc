@@ -79,5 +79,17 @@ TEST_F(ReplicatorTest, ACopyHandedOnToThisNodeIsItsOwnFile) {
   EXPECT_EQ(copies->holders(), std::vector<std::string>{"node-1"});
 }
 
+// Too few candidates (placement left out nodes down or full) and no push
+// failed: the error says why, where it used to end in "last error: ".
+TEST_F(ReplicatorTest, TooFewCandidatesSayWhy) {
+  auto copies = replicator_.Replicate(File(), 10, {Node("node-1", "127.0.0.1:1")}, 2);
+  const Status got = copies->WaitFor(2, std::chrono::steady_clock::now() + std::chrono::minutes(1));
+  EXPECT_EQ(got.code(), Code::kUnavailable) << got.ToString();
+  EXPECT_NE(got.message().find("only 1 of 2 copies"), std::string::npos) << got.ToString();
+  EXPECT_NE(got.message().find("no other node could take one (1 were asked; the others are down, or full"),
+            std::string::npos)
+      << got.ToString();
+}
+
 }  // namespace
 }  // namespace strata
