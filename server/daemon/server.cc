@@ -142,6 +142,7 @@ Status Server::Build() {
   // Ingest and serving.
   active_streams_ = std::make_unique<ActiveWork>();
   active_ingests_ = std::make_unique<ActiveWork>();
+  active_copies_ = std::make_unique<ActiveWork>();
   status_ = std::make_unique<NodeStatus>(
       config_, NodeStatus::Deps{catalog_.get(), dir_.get(), view_.get(), repairer_.get(), active_streams_.get(),
                                 active_ingests_.get(), metrics_.get(), disk_.get(), peer_disks_.get()});
@@ -188,9 +189,10 @@ Status Server::Build() {
                             /*tokens_checked=*/!security_.auth_tokens.empty()});
   admin_ = std::make_unique<AdminServiceImpl>(catalog_.get(), status_.get(), view_.get(), deleter_.get(),
                                               aborter_.get(), admin_pool_->get_executor());
-  peer_ = std::make_unique<PeerServiceImpl>(PeerServiceImpl::Deps{
-      peer_pool_->get_executor(), view_.get(), dir_.get(), files_.get(), records_.get(), versions_.get(),
-      repairer_.get(), peers_.get(), disk_.get(), multi_ingests_.get(), ingest_.get()});
+  peer_ = std::make_unique<PeerServiceImpl>(
+      PeerServiceImpl::Deps{peer_pool_->get_executor(), view_.get(), dir_.get(), files_.get(), records_.get(),
+                            versions_.get(), repairer_.get(), peers_.get(), disk_.get(), multi_ingests_.get(),
+                            ingest_.get(), active_copies_.get(), &draining_});
   return Status::OK();
 }
 
@@ -376,8 +378,8 @@ Status Server::Stop() {
   stopped_ = true;
   if (grpc_) {
     const auto timeout = std::chrono::milliseconds(config_.drain_timeout_ms);
-    spdlog::info("draining: {} streams and {} ingests open; waiting up to {} ms", active_streams_->count(),
-                 active_ingests_->count(), timeout.count());
+    spdlog::info("draining: {} streams, {} ingests and {} incoming copies open; waiting up to {} ms",
+                 active_streams_->count(), active_ingests_->count(), active_copies_->count(), timeout.count());
     draining_ = true;
     // From here /readyz no longer calls into this Server, which may be
     // destroyed before the exposer stops.
@@ -390,7 +392,11 @@ Status Server::Stop() {
     // so wait for our calls here (woken by the last one to end) and then shut
     // gRPC down at once.
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    if (active_streams_->WaitIdle(deadline)) active_ingests_->WaitIdle(deadline);
+    // Replicas being received for other nodes' ingests too: cut off, they
+    // would fail those ingests' write policy.
+    if (active_streams_->WaitIdle(deadline) && active_ingests_->WaitIdle(deadline)) {
+      active_copies_->WaitIdle(deadline);
+    }
     grpc_->Shutdown(std::chrono::system_clock::now());  // cancels whatever is left
     grpc_->Wait();
     if (peer_grpc_) {

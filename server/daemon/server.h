@@ -156,6 +156,7 @@ class Server {
   std::unique_ptr<Scrubber> scrubber_;
   std::unique_ptr<ActiveWork> active_streams_;
   std::unique_ptr<ActiveWork> active_ingests_;
+  std::unique_ptr<ActiveWork> active_copies_;  // replicas other nodes send here (PutFile)
   std::unique_ptr<NodeStatus> status_;
   std::unique_ptr<VersionNumbers> numbers_;  // before ingest_, which uses it
   std::unique_ptr<IngestCoordinator> ingest_;

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <boost/asio/post.hpp>
 #include <functional>
 
@@ -49,7 +50,10 @@ std::function<void(Result<Reply>)> FinishWith(grpc::ServerUnaryReactor* reactor,
 // Receives one file; chunks are written on the peer pool, one at a time.
 class PutFileReactor final : public HandOffVisible<grpc::ServerReadReactor<v1::FileChunk>> {
  public:
-  PutFileReactor(const PeerServiceImpl::Deps* d, v1::PutFileReply* reply) : d_(d), reply_(reply) { StartRead(&chunk_); }
+  PutFileReactor(const PeerServiceImpl::Deps* d, v1::PutFileReply* reply) : d_(d), reply_(reply) {
+    if (d_->active_copies != nullptr) d_->active_copies->Begin();
+    StartRead(&chunk_);
+  }
 
   void OnReadDone(bool ok) override {
     TakeBackFromGrpc(this);
@@ -61,13 +65,23 @@ class PutFileReactor final : public HandOffVisible<grpc::ServerReadReactor<v1::F
   }
   void OnDone() override {
     TakeBackFromGrpc(this);
+    if (d_->active_copies != nullptr) d_->active_copies->End();
     delete this;
   }
+  // The sender cancelled, or its connection or this node's server went: the
+  // chunks read so far are no whole file, and no damage either.
+  void OnCancel() override { cancelled_ = true; }
 
  private:
   void Process() {
     Status s;
     if (!receiver_) {
+      // A node that is stopping takes no new replica: the sender gives it
+      // to the next node at once rather than have it cut off mid-file.
+      if (d_->draining != nullptr && d_->draining->load()) {
+        Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "this node is shutting down"));
+        return;
+      }
       file_ = chunk_.file();
       if (Status valid = ValidateFileRef(file_); !valid.ok()) {
         Finish(ToGrpcStatus(valid));
@@ -98,6 +112,11 @@ class PutFileReactor final : public HandOffVisible<grpc::ServerReadReactor<v1::F
   }
 
   void Complete() {
+    if (cancelled_) {
+      receiver_.reset();  // removes the partial file
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the copy was cut off before its end"));
+      return;
+    }
     if (!receiver_) {
       Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no file was sent"));
       return;
@@ -124,6 +143,7 @@ class PutFileReactor final : public HandOffVisible<grpc::ServerReadReactor<v1::F
   v1::FileChunk chunk_;
   v1::FileRef file_;
   std::unique_ptr<FileReceiver> receiver_;
+  std::atomic<bool> cancelled_{false};
 };
 
 // Sends one local file in chunks. The file is opened, and each chunk read,

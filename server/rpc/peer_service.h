@@ -3,8 +3,10 @@
 // reads for a peer that lacks a copy, and version metadata exchange.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/thread_pool.hpp>
 
+#include "server/base/active_work.h"
 #include "server/cluster/cluster_view.h"
 #include "server/cluster/ingest_coordinator.h"
 #include "server/cluster/multi_ingest.h"
@@ -32,11 +34,13 @@ class PeerServiceImpl final : public v1::PeerService::CallbackService {
     LocalFiles* files = nullptr;
     PeerRecords* records = nullptr;
     VersionSync* versions = nullptr;
-    Repairer* repairer = nullptr;              // kicked when an imported version changes the catalog
-    PeerClients* peers = nullptr;              // a PutVersion is confirmed with the version's coordinator
-    const DiskSpace* disk = nullptr;           // Ping reports it; PutFile is refused below its low watermark
-    MultiIngests* multi = nullptr;             // ingests with several writers, where this node is the home
-    IngestCoordinator* coordinator = nullptr;  // joins them (required with multi)
+    Repairer* repairer = nullptr;                 // kicked when an imported version changes the catalog
+    PeerClients* peers = nullptr;                 // a PutVersion is confirmed with the version's coordinator
+    const DiskSpace* disk = nullptr;              // Ping reports it; PutFile is refused below its low watermark
+    MultiIngests* multi = nullptr;                // ingests with several writers, where this node is the home
+    IngestCoordinator* coordinator = nullptr;     // joins them (required with multi)
+    ActiveWork* active_copies = nullptr;          // PutFile calls in progress (a drain waits for them); optional
+    const std::atomic<bool>* draining = nullptr;  // set: new PutFile calls are refused (UNAVAILABLE); optional
   };
   explicit PeerServiceImpl(Deps deps) : d_(std::move(deps)) {}
 
