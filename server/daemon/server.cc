@@ -5,10 +5,12 @@
 
 #include <chrono>
 
+#include "common/allocator.h"
 #include "common/units.h"
 #include "server/base/thread_priority.h"
 #include "server/base/tls_reload.h"
 #include "server/storage/decompressed_cache.h"
+#include "server/storage/process_memory.h"
 
 namespace strata {
 
@@ -174,6 +176,16 @@ Status Server::Build() {
   writer_watch_ =
       std::make_unique<WriterWatch>(view_.get(), peers_.get(), multi_ingests_.get(), peer_pool_->get_executor());
   aborter_ = std::make_unique<IngestAborter>(multi_ingests_.get(), peers_.get(), view_.get());
+  if (config_.memory_budget > 0) {
+    // Freed heap that malloc keeps (between streams, after ingests and
+    // copies) is no use to the budget: given back while the node is over it,
+    // idle too (the block cache governs only while streams read).
+    heap_trim_ = std::make_unique<PeriodicTask>(background_->get_executor(), [budget = config_.memory_budget] {
+      const Result<uint64_t> rss = ProcessResidentBytes();
+      if (rss.ok() && rss.value() > budget) ReleaseFreeHeap();
+      return std::chrono::milliseconds(10000);
+    });
+  }
   StreamLimits stream_limits;
   stream_limits.max_part_bytes = config_.max_part_bytes;
   stream_limits.read_ahead_steps = config_.read_ahead_steps;
@@ -341,6 +353,7 @@ Status Server::Serve() {
   repairer_->Start();
   scrubber_->Start();
   writer_watch_->Start();
+  if (heap_trim_) heap_trim_->Start();
   // Tell the others about versions this node aborted while it was down.
   versions_->BroadcastOwnAborted();
   if (!config_.metrics_listen.empty()) metrics_->SetReadiness([this] { return NotReadyReason(); });
@@ -407,6 +420,7 @@ Status Server::Stop() {
   if (!kv_) return Status::OK();  // Open failed before storage opened
   // The background work, then the pool, then storage.
   if (writer_watch_) writer_watch_->Stop();
+  if (heap_trim_) heap_trim_->Stop();
   if (scrubber_) scrubber_->Stop();
   if (repairer_) repairer_->Stop();
   if (peer_disks_) peer_disks_->Stop();

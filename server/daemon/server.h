@@ -20,6 +20,7 @@
 #include "server/base/active_work.h"
 #include "server/base/config.h"
 #include "server/base/metrics.h"
+#include "server/base/periodic_task.h"
 #include "server/base/security_config.h"
 #include "server/base/stream_lanes.h"
 #include "server/cluster/cluster_view.h"
@@ -163,6 +164,7 @@ class Server {
   std::unique_ptr<MultiIngests> multi_ingests_;  // the home's side of ingests with several writers
   std::unique_ptr<WriterWatch> writer_watch_;    // ... and its watch over the writers' nodes
   std::unique_ptr<IngestAborter> aborter_;       // ... and an operator's abort (strata rm --abort)
+  std::unique_ptr<PeriodicTask> heap_trim_;      // with a memory budget: free heap given back while over it
   std::unique_ptr<StreamOpener> streams_;
   std::unique_ptr<DataServiceImpl> data_;
   std::unique_ptr<AdminServiceImpl> admin_;
