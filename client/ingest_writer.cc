@@ -26,7 +26,6 @@ namespace strata::client_internal {
 namespace {
 
 constexpr size_t kMessageTargetBytes = size_t{1} << 20;
-constexpr size_t kMaxSampleBytes = InputLimits::kMaxSampleBytes;
 
 // Protobuf string fields must hold UTF-8; say which text is not.
 Status CheckUtf8(const Sample& sample) {
@@ -142,10 +141,7 @@ Status GrpcIngestWriter::Write(const Sample& sample) {
   STRATA_RETURN_IF_ERROR(CheckUtf8(sample));
   ToProto(sample, &next_);
   const size_t size = next_.ByteSizeLong();
-  if (size > kMaxSampleBytes) {
-    return Status::InvalidArgument("sample '" + sample.key + "' is " + std::to_string(size >> 20) +
-                                   " MiB; samples may be at most 64 MiB");
-  }
+  STRATA_RETURN_IF_ERROR(CheckSampleBytes("sample '" + sample.key + "'", size));
   // Keep messages near the target: a large sample goes alone.
   if (pending_bytes_ > 0 && pending_bytes_ + size > kMessageTargetBytes) STRATA_RETURN_IF_ERROR(Flush());
   // The swap leaves next_ holding a sample that Flush cleared: buffers to reuse.

@@ -39,6 +39,13 @@ Status CheckClusterName(std::string_view what, std::string_view name, size_t lim
   return Status::OK();
 }
 
+Status CheckSampleBytes(std::string_view what, uint64_t bytes) {
+  if (bytes <= InputLimits::kMaxSampleBytes) return Status::OK();
+  return Status::InvalidArgument(std::string(what) + " is " + std::to_string(bytes >> 20) +
+                                 " MiB; samples may be at most " + std::to_string(InputLimits::kMaxSampleBytes >> 20) +
+                                 " MiB");
+}
+
 Status CheckCount(std::string_view what, size_t count, size_t limit) {
   if (count <= limit) return Status::OK();
   return Status::InvalidArgument(std::string(what) + " has " + std::to_string(count) + " entries, over the limit of " +

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -53,6 +54,10 @@ Status CheckLength(std::string_view what, std::string_view value, size_t limit);
 // '_' and '.' (they appear in the --peers syntax, in metrics and in the CLI's
 // tables). Empty passes: where a name is required, say so first.
 Status CheckClusterName(std::string_view what, std::string_view name, size_t limit);
+
+// InvalidArgument "<what> is N MiB; samples may be at most 64 MiB" unless
+// bytes <= kMaxSampleBytes: a sample, a file or a tar member being read as one.
+Status CheckSampleBytes(std::string_view what, uint64_t bytes);
 
 // InvalidArgument "<what> has N entries, over the limit of L" unless count <= limit.
 Status CheckCount(std::string_view what, size_t count, size_t limit);

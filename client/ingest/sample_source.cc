@@ -37,17 +37,13 @@ Status ReadWholeFile(const std::string& path, std::string* out) {
   if (::fstat(fd.get(), &st) != 0) return ErrnoStatus(path, errno);
   if (S_ISDIR(st.st_mode)) return Status::IOError(path + " is a directory");
   constexpr size_t kLimit = InputLimits::kMaxSampleBytes;
-  const auto too_large = [&](uint64_t bytes) {
-    return Status::InvalidArgument(path + " is " + std::to_string(bytes >> 20) + " MiB; samples may be at most " +
-                                   std::to_string(kLimit >> 20) + " MiB");
-  };
-  if (st.st_size > static_cast<off_t>(kLimit)) return too_large(static_cast<uint64_t>(st.st_size));
+  STRATA_RETURN_IF_ERROR(CheckSampleBytes(path, static_cast<uint64_t>(std::max<off_t>(st.st_size, 0))));
   // One byte of slack so that a file of the size fstat saw ends in one pass;
   // a file that grows meanwhile is still read to its end, or the limit.
   out->resize(static_cast<size_t>(std::max<off_t>(st.st_size, 0)) + 1);
   size_t got = 0;
   for (;;) {
-    if (got > kLimit) return too_large(got);
+    STRATA_RETURN_IF_ERROR(CheckSampleBytes(path, got));
     if (got == out->size()) out->resize(std::min(out->size() * 2, kLimit + 1));
     const ssize_t n = ::read(fd.get(), out->data() + got, out->size() - got);
     if (n < 0) {

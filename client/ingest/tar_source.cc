@@ -147,13 +147,8 @@ class TarSource final : public SampleSource {
     }
     // A member past a sample's limit is refused before its bytes are held:
     // a sparse member declares any size in a few blocks of archive.
-    constexpr uint64_t kLimit = InputLimits::kMaxSampleBytes;
-    const auto too_large = [&](uint64_t bytes) {
-      return Status::InvalidArgument("tar " + path_ + ": member \"" + pending_key_ + "." + pending_field_ + "\" is " +
-                                     std::to_string(bytes >> 20) + " MiB; samples may be at most " +
-                                     std::to_string(kLimit >> 20) + " MiB");
-    };
-    if (pending_size_ > 0 && static_cast<uint64_t>(pending_size_) > kLimit) return too_large(pending_size_);
+    const std::string member = "tar " + path_ + ": member \"" + pending_key_ + "." + pending_field_ + "\"";
+    if (pending_size_ > 0) STRATA_RETURN_IF_ERROR(CheckSampleBytes(member, static_cast<uint64_t>(pending_size_)));
     Field& field = sample->fields.emplace_back();
     field.name = pending_field_;
     std::string* data = &field.data;
@@ -165,9 +160,8 @@ class TarSource final : public SampleSource {
       const int r = archive_read_data_block(archive_.get(), &block, &size, &offset);
       if (r == ARCHIVE_EOF) break;
       if (r < ARCHIVE_WARN) return Damaged(path_, archive_.get());
-      if (offset < 0 || static_cast<uint64_t>(offset) + size > kLimit) {
-        return too_large(static_cast<uint64_t>(std::max<la_int64_t>(offset, 0)) + size);
-      }
+      if (offset < 0) return Damaged(path_, archive_.get());
+      STRATA_RETURN_IF_ERROR(CheckSampleBytes(member, static_cast<uint64_t>(offset) + size));
       // Sparse members skip their holes: those read as zeros.
       if (offset > 0 && static_cast<uint64_t>(offset) > data->size()) {
         data->resize(static_cast<size_t>(offset));

@@ -30,13 +30,14 @@ ShardHealth CountShardHealth(const Catalog& catalog, const LocalFiles& files, co
       }
       // A holder down: its copy may sit on a member ranked after the
       // holders, where the ingest (or a repair) put it instead.
-      for (const std::string& id :
-           readable < holders.size() ? FileRanked(info, file, members) : std::vector<std::string>()) {
-        if (readable >= holders.size()) break;
-        if (std::find(holders.begin(), holders.end(), id) != holders.end()) continue;
-        const v1::NodeInfo* n = FindNode(map, id);
-        if (n == nullptr || n->state() != v1::NODE_UP) continue;
-        readable += id == self ? files.Has(file) : held_by != nullptr && held_by(id, file);
+      if (readable < holders.size()) {
+        for (const std::string& id : FileRanked(info, file, members)) {
+          if (readable >= holders.size()) break;
+          if (std::find(holders.begin(), holders.end(), id) != holders.end()) continue;
+          const v1::NodeInfo* n = FindNode(map, id);
+          if (n == nullptr || n->state() != v1::NODE_UP) continue;
+          readable += id == self ? files.Has(file) : held_by != nullptr && held_by(id, file);
+        }
       }
       *short_of_copies |= readable < holders.size();
       return readable;
