@@ -40,7 +40,10 @@ Status ErrnoStatus(std::string_view context, int err) {
     case EACCES:
     case EPERM: return Status(Code::kPermissionDenied, std::move(m));
     case ENOSPC:
-    case EDQUOT: return Status::ResourceExhausted(std::move(m));
+    case EDQUOT:
+    case EMFILE:  // out of file descriptors (the process's limit or the system's)
+    case ENFILE:
+    case ENOMEM: return Status::ResourceExhausted(std::move(m));
     case EISDIR: return Status::IOError(std::string(context) + ": it is a directory");
     default: return Status::IOError(std::move(m));
   }

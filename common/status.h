@@ -11,8 +11,8 @@ namespace strata {
 
 // The Status of a failed system call: "<context>: <strerror(err)>", coded
 // NotFound for ENOENT and ENOTDIR, PermissionDenied for EACCES and EPERM,
-// ResourceExhausted for ENOSPC and EDQUOT, IOError otherwise ("<context> is a
-// directory" for EISDIR).
+// ResourceExhausted for ENOSPC, EDQUOT, EMFILE, ENFILE and ENOMEM, IOError
+// otherwise ("<context> is a directory" for EISDIR).
 Status ErrnoStatus(std::string_view context, int err);
 
 }  // namespace strata

@@ -7,10 +7,12 @@
 
 #include "common/allocator.h"
 #include "common/units.h"
+#include "server/base/open_files.h"
 #include "server/base/thread_priority.h"
 #include "server/base/tls_reload.h"
 #include "server/storage/decompressed_cache.h"
 #include "server/storage/process_memory.h"
+#include "server/storage/shard_format.h"
 
 namespace strata {
 
@@ -92,7 +94,16 @@ Status Server::Build() {
     return out;
   });
   catalog_ = std::make_unique<Catalog>(kv_.get());
-  cache_ = std::make_unique<DatasetCache>(catalog_.get(), dir_.get());
+  // Shard readers kept open between uses, within what the open-file limit leaves.
+  const uint64_t open_files = OpenFileSoftLimit();
+  cache_ = std::make_unique<DatasetCache>(catalog_.get(), dir_.get(), KeptReaderLimit(open_files));
+  spdlog::info("shard readers: up to {} kept open (open-file limit {})", cache_->readers().limit(),
+               open_files == 0 ? std::string("unlimited") : std::to_string(open_files));
+  metrics_->AddScrapeGauges("shard_readers", [cache = cache_.get()] {
+    return std::map<std::string, double>{{"open", static_cast<double>(ShardReader::OpenCount())},
+                                         {"kept", static_cast<double>(cache->readers().kept())},
+                                         {"kept_limit", static_cast<double>(cache->readers().limit())}};
+  });
   files_ = std::make_unique<LocalFiles>(dir_.get());
   // The executors, each owned by this Server and joined by Stop() (see the
   // members' comments in server.h, and docs/design.md, "Threads").
@@ -106,6 +117,9 @@ Status Server::Build() {
   blocks_ = std::make_unique<BlockCache>(
       BlockCacheOptions{config_.cache_bytes, config_.cache_block_bytes, config_.memory_budget}, pool_.get(),
       metrics_.get());
+  // A reader the dataset cache lets go of closes once the cache's idle blocks of it are evicted too.
+  cache_->readers().OnRelease(
+      [blocks = blocks_.get()](std::vector<const ShardReader*> readers) { blocks->Forget(std::move(readers)); });
 
   background_ = std::make_unique<boost::asio::thread_pool>(2);
   scrub_pool_ = std::make_unique<boost::asio::thread_pool>(1);
@@ -433,6 +447,7 @@ Status Server::Stop() {
   if (rebuild_pool_) rebuild_pool_->join();
   if (lanes_) lanes_->Join();
   if (pool_) pool_->join();
+  cache_->readers().OnRelease(nullptr);  // blocks_ goes before cache_
   Status closed = kv_->Close();
   spdlog::info("stopped: storage closed{}", closed.ok() ? "" : " with an error: " + closed.ToString());
   return closed;

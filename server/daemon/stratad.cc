@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "common/units.h"
+#include "server/base/open_files.h"
 #include "server/daemon/server.h"
 #include "server/daemon/systemd_notify.h"
 
@@ -78,6 +79,13 @@ int RunStratad(int argc, char** argv) {
   security.tls.client_ca = config->tls_client_ca;
   security.auth_tokens = config->auth_tokens;
   SetUpLogging(config.value());
+  const OpenFileLimit files = RaiseOpenFileLimit();
+  if (!files.error.empty()) {
+    spdlog::warn("open files: the soft limit stays {} ({}); raise LimitNOFILE or `ulimit -n`", files.now, files.error);
+  } else if (files.now != files.before) {
+    spdlog::info("open files: soft limit raised from {} to {}", files.before,
+                 files.now == 0 ? std::string("unlimited") : std::to_string(files.now));
+  }
 
   // A peer or scraper that closes a connection stratad writes to must not
   // kill it: SIGPIPE would end the process without a log line or a core file.

@@ -163,6 +163,12 @@ class BlockCache {
   // that point into them, so they stay resident until the bytes have left.
   std::shared_ptr<const void> Hold(std::vector<BlockRef> blocks, std::vector<bool>* mapped = nullptr);
 
+  // Evicts the blocks read through `readers` that no use has pinned, so that
+  // their readers (and files) can close: the dataset cache let go of them
+  // (server/storage/dataset_cache.h, ReaderBudget). Pinned blocks stay until
+  // their uses end, and are evicted as any block is.
+  void Forget(std::vector<const ShardReader*> readers);
+
   struct Stats {
     uint64_t resident_bytes = 0;  // blocks resident or being read in
     uint64_t resident_blocks = 0;

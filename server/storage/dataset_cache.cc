@@ -8,6 +8,7 @@
 #include <cstring>
 #include <system_error>
 #include <thread>
+#include <tuple>
 
 #include "common/file_util.h"
 #include "common/mutex.h"
@@ -17,8 +18,73 @@
 
 namespace strata {
 
-OpenVersion::OpenVersion(v1::VersionRecord record, std::vector<v1::ShardRecord> shards, const DataDir* dir)
-    : record_(std::move(record)), shards_(std::move(shards)), dir_(dir), slots_(shards_.size()) {
+void ReaderBudget::Register(std::weak_ptr<const OpenVersion> version) {
+  if (limit_ == 0 || version.expired()) return;
+  MutexLock lock(&mu_);
+  std::erase_if(versions_, [](const std::weak_ptr<const OpenVersion>& v) { return v.expired(); });
+  versions_.push_back(std::move(version));
+}
+
+bool ReaderBudget::Added() { return kept_.fetch_add(1, std::memory_order_relaxed) + 1 > limit_ && limit_ != 0; }
+
+void ReaderBudget::OnRelease(std::function<void(std::vector<const ShardReader*>)> fn) {
+  MutexLock lock(&trim_mu_);
+  on_release_ = std::move(fn);
+}
+
+void ReaderBudget::Trim(bool all) {
+  if (limit_ == 0) return;
+  if (all) {
+    trim_mu_.Lock();
+  } else if (!trim_mu_.TryLock()) {
+    return;
+  }
+  std::vector<std::shared_ptr<const OpenVersion>> live;
+  {
+    MutexLock lock(&mu_);
+    std::erase_if(versions_, [&live](const std::weak_ptr<const OpenVersion>& v) {
+      auto version = v.lock();
+      if (version == nullptr) return true;
+      live.push_back(std::move(version));
+      return false;
+    });
+  }
+  struct Candidate {
+    OpenVersion::Kept kept;
+    const OpenVersion* version;
+  };
+  std::vector<Candidate> candidates;
+  std::vector<OpenVersion::Kept> found;
+  for (const auto& version : live) {
+    found.clear();
+    version->AppendKept(&found);
+    for (const OpenVersion::Kept& k : found) candidates.push_back({k, version.get()});
+  }
+  std::sort(candidates.begin(), candidates.end(),
+            [](const Candidate& a, const Candidate& b) { return a.kept.used < b.kept.used; });
+  const size_t target = all ? 0 : limit_ - limit_ / 4;
+  std::vector<std::shared_ptr<const ShardReader>> gone;
+  for (const Candidate& c : candidates) {
+    if (kept() <= target) break;
+    if (auto reader = c.version->Release(c.kept.shard, c.kept.used)) gone.push_back(std::move(reader));
+  }
+  if (on_release_ && !gone.empty()) {
+    std::vector<const ShardReader*> readers;
+    readers.reserve(gone.size());
+    for (const auto& reader : gone) readers.push_back(reader.get());
+    on_release_(std::move(readers));
+  }
+  trim_mu_.Unlock();
+  // `gone` closes here the readers nothing else holds.
+}
+
+OpenVersion::OpenVersion(v1::VersionRecord record, std::vector<v1::ShardRecord> shards, const DataDir* dir,
+                         std::shared_ptr<ReaderBudget> budget)
+    : record_(std::move(record)),
+      shards_(std::move(shards)),
+      dir_(dir),
+      slots_(shards_.size()),
+      budget_(std::move(budget)) {
   std::vector<uint64_t> firsts;
   firsts.reserve(shards_.size());
   seqs_.reserve(shards_.size());
@@ -34,15 +100,62 @@ OpenVersion::OpenVersion(v1::VersionRecord record, std::vector<v1::ShardRecord> 
   shape_.strata.assign(info.stratum_counts().begin(), info.stratum_counts().end());
 }
 
-Result<std::shared_ptr<const ShardReader>> OpenVersion::Reader(size_t shard) const {
+OpenVersion::~OpenVersion() {
+  if (!budget_) return;
+  for (Slot& slot : slots_) {
+    MutexLock lock(&slot.mu);
+    if (slot.reader) budget_->Removed();
+  }
+}
+
+Result<std::shared_ptr<const ShardReader>> OpenVersion::ReaderOnce(size_t shard, bool* opened) const {
   Slot& slot = slots_[shard];
+  if (budget_) slot.used.store(budget_->Tick(), std::memory_order_relaxed);
   MutexLock lock(&slot.mu);
   if (!slot.reader) {
-    auto opened = ShardReader::Open(dir_->Absolute(shards_[shard].path()));
-    if (!opened.ok()) return opened.status();
-    slot.reader = std::shared_ptr<const ShardReader>(std::move(opened).value());
+    auto reader = ShardReader::Open(dir_->Absolute(shards_[shard].path()));
+    if (!reader.ok()) return reader.status();
+    slot.reader = std::shared_ptr<const ShardReader>(std::move(reader).value());
+    *opened = true;
   }
   return slot.reader;
+}
+
+Result<std::shared_ptr<const ShardReader>> OpenVersion::Reader(size_t shard) const {
+  bool opened = false;
+  auto reader = ReaderOnce(shard, &opened);
+  if (budget_ && !reader.ok() && reader.status().code() == Code::kResourceExhausted) {
+    // Out of descriptors (or mappings): let go of every reader kept (those
+    // steps in flight hold stay open), and try once more.
+    budget_->Trim(/*all=*/true);
+    reader = ReaderOnce(shard, &opened);
+    if (!reader.ok() && reader.status().code() == Code::kResourceExhausted) {
+      return Status::ResourceExhausted(reader.status().message() + " (" + std::to_string(ShardReader::OpenCount()) +
+                                       " shard files open, for the steps in flight; raise stratad's open-file "
+                                       "limit: LimitNOFILE, ulimit -n)");
+    }
+  }
+  if (!opened || !budget_) return reader;
+  if (!registered_.exchange(true)) budget_->Register(weak_from_this());
+  if (budget_->Added()) budget_->Trim(/*all=*/false);
+  return reader;
+}
+
+void OpenVersion::AppendKept(std::vector<Kept>* out) const {
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& slot = slots_[i];
+    MutexLock lock(&slot.mu);
+    if (slot.reader) out->push_back({slot.used.load(std::memory_order_relaxed), i});
+  }
+}
+
+std::shared_ptr<const ShardReader> OpenVersion::Release(size_t shard, uint64_t used) const {
+  Slot& slot = slots_[shard];
+  MutexLock lock(&slot.mu);
+  if (!slot.reader || slot.used.load(std::memory_order_relaxed) != used) return nullptr;
+  budget_->Removed();
+  slot.reader->Retire();
+  return std::move(slot.reader);
 }
 
 void OpenVersion::OpenReaders(std::vector<size_t> shards) const {
@@ -111,6 +224,7 @@ Status OpenVersion::ReadRaw(uint64_t id, std::string* raw) const {
 void OpenVersion::Invalidate(size_t shard) const {
   Slot& slot = slots_[shard];
   MutexLock lock(&slot.mu);
+  if (slot.reader && budget_) budget_->Removed();
   slot.reader.reset();  // streams holding it finish with the old mapping
 }
 
@@ -192,7 +306,8 @@ Result<std::shared_ptr<const OpenVersion>> DatasetCache::Open(const DatasetRef& 
   }
   auto shards = catalog_->ListShards(info.name(), info.version());
   if (!shards.ok()) return shards.status();
-  auto version = std::make_shared<const OpenVersion>(std::move(record).value(), std::move(shards).value(), dir_);
+  auto version =
+      std::make_shared<const OpenVersion>(std::move(record).value(), std::move(shards).value(), dir_, budget_);
   std::shared_ptr<const OpenVersion> open;
   {
     MutexLock lock(&mu_);

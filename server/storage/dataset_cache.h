@@ -1,11 +1,14 @@
 // Sealed dataset versions opened for reading: their shape (for the epoch plan)
-// and lazily opened shard readers, shared by every stream of that version.
+// and lazily opened shard readers, shared by every stream of that version,
+// with a bound on how many readers they keep open between uses.
 //
-// Thread-safety: DatasetCache and OpenVersion are safe for concurrent use.
+// Thread-safety: DatasetCache, OpenVersion and ReaderBudget are safe for
+// concurrent use.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -24,9 +27,65 @@
 
 namespace strata {
 
-class OpenVersion {
+class OpenVersion;
+
+// How many shard readers the versions of one DatasetCache keep open between
+// uses, and the bound on them. A reader holds a file descriptor and a
+// mapping, both limited per process (RLIMIT_NOFILE, vm.max_map_count): a node
+// that had streamed the shards of many datasets once kept them all open, and
+// then failed to open a file or to accept a connection (EMFILE) until it was
+// restarted. Past the bound, the readers used least recently are let go (one
+// a step in flight still holds closes once the step is sent), and the next
+// use opens the file again.
+class ReaderBudget {
  public:
-  OpenVersion(v1::VersionRecord record, std::vector<v1::ShardRecord> shards, const DataDir* dir);
+  // At most `limit` readers kept; 0: no bound.
+  explicit ReaderBudget(size_t limit) : limit_(limit) {}
+
+  size_t limit() const { return limit_; }
+  // Readers the versions keep now (those that steps or cached blocks still
+  // hold after they were let go are not counted: ShardReader::OpenCount
+  // counts every open one).
+  size_t kept() const { return kept_.load(std::memory_order_relaxed); }
+  // The stamp of a use, later for every call: the readers whose last use has
+  // the earliest stamps go first.
+  uint64_t Tick() { return clock_.fetch_add(1, std::memory_order_relaxed); }
+
+  // Called with the readers a trim let go of, before they are dropped: the
+  // block cache's idle blocks of them hold them open (stratad evicts those).
+  void OnRelease(std::function<void(std::vector<const ShardReader*>)> fn);
+  // A version whose readers count (each registers as it opens its first).
+  void Register(std::weak_ptr<const OpenVersion> version);
+  // A reader was opened (true: the budget is now over its bound, and the
+  // caller, holding no slot's lock, calls Trim) or let go.
+  bool Added();
+  void Removed() { kept_.fetch_sub(1, std::memory_order_relaxed); }
+  // Lets go of the least recently used readers until a quarter of the bound
+  // is free; with `all`, of every reader (opening a file failed for want of
+  // descriptors). One trim at a time: a second caller returns at once unless
+  // it asks for all.
+  void Trim(bool all);
+
+ private:
+  const size_t limit_;
+  std::atomic<size_t> kept_{0};
+  std::atomic<uint64_t> clock_{1};
+  Mutex trim_mu_;
+  std::function<void(std::vector<const ShardReader*>)> on_release_ GUARDED_BY(trim_mu_);
+  Mutex mu_;
+  std::vector<std::weak_ptr<const OpenVersion>> versions_ GUARDED_BY(mu_);
+};
+
+class OpenVersion : public std::enable_shared_from_this<OpenVersion> {
+ public:
+  // `budget` bounds the readers it keeps (nullptr: no bound) if the version
+  // is owned by a shared_ptr (make_shared), through which the budget's trim
+  // reaches it.
+  OpenVersion(v1::VersionRecord record, std::vector<v1::ShardRecord> shards, const DataDir* dir,
+              std::shared_ptr<ReaderBudget> budget = nullptr);
+  ~OpenVersion();
+  OpenVersion(const OpenVersion&) = delete;
+  OpenVersion& operator=(const OpenVersion&) = delete;
 
   const v1::VersionRecord& record() const { return record_; }
   const DatasetShape& shape() const { return shape_; }
@@ -73,7 +132,9 @@ class OpenVersion {
   // writer w's shards from w * PartSeqSpan (server/ingest/ingest_session.h).
   std::optional<size_t> IndexOf(uint32_t seq) const;
   // The open reader of shard i, opened on first use (NotFound if this node
-  // does not hold the file, Corruption if its layout is damaged).
+  // does not hold the file, Corruption if its layout is damaged,
+  // ResourceExhausted if the process is out of file descriptors even after
+  // the budget let go of every reader no step holds).
   Result<std::shared_ptr<const ShardReader>> Reader(size_t shard) const;
   // Opens the readers of those of `shards` (indexes, repeats allowed) not
   // open yet, several at once, and returns when all have been tried. Opening
@@ -86,6 +147,16 @@ class OpenVersion {
   void OpenReaders(std::vector<size_t> shards) const;
   // Forgets the open reader of shard i (after its file was quarantined).
   void Invalidate(size_t shard) const;
+  // For ReaderBudget::Trim: the shards whose reader is kept, each with the
+  // stamp of its last use.
+  struct Kept {
+    uint64_t used;
+    size_t shard;
+  };
+  void AppendKept(std::vector<Kept>* out) const;
+  // Lets go of shard i's reader if it was not used since the use stamped `used`, and
+  // returns it (nullptr if it kept it or had none).
+  std::shared_ptr<const ShardReader> Release(size_t shard, uint64_t used) const;
   // Copies of each shard this version keeps (its recorded replication, or the
   // default for `members` nodes when it recorded none).
   uint32_t Replication(size_t members) const;
@@ -102,9 +173,13 @@ class OpenVersion {
   // Threads OpenReaders opens readers on at most.
   static constexpr size_t kOpeningThreads = 8;
 
+  // Reader's work: the slot's reader, opened if it has none (*opened set then).
+  Result<std::shared_ptr<const ShardReader>> ReaderOnce(size_t shard, bool* opened) const;
+
   struct Slot {
     Mutex mu;
     std::shared_ptr<const ShardReader> reader GUARDED_BY(mu);
+    std::atomic<uint64_t> used{0};  // the budget's stamp of its last use
   };
 
   v1::VersionRecord record_;
@@ -114,16 +189,20 @@ class OpenVersion {
   DatasetShape shape_;
   const DataDir* dir_;
   mutable std::vector<Slot> slots_;
+  const std::shared_ptr<ReaderBudget> budget_;
   mutable Mutex members_mu_;
   mutable std::shared_ptr<const StratumMembers> members_ GUARDED_BY(members_mu_);
   mutable SamplerCache samplers_;
   mutable std::atomic<bool> deleted_{false};
+  mutable std::atomic<bool> registered_{false};  // with budget_
 };
 
 class DatasetCache {
  public:
-  // `catalog` and `dir` must outlive the cache.
-  DatasetCache(const Catalog* catalog, const DataDir* dir) : catalog_(catalog), dir_(dir) {}
+  // `catalog` and `dir` must outlive the cache. It keeps at most
+  // `max_kept_readers` shard readers open between uses (0: no bound).
+  DatasetCache(const Catalog* catalog, const DataDir* dir, size_t max_kept_readers = 0)
+      : catalog_(catalog), dir_(dir), budget_(std::make_shared<ReaderBudget>(max_kept_readers)) {}
 
   // The sealed version `ref` names (the latest sealed one when it names no
   // version). NotFound if the dataset or version does not exist;
@@ -132,10 +211,12 @@ class DatasetCache {
   // Drops the cached entry of name@version and marks it deleted (streams
   // holding it end at their next step). No-op if it is not open.
   void Forget(const std::string& name, uint64_t version);
+  ReaderBudget& readers() const { return *budget_; }
 
  private:
   const Catalog* catalog_;
   const DataDir* dir_;
+  const std::shared_ptr<ReaderBudget> budget_;
   Mutex mu_;
   // Sealed versions are immutable, so cached entries go stale only when the
   // version is deleted (Forget).

@@ -45,6 +45,7 @@
 // into place, so a shard path either does not exist or holds a complete file.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -221,6 +222,14 @@ class ShardReader {
 
   ~ShardReader();
   ShardReader(const ShardReader&) = delete;
+  // Readers open in this process now (each holds a descriptor and a mapping).
+  static size_t OpenCount();
+  // Retired: the dataset cache let go of this reader (its budget of open
+  // readers, server/storage/dataset_cache.h). It serves the uses that hold
+  // it and closes when the last lets go; the block cache keeps none of its
+  // blocks once they are unpinned.
+  void Retire() const { retired_.store(true, std::memory_order_relaxed); }
+  bool retired() const { return retired_.load(std::memory_order_relaxed); }
   ShardReader& operator=(const ShardReader&) = delete;
 
   const std::string& path() const { return path_; }
@@ -393,6 +402,7 @@ class ShardReader {
   uint64_t serial_ = 0;
   // Uncompressed shards: the records verified in locked pages.
   std::unique_ptr<VerifiedRecords> verified_;
+  mutable std::atomic<bool> retired_{false};
 };
 
 }  // namespace strata

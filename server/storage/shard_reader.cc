@@ -116,6 +116,9 @@ Mapping HowMapped(const char* at, size_t bytes) {
   return present ? Mapping::kSmall : Mapping::kNone;
 }
 
+// Readers with a mapping (and so a descriptor), for OpenCount.
+std::atomic<size_t> open_readers{0};
+
 }  // namespace
 
 Result<std::unique_ptr<ShardReader>> ShardReader::Open(const std::string& path) {
@@ -137,6 +140,7 @@ Result<std::unique_ptr<ShardReader>> ShardReader::Open(const std::string& path) 
   if (map == MAP_FAILED) return ErrnoStatus("mmap " + path, errno);
   reader->fd_ = std::move(fd);
   reader->base_ = static_cast<const char*>(map);
+  open_readers.fetch_add(1, std::memory_order_relaxed);
   reader->size_ = size;
   STRATA_RETURN_IF_ERROR(reader->CheckLayout());
   if (!reader->compressed()) {
@@ -235,8 +239,13 @@ uint64_t ShardReader::RecordOffset(uint64_t index) const {
 
 ShardReader::~ShardReader() {
   if (serial_ != 0) DecompressedCache::Process().Forget(serial_);
-  if (base_ != nullptr) munmap(const_cast<char*>(base_), size_);
+  if (base_ != nullptr) {
+    munmap(const_cast<char*>(base_), size_);
+    open_readers.fetch_sub(1, std::memory_order_relaxed);
+  }
 }
+
+size_t ShardReader::OpenCount() { return open_readers.load(std::memory_order_relaxed); }
 
 Status ShardReader::CopyRawRecord(uint64_t index, std::string* raw, bool if_cached) const {
   if (index >= num_records()) {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,8 +29,10 @@ std::string Slurp(const std::string& path) {
   return ss.str();
 }
 
-// fork+exec with stdout and stderr sent to files.
-pid_t Spawn(const std::vector<std::string>& argv, const std::string& out_path, const std::string& err_path) {
+// fork+exec with stdout and stderr sent to files, and with an open-file limit
+// of max_open_files unless it is 0.
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& out_path, const std::string& err_path,
+            uint64_t max_open_files = 0) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -42,6 +45,10 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::string& out_path, c
     dup2(out, 1);
     dup2(err, 2);
     setpgid(0, 0);
+    if (max_open_files != 0) {
+      const struct rlimit limit { max_open_files, max_open_files };
+      if (setrlimit(RLIMIT_NOFILE, &limit) != 0) _exit(126);
+    }
     execv(args[0], args.data());
     _exit(127);
   }
@@ -114,7 +121,7 @@ std::unique_ptr<StratadProcess> StratadProcess::Start(const Options& o) {
   if (o.binary.empty() && !sets_disk) {
     argv.insert(argv.end(), {"--disk-low-watermark", "1MiB", "--disk-high-watermark", "2MiB"});
   }
-  p->pid_ = Spawn(argv, p->log_path_, p->log_path_);
+  p->pid_ = Spawn(argv, p->log_path_, p->log_path_, o.max_open_files);
   static const std::regex kReady(R"(ready: grpc=(\S+) metrics=(\S+))");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (std::chrono::steady_clock::now() < deadline) {

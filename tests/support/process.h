@@ -33,6 +33,8 @@ class StratadProcess {
     std::string metrics_listen = "127.0.0.1:0";
     std::vector<std::string> extra_args;
     std::string binary;  // empty: the stratad of this build (StratadBinary())
+    // Its open-file limit, soft and hard (RLIMIT_NOFILE); 0: this process's.
+    uint64_t max_open_files = 0;
   };
 
   // Starts stratad and waits (up to 20 s) for its "ready:" log line. Returns

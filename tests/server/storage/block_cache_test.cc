@@ -289,6 +289,35 @@ TEST_F(BlockCacheTest, HeldBlocksStayUntilTheOwnerIsReleased) {
   EXPECT_EQ(cache.stats().evictions, 1u);
 }
 
+// A reader the dataset cache let go of (its budget of open files) must be able
+// to close: Forget evicts its idle blocks at once, and once it is retired its
+// pinned ones leave as their uses end, instead of staying idle.
+TEST_F(BlockCacheTest, ARetiredReadersBlocksLeaveSoItsFileCloses) {
+  BlockCache cache(BlockCacheOptions{64 * kBlock, kBlock}, &pool_, nullptr);
+  auto a = BlocksOf(cache, reader_, {0});   // block 0
+  auto b = BlocksOf(cache, reader_, {40});  // block 5
+  cache.Pin(a);
+  cache.Pin(b);
+  WaitForReadAhead(cache, 2);
+  std::shared_ptr<const void> held = cache.Hold(a);
+  cache.Hold(b).reset();  // idle, resident
+  ASSERT_EQ(cache.stats().resident_blocks, 2u);
+  cache.Forget({reader_.get()});
+  BlockCache::Stats s = cache.stats();
+  EXPECT_EQ(s.evictions, 1u) << "the idle block goes";
+  EXPECT_EQ(s.resident_blocks, 1u) << "the held one stays while its use reads it";
+  reader_->Retire();
+  held.reset();
+  s = cache.stats();
+  EXPECT_EQ(s.evictions, 2u);
+  EXPECT_EQ(s.resident_bytes, 0u);
+  const std::weak_ptr<const ShardReader> file = reader_;
+  a.clear();  // the caller's references
+  b.clear();
+  reader_.reset();
+  EXPECT_TRUE(file.expired()) << "the cache still holds the reader, and its file open";
+}
+
 // Small records scattered over many blocks are not worth 2 MiB each: they are
 // not read ahead at the cost of evictions, and take blocks in only while the
 // budget has room.

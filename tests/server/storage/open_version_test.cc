@@ -1,8 +1,10 @@
 // OpenVersion's map of a sealed version: which shard holds an id, and which
 // place in the list a shard's seq has. A version written by several writers
 // numbers writer w's shards from w * PartSeqSpan, so a seq is not a place.
-// And its readers, opened several at once for a stream's first step.
+// And its readers, opened several at once for a stream's first step, and kept
+// open within a budget.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -107,6 +109,84 @@ TEST(OpenVersionTest, OpenReadersOpensTheShardsItIsGivenAndLeavesErrorsToReader)
   // Nothing left to open: no thread is started, nothing changes.
   v.OpenReaders({0, 1, 2, 3});
   EXPECT_TRUE(v.Reader(2).ok());
+}
+
+// A version of `shards` shards of 10 samples each, written under `dir`.
+struct WrittenVersion {
+  v1::VersionRecord record;
+  std::vector<v1::ShardRecord> shards;
+};
+WrittenVersion WriteVersion(const DataDir& dir, uint32_t shards) {
+  WrittenVersion v;
+  v.record.mutable_info()->set_name("ds");
+  v.record.mutable_info()->set_version(1);
+  v.record.mutable_info()->set_samples(10 * shards);
+  for (uint32_t seq = 0; seq < shards; ++seq) v.shards.push_back(WriteShard(dir, seq, 10 * seq, 10));
+  return v;
+}
+
+TEST(OpenVersionTest, ABudgetKeepsTheReadersUsedLastWithinItsLimit) {
+  testing::TempDir tmp;
+  const DataDir dir(tmp.path());
+  const WrittenVersion w = WriteVersion(dir, 6);
+  const size_t open_before = ShardReader::OpenCount();
+  auto budget = std::make_shared<ReaderBudget>(4);  // trims to 3 once a fifth opens
+  const auto version = std::make_shared<const OpenVersion>(w.record, w.shards, &dir, budget);
+  const OpenVersion& v = *version;
+  std::vector<const ShardReader*> first(6, nullptr);
+  for (size_t i = 0; i < 4; ++i) first[i] = v.Reader(i).value().get();
+  EXPECT_EQ(budget->kept(), 4u);
+  ASSERT_EQ(v.Reader(0).value().get(), first[0]);  // 0 is now used after 1, 2 and 3
+  first[4] = v.Reader(4).value().get();            // a fifth: 1 and 2, used least recently, go
+  EXPECT_EQ(budget->kept(), 3u);
+  EXPECT_EQ(ShardReader::OpenCount() - open_before, 3u) << "the readers let go are closed";
+  EXPECT_EQ(v.Reader(0).value().get(), first[0]);
+  EXPECT_EQ(v.Reader(3).value().get(), first[3]);
+  EXPECT_EQ(v.Reader(4).value().get(), first[4]);
+  // One let go opens again when it is used, as a new reader.
+  auto again = v.Reader(1);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ((*again)->num_records(), 10u);
+  EXPECT_FALSE((*again)->retired());
+  EXPECT_EQ(budget->kept(), 4u);
+  // A reader a caller still holds when it is let go stays open for that
+  // caller, retired, and closes when the caller drops it.
+  auto held = v.Reader(5);  // the fifth again: 0, used least recently, goes
+  ASSERT_TRUE(held.ok());
+  EXPECT_EQ(budget->kept(), 3u);
+  const std::shared_ptr<const ShardReader> five = held.value();
+  held = Status::Internal("dropped");
+  EXPECT_FALSE(five->retired());
+  for (size_t i : {1, 3, 4, 0}) ASSERT_TRUE(v.Reader(i).ok());  // 5 is now used least recently
+  EXPECT_TRUE(five->retired());
+  EXPECT_EQ(v.Reader(5).value()->retired(), false) << "a new reader, not the retired one";
+}
+
+TEST(OpenVersionTest, OutOfDescriptorsTheBudgetLetsGoOfEveryReaderAndOpensOnce) {
+  testing::TempDir tmp;
+  const DataDir dir(tmp.path());
+  const WrittenVersion w = WriteVersion(dir, 12);
+  auto budget = std::make_shared<ReaderBudget>(100);  // far more than this test opens
+  const auto version = std::make_shared<const OpenVersion>(w.record, w.shards, &dir, budget);
+  const OpenVersion& v = *version;
+  for (size_t i = 0; i < 11; ++i) ASSERT_TRUE(v.Reader(i).ok());
+  EXPECT_EQ(budget->kept(), 11u);
+  // The process may open no more files: the next reader cannot open until
+  // the kept ones are let go.
+  struct rlimit before {};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &before), 0);
+  const int lowest_free = ::dup(0);  // a new descriptor takes the lowest number free
+  ASSERT_GE(lowest_free, 0);
+  ::close(lowest_free);
+  struct rlimit tight = before;
+  tight.rlim_cur = static_cast<rlim_t>(lowest_free);  // no number below the limit is free
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &tight), 0);
+  auto reader = v.Reader(11);
+  const size_t kept = budget->kept();
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &before), 0);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  EXPECT_EQ((*reader)->first_id(), 110u);
+  EXPECT_EQ(kept, 1u);
 }
 
 }  // namespace
