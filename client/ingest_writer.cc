@@ -5,6 +5,7 @@
 // (the dataset exists, the disk is full...), which is what the caller sees.
 #include <grpcpp/client_context.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -26,6 +27,10 @@ namespace strata::client_internal {
 namespace {
 
 constexpr size_t kMessageTargetBytes = size_t{1} << 20;
+// A message is also sent once its first sample has waited this long, at the
+// next Write: a slow producer keeps the server hearing from it (stratad aborts
+// an ingest whose client sends nothing for ingest_idle_timeout_s).
+constexpr std::chrono::seconds kMessageMaxAge{5};
 
 // Protobuf string fields must hold UTF-8; say which text is not.
 Status CheckUtf8(const Sample& sample) {
@@ -94,6 +99,7 @@ class GrpcIngestWriter final : public IngestWriter {
   v1::IngestRequest pending_;  // a `samples` message being filled
   v1::Sample next_;            // the sample being added, swapped into pending_
   size_t pending_bytes_ = 0;
+  std::chrono::steady_clock::time_point pending_since_;  // when pending_ got its first sample
   uint64_t samples_ = 0;
   uint64_t bytes_ = 0;
   bool ended_ = false;  // Finish() has been called
@@ -145,11 +151,13 @@ Status GrpcIngestWriter::Write(const Sample& sample) {
   // Keep messages near the target: a large sample goes alone.
   if (pending_bytes_ > 0 && pending_bytes_ + size > kMessageTargetBytes) STRATA_RETURN_IF_ERROR(Flush());
   // The swap leaves next_ holding a sample that Flush cleared: buffers to reuse.
+  const auto now = std::chrono::steady_clock::now();
+  if (pending_bytes_ == 0) pending_since_ = now;
   pending_.mutable_samples()->add_samples()->Swap(&next_);
   pending_bytes_ += size;
   ++samples_;
   bytes_ += PayloadBytes(sample);
-  if (pending_bytes_ >= kMessageTargetBytes) STRATA_RETURN_IF_ERROR(Flush());
+  if (pending_bytes_ >= kMessageTargetBytes || now - pending_since_ >= kMessageMaxAge) STRATA_RETURN_IF_ERROR(Flush());
   return Status::OK();
 }
 

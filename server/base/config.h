@@ -69,6 +69,8 @@ struct NodeConfig {
   uint64_t max_message_bytes = 256ull << 20;  // largest gRPC message accepted (ingest)
   uint32_t drain_timeout_ms = 5000;           // SIGTERM: time streams get to finish
   uint32_t max_streams = 1024;                // concurrent batch streams
+  uint32_t max_ingests = 64;                  // concurrent ingest calls (a writer of several counts as one)
+  uint32_t ingest_idle_timeout_s = 600;       // an ingest whose client sends nothing this long is aborted; 0: never
   // Free space on data_dir's file system ("5%" of it, or a size such as
   // "1GiB"): below the low watermark the node refuses ingests and incoming
   // replicas; below the high one it takes no new replicas (placement and

@@ -235,6 +235,13 @@ const std::vector<ConfigField>& ConfigFields() {
       {"max_streams", nullptr, nullptr, "concurrent batch streams", STRATA_REF(max_streams),
        [](const NodeConfig& c) { return c.max_streams < 1 ? Invalid("max_streams must be at least 1") : Status::OK(); },
        nullptr},
+      {"max_ingests", nullptr, nullptr, "concurrent ingest calls; more get `RESOURCE_EXHAUSTED`",
+       STRATA_REF(max_ingests),
+       [](const NodeConfig& c) { return c.max_ingests < 1 ? Invalid("max_ingests must be at least 1") : Status::OK(); },
+       nullptr},
+      {"ingest_idle_timeout_s", nullptr, nullptr,
+       "an ingest whose client sends nothing this long is aborted (`0`: never)", STRATA_REF(ingest_idle_timeout_s),
+       nullptr, nullptr},
       {"metrics_max_datasets", nullptr, nullptr,
        "datasets that get their own series in `strata_served_*_by_dataset_total` (the first names served); later "
        "ones are counted as `dataset=\"other\"`",

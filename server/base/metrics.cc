@@ -44,6 +44,8 @@ constexpr const char* kRejectReasonNames[Metrics::kRejectReasons] = {
     "too_many_streams",  // max_streams reached
     "stream_refused",    // the stream's dataset, version or plan was refused
     "ingest_refused",    // an ingest failed validation or storage
+    "too_many_ingests",  // max_ingests reached
+    "ingest_idle",       // an ingest's client sent nothing for ingest_idle_timeout_s: aborted
 };
 
 // "rocksdb.estimate-num-keys" -> "estimate_num_keys": metric names allow [a-zA-Z0-9_] only.

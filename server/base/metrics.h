@@ -73,8 +73,16 @@ class Metrics {
   // Integrity.
   prometheus::Counter& checksum_failures;
   // Requests refused, by reason (a fixed set: the label's cardinality is bounded).
-  enum class Reject { kInvalidRequest, kDraining, kTooManyStreams, kStreamRefused, kIngestRefused };
-  static constexpr int kRejectReasons = 5;
+  enum class Reject {
+    kInvalidRequest,
+    kDraining,
+    kTooManyStreams,
+    kStreamRefused,
+    kIngestRefused,
+    kTooManyIngests,
+    kIngestIdle
+  };
+  static constexpr int kRejectReasons = 7;
   void CountRejected(Reject reason) { rejected_[static_cast<int>(reason)]->Increment(); }
   double rejected(Reject reason) const { return rejected_[static_cast<int>(reason)]->Value(); }
   // Read latency: `local_read_seconds` is one batch's reads of this node's own

@@ -3,6 +3,7 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "common/allocator.h"
@@ -208,11 +209,25 @@ Status Server::Build() {
       StreamServer{config_.node_id, records_.get(), config_.cache_bytes > 0 ? blocks_.get() : nullptr});
 
   // The services.
-  data_ = std::make_unique<DataServiceImpl>(
-      DataServiceImpl::Deps{pool_->get_executor(), lanes_.get(), streams_.get(), ingest_.get(), catalog_.get(),
-                            metrics_.get(), active_streams_.get(), active_ingests_.get(), config_.max_streams,
-                            config_.prefetch_batches, StreamBufferBudget(config_),
-                            /*tokens_checked=*/!security_.auth_tokens.empty()});
+  ingest_watch_ = std::make_unique<IngestWatch>(std::chrono::seconds(config_.ingest_idle_timeout_s));
+  if (config_.ingest_idle_timeout_s != 0) {
+    // Swept at a tenth of the timeout (1-10 s): a quiet client is cut off within 10% of it.
+    const auto every =
+        std::chrono::milliseconds(std::clamp<uint64_t>(config_.ingest_idle_timeout_s * 100, 1000, 10000));
+    ingest_sweep_ = std::make_unique<PeriodicTask>(background_->get_executor(), [watch = ingest_watch_.get(), every] {
+      watch->Sweep(SteadyNowNs());
+      return every;
+    });
+  }
+  DataServiceImpl::Deps data{pool_->get_executor(), lanes_.get(),          streams_.get(),
+                             ingest_.get(),         catalog_.get(),        metrics_.get(),
+                             active_streams_.get(), active_ingests_.get(), config_.max_streams};
+  data.max_ingests = config_.max_ingests;
+  data.ingest_watch = ingest_watch_.get();
+  data.prefetch_batches = config_.prefetch_batches;
+  data.stream_buffer_bytes = StreamBufferBudget(config_);
+  data.tokens_checked = !security_.auth_tokens.empty();
+  data_ = std::make_unique<DataServiceImpl>(data);
   admin_ = std::make_unique<AdminServiceImpl>(catalog_.get(), status_.get(), view_.get(), deleter_.get(),
                                               aborter_.get(), admin_pool_->get_executor());
   peer_ = std::make_unique<PeerServiceImpl>(
@@ -368,6 +383,7 @@ Status Server::Serve() {
   scrubber_->Start();
   writer_watch_->Start();
   if (heap_trim_) heap_trim_->Start();
+  if (ingest_sweep_) ingest_sweep_->Start();
   // Tell the others about versions this node aborted while it was down.
   versions_->BroadcastOwnAborted();
   if (!config_.metrics_listen.empty()) metrics_->SetReadiness([this] { return NotReadyReason(); });
@@ -435,6 +451,7 @@ Status Server::Stop() {
   // The background work, then the pool, then storage.
   if (writer_watch_) writer_watch_->Stop();
   if (heap_trim_) heap_trim_->Stop();
+  if (ingest_sweep_) ingest_sweep_->Stop();
   if (scrubber_) scrubber_->Stop();
   if (repairer_) repairer_->Stop();
   if (peer_disks_) peer_disks_->Stop();

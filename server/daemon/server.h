@@ -40,6 +40,7 @@
 #include "server/rpc/admin_service.h"
 #include "server/rpc/auth.h"
 #include "server/rpc/data_service.h"
+#include "server/rpc/ingest_watch.h"
 #include "server/rpc/peer_service.h"
 #include "server/serve/stream_opener.h"
 #include "server/storage/block_cache.h"
@@ -165,6 +166,8 @@ class Server {
   std::unique_ptr<WriterWatch> writer_watch_;    // ... and its watch over the writers' nodes
   std::unique_ptr<IngestAborter> aborter_;       // ... and an operator's abort (strata rm --abort)
   std::unique_ptr<PeriodicTask> heap_trim_;      // with a memory budget: free heap given back while over it
+  std::unique_ptr<IngestWatch> ingest_watch_;    // ingest calls whose client went quiet; before data_
+  std::unique_ptr<PeriodicTask> ingest_sweep_;   // ... swept for them
   std::unique_ptr<StreamOpener> streams_;
   std::unique_ptr<DataServiceImpl> data_;
   std::unique_ptr<AdminServiceImpl> admin_;

@@ -26,7 +26,8 @@ DataServiceImpl::DataServiceImpl(const Deps& deps)
           &open_streams_,
           [this](const v1::StreamRequest& request, const std::string& peer, std::unique_ptr<BatchStream>* stream,
                  uint64_t* reserved) { return OpenStream(request, peer, stream, reserved); }},
-      ingest_calls_{deps.executor, deps.active_ingests, deps.metrics, deps.ingests, &draining_, deps.tokens_checked} {}
+      ingest_calls_{deps.executor, deps.active_ingests, deps.metrics,     deps.ingests,
+                    &draining_,    deps.tokens_checked, deps.max_ingests, deps.ingest_watch} {}
 
 grpc::ServerReadReactor<v1::IngestRequest>* DataServiceImpl::Ingest(grpc::CallbackServerContext* context,
                                                                     v1::IngestReply* reply) {

@@ -33,6 +33,8 @@ class DataServiceImpl final
     ActiveWork* active_streams = nullptr;
     ActiveWork* active_ingests = nullptr;
     uint32_t max_streams = 0;
+    uint32_t max_ingests = 0;             // 0: no limit
+    IngestWatch* ingest_watch = nullptr;  // may be null
     uint32_t prefetch_batches = 4;
     // The bytes all streams together may hold built and not yet sent: half of
     // memory_budget when one is set (the block cache adapts to the rest), else

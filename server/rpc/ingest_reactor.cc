@@ -23,12 +23,48 @@ bool LegacyIngestForTests() {
 IngestReactor::IngestReactor(const IngestCalls* calls, v1::IngestReply* reply, std::string peer,
                              grpc::CallbackServerContext* context)
     : calls_(calls), reply_(reply), peer_(std::move(peer)), context_(context) {
+  watched_.expire = [this] { return Expire(); };
+  if (calls_->watch) calls_->watch->Add(&watched_);
+  if (calls_->max_ingests != 0 && calls_->active->count() >= calls_->max_ingests) {
+    calls_->metrics->CountRejected(Metrics::Reject::kTooManyIngests);
+    Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        "this node takes at most " + std::to_string(calls_->max_ingests) +
+                            " ingests at once (max_ingests); retry later or on another node"));
+    return;
+  }
   calls_->active->Begin();
+  counted_ = true;
+  ReadNext();
+}
+
+void IngestReactor::ReadNext() {
+  MutexLock lock(&read_mu_);
+  reading_ = true;
+  watched_.waiting_since.store(SteadyNowNs(), std::memory_order_release);
   StartRead(&request_);
+}
+
+bool IngestReactor::Expire() {
+  MutexLock lock(&read_mu_);
+  if (!reading_ || expired_) return false;
+  expired_ = true;
+  const std::string why = "the client sent nothing for " + std::to_string(calls_->watch->idle_timeout().count()) +
+                          " s (ingest_idle_timeout_s)";
+  calls_->metrics->CountRejected(Metrics::Reject::kIngestIdle);
+  spdlog::warn("ingest from {} aborted: {}", peer_, why);
+  // The pending read ends with ok = false; OnDone, which follows, aborts the session.
+  Finish(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, why + "; the ingest was aborted, nothing was stored"));
+  return true;
 }
 
 void IngestReactor::OnReadDone(bool ok) {
   TakeBackFromGrpc(this);
+  {
+    MutexLock lock(&read_mu_);
+    reading_ = false;
+    watched_.waiting_since.store(0, std::memory_order_release);
+    if (expired_) return;  // finished by Expire
+  }
   if (!ok) {
     // The client half-closed or vanished before committing.
     AbortAndFinish(
@@ -78,7 +114,7 @@ void IngestReactor::Process() {
     Refuse(s);
     return;
   }
-  StartRead(&request_);
+  ReadNext();
 }
 
 void IngestReactor::Refuse(const Status& s) {
@@ -166,7 +202,7 @@ void IngestReactor::OpenPart(const v1::IngestOptions& options) {
       if (!shared->ok()) return Refuse(shared->status());
       session_ = std::move(*shared).value();
       Accept();
-      StartRead(&request_);
+      ReadNext();
     });
   });
 }
@@ -206,12 +242,14 @@ void IngestReactor::CommitPart(uint64_t expected_samples) {
 
 void IngestReactor::OnDone() {
   TakeBackFromGrpc(this);
+  if (calls_->watch) calls_->watch->Remove(&watched_);
   session_.reset();  // aborts if it was not committed
   // A committed ingest gave its heap back before replying; an aborted one does now.
   const IngestCalls* calls = calls_;
   const bool committed = committed_;
+  const bool counted = counted_;
   delete this;
-  if (calls->active->End() && !committed) ReleaseFreeHeap();
+  if (counted && calls->active->End() && !committed) ReleaseFreeHeap();
 }
 
 }  // namespace strata

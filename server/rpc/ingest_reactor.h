@@ -5,7 +5,9 @@
 // fsyncs never block gRPC's threads. The call ends with the sealed version's
 // summary after the commit message, or with the error that aborted the ingest;
 // a stream that ends without a commit aborts it (but one writer's part of an
-// ingest with several, cancelled before its first sample, only withdraws).
+// ingest with several, cancelled before its first sample, only withdraws), and
+// so does a client that sends nothing for ingest_idle_timeout_s. A node takes
+// at most max_ingests at once: more are refused with RESOURCE_EXHAUSTED.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -15,11 +17,13 @@
 #include <memory>
 #include <string>
 
+#include "common/mutex.h"
 #include "server/base/active_work.h"
 #include "server/base/grpc_handoff.h"
 #include "server/base/metrics.h"
 #include "server/cluster/ingest_coordinator.h"
 #include "server/ingest/ingest_session.h"
+#include "server/rpc/ingest_watch.h"
 #include "strata/v1/data.pb.h"
 
 namespace strata {
@@ -33,6 +37,8 @@ struct IngestCalls {
   IngestCoordinator* coordinator = nullptr;
   const std::atomic<bool>* draining = nullptr;  // new ingests are refused once set
   bool tokens_checked = false;                  // calls carry tokens (server/rpc/auth.h)
+  uint32_t max_ingests = 0;                     // open at once; more are refused (0: no limit)
+  IngestWatch* watch = nullptr;                 // cancels calls whose client went quiet (may be null)
 };
 
 // Test only: true when the environment sets STRATA_TEST_LEGACY_INGEST=1.
@@ -72,6 +78,11 @@ class IngestReactor final : public HandOffVisible<grpc::ServerReadReactor<v1::In
   void CommitPart(uint64_t expected_samples);
   // Sends the initial metadata that tells the client this node took the ingest.
   void Accept();
+  // StartRead, with the wait for the client watched (IngestWatch).
+  void ReadNext();
+  // IngestWatch::Call::expire: finishes the call with DEADLINE_EXCEEDED if it
+  // still waits for its client (the session is aborted in OnDone).
+  bool Expire();
   // Where tokens are checked: PERMISSION_DENIED for keep_versions (it
   // deletes versions) on a call without kKeepVersionsMetadataKey, for which
   // the token check asked an admin token (common/call_metadata.h).
@@ -85,6 +96,13 @@ class IngestReactor final : public HandOffVisible<grpc::ServerReadReactor<v1::In
   std::unique_ptr<IngestSession> session_;
   bool committed_ = false;
   v1::IngestOptions part_options_;  // a part's, as the client opened it
+  IngestWatch::Call watched_;
+  // A read outstanding, and whether Expire finished the call: a read that
+  // completes after that is ignored.
+  Mutex read_mu_;
+  bool reading_ GUARDED_BY(read_mu_) = false;
+  bool expired_ GUARDED_BY(read_mu_) = false;
+  bool counted_ = false;  // in calls_->active (a call refused for max_ingests is not)
 };
 
 }  // namespace strata

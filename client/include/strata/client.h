@@ -135,8 +135,11 @@ class Stream {
 class IngestWriter {
  public:
   virtual ~IngestWriter() = default;
-  // Queues one sample; samples are sent in messages of about 1 MiB. An error
-  // means the server refused the ingest (the status says why).
+  // Queues one sample; samples are sent in messages of about 1 MiB, or once
+  // the first of a message has waited 5 s (at the next Write). A server
+  // aborts an ingest that sends it nothing for its ingest_idle_timeout_s
+  // (default 600 s). An error means the server refused the ingest (the
+  // status says why).
   virtual Status Write(const Sample& sample) = 0;
   // Sends the rest and the commit, waits until the version is sealed
   // (durable), and returns the server's summary.

@@ -47,6 +47,8 @@ const Sample kSamples[] = {
     {"max_message_bytes", "max_message_bytes: 64MiB\n", "128MiB"},
     {"drain_timeout_ms", "drain_timeout_ms: 100\n", "200"},
     {"max_streams", "max_streams: 8\n", "16"},
+    {"max_ingests", "max_ingests: 8\n", "16"},
+    {"ingest_idle_timeout_s", "ingest_idle_timeout_s: 30\n", "0"},
     {"metrics_max_datasets", "metrics_max_datasets: 8\n", "16"},
     {"disk_low_watermark", "disk_low_watermark: 2%\n", "1GiB", nullptr, "--disk-high-watermark=2GiB"},
     {"disk_high_watermark", "disk_high_watermark: 20%\n", "30%"},
@@ -206,6 +208,7 @@ const std::pair<const char*, const char*> kBadValues[] = {
     {"max_message_bytes", "4GiB"},
     {"max_message_bytes", "1MiB"},  // a peer's 1 MiB chunk and its header would not fit
     {"max_streams", "0"},
+    {"max_ingests", "0"},
     {"metrics_max_datasets", "10001"},
     {"disk_low_watermark", "0%"},
     {"disk_low_watermark", "20%"},

@@ -1,0 +1,55 @@
+// The ingest calls of a node, watched for a client that went quiet: a call
+// waiting for its client's next message longer than the idle timeout is
+// expired (its reactor finishes it with DEADLINE_EXCEEDED and aborts its
+// ingest: nothing of it is kept). A live client
+// that never sends its commit would otherwise hold the version open, and its
+// shard writers' files and buffers, for as long as its connection lives
+// (keepalives find only a dead peer).
+//
+// Thread-safety: safe for concurrent use. A Call is registered from its
+// reactor's construction until its OnDone, which removes it before the
+// reactor is deleted.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
+
+#include "common/mutex.h"
+
+namespace strata {
+
+class IngestWatch {
+ public:
+  // 0 s: no timeout (Sweep cancels nothing).
+  explicit IngestWatch(std::chrono::seconds idle_timeout) : idle_timeout_(idle_timeout) {}
+
+  struct Call {
+    // When the call began to wait for its client (steady clock, ns); 0 while
+    // the server works on its last message or is done reading.
+    std::atomic<int64_t> waiting_since{0};
+    // Ends the call if it still waits for its client; false if it no longer
+    // did. Called under the watch's lock, so it must not call back into it.
+    std::function<bool()> expire;
+  };
+
+  std::chrono::seconds idle_timeout() const { return idle_timeout_; }
+  void Add(Call* call);
+  void Remove(Call* call);
+  // Expires the calls that have waited for their client longer than the
+  // timeout; returns how many.
+  size_t Sweep(int64_t now_ns);
+
+ private:
+  const std::chrono::seconds idle_timeout_;
+  Mutex mu_;
+  std::set<Call*> calls_ GUARDED_BY(mu_);
+};
+
+// The steady clock in ns, as Call::waiting_since counts it.
+int64_t SteadyNowNs();
+
+}  // namespace strata
