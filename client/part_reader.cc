@@ -8,6 +8,7 @@
 #include "client/batch_assembler.h"
 #include "common/grpc_status.h"
 #include "common/mutex.h"
+#include "common/steady_clock.h"
 
 namespace strata::client_internal {
 
@@ -101,11 +102,6 @@ namespace {
 // the stream's thread joins them, copying each byte once.
 void OwnIfWhole(PartEvent* e) {
   if (BatchAssembler::WholeInOrder(e->part)) e->payload.Own(std::move(*e->part.mutable_payload()));
-}
-
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 }  // namespace
@@ -351,7 +347,7 @@ void PartReader::State::Deliver() {
   if (reading_ || finishing_ || !started_) return;
   if (!read_over_) {
     reading_ = true;
-    reading_since_ns_.store(std::max<int64_t>(1, NowNs()), std::memory_order_release);
+    reading_since_ns_.store(std::max<int64_t>(1, SteadyNowNs()), std::memory_order_release);
     call_->Read(&received_, &read_op_);
     return;
   }

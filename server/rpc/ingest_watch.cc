@@ -2,11 +2,6 @@
 
 namespace strata {
 
-int64_t SteadyNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 void IngestWatch::Add(Call* call) {
   MutexLock lock(&mu_);
   calls_.insert(call);

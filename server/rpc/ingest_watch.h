@@ -19,6 +19,7 @@
 #include <string>
 
 #include "common/mutex.h"
+#include "common/steady_clock.h"
 
 namespace strata {
 
@@ -28,7 +29,7 @@ class IngestWatch {
   explicit IngestWatch(std::chrono::seconds idle_timeout) : idle_timeout_(idle_timeout) {}
 
   struct Call {
-    // When the call began to wait for its client (steady clock, ns); 0 while
+    // When the call began to wait for its client (SteadyNowNs); 0 while
     // the server works on its last message or is done reading.
     std::atomic<int64_t> waiting_since{0};
     // Ends the call if it still waits for its client; false if it no longer
@@ -48,8 +49,5 @@ class IngestWatch {
   Mutex mu_;
   std::set<Call*> calls_ GUARDED_BY(mu_);
 };
-
-// The steady clock in ns, as Call::waiting_since counts it.
-int64_t SteadyNowNs();
 
 }  // namespace strata

@@ -9,6 +9,7 @@
 #include "common/mutex.h"
 #include "common/placement.h"
 #include "common/serving_errors.h"
+#include "common/steady_clock.h"
 #include "plan/stream_start.h"
 #include "server/serve/batch_stream_internal.h"
 #include "server/serve/part_builder.h"
@@ -207,7 +208,7 @@ void BatchStream::PlanAhead() {
   std::vector<std::pair<const std::shared_ptr<const ShardReader>*, uint64_t>> records;
   claim_scratch_->Forget();
   if (!step_blocks_) step_blocks_.emplace(server_.blocks->options().block_bytes);
-  const int64_t now = NowNs();
+  const int64_t now = SteadyNowNs();
   for (; planned_end_ < horizon; ++planned_end_) {
     Planned p;
     StepSamples(planned_end_, &p.ids, &p.slots);
@@ -283,11 +284,6 @@ void BatchStream::StepSamples(uint64_t step, std::vector<uint64_t>* ids, std::ve
   slots->clear();
   plan_.RankBatch(step, request_.rank(), ids);
   if (metrics_) metrics_->planned_samples.Increment(static_cast<double>(ids->size()));
-}
-
-int64_t BatchStream::NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 bool BatchStream::Local(size_t shard, int64_t now) const {

@@ -201,7 +201,6 @@ class BatchStream {
   bool Local(size_t shard, int64_t now) const;
   // Marks this node's copy of `shard` missing or damaged as of `now`.
   void SetRemote(size_t shard, int64_t now);
-  static int64_t NowNs();
   v1::FileRef ShardFile(size_t shard) const;
   // Whether `record` of `reader` lies in one of `blocks` (sorted (reader,
   // block) keys of this step). REQUIRES: server_.blocks.

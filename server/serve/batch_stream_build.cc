@@ -8,6 +8,7 @@
 #include <map>
 
 #include "common/serving_errors.h"
+#include "common/steady_clock.h"
 #include "server/serve/batch_stream.h"
 #include "server/serve/batch_stream_internal.h"
 #include "server/serve/part_builder.h"
@@ -115,7 +116,7 @@ Status BatchStream::BuildLocal(const StepClaim& claim, Scratch& scratch, Deferre
   std::map<size_t, Status> local_error;
   // The samples this node serves from its own shards, in the claim's order.
   reads.clear();
-  const int64_t now = NowNs();
+  const int64_t now = SteadyNowNs();
   for (size_t i = 0; i < claim.ids.size(); ++i) {
     const uint32_t slot = claim.slots.empty() ? static_cast<uint32_t>(i) : claim.slots[i];
     const uint64_t id = claim.ids[i];
