@@ -260,13 +260,17 @@ Result<IngestSummary> RunWriters(Client& client, const IngestOptions& options,
   progress.Finish(snapshot());
   // The writer whose commit sealed the version has the whole version's summary.
   // Of the errors, the cause: one writer's failure aborts the version for
-  // all, and the others then report only that it was aborted.
+  // all, and the others then report only that it was aborted, from their
+  // home ("ingest ID was aborted: ...") or from a node a replica of theirs
+  // went to ("... dataset version V was deleted or aborted", inside an
+  // Unavailable: too few copies).
   Status cause, consequence;
   for (uint32_t i = 0; i < writers.size(); ++i) {
     const Result<IngestSummary>& r = writers[i].result;
     if (!r.ok()) {
-      const bool aborted = r.status().code() == Code::kFailedPrecondition &&
-                           r.status().message().find(" was aborted") != std::string::npos;
+      const std::string& m = r.status().message();
+      const bool aborted =
+          m.find(" was aborted") != std::string::npos || m.find(" was deleted or aborted") != std::string::npos;
       Status& kept = aborted ? consequence : cause;
       if (kept.ok()) kept = r.status().WithContext("writer " + std::to_string(i));
       continue;
