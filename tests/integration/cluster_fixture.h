@@ -40,6 +40,16 @@ struct SyntheticIngest {
   std::string field = "bin";     // the field that holds payload(i)
 };
 
+// Sample i of a synthetic ingest: key key_prefix + i, label
+// SyntheticLabel(i, labels), field `field` holding payload(i).
+inline Sample SyntheticSample(uint64_t i, const SyntheticIngest& how = {}) {
+  Sample s;
+  s.key = how.key_prefix + std::to_string(i);
+  s.label = SyntheticLabel(i, how.labels);
+  s.fields.push_back({how.field, how.payload(i)});
+  return s;
+}
+
 // Ingests n synthetic samples as `dataset` (sample i: key "k<i>", label
 // SyntheticLabel(i, labels), field "bin" holding payload(i), by default). Returns the
 // commit's summary, or the first error of the start, a write or the commit.
@@ -51,13 +61,7 @@ inline Result<IngestSummary> TryIngestSynthetic(Client& client, const std::strin
   o.shard_target_bytes = how.shard_target_bytes;
   auto writer = client.StartIngest(o);
   if (!writer.ok()) return writer.status();
-  for (uint64_t i = 0; i < n; ++i) {
-    Sample s;
-    s.key = how.key_prefix + std::to_string(i);
-    s.label = SyntheticLabel(i, how.labels);
-    s.fields.push_back({how.field, how.payload(i)});
-    STRATA_RETURN_IF_ERROR(writer.value()->Write(s));
-  }
+  for (uint64_t i = 0; i < n; ++i) STRATA_RETURN_IF_ERROR(writer.value()->Write(SyntheticSample(i, how)));
   if (how.before_commit) how.before_commit();
   return writer.value()->Commit();
 }

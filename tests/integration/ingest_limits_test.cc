@@ -12,14 +12,6 @@
 namespace strata::testing {
 namespace {
 
-Sample MakeSample(uint64_t i) {
-  Sample s;
-  s.key = "k" + std::to_string(i);
-  s.label = SyntheticLabel(i, 3);
-  s.fields.push_back({"bin", SyntheticPayload(i)});
-  return s;
-}
-
 IngestOptions Options(const std::string& dataset) {
   IngestOptions o;
   o.dataset = dataset;
@@ -45,7 +37,7 @@ TEST(IngestLimitsTest, ANodeTakesAtMostMaxIngestsAtOnce) {
   EXPECT_NE(c.status().message().find("at most 2 ingests at once (max_ingests)"), std::string::npos)
       << c.status().ToString();
   // The two open ones are unaffected, and once one ends a new one is taken.
-  ASSERT_TRUE(a.value()->Write(MakeSample(0)).ok());
+  ASSERT_TRUE(a.value()->Write(SyntheticSample(0)).ok());
   auto sealed = a.value()->Commit();
   ASSERT_TRUE(sealed.ok()) << sealed.status().ToString();
   // The call ends on the server just after the client has its reply: a new
@@ -81,11 +73,11 @@ TEST(IngestLimitsTest, AnIngestWhoseClientGoesQuietIsAbortedAndASlowOneIsNot) {
   auto slow = client.value()->StartIngest(Options("slow"));
   ASSERT_TRUE(quiet.ok()) << quiet.status().ToString();
   ASSERT_TRUE(slow.ok()) << slow.status().ToString();
-  ASSERT_TRUE(quiet.value()->Write(MakeSample(0)).ok());
+  ASSERT_TRUE(quiet.value()->Write(SyntheticSample(0)).ok());
   Result<IngestSummary> slow_sealed = Status::Internal("not run");
   std::thread slow_writer([&] {
     for (uint64_t i = 0; i < 24; ++i) {
-      if (!slow.value()->Write(MakeSample(i)).ok()) break;
+      if (!slow.value()->Write(SyntheticSample(i)).ok()) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
     slow_sealed = slow.value()->Commit();
