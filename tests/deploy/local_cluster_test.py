@@ -24,6 +24,7 @@ import tempfile
 import time
 
 from free_ports import free_port_run
+from host_disk import HOST_DISK_NOT_FULL
 
 SAMPLES = 6000
 
@@ -55,7 +56,7 @@ def main():
         base = free_port_run(4)
         metrics = free_port_run(4)
         started = run([cluster, "start", "--nodes", "4", "--base-port", str(base), "--metrics-base-port",
-                       str(metrics), "--dir", cluster_dir, "--zones", "east,west"], env=env)
+                       str(metrics), "--dir", cluster_dir, "--zones", "east,west"] + HOST_DISK_NOT_FULL, env=env)
         check(started.returncode == 0, "start: %r" % (started,))
         servers = ",".join("127.0.0.1:%d" % (base + i) for i in range(4))
 

@@ -32,6 +32,7 @@ import urllib.parse
 import urllib.request
 
 from free_ports import free_port_run
+from host_disk import HOST_DISK_NOT_FULL
 
 DEADLINE = time.monotonic() + 240  # the whole test; ctest's TIMEOUT is above it
 RATE_WINDOW = "30s"  # what the dashboard's $__rate_interval becomes (30 scrapes)
@@ -97,7 +98,7 @@ def main():
             (grpc_base, grpc_base + 2, metrics_base, metrics_base + 2, prom_port))
         env = dict(os.environ, STRATAD=os.path.join(build, "server/stratad"))
         subprocess.run([cluster, "start", "--nodes", "3", "--base-port", str(grpc_base),
-                        "--metrics-base-port", str(metrics_base), "--dir", cluster_dir],
+                        "--metrics-base-port", str(metrics_base), "--dir", cluster_dir] + HOST_DISK_NOT_FULL,
                        env=env, check=True, timeout=60)
         servers = ",".join("127.0.0.1:%d" % (grpc_base + i) for i in range(3))
 

@@ -50,7 +50,11 @@ class Stratad:
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
             [str(STRATAD()), "--data-dir", str(Path(data_dir) / "data"), "--listen", listen,
-             "--metrics-listen", "", "--log-level", "info", *extra_args],
+             "--metrics-listen", "", "--log-level", "info",
+             # The default watermarks (5% and 10% free) are about the host's
+             # disk: a nearly full CI disk would refuse ingests. As the C++
+             # tests' nodes (tests/support/process.cc).
+             "--disk-low-watermark", "1MiB", "--disk-high-watermark", "2MiB", *extra_args],
             stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
