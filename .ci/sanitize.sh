@@ -43,7 +43,7 @@ if ! command -v ninja >/dev/null 2>&1; then bash deploy/setup-debian.sh; fi
 integration=(stream_epoch_test restart_test bad_input_test serve_work_test cli_test cluster_test damage_test endurance_test frozen_node_test
              health_test peer_attack_test tls_auth_test stratified_test disk_test peer_listen_test
              ingest_compat_test disk_fault_test multi_writer_test multi_writer_abort_test multi_writer_home_test "scale_test:*SmallStepsJoin*"
-             open_files_test ingest_limits_test)
+             open_files_test ingest_limits_test drain_test)
 if [ "$mode" = asan ]; then
   tests=("${integration[@]}"
          shard_format_test shard_footer_test shard_copy_test shard_refill_test record_view_test id_ranges_test stratum_index_test aligned_writer_test
