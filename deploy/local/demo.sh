@@ -26,8 +26,12 @@ trap cleanup EXIT
 
 step() { printf '\n== %s\n' "$*"; }
 
-step "starting a 3-node cluster: deploy/local/cluster.sh start --nodes 3 --base-port $port --dir $dir"
-"$root/deploy/local/cluster.sh" start --nodes 3 --base-port "$port" --dir "$dir"
+# The three nodes share this machine's disk. The default watermarks are
+# shares of it (5% and 10% free): on a nearly full laptop they would count
+# every node full. The demo keeps 512 MiB free instead; it writes ~60 MiB.
+watermarks=(--disk-low-watermark 256MiB --disk-high-watermark 512MiB)
+step "starting a 3-node cluster: deploy/local/cluster.sh start --nodes 3 --base-port $port --dir $dir -- ${watermarks[*]}"
+"$root/deploy/local/cluster.sh" start --nodes 3 --base-port "$port" --dir "$dir" -- "${watermarks[@]}"
 
 step "generating $samples labelled samples (10 classes, Zipf-distributed: class09 is rare)"
 "$bin/bench/strata-make-dataset" --out "$dir/dataset" --samples "$samples" --classes 10 --zipf 1.0 --size 1KiB

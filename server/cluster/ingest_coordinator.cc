@@ -4,6 +4,7 @@
 
 #include <boost/asio/post.hpp>
 #include <chrono>
+#include <set>
 
 #include "common/dataset_ref.h"
 #include "common/grpc_status.h"
@@ -56,10 +57,16 @@ Result<const v1::NodeInfo*> DatasetHome(const std::string& name, const v1::Clust
   return Status::Unavailable("no node is up to coordinate dataset '" + name + "'");
 }
 
-Result<v1::IngestOptions> ResolveIngestOptions(const v1::IngestOptions& options, const v1::ClusterMap& map) {
+Result<v1::IngestOptions> ResolveIngestOptions(const v1::IngestOptions& options, const v1::ClusterMap& map,
+                                               const std::string& self) {
   const std::vector<std::string> members = MapMembers(map);
-  uint32_t up = 0;
-  for (const auto& n : map.nodes()) up += n.state() == v1::NODE_UP;
+  std::set<std::string> full = FullNodes(map);
+  full.erase(self);
+  uint32_t up = 0, usable = 0;
+  for (const auto& n : map.nodes()) {
+    up += n.state() == v1::NODE_UP;
+    usable += n.state() == v1::NODE_UP && !full.count(n.id());
+  }
   v1::IngestOptions o = options;
   const bool ec = o.ec_data() != 0 || o.ec_parity() != 0;
   if (ec) {
@@ -103,10 +110,14 @@ Result<v1::IngestOptions> ResolveIngestOptions(const v1::IngestOptions& options,
   const uint32_t need = o.write_policy() == v1::WRITE_SYNC     ? copies
                         : o.write_policy() == v1::WRITE_QUORUM ? (ec ? o.ec_data() : o.write_quorum())
                                                                : 1;
-  if (need > up) {
-    return Status::Unavailable("the write policy needs " + std::to_string(need) + " durable " +
-                               (ec ? "chunks of each stripe on distinct nodes" : "copies") + " but only " +
-                               std::to_string(up) + " nodes are up");
+  if (need > usable) {
+    // Too few up: Unavailable (the client retries while nodes come back).
+    // Up but full: ResourceExhausted, at once (room comes back by hand).
+    const std::string why = "the write policy needs " + std::to_string(need) + " durable " +
+                            (ec ? "chunks of each stripe on distinct nodes" : "copies") + " but only " +
+                            std::to_string(usable) + " of the cluster's " + std::to_string(map.nodes_size()) +
+                            " nodes can take one: " + PassedOverForCopies(map, full);
+    return need > up ? Status::Unavailable(why) : Status::ResourceExhausted(why);
   }
   return o;
 }
@@ -132,7 +143,7 @@ Result<std::unique_ptr<IngestSession>> IngestCoordinator::Start(const v1::Ingest
     return Status::FailedPrecondition("ingests of dataset '" + ref->name + "' are coordinated by " + (*home)->id() +
                                       " at " + (*home)->address() + "; send the ingest there");
   }
-  auto resolved = ResolveIngestOptions(options, map);
+  auto resolved = ResolveIngestOptions(options, map, self);
   if (!resolved.ok()) return resolved.status();
   v1::IngestOptions o = std::move(resolved).value();
   if (!ref->version && d_.numbers != nullptr) {

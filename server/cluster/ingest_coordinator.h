@@ -39,8 +39,13 @@ Result<const v1::NodeInfo*> DatasetHome(const std::string& name, const v1::Clust
 
 // `options` as the cluster `map` can meet them: the default replication
 // filled in, InvalidArgument for a replication, code or quorum the cluster
-// cannot meet, Unavailable when too few nodes are up for the write policy.
-Result<v1::IngestOptions> ResolveIngestOptions(const v1::IngestOptions& options, const v1::ClusterMap& map);
+// cannot meet; when too few nodes can take the copies the write policy waits
+// for (up, and not full: `self`, the node that writes the shards, keeps its
+// own copy even when full), Unavailable if too few are up, else
+// ResourceExhausted, naming the nodes that cannot: refused before any data
+// is sent rather than at the seal.
+Result<v1::IngestOptions> ResolveIngestOptions(const v1::IngestOptions& options, const v1::ClusterMap& map,
+                                               const std::string& self);
 
 class IngestCoordinator {
  public:

@@ -30,7 +30,8 @@ IngestReplication::IngestReplication(LocalFiles* files, Replicator* replicator, 
       replication_(replication),
       policy_(policy),
       quorum_(quorum),
-      full_(std::move(full)) {}
+      full_(std::move(full)),
+      left_out_(PassedOverForCopies(map_, full_)) {}
 
 void IngestReplication::SetErasureCode(const DataDir* dir, uint32_t k, uint32_t m) {
   ec_dir_ = dir;
@@ -67,7 +68,7 @@ std::shared_ptr<Replicator::Copies> IngestReplication::Place(const v1::FileRef& 
     if (n != nullptr) candidates.push_back(*n);
   }
   const uint32_t want = index ? static_cast<uint32_t>(candidates.size()) : ec_k_ != 0 ? 1 : replication_;
-  return replicator_->Replicate(file, bytes, std::move(candidates), want);
+  return replicator_->Replicate(file, bytes, std::move(candidates), want, left_out_);
 }
 
 Status IngestReplication::FinishStripe(uint32_t stripe) {

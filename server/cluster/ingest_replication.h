@@ -72,6 +72,7 @@ class IngestReplication final : public IngestObserver {
   const v1::WritePolicy policy_;
   const uint32_t quorum_;
   const std::set<std::string> full_;
+  const std::string left_out_;  // the nodes placement passes over, and why (for errors)
   // Starts copying `file` to its placement's first `want` usable nodes.
   std::shared_ptr<Replicator::Copies> Place(const v1::FileRef& file, uint64_t bytes);
   // Writes and places the parity files of `stripe` (erasure coded).

@@ -62,6 +62,17 @@ std::set<std::string> FullNodes(const v1::ClusterMap& map) {
   return out;
 }
 
+std::string PassedOverForCopies(const v1::ClusterMap& map, const std::set<std::string>& full) {
+  std::string out;
+  for (const v1::NodeInfo& n : map.nodes()) {
+    const char* why = full.count(n.id())         ? " is full (free space below its disk_high_watermark)"
+                      : n.state() != v1::NODE_UP ? " is down"
+                                                 : nullptr;
+    if (why != nullptr) out += (out.empty() ? "" : "; ") + n.id() + why;
+  }
+  return out;
+}
+
 bool SameApartFromDisks(const v1::ClusterMap& a, const v1::ClusterMap& b) {
   v1::ClusterMap x = a;
   v1::ClusterMap y = b;

@@ -86,6 +86,10 @@ void CopyDisk(const v1::NodeInfo& from, v1::NodeInfo* to);
 void ClearDisk(v1::NodeInfo* node);
 // The listed nodes that report their disk below the high watermark.
 std::set<std::string> FullNodes(const v1::ClusterMap& map);
+// The nodes of `map` that take no new copies, and why, for errors: "node-2
+// is down; node-3 is full (free space below its disk_high_watermark)", the
+// nodes in `full` counting as full. Empty if every node is up and not full.
+std::string PassedOverForCopies(const v1::ClusterMap& map, const std::set<std::string>& full);
 // True when the maps are equal but for their nodes' disk figures.
 bool SameApartFromDisks(const v1::ClusterMap& a, const v1::ClusterMap& b);
 

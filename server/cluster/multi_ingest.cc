@@ -89,7 +89,7 @@ Result<v1::JoinIngestReply> MultiIngests::Join(const v1::IngestOptions& options,
       if (done == entries_.end()) return Status::ResourceExhausted("too many ingests with several writers are open");
       entries_.erase(done);
     }
-    auto resolved = ResolveIngestOptions(options, map);
+    auto resolved = ResolveIngestOptions(options, map, self);
     if (!resolved.ok()) return resolved.status();
     uint64_t number = 0;
     if (d_.numbers != nullptr) {

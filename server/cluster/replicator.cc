@@ -30,8 +30,8 @@ std::string Replicator::Copies::WhyShort() const {
   // No push failed: the ingest had too few nodes to ask (placement leaves
   // out nodes that are down or below their disk's high watermark).
   if (last_error_.empty()) {
-    return "no other node could take one (" + std::to_string(candidates_.size()) +
-           " were asked; the others are down, or full: below their disk's high watermark)";
+    return "no other node could take one" +
+           (left_out_.empty() ? std::string(" (the cluster has no other node up)") : ": " + left_out_);
   }
   return "last error: " + last_error_;
 }
@@ -139,11 +139,13 @@ Replicator::~Replicator() { Stop(); }
 void Replicator::Stop() { pool_.join(); }
 
 std::shared_ptr<Replicator::Copies> Replicator::Replicate(const v1::FileRef& file, uint64_t bytes,
-                                                          std::vector<v1::NodeInfo> candidates, uint32_t want) {
+                                                          std::vector<v1::NodeInfo> candidates, uint32_t want,
+                                                          std::string left_out) {
   auto copies = std::make_shared<Copies>(pool_.get_executor());
   copies->file_ = file;
   copies->bytes_ = bytes;
   copies->candidates_ = std::move(candidates);
+  copies->left_out_ = std::move(left_out);
   MutexLock lock(&copies->mu_);
   while (copies->next_candidate_ < copies->candidates_.size() &&
          copies->confirmed_.size() + static_cast<size_t>(copies->in_flight_) < want) {

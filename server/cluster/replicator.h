@@ -70,6 +70,7 @@ class Replicator {
     v1::FileRef file_;
     uint64_t bytes_ = 0;
     std::vector<v1::NodeInfo> candidates_;  // placement order
+    std::string left_out_;                  // the nodes placement passed over, and why
     size_t next_candidate_ GUARDED_BY(mu_) = 0;
     mutable Mutex mu_;
     CondVar cv_;
@@ -92,9 +93,11 @@ class Replicator {
   ~Replicator();
 
   // Starts copying `file` (durable here, `bytes` long) to the first `want` of
-  // `candidates`, replacing failed ones from the rest.
+  // `candidates`, replacing failed ones from the rest. `left_out` says which
+  // nodes placement passed over and why ("node-3 is down"); an error for too
+  // few candidates quotes it.
   std::shared_ptr<Copies> Replicate(const v1::FileRef& file, uint64_t bytes, std::vector<v1::NodeInfo> candidates,
-                                    uint32_t want);
+                                    uint32_t want, std::string left_out = "");
 
   // Waits for the copies in flight to end (used at shutdown).
   void Stop();

@@ -204,6 +204,21 @@ void ExpectNoNewReplicasOnTheFullNode(LocalCluster::Options o) {
   for (const auto& b : run.batches) samples += b.size();
   EXPECT_EQ(run.end.code(), Code::kOutOfRange) << run.end.ToString();
   EXPECT_EQ(samples, 2000u);
+
+  // Three copies need node-3: the ingest is refused before any sample is
+  // sent, and says which node cannot take a copy and why.
+  SyntheticIngest three;
+  three.replication = 3;
+  three.options.write_policy = WritePolicy::kSync;
+  auto refused = TryIngestSynthetic(*client, dataset, 50, three);  // homed away from node-3, as above
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kResourceExhausted) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("needs 3 durable copies but only 2 of the cluster's 3 nodes can take one"),
+            std::string::npos)
+      << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find(cluster.Id(2) + " is full (free space below its disk_high_watermark)"),
+            std::string::npos)
+      << refused.status().ToString();
 }
 
 TEST(DiskTest, ANodeBelowTheHighWatermarkGetsNoNewReplicasWhileTheOthersDo) {

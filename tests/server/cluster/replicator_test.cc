@@ -80,15 +80,21 @@ TEST_F(ReplicatorTest, ACopyHandedOnToThisNodeIsItsOwnFile) {
 }
 
 // Too few candidates (placement left out nodes down or full) and no push
-// failed: the error says why, where it used to end in "last error: ".
+// failed: the error says which nodes were left out and why, where it used to
+// end in "last error: ".
 TEST_F(ReplicatorTest, TooFewCandidatesSayWhy) {
-  auto copies = replicator_.Replicate(File(), 10, {Node("node-1", "127.0.0.1:1")}, 2);
+  auto copies = replicator_.Replicate(File(), 10, {Node("node-1", "127.0.0.1:1")}, 2,
+                                      "node-2 is down; node-3 is full (free space below its disk_high_watermark)");
   const Status got = copies->WaitFor(2, std::chrono::steady_clock::now() + std::chrono::minutes(1));
   EXPECT_EQ(got.code(), Code::kUnavailable) << got.ToString();
   EXPECT_NE(got.message().find("only 1 of 2 copies"), std::string::npos) << got.ToString();
-  EXPECT_NE(got.message().find("no other node could take one (1 were asked; the others are down, or full"),
-            std::string::npos)
+  EXPECT_NE(got.message().find("no other node could take one: node-2 is down; node-3 is full"), std::string::npos)
       << got.ToString();
+
+  auto alone = replicator_.Replicate(File(), 10, {Node("node-1", "127.0.0.1:1")}, 2);
+  const Status lone = alone->WaitFor(2, std::chrono::steady_clock::now() + std::chrono::minutes(1));
+  EXPECT_NE(lone.message().find("no other node could take one (the cluster has no other node up)"), std::string::npos)
+      << lone.ToString();
 }
 
 }  // namespace
