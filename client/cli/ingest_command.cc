@@ -19,6 +19,7 @@
 #include "client/cli/progress.h"
 #include "client/ingest/sample_source.h"
 #include "common/dataset_ref.h"
+#include "common/ingest_errors.h"
 
 namespace strata::cli {
 
@@ -263,15 +264,12 @@ Result<IngestSummary> RunWriters(Client& client, const IngestOptions& options,
   // all, and the others then report only that it was aborted, from their
   // home ("ingest ID was aborted: ...") or from a node a replica of theirs
   // went to ("... dataset version V was deleted or aborted", inside an
-  // Unavailable: too few copies).
+  // Unavailable: too few copies): common/ingest_errors.h.
   Status cause, consequence;
   for (uint32_t i = 0; i < writers.size(); ++i) {
     const Result<IngestSummary>& r = writers[i].result;
     if (!r.ok()) {
-      const std::string& m = r.status().message();
-      const bool aborted =
-          m.find(" was aborted") != std::string::npos || m.find(" was deleted or aborted") != std::string::npos;
-      Status& kept = aborted ? consequence : cause;
+      Status& kept = IsVersionAbortedError(r.status()) ? consequence : cause;
       if (kept.ok()) kept = r.status().WithContext("writer " + std::to_string(i));
       continue;
     }

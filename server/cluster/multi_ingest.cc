@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "common/dataset_ref.h"
+#include "common/ingest_errors.h"
 #include "server/cluster/ingest_coordinator.h"
 #include "server/cluster/ingest_replication.h"
 #include "server/cluster/request_validation.h"
@@ -119,7 +120,7 @@ Result<v1::JoinIngestReply> MultiIngests::Join(const v1::IngestOptions& options,
     it = entries_.emplace(options.ingest_id(), std::move(entry)).first;
   }
   Entry& e = it->second;
-  if (!e.aborted.empty()) return Status::FailedPrecondition("ingest " + it->first + " was aborted: " + e.aborted);
+  if (!e.aborted.empty()) return IngestAborted(it->first, e.aborted);
   if (e.sealed) return Status::FailedPrecondition("ingest " + it->first + " is already sealed");
   v1::IngestOptions mine = options;
   if (mine.replication() == 0) mine.set_replication(e.options.replication());  // as the first join resolved 0
@@ -198,7 +199,7 @@ Result<v1::CommitPartReply> MultiIngests::Commit(const v1::IngestPart& part) {
                                       " is unknown here (its coordinator may have restarted): write it again");
   }
   Entry& e = it->second;
-  if (!e.aborted.empty()) return Status::FailedPrecondition("ingest " + it->first + " was aborted: " + e.aborted);
+  if (!e.aborted.empty()) return IngestAborted(it->first, e.aborted);
   if (e.sealed) return Status::FailedPrecondition("ingest " + it->first + " is already sealed");
   if (part.dataset() != e.name || part.version() != e.version || part.writer() >= e.joined.size() ||
       !e.joined[part.writer()]) {

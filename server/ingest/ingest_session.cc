@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/dataset_ref.h"
+#include "common/ingest_errors.h"
 #include "common/mutex.h"
 
 namespace strata {
@@ -163,10 +164,7 @@ Status IngestSession::Explain(const Status& s) const {
   if (!record.ok()) return s;
   const v1::VersionState state = record->info().state();
   if (state != v1::VERSION_ABORTED && state != v1::VERSION_DELETED) return s;
-  return Status::FailedPrecondition("ingest " + part_->ingest_id +
-                                    " was aborted for every writer (another writer failed, the coordinator "
-                                    "refused a part, or an operator aborted it); nothing was stored (here: " +
-                                    s.message() + ")");
+  return IngestAbortedForAll(part_->ingest_id, s.message());
 }
 
 Status IngestSession::AddValidated(const v1::Sample& sample) {

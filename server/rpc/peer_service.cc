@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "common/grpc_status.h"
+#include "common/ingest_errors.h"
 #include "common/unique_fd.h"
 #include "server/base/grpc_handoff.h"
 #include "server/cluster/file_transfer.h"
@@ -129,9 +130,7 @@ class PutFileReactor final : public HandOffVisible<grpc::ServerReadReactor<v1::F
     }
     d_->files->Add(file_);
     if (d_->versions->DropIfDead(file_)) {
-      Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "dataset version " + file_.dataset().substr(0, 64) +
-                                                                     "@" + std::to_string(file_.version()) +
-                                                                     " was deleted or aborted"));
+      Finish(ToGrpcStatus(VersionDeadOnArrival(file_.dataset().substr(0, 64), file_.version())));
       return;
     }
     reply_->set_already_present(committed.value());
