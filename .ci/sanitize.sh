@@ -61,7 +61,7 @@ else
          block_cache_locks_test parallel_copy_test staging_test read_loop_test part_queue_test
          replicator_test verified_records_test open_version_test
          multi_writer_test multi_writer_abort_test multi_writer_home_test "scale_test:*SmallStepsJoin*" open_files_test
-         ingest_limits_test)
+         ingest_limits_test drain_test)
 fi
 
 source deploy/local/ccache.sh  # sets launcher
