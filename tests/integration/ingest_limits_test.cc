@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "tests/integration/cluster_fixture.h"
+#include "tests/integration/local_cluster.h"
 
 namespace strata::testing {
 namespace {
@@ -42,9 +43,8 @@ TEST(IngestLimitsTest, ANodeTakesAtMostMaxIngestsAtOnce) {
   ASSERT_TRUE(sealed.ok()) << sealed.status().ToString();
   // The call ends on the server just after the client has its reply: a new
   // one is taken once the node counts one open ingest.
-  for (int i = 0; i < 200 && Metric(server->metrics_address(), "strata_active_ingests") != 1; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  ASSERT_TRUE(Eventually([&] { return Metric(server->metrics_address(), "strata_active_ingests") == 1; },
+                         std::chrono::seconds(10)));
   auto d = client.value()->StartIngest(Options("d"));
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   d.value()->Abort();
