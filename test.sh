@@ -3,7 +3,7 @@
 # integration tests that start real stratad processes on loopback).
 # Needs no GPU: CUDA tests report themselves as skipped without one.
 #
-#   ./test.sh                  # everything (about 5 minutes on 2 cores, after the build)
+#   ./test.sh                  # everything (about 8 minutes on 2 cores, after the build)
 #   ./test.sh -R Failover      # arguments go to ctest: -R REGEX, -L unit|integration, -j N, ...
 set -euo pipefail
 cd "$(dirname "$0")"
