@@ -8,6 +8,8 @@ case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/,
 PACKAGES=(
   # toolchain
   build-essential cmake ninja-build pkg-config git ccache
+  # the linker for programs (cmake/StrataBuildSpeed.cmake)
+  lld
   # the second compiler: thread-safety analysis and sanitizers (.ci/sanitize.sh), formatting and lint
   clang-14 clang-format-14 clang-tidy-14
   # libFuzzer and the sanitizers' runtimes for clang 14 (fuzz/, bench/fuzz.sh)

@@ -4,17 +4,11 @@
 #include <bit>
 #include <cstddef>
 
+#include "plan/splitmix.h"
+
 namespace strata {
 
 namespace {
-
-// splitmix64: derives independent round keys from one key.
-uint64_t SplitMix(uint64_t* state) {
-  uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
 
 // A 64-bit finaliser with full avalanche: the Feistel round function.
 inline uint64_t Mix(uint64_t x) {
@@ -34,7 +28,7 @@ KeyedPermutation::KeyedPermutation(uint64_t n, uint64_t key) : n_(n) {
   half_bits_ = bits <= 2 ? 1 : (bits + 1) / 2;
   half_mask_ = (uint64_t{1} << half_bits_) - 1;
   uint64_t state = key;
-  for (auto& k : keys_) k = SplitMix(&state);
+  for (auto& k : keys_) k = SplitMixNext(&state);
 }
 
 // Inlined into Encrypt and Decrypt: they are the inner loop of every sampler.

@@ -6,6 +6,7 @@
 #include "common/checksum.h"
 #include "common/int128.h"
 #include "common/mutex.h"
+#include "plan/splitmix.h"
 #include "plan/windowed_permutation.h"
 
 namespace strata {
@@ -15,12 +16,6 @@ namespace {
 // Saved pick counts are bounded by this many numbers in all.
 constexpr uint64_t kMaxCheckpointWords = uint64_t{1} << 21;
 constexpr uint64_t kMinCheckpointInterval = 1024;
-
-uint64_t Mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
 
 std::string PlanName(const DatasetShape& shape, const PlanSpec& spec) {
   return shape.name + "@" + std::to_string(shape.version) + "|" + std::to_string(spec.epoch);
@@ -173,7 +168,7 @@ void StratifiedSampler::MembersAt(size_t i, uint64_t j, uint64_t stride, size_t 
   const StratumQuota& q = quotas_.strata[i];
   if (j < q.members) return first_cycle_[i].ForwardMany(j, stride, count, out);
   // A later cycle of a stratum drawn with replacement: a permutation of its own.
-  const uint64_t key = Mix(stratum_keys_[i] + (j / q.members) * 0x9E3779B97F4A7C15ULL);
+  const uint64_t key = SplitMixFinalize(stratum_keys_[i] + (j / q.members) * 0x9E3779B97F4A7C15ULL);
   WindowedPermutation(q.members, window_, key).ForwardMany(j % q.members, stride, count, out);
 }
 
@@ -188,7 +183,7 @@ void StratifiedSampler::Select(uint64_t step, uint64_t first, uint64_t stride, s
   // count of a stratum closer to its share.
   const uint64_t rotation = step < quotas_.full_steps ? step % size : 0;
   // The rank's samples in a keyed order (a hash of id and step), not sorted by stratum.
-  const uint64_t key = Mix(order_key_ ^ (step * 0xD6E8FEB86659FD93ULL));
+  const uint64_t key = SplitMixFinalize(order_key_ ^ (step * 0xD6E8FEB86659FD93ULL));
   // First (stratum, position among its members), then (order key, id).
   std::vector<std::pair<uint64_t, uint64_t>> keyed;
   keyed.reserve(size / stride + 1);
@@ -220,7 +215,7 @@ void StratifiedSampler::Select(uint64_t step, uint64_t first, uint64_t stride, s
   // them from storage together.
   for (auto& [stratum_then_key, position_then_id] : keyed) {
     const uint64_t id = members_->Member(static_cast<uint32_t>(stratum_then_key), position_then_id);
-    stratum_then_key = Mix(id ^ key);
+    stratum_then_key = SplitMixFinalize(id ^ key);
     position_then_id = id;
   }
   std::sort(keyed.begin(), keyed.end());

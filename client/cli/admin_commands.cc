@@ -13,13 +13,14 @@
 #include "client/cli/shard_holders.h"
 #include "client/proto_convert.h"
 #include "common/dataset_ref.h"
+#include "common/wall_clock.h"
 #include "strata/v1/admin.pb.h"
 
 namespace strata::cli {
 
 namespace {
 
-std::string StateName(VersionState state) {
+std::string VersionStateName(VersionState state) {
   switch (state) {
     case VersionState::kIngesting: return "ingesting";
     case VersionState::kSealed: return "sealed";
@@ -77,7 +78,7 @@ int RunLs(const LsArgs& args) {
                {"SHARDS", A::kRight},
                {"SEALED"}});
   for (const DatasetInfo& d : *datasets) {
-    table.AddRow({d.name + "@" + std::to_string(d.version), StateName(d.state), FormatCount(d.samples),
+    table.AddRow({d.name + "@" + std::to_string(d.version), VersionStateName(d.state), FormatCount(d.samples),
                   FormatBytes(d.bytes), FormatBytes(d.file_bytes), FormatCount(d.shards),
                   FormatTimeUtc(d.sealed_unix_ms)});
   }
@@ -126,7 +127,7 @@ std::string RedundancyText(const DatasetInfo& d) {
 void PrintDescription(const DatasetDescription& reply, bool with_shards,
                       const std::vector<std::vector<ShardHolder>>& holders) {
   const DatasetInfo& d = reply.dataset;
-  std::cout << d.name << "@" << d.version << " (" << StateName(d.state) << ")\n";
+  std::cout << d.name << "@" << d.version << " (" << VersionStateName(d.state) << ")\n";
   std::vector<std::pair<std::string, std::string>> fields = {
       {"samples", FormatCount(d.samples)},
       {"redundancy", RedundancyText(d)},
@@ -269,9 +270,7 @@ int RunStatus(const StatusArgs& args) {
   const NodeStatus& s = *reply;
   std::string started = FormatTimeUtc(s.started_unix_ms);
   if (s.started_unix_ms != 0) {
-    const auto now_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-            .count();
+    const int64_t now_ms = UnixNowMs();
     started += " (up " + FormatDuration(static_cast<double>(now_ms - s.started_unix_ms) / 1000) + ")";
   }
   PrintFields(std::cout, {

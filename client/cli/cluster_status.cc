@@ -16,7 +16,7 @@ namespace strata::cli {
 
 namespace {
 
-std::string StateName(NodeState s) { return s == NodeState::kUp ? "up" : s == NodeState::kDown ? "down" : "?"; }
+std::string NodeStateName(NodeState s) { return s == NodeState::kUp ? "up" : s == NodeState::kDown ? "down" : "?"; }
 
 nlohmann::json ProtoJson(const google::protobuf::Message& m) {
   std::string text;
@@ -148,14 +148,14 @@ void PrintClusterStatus(std::ostream& out, const ClusterStatus& s) {
     const auto& n = s.map.nodes[i];
     const auto& st = s.nodes[i];
     if (!st.ok()) {
-      nodes.AddRow({n.id, StateName(n.state), "unreachable", n.address, "-", "-", "-", "-", "-", "-", "-", "-", "-",
+      nodes.AddRow({n.id, NodeStateName(n.state), "unreachable", n.address, "-", "-", "-", "-", "-", "-", "-", "-", "-",
                     "-", "-", "-"});
       continue;
     }
     const auto& r = st->repair;
     const std::string free =
         st->disk_total_bytes == 0 ? "-" : FormatBytes(st->disk_free_bytes) + " of " + FormatBytes(st->disk_total_bytes);
-    nodes.AddRow({n.id, StateName(n.state), "ok", n.address, FormatCount(st->active_streams),
+    nodes.AddRow({n.id, NodeStateName(n.state), "ok", n.address, FormatCount(st->active_streams),
                   FormatBytes(st->disk_bytes), free, st->disk_state.empty() ? "-" : st->disk_state,
                   FormatCount(st->shards_under_replicated), FormatCount(st->shards_missing),
                   FormatCount(r.files_missing), FormatCount(r.files_copied) + " (" + FormatBytes(r.bytes_copied) + ")",

@@ -25,7 +25,7 @@ namespace strata::cli {
 
 namespace {
 
-constexpr size_t kMaxLabelRows = 30;
+constexpr size_t kMaxIngestLabelRows = 30;
 constexpr size_t kMaxDuplicateExamples = 5;
 
 struct IngestArgs {
@@ -137,7 +137,7 @@ ProgressSnapshot Snapshot(const std::vector<std::unique_ptr<SampleSource>>& sour
   return s;
 }
 
-void PrintSummary(const IngestSummary& reply, double elapsed_s) {
+void PrintIngestSummary(const IngestSummary& reply, double elapsed_s) {
   const DatasetInfo& d = reply.dataset;
   const double seconds = elapsed_s > 0 ? elapsed_s : 1e-9;
   std::cout << "ingested " << d.name << "@" << d.version << ": " << FormatCount(d.samples) << " samples, "
@@ -149,7 +149,7 @@ void PrintSummary(const IngestSummary& reply, double elapsed_s) {
   Counts labels;
   for (const StratumCount& c : d.label_counts) labels.emplace_back(c.key, c.count);
   std::cout << "labels (" << labels.size() << "):\n";
-  PrintCounts(std::cout, "LABEL", std::move(labels), kMaxLabelRows, "  ");
+  PrintCounts(std::cout, "LABEL", std::move(labels), kMaxIngestLabelRows, "  ");
 
   if (d.duplicate_samples == 0) {
     std::cout << "duplicates: none\n";
@@ -351,7 +351,7 @@ int RunIngest(const IngestArgs& args) {
               << reply->dataset.name << "@" << reply->dataset.version << ")\n";
     return 0;
   }
-  PrintSummary(*reply, progress.elapsed_s());
+  PrintIngestSummary(*reply, progress.elapsed_s());
   return 0;
 }
 

@@ -29,7 +29,7 @@ namespace strata::cli {
 
 namespace {
 
-constexpr size_t kMaxLabelRows = 50;
+constexpr size_t kMaxStreamLabelRows = 50;
 
 // What was received, for the summary.
 struct Totals {
@@ -117,7 +117,7 @@ void StopOn(int signal_number) {
   if (std::signal(signal_number, OnInterrupt) == SIG_IGN) std::signal(signal_number, SIG_IGN);
 }
 
-void PrintSummary(const Stream& stream, const StreamArgs& args, const Totals& totals, double elapsed_s) {
+void PrintStreamSummary(const Stream& stream, const StreamArgs& args, const Totals& totals, double elapsed_s) {
   const ResumeToken where = stream.resume_token();
   const double seconds = elapsed_s > 0 ? elapsed_s : 1e-9;
   // A stream that ended before its first part may not have learnt its version.
@@ -130,7 +130,7 @@ void PrintSummary(const Stream& stream, const StreamArgs& args, const Totals& to
             << FormatFixed(static_cast<double>(totals.bytes) / 1e6 / seconds, 1) << " MB/s, "
             << FormatFixed(static_cast<double>(totals.steps) / seconds, 1) << " batches/s\n";
   std::cout << "labels (" << totals.labels.size() << "):\n";
-  PrintCounts(std::cout, "LABEL", Counts(totals.labels.begin(), totals.labels.end()), kMaxLabelRows, "  ");
+  PrintCounts(std::cout, "LABEL", Counts(totals.labels.begin(), totals.labels.end()), kMaxStreamLabelRows, "  ");
   if (stream.next_step() < stream.steps_in_epoch()) {
     std::cout << "stopped at step " << stream.next_step() << " of " << stream.steps_in_epoch()
               << "; to continue: --resume " << where.Encode() << "\n";
@@ -227,7 +227,7 @@ int RunStream(const StreamArgs& args) {
     out.flush();
     if (!out) return PrintError(Status::IOError("cannot write " + args.output));
   }
-  PrintSummary(**stream, args, totals, progress.elapsed_s());
+  PrintStreamSummary(**stream, args, totals, progress.elapsed_s());
   return 0;
 }
 

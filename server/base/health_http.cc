@@ -12,15 +12,15 @@ namespace strata {
 
 namespace {
 
-std::mutex& RegistryMutex() {
+std::mutex& ReadinessChecksMutex() {
   static std::mutex mu;
   return mu;
 }
 
-// GUARDED_BY(RegistryMutex())
-std::map<int, std::function<std::string()>>& Registry() {
-  static auto* registry = new std::map<int, std::function<std::string()>>();
-  return *registry;
+// GUARDED_BY(ReadinessChecksMutex())
+std::map<int, std::function<std::string()>>& ReadinessChecks() {
+  static auto* checks = new std::map<int, std::function<std::string()>>();
+  return *checks;
 }
 
 // HEAD gets the headers alone.
@@ -53,9 +53,9 @@ int BeginRequest(mg_connection* conn) {
   }
   std::string reason = "starting";
   {
-    std::lock_guard<std::mutex> lock(RegistryMutex());
-    auto it = Registry().find(info->server_port);
-    if (it != Registry().end()) reason = it->second();
+    std::lock_guard<std::mutex> lock(ReadinessChecksMutex());
+    auto it = ReadinessChecks().find(info->server_port);
+    if (it != ReadinessChecks().end()) reason = it->second();
   }
   if (reason.empty()) {
     Reply(conn, head, 200, "OK", "ready");
@@ -77,13 +77,13 @@ const CivetCallbacks* HealthCallbacks() {
 }
 
 void RegisterReadiness(int port, std::function<std::string()> not_ready) {
-  std::lock_guard<std::mutex> lock(RegistryMutex());
-  Registry()[port] = std::move(not_ready);
+  std::lock_guard<std::mutex> lock(ReadinessChecksMutex());
+  ReadinessChecks()[port] = std::move(not_ready);
 }
 
 void UnregisterReadiness(int port) {
-  std::lock_guard<std::mutex> lock(RegistryMutex());
-  Registry().erase(port);
+  std::lock_guard<std::mutex> lock(ReadinessChecksMutex());
+  ReadinessChecks().erase(port);
 }
 
 }  // namespace strata

@@ -9,6 +9,7 @@
 
 #include "common/input_limits.h"
 #include "common/mutex.h"
+#include "common/wall_clock.h"
 #include "server/base/config.h"
 #include "server/base/security_config.h"
 #include "server/cluster/etcd_membership_impl.h"
@@ -20,11 +21,6 @@ namespace {
 // A CAS lost to another node is retried at once with a fresh read; past this
 // many in one pass, the next pass tries again.
 constexpr int kMaxCasAttempts = 8;
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // Equal apart from the epoch.
 bool SameContent(const v1::ClusterMap& a, const v1::ClusterMap& b) {
@@ -346,7 +342,7 @@ bool EtcdMembership::Reconcile() {
 
     // The map as it should be: registered nodes up; the others down since the
     // first time someone saw them gone, and out once that is grace_ms ago.
-    const int64_t now = NowMs();
+    const int64_t now = UnixNowMs();
     std::map<std::string, v1::NodeInfo> nodes = registered;
     for (const auto& n : current.nodes()) {
       if (nodes.count(n.id()) > 0) continue;

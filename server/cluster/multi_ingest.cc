@@ -7,6 +7,7 @@
 
 #include "common/dataset_ref.h"
 #include "common/ingest_errors.h"
+#include "common/wall_clock.h"
 #include "server/cluster/ingest_coordinator.h"
 #include "server/cluster/ingest_replication.h"
 #include "server/cluster/request_validation.h"
@@ -17,11 +18,6 @@ namespace strata {
 namespace {
 
 constexpr size_t kMaxIngests = 4096;  // entries kept, sealed and aborted ones included
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // The options every writer of one ingest must share (all but the writer) in
 // which `a` and `b` differ, by name: "" if none.
@@ -275,7 +271,7 @@ Result<v1::DatasetInfo> MultiIngests::Seal(Entry* e) {
   info->set_file_bytes(file_bytes);
   info->set_shards(shard_count);
   info->set_duplicate_samples(duplicates);
-  info->set_sealed_unix_ms(NowMs());
+  info->set_sealed_unix_ms(UnixNowMs());
   for (const auto& [key, count] : labels) {
     auto* c = info->add_label_counts();
     c->set_key(key);

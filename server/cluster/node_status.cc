@@ -1,24 +1,15 @@
 #include "server/cluster/node_status.h"
 
-#include <chrono>
+#include "common/wall_clock.h"
 
 namespace strata {
-
-namespace {
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 NodeStatus::NodeStatus(const NodeConfig& config, Deps deps)
     : node_id_(config.node_id),
       listen_(config.listen),
       metrics_listen_(config.metrics_listen),
       data_dir_(config.data_dir),
-      started_unix_ms_(NowMs()),
+      started_unix_ms_(UnixNowMs()),
       d_(deps) {}
 
 v1::StatusReply NodeStatus::Get() const {

@@ -6,16 +6,12 @@
 #include <algorithm>
 
 #include "common/mutex.h"
+#include "common/wall_clock.h"
 #include "server/base/grpc_handoff.h"
 
 namespace strata {
 
 namespace {
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 bool SameNodes(const v1::ClusterMap& a, const v1::ClusterMap& b) {
   if (a.nodes_size() != b.nodes_size()) return false;
@@ -169,7 +165,7 @@ void StaticMembership::Recompute() {
         spdlog::warn("membership: {} is down (no answer for {} ms)", id,
                      std::chrono::duration_cast<std::chrono::milliseconds>(silent).count());
         p.info.set_state(v1::NODE_DOWN);
-        p.info.set_down_since_unix_ms(NowMs());
+        p.info.set_down_since_unix_ms(UnixNowMs());
         p.down_at = now;
       }
       // Down past the grace period: no longer a placement member here.

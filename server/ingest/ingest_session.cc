@@ -10,6 +10,7 @@
 #include "common/dataset_ref.h"
 #include "common/ingest_errors.h"
 #include "common/mutex.h"
+#include "common/wall_clock.h"
 
 namespace strata {
 
@@ -17,11 +18,6 @@ namespace {
 
 constexpr size_t kMaxDuplicateExamples = 5;
 constexpr size_t kMaxKeysPerExample = 4;
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 bool ValidFieldName(const std::string& name) { return IsSimpleName(name, 64); }
 
@@ -375,7 +371,7 @@ Result<v1::IngestReply> IngestSession::FinishCommit(const Status& copies) {
   info->set_file_bytes(file_bytes_);
   info->set_shards(static_cast<uint32_t>(shards_.size()));
   info->set_duplicate_samples(duplicates_);
-  info->set_sealed_unix_ms(NowMs());
+  info->set_sealed_unix_ms(UnixNowMs());
   CopyCounts(label_counts_, info->mutable_label_counts());
   CopyCounts(stratum_counts_, info->mutable_stratum_counts());
   *sealed.mutable_strata_index() = index_record_;

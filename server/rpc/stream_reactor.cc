@@ -8,6 +8,7 @@
 
 #include "common/grpc_status.h"
 #include "common/mutex.h"
+#include "common/wall_clock.h"
 
 namespace strata {
 
@@ -354,9 +355,7 @@ void BatchSender<Base>::RecordCursor(uint64_t next_step) {
   c.set_epoch(request_.epoch());
   c.set_step(next_step);
   c.set_spec_hash(stream_->plan().plan_hash());
-  c.set_updated_unix_ms(
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count());
+  c.set_updated_unix_ms(UnixNowMs());
   Status s = calls_->catalog->PutCursor(request_.job_id(), request_.rank(), c);
   if (!s.ok())
     spdlog::warn("job {} rank {}: cannot record cursor: {}", request_.job_id(), request_.rank(), s.ToString());

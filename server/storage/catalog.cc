@@ -8,6 +8,7 @@
 
 #include "common/dataset_ref.h"
 #include "common/mutex.h"
+#include "common/wall_clock.h"
 
 namespace strata {
 namespace {
@@ -101,11 +102,6 @@ std::string_view StateWord(v1::VersionState state) {
   }
 }
 
-int64_t NowUnixMs() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
-
 }  // namespace
 
 Result<v1::VersionRecord> Catalog::CreateVersion(const std::string& name, std::optional<uint64_t> version,
@@ -161,7 +157,7 @@ Result<v1::VersionRecord> Catalog::CreateVersion(const std::string& name, std::o
   info->set_name(name);
   info->set_version(number);
   info->set_state(v1::VERSION_INGESTING);
-  info->set_created_unix_ms(NowUnixMs());
+  info->set_created_unix_ms(UnixNowMs());
   batch.Put(KvSpace::kDatasets, VersionKey(name, number), record.SerializeAsString());
   STRATA_RETURN_IF_ERROR(kv_->Write(batch).WithContext("creating " + Describe(name, number)));
   return record;
@@ -263,7 +259,7 @@ Result<v1::VersionRecord> Catalog::MarkDeleted(const std::string& name, uint64_t
   v1::VersionRecord tombstone = std::move(stored).value();
   tombstone.mutable_info()->set_state(v1::VERSION_DELETED);
   tombstone.set_deleted_by(by);
-  tombstone.set_deleted_unix_ms(NowUnixMs());
+  tombstone.set_deleted_unix_ms(UnixNowMs());
   KvWriteBatch batch;
   batch.Put(KvSpace::kDatasets, VersionKey(name, version), tombstone.SerializeAsString());
   STRATA_RETURN_IF_ERROR(DeleteShards(*kv_, name, version, &batch));

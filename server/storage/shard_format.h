@@ -73,6 +73,8 @@ inline constexpr size_t kMinCompressedBlockBytes = size_t{4} << 10;  // what an 
 inline constexpr size_t kMaxCompressedBlockBytes = size_t{16} << 20;
 inline constexpr size_t kBlockHeaderSize = 16;  // raw_len, stored_len
 inline constexpr int kDefaultZstdLevel = 3;
+inline constexpr std::string_view kShardHeaderMagic = "STRSHARD";
+inline constexpr std::string_view kShardTrailerMagic = "STRTRAIL";
 inline constexpr size_t kShardHeaderSize = 16;
 inline constexpr size_t kShardTrailerSize = 40;
 

@@ -30,8 +30,6 @@
 namespace strata {
 namespace {
 
-constexpr std::string_view kHeaderMagic = "STRSHARD";
-constexpr std::string_view kTrailerMagic = "STRTRAIL";
 // PrefetchRecord loads small records whole (their checksum reads every byte)
 // and the start of larger ones, whose sequential reads the CPU's own
 // prefetcher follows.
@@ -157,7 +155,7 @@ Status ShardReader::CheckLayout() {
   auto got = PReadFd(fd_.get(), h, sizeof h, 0, path_);
   if (!got.ok()) return got.status();
   if (got.value() != sizeof h) return corrupt("file too small");
-  if (std::string_view(h, 8) != kHeaderMagic) return corrupt("bad header magic");
+  if (std::string_view(h, 8) != kShardHeaderMagic) return corrupt("bad header magic");
   format_version_ = LoadU32(h + 8);
   if (format_version_ < kOldestShardFormatVersion || format_version_ > kNewestShardFormatVersion) {
     return corrupt("unsupported format version " + std::to_string(format_version_));
@@ -170,7 +168,7 @@ Status ShardReader::CheckLayout() {
   got = PReadFd(fd_.get(), t, sizeof t, size_ - kShardTrailerSize, path_);
   if (!got.ok()) return got.status();
   if (got.value() != sizeof t) return corrupt("file too small");
-  if (std::string_view(t + 32, 8) != kTrailerMagic) return corrupt("bad trailer magic");
+  if (std::string_view(t + 32, 8) != kShardTrailerMagic) return corrupt("bad trailer magic");
   const uint64_t footer_offset = LoadU64(t);
   const uint32_t footer_len = LoadU32(t + 8);
   if (LoadU32(t + 12) != format_version_) return corrupt("trailer format version mismatch");

@@ -20,8 +20,6 @@
 namespace strata {
 namespace {
 
-constexpr std::string_view kHeaderMagic = "STRSHARD";
-constexpr std::string_view kTrailerMagic = "STRTRAIL";
 // Records with payloads at least this large are checksummed as they are
 // written instead of being assembled in one buffer first.
 constexpr size_t kDirectWriteBytes = size_t{256} << 10;
@@ -62,7 +60,7 @@ Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(std::string path, Shard
     if (fd >= 0) {
       auto writer = std::unique_ptr<ShardWriter>(
           new ShardWriter(std::move(path), std::move(tmp), fd, std::move(identity), options));
-      std::string header(kHeaderMagic);
+      std::string header(kShardHeaderMagic);
       PutU32(&header, compressed ? kCompressedShardFormatVersion : kShardFormatVersion);
       PutU32(&header, 0);  // flags
       STRATA_RETURN_IF_ERROR(writer->Write(header));
@@ -207,7 +205,7 @@ Result<ShardSummary> ShardWriter::Finish() {
   footer_sum.Update(footer.data() + tables_end, footer.size() - tables_end);
   PutU64(&trailer, footer_sum.Digest());
   PutU64(&trailer, summary.file_checksum);
-  trailer.append(kTrailerMagic);
+  trailer.append(kShardTrailerMagic);
   // The trailer is not part of the file checksum it carries.
   if (Status s = out_.Append(trailer); !s.ok()) return Fail(std::move(s));
   if (Status s = out_.Flush(); !s.ok()) return Fail(std::move(s));
