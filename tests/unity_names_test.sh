@@ -47,6 +47,18 @@ for folder in "${folders[@]}"; do
     }' "${sources[@]}" | sort -u | awk '
       { files[$1] = files[$1] " " $2; count[$1]++ }
       END { for (n in count) if (count[n] > 1) print n ":" files[n] }' | sort)
+  # Constants: NAME FILE for those at file scope, then for every one.
+  decl='(static\s+)?(inline\s+)?(constexpr|const)\s+[\w:<>, ]+?\s\K[A-Za-z_]\w*(?=\s*[={])'
+  shadows=$(awk 'NR == FNR { top[$1] = top[$1] " " $2; next }
+      ($1 in top) && index(top[$1] " ", " " $2 " ") == 0 { print $1 ": " $2 " and" top[$1] }' \
+    <(grep -HPo "^$decl" "${sources[@]}" | awk -F: '{ print $2, $1 }' | sort -u) \
+    <(grep -HPo "^\s*$decl" "${sources[@]}" | awk -F: '{ print $2, $1 }' | sort -u) | sort -u)
+  if [ -n "$shadows" ]; then
+    while IFS= read -r c; do
+      echo "unity_names_test: constant ${c%%:*} is declared at file scope in one source of $folder and again in another:${c#*:}" >&2
+    done <<<"$shadows"
+    status=1
+  fi
   if [ -n "$clashes" ]; then
     while IFS= read -r c; do
       echo "unity_names_test: file-local function ${c%%:*} is defined in more than one source of $folder:${c#*:}" >&2
@@ -58,5 +70,5 @@ if [ "$checked" -eq 0 ]; then
   echo "unity_names_test: found no sources to check" >&2
   exit 1
 fi
-[ $status -eq 0 ] && echo "unity_names_test: $checked sources in ${#folders[@]} folders, no file-local function name defined twice in one folder"
+[ $status -eq 0 ] && echo "unity_names_test: $checked sources in ${#folders[@]} folders, no file-local name declared twice in one folder"
 exit $status

@@ -14,7 +14,7 @@ namespace strata {
 namespace {
 
 constexpr std::string_view kMagic = "STRAPAR1";
-constexpr size_t kPiece = size_t{1} << 20;
+constexpr size_t kParityReadPiece = size_t{1} << 20;
 
 Status WriteAll(int fd, std::string_view data, const std::string& path) {
   while (!data.empty()) {
@@ -97,7 +97,7 @@ Result<ParityTrailer> VerifyParityFile(const std::string& path, const std::funct
   std::string piece;
   if (body) body->clear();
   for (uint64_t at = 0; at < trailer->body_bytes;) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(kPiece, trailer->body_bytes - at));
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(kParityReadPiece, trailer->body_bytes - at));
     if (before_piece && !before_piece(n)) return Status::Cancelled("verification of " + path + " stopped");
     piece.resize(n);
     if (pread(fd.get(), piece.data(), n, static_cast<off_t>(at)) != static_cast<ssize_t>(n)) {
