@@ -11,5 +11,5 @@ source deploy/local/ccache.sh  # sets launcher
 if [ ! -f build/build.ninja ]; then
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="$build_type" -DSTRATA_WERROR=ON "${launcher[@]}"
 fi
-echo "build: compiling (the first build takes about 22 minutes on 2 cores; ccache makes later ones take a few)"
+echo "build: compiling (the first build takes about 15 minutes on 2 cores; ccache makes later ones take a few)"
 cmake --build build --parallel "$(nproc)"
