@@ -32,6 +32,11 @@ struct InputLimits {
   static constexpr size_t kMaxFieldNameBytes = 256;         // stratify_by entries, time_bucket_field
   static constexpr size_t kMaxShardsPerVersion = 1u << 20;  // VersionMeta.shard_records
   static constexpr size_t kMaxRecordsPerRead = 65536;       // ReadRecordsRequest.indexes
+  // A ReadRecords reply's records stop once they reach this many bytes (the
+  // last may pass it): the request's indexes may repeat a record of up to
+  // kMaxSampleBytes, and the reply is built in memory. The caller asks again
+  // for the rest.
+  static constexpr size_t kMaxReadReplyBytes = size_t{16} << 20;
   static constexpr size_t kMaxShardPathBytes = 512;
   static constexpr size_t kStratumIndexChunkBytes = 4u << 20;  // StratumIndexChunk.data
   static constexpr size_t kMaxWorkSteps = 4096;                // StreamRequest.work: steps in one request

@@ -88,7 +88,8 @@ struct PeerRecords::AsyncFetch {
   std::shared_ptr<const OpenVersion> version;
   bool ec = false;
   std::string errors;
-  v1::ReadRecordsRequest request;
+  std::vector<std::string> got;                  // the records of indexes' first got.size(), verified
+  v1::ReadRecordsRequest request;                // the rest
   std::unique_ptr<grpc::ClientContext> context;  // one per call
   v1::ReadRecordsReply reply;
 };
@@ -174,13 +175,23 @@ void PeerRecords::AskNext(std::shared_ptr<AsyncFetch> f) {
     peers_->Peer(*n)->async()->ReadRecords(
         call->context.get(), &call->request, &call->reply, [this, f = std::move(f), id](grpc::Status s) mutable {
           TakeBackFromGrpc(f.get());
-          if (s.ok() && f->reply.records_size() == static_cast<int>(f->indexes.size())) {
-            std::vector<std::string> raw;
-            raw.reserve(f->indexes.size());
-            for (auto& r : *f->reply.mutable_records()) raw.push_back(std::move(r));
-            return f->done(Status::OK(), std::move(raw));
+          const int asked = f->request.indexes_size();
+          const int answered = f->reply.records_size();
+          if (s.ok() && answered <= asked && (answered > 0 || asked == 0)) {
+            for (auto& r : *f->reply.mutable_records()) f->got.push_back(std::move(r));
+            if (answered == asked) return f->done(Status::OK(), std::move(f->got));
+            // A prefix (the holder bounds its reply's bytes): the same
+            // holder is asked for the rest.
+            auto* rest = f->request.mutable_indexes();
+            rest->erase(rest->begin(), rest->begin() + answered);
+            --f->next;
+            return AskNext(std::move(f));
           }
-          f->errors += " " + id + ": " + s.error_message() + ";";
+          f->errors +=
+              " " + id + ": " +
+              (s.ok() ? "a reply of " + std::to_string(answered) + " records to " + std::to_string(asked) + " asked"
+                      : s.error_message()) +
+              ";";
           AskNext(std::move(f));
         });
     return;
@@ -192,8 +203,11 @@ void PeerRecords::AskNext(std::shared_ptr<AsyncFetch> f) {
   // never on the gRPC thread that ran the last call's callback.
   boost::asio::post(rebuilds_, [this, f = std::move(f)] {
     std::vector<std::string> raw;
-    Status rebuilt = DegradedRead(*f->version, f->shard, f->indexes, &raw);
-    if (rebuilt.ok()) return f->done(Status::OK(), std::move(raw));
+    Status rebuilt = DegradedRead(*f->version, f->shard, std::span(f->indexes).subspan(f->got.size()), &raw);
+    if (rebuilt.ok()) {
+      for (auto& r : raw) f->got.push_back(std::move(r));
+      return f->done(Status::OK(), std::move(f->got));
+    }
     f->done(Status::Unavailable("no node could provide records of " + FileName(f->shard) + ":" + f->errors +
                                 " degraded read: " + rebuilt.ToString() + ";"),
             {});

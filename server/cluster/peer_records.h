@@ -38,7 +38,10 @@ class PeerRecords final : public RecordFetcher {
   // rank order, with asynchronous calls (10 s deadline each), then those it
   // has down (2 s each: the view may lag); a degraded read's rebuild runs on
   // `rebuilds`. More than InputLimits::kMaxRecordsPerRead records (what a
-  // peer reads in one call) are asked in pieces at once.
+  // peer reads in one call) are asked in pieces at once. A holder's reply
+  // may be a prefix (InputLimits::kMaxReadReplyBytes): the same holder is
+  // asked for the rest, and a holder that fails partway leaves the next one
+  // only the records still missing.
   void FetchAsync(const v1::FileRef& shard, std::vector<uint64_t> indexes, FetchDone done) override;
   void Quarantine(const v1::FileRef& file) override;
 

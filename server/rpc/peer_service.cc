@@ -10,6 +10,7 @@
 
 #include "common/grpc_status.h"
 #include "common/ingest_errors.h"
+#include "common/input_limits.h"
 #include "common/unique_fd.h"
 #include "server/base/grpc_handoff.h"
 #include "server/cluster/file_transfer.h"
@@ -240,10 +241,16 @@ grpc::ServerUnaryReactor* PeerServiceImpl::ReadRecords(grpc::CallbackServerConte
                                                        v1::ReadRecordsReply* reply) {
   if (Status valid = ValidateReadRecords(*request); !valid.ok()) return Done(context, valid);
   return OnExecutor(context, d_.executor, [d = &d_, request, reply] {
+    // The reply is built here in full before it is sent: its bytes are
+    // bounded, not only its count (one large record asked 65,536 times).
     Status s;
+    size_t bytes = 0;
     for (uint64_t index : request->indexes()) {
-      s = d->records->ReadLocal(request->file(), index, reply->add_records());
+      if (bytes >= InputLimits::kMaxReadReplyBytes) break;
+      std::string* raw = reply->add_records();
+      s = d->records->ReadLocal(request->file(), index, raw);
       if (!s.ok()) break;
+      bytes += raw->size();
     }
     if (!s.ok()) reply->Clear();
     return s;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <set>
@@ -217,17 +218,16 @@ TEST(DamageTest, ACopyGoneFromDiskIsFetchedAgain) {
       << cluster.Process(2).Log();
 }
 
-// A node whose copy of a shard is gone fetches the step's records of it from
-// a peer, which reads at most InputLimits::kMaxRecordsPerRead records a call:
-// more are asked in pieces (one big read was refused by every holder, and
-// the step failed as if none were up).
-TEST(DamageTest, AStepNeedingMoreRecordsOfOneShardThanAPeerReadsAtOnceIsServed) {
+// Node-1's copy of a one-shard dataset of `samples` samples is removed, then
+// node-1 alone serves one step of every sample: each record comes from the
+// other holder. Checks every sample once with its payload, and that node-1
+// fetched them all.
+void ExpectOneStepFetchedFromAPeer(uint64_t samples, std::function<std::string(uint64_t)> payload) {
   LocalCluster cluster(Nodes(2));
   auto client = cluster.Connect(0);
-  constexpr uint64_t kSamples = InputLimits::kMaxRecordsPerRead + 5000;
   SyntheticIngest how{.labels = 5, .replication = 2, .shard_target_bytes = 1 << 30};  // one shard
-  how.payload = [](uint64_t i) { return std::to_string(i); };
-  auto ingested = TryIngestSynthetic(*client, "wide", kSamples, how);
+  how.payload = payload;
+  auto ingested = TryIngestSynthetic(*client, "wide", samples, how);
   ASSERT_TRUE(ingested.ok()) << ingested.status().ToString();
   ASSERT_EQ(ingested->dataset.shards, 1u);
   const std::string dir = cluster.DataDir(0) + "/shards/wide/v1";
@@ -240,13 +240,38 @@ TEST(DamageTest, AStepNeedingMoreRecordsOfOneShardThanAPeerReadsAtOnceIsServed) 
   v1::StreamRequest r;
   r.set_dataset("wide");
   r.set_world(1);
-  r.set_batch_size(kSamples);
-  std::set<uint64_t> ids;
-  const grpc::Status end = ReadRawStream(
-      cluster.Address(0), r, [&](const v1::Batch& part) { ids.insert(part.ids().begin(), part.ids().end()); });
+  r.set_batch_size(samples);
+  std::map<uint64_t, int> seen;
+  const grpc::Status end = ReadRawStream(cluster.Address(0), r, [&](const v1::Batch& part) {
+    uint64_t offset = 0;
+    for (int i = 0; i < part.ids_size(); ++i) {
+      ++seen[part.ids(i)];
+      EXPECT_TRUE(part.payload().substr(offset, part.sizes(i)) == payload(part.ids(i))) << "id " << part.ids(i);
+      offset += part.sizes(i);
+    }
+  });
   ASSERT_TRUE(end.ok()) << end.error_message() << "\n" << cluster.Process(0).Log();
-  EXPECT_EQ(ids.size(), kSamples);
-  EXPECT_EQ(*ids.rbegin(), kSamples - 1);
+  EXPECT_EQ(seen.size(), samples);
+  EXPECT_EQ(seen.rbegin()->first, samples - 1);
+  EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](const auto& e) { return e.second == 1; }));
+  EXPECT_GE(Metric(cluster.Process(0).metrics_address(), "strata_proxied_records_total"), static_cast<double>(samples));
+}
+
+// A peer reads at most InputLimits::kMaxRecordsPerRead records a call: more
+// are asked in pieces (one big read was refused by every holder, and the
+// step failed as if none were up).
+TEST(DamageTest, AStepNeedingMoreRecordsOfOneShardThanAPeerReadsAtOnceIsServed) {
+  ExpectOneStepFetchedFromAPeer(InputLimits::kMaxRecordsPerRead + 5000, [](uint64_t i) { return std::to_string(i); });
+}
+
+// A peer's reply stops at InputLimits::kMaxReadReplyBytes: 40 MiB of records
+// come in three replies from the same holder, joined in order.
+TEST(DamageTest, AStepNeedingMoreBytesOfOneShardThanAPeerSendsAtOnceIsServed) {
+  ExpectOneStepFetchedFromAPeer(40, [](uint64_t i) {
+    std::string p(size_t{1} << 20, static_cast<char>('a' + i % 26));
+    p.replace(0, std::to_string(i).size(), std::to_string(i));
+    return p;
+  });
 }
 
 // A stratum index damaged on one node before any stream read it: that node's

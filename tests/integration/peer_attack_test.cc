@@ -11,6 +11,7 @@
 #include <fstream>
 #include <thread>
 
+#include "common/input_limits.h"
 #include "strata/v1/admin.grpc.pb.h"
 #include "strata/v1/cluster.grpc.pb.h"
 #include "strata/v1/data.grpc.pb.h"
@@ -409,6 +410,39 @@ TEST_F(PeerAttackTest, OversizedAdminAndIngestRequestsAreRefusedWithTheLimit) {
     v1::ReadRecordsReply reply;
     ExpectLimitNamed(peer_->ReadRecords(&context, request, &reply), "65536");
   }
+}
+
+// One 3 MiB record asked for 65,536 times (a count within the limit) would be
+// a 192 GiB reply, built in the server's memory: the reply stops at the byte
+// bound, a prefix of the request, and every record in it is the one asked.
+TEST_F(PeerAttackTest, ARecordAskedForManyTimesGetsAReplyBoundedInBytes) {
+  SyntheticIngest how{.labels = 1};
+  how.payload = [](uint64_t i) { return std::string(size_t{3} << 20, static_cast<char>('a' + i)); };
+  auto ingested = TryIngestSynthetic(node_->client(), "large", 2, how);
+  ASSERT_TRUE(ingested.ok()) << ingested.status().ToString();
+  grpc::ClientContext context;
+  v1::ReadRecordsRequest request;
+  request.mutable_file()->set_kind(v1::FileRef::SHARD);
+  request.mutable_file()->set_dataset("large");
+  request.mutable_file()->set_version(1);
+  request.mutable_file()->set_seq(0);
+  for (size_t i = 0; i < InputLimits::kMaxRecordsPerRead; ++i) request.add_indexes(1);
+  v1::ReadRecordsReply reply;
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);  // as a node's peer channels
+  auto peer =
+      v1::PeerService::NewStub(grpc::CreateCustomChannel(node_->address(), grpc::InsecureChannelCredentials(), args));
+  const grpc::Status s = peer->ReadRecords(&context, request, &reply);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_GT(reply.records_size(), 0);
+  size_t bytes = 0;
+  for (const std::string& r : reply.records()) {
+    EXPECT_EQ(r, reply.records(0));
+    bytes += r.size();
+  }
+  EXPECT_LT(bytes, InputLimits::kMaxReadReplyBytes + (size_t{4} << 20));
+  EXPECT_GE(bytes, InputLimits::kMaxReadReplyBytes);
+  EXPECT_NE(reply.records(0).find(std::string(1000, 'b')), std::string::npos) << "record 1's payload";
 }
 
 }  // namespace
