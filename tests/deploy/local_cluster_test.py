@@ -99,9 +99,10 @@ def main():
         pid = int(open(os.path.join(cluster_dir, "node-2.pid")).read())
         os.kill(pid, signal.SIGKILL)
         status = None
-        for _ in range(100):
+        # The pid goes first, then the watcher writes how the node ended: wait for both.
+        for _ in range(200):
             status = run([cluster, "status", "--dir", cluster_dir])
-            if "node-2 not running" in status.stdout:
+            if "node-2 not running (ended " in status.stdout:
                 break
             time.sleep(0.05)
         check(("node-2 not running (ended " in status.stdout and "pid %d killed by SIGKILL)" % pid in status.stdout
