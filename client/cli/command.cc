@@ -2,11 +2,14 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <string_view>
 
 #include "common/dataset_ref.h"
 
@@ -42,7 +45,35 @@ Result<std::string> LoadToken() {
   return token;
 }
 
+// The options AddServerOption adds, each taking a value.
+constexpr std::array<std::string_view, 5> kConnectionOptions = {"--server", "--tls-ca", "--tls-cert", "--tls-key",
+                                                                "--token-file"};
+
 }  // namespace
+
+std::vector<std::string> ConnectionOptionsAfterSubcommand(std::vector<std::string> args, const CLI::App& app) {
+  std::vector<std::string> moved;
+  size_t at = 1;
+  while (at < args.size()) {
+    const std::string& arg = args[at];
+    const std::string_view name = std::string_view(arg).substr(0, arg.find('='));
+    if (std::find(kConnectionOptions.begin(), kConnectionOptions.end(), name) == kConnectionOptions.end()) break;
+    const bool inline_value = arg.size() > name.size();  // --server=H:P
+    const size_t end = std::min(args.size(), at + (inline_value ? 1 : 2));
+    moved.insert(moved.end(), args.begin() + static_cast<std::ptrdiff_t>(at),
+                 args.begin() + static_cast<std::ptrdiff_t>(end));
+    at = end;
+  }
+  if (moved.empty() || at >= args.size()) return args;
+  const std::vector<const CLI::App*> subcommands = app.get_subcommands({});
+  const bool is_subcommand =
+      std::any_of(subcommands.begin(), subcommands.end(), [&](const CLI::App* c) { return c->check_name(args[at]); });
+  if (!is_subcommand) return args;
+  std::vector<std::string> out = {args[0], args[at]};
+  out.insert(out.end(), moved.begin(), moved.end());
+  out.insert(out.end(), args.begin() + static_cast<std::ptrdiff_t>(at) + 1, args.end());
+  return out;
+}
 
 void AddServerOption(CLI::App* command, std::vector<std::string>* servers) {
   command->add_option("--tls-ca", Security().tls_ca, "connect with TLS, trusting servers signed by this CA (PEM)")

@@ -35,8 +35,17 @@ Command AddRmCommand(CLI::App& parent);        // admin_commands.cc
 
 inline constexpr const char* kDefaultServer = "127.0.0.1:7400";
 
-// Adds the repeatable --server ADDR option (env STRATA_SERVER) to `command`.
+// Adds the connection options to `command`: the repeatable --server ADDR
+// (env STRATA_SERVER), --tls-ca, --tls-cert, --tls-key and --token-file.
 void AddServerOption(CLI::App* command, std::vector<std::string>* servers);
+
+// The command line (`args[0]` the program) with the connection options given
+// before the subcommand moved after its name, where the subcommand parses
+// them: `strata --server H:P --token-file F ingest ...` means what
+// `strata ingest --server H:P --token-file F ...` does. Anything else before
+// the subcommand, or no subcommand, leaves `args` as they are (CLI11 then
+// reports them).
+std::vector<std::string> ConnectionOptionsAfterSubcommand(std::vector<std::string> args, const CLI::App& app);
 
 // A CLI11 check that accepts what `parse` accepts, and reports its message otherwise.
 CLI::Validator StatusValidator(std::function<Status(const std::string&)> parse);
@@ -44,7 +53,6 @@ CLI::Validator StatusValidator(std::function<Status(const std::string&)> parse);
 CLI::Validator DatasetRefValidator();
 
 // Connects to the first of `servers` that answers, or to the default when it is empty.
-// (The others are for the cluster client; today only the first is used.)
 // `zone`: ClientOptions::zone (the trainer's zone; empty: none). `stall_timeout_ms`:
 // ClientOptions::stall_timeout_ms (0: the library's default).
 Result<std::unique_ptr<Client>> ConnectToServer(const std::vector<std::string>& servers, const std::string& zone = "",

@@ -25,8 +25,12 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("strata ") + strata::Version());
   const std::vector<Command> commands = {AddIngestCommand(app),   AddStreamCommand(app), AddLsCommand(app),
                                          AddDescribeCommand(app), AddStatusCommand(app), AddRmCommand(app)};
+  // `strata --server H:P ingest ...` as `strata ingest --server H:P ...`.
+  std::vector<std::string> args = ConnectionOptionsAfterSubcommand(std::vector<std::string>(argv, argv + argc), app);
+  std::vector<char*> arg_ptrs;
+  for (std::string& arg : args) arg_ptrs.push_back(arg.data());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
   } catch (const CLI::ParseError& e) {
     // CLI11 prints the message (or the help); usage errors exit 2, as is usual.
     return app.exit(e) == 0 ? 0 : 2;

@@ -68,7 +68,8 @@ serves() {  # NAME PORT ARGS...
   grep -q "ready:" "$log" || { echo "FAIL: $name: not ready in 30 s"; cat "$log"; exit 1; }
   local client=(--server "127.0.0.1:$port" --tls-ca "$tls/ca.pem" --tls-cert "$tls/client.pem"
                 --tls-key "$tls/client.key")
-  "$strata" status "${client[@]}" --token-file "$tls/reader.token" --json >"$work/$name.status" \
+  # The connection options before the subcommand, as README.md and docs/security.md show them.
+  "$strata" "${client[@]}" --token-file "$tls/reader.token" status --json >"$work/$name.status" \
     || { echo "FAIL: $name: strata status with a reader token"; cat "$log"; exit 1; }
   grep -q '"nodes"' "$work/$name.status" || { echo "FAIL: $name: no status"; cat "$work/$name.status"; exit 1; }
   if "$strata" status "${client[@]}" >/dev/null 2>"$work/$name.err"; then

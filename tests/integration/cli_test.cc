@@ -161,6 +161,27 @@ TEST_F(CliTest, LsDescribeAndStatusReportTheDataset) {
   EXPECT_NE(status.out.find("node-1"), std::string::npos) << status.out;
 }
 
+TEST_F(CliTest, ConnectionOptionsMayComeBeforeTheSubcommand) {
+  const std::string dir = Generate("before", "folder", 12);
+  // As the README shows it: `strata --server H:P ... ingest ...`.
+  CommandResult ingest =
+      RunCommand({StrataCliBinary(), "--server", node_->address(), "ingest", "--dataset", "before", dir});
+  ASSERT_EQ(ingest.exit_code, 0) << ingest.err;
+  CommandResult ls = RunCommand({StrataCliBinary(), "--server=" + node_->address(), "ls"});
+  ASSERT_EQ(ls.exit_code, 0) << ls.err;
+  EXPECT_NE(ls.out.find("before@1"), std::string::npos) << ls.out;
+  // The address given before the subcommand is the one used: nobody serves
+  // this one, and the error names it.
+  CommandResult nobody = RunCommand({StrataCliBinary(), "--server", "127.0.0.1:1", "ls"});
+  EXPECT_EQ(nobody.exit_code, 1) << nobody.out;
+  EXPECT_NE(nobody.err.find("127.0.0.1:1"), std::string::npos) << nobody.err;
+  // Anything else before the subcommand is still a usage error.
+  CommandResult other = RunCommand({StrataCliBinary(), "--server", node_->address(), "--json", "ls"});
+  EXPECT_EQ(other.exit_code, 2) << other.out;
+  CommandResult no_subcommand = RunCommand({StrataCliBinary(), "--server", node_->address()});
+  EXPECT_EQ(no_subcommand.exit_code, 2) << no_subcommand.out;
+}
+
 TEST_F(CliTest, RmDeletesOneVersionWithKeepVersionsAndClearErrors) {
   const std::string dir = Generate("rm", "folder", 20);
   ASSERT_EQ(Cli({"ingest", "--dataset", "rmme", dir}).exit_code, 0);
