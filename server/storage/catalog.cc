@@ -126,30 +126,26 @@ Result<v1::VersionRecord> Catalog::CreateVersion(const std::string& name, std::o
   if (existing != versions.end()) {
     const v1::VersionState state = existing->info().state();
     if (state == v1::VERSION_SEALED) {
-      return Status::FailedPrecondition(Describe(name, number) +
-                                        " is already sealed; versions are immutable — ingest without @N to "
-                                        "create version " +
-                                        std::to_string(next));
+      return Status::FailedPrecondition(
+          Describe(name, number) +
+          " is already sealed; versions are immutable — ingest without @N to create a new version");
     }
     if (state == v1::VERSION_DELETED) {
       return Status::FailedPrecondition(Describe(name, number) +
                                         " was deleted; a deleted version's number is never reused — ingest "
-                                        "without @N to create version " +
-                                        std::to_string(next));
+                                        "without @N to create a new version");
     }
     if (state == v1::VERSION_INGESTING) {
       return Status::FailedPrecondition(Describe(name, number) +
                                         " is already being ingested; abort that ingest, or ingest without @N "
-                                        "to create version " +
-                                        std::to_string(next));
+                                        "to create a new version");
     }
     // Aborted: the other nodes hold the aborted record, drop any copy under
     // that number as it lands, and never take it back (design.md, version
     // numbers): a second ingest under it could never keep its copies.
     return Status::FailedPrecondition(Describe(name, number) +
                                       " was aborted; an aborted version's number is never reused — ingest "
-                                      "without @N to create version " +
-                                      std::to_string(next));
+                                      "without @N to create a new version");
   }
 
   v1::VersionRecord record = initial;

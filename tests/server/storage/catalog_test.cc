@@ -112,7 +112,7 @@ TEST_P(CatalogTest, SealedVersionCannotBeRecreated) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kFailedPrecondition);
   EXPECT_THAT(r.status().message(), HasSubstr("dataset 'cats' version 2 is already sealed"));
-  EXPECT_THAT(r.status().message(), HasSubstr("create version 3"));
+  EXPECT_THAT(r.status().message(), HasSubstr("ingest without @N to create a new version"));
   EXPECT_EQ(catalog_->GetVersion("cats", 2)->info().state(), v1::VERSION_SEALED);
 }
 
