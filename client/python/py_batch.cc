@@ -102,7 +102,7 @@ py::object ToDLPack(const Handle& h, const py::object& stream) {
     if (s != -1) {
       Status waited;
       {
-        py::gil_scoped_release nogil;
+        GilReleased nogil;
         waited = h->staged.WaitOn(reinterpret_cast<void*>(static_cast<intptr_t>(s)));
       }
       ThrowIfError(waited);
@@ -309,7 +309,7 @@ Arrays and tensors made from a batch share its memory and keep it alive.)")
             if (!h.is_staged) return;
             Status s;
             {
-              py::gil_scoped_release nogil;
+              GilReleased nogil;
               s = h.staged.Wait();
             }
             ThrowIfError(s);

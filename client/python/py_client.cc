@@ -183,7 +183,7 @@ class PyClient {
     o.tls_key_file = tls_key;
     Result<std::unique_ptr<Client>> c = Status::Unavailable("not connected");
     {
-      py::gil_scoped_release nogil;
+      GilReleased nogil;
       c = Client::Connect(address, o);
     }
     ThrowIfError(c.status());
@@ -293,13 +293,13 @@ class PyClient {
         const Sample sample = SampleFrom(item);
         Status s;
         {
-          py::gil_scoped_release nogil;
+          GilReleased nogil;
           s = writer->Write(sample);
         }
         ThrowIfError(s);
       }
     } catch (...) {
-      py::gil_scoped_release nogil;
+      GilReleased nogil;
       writer->Abort();
       throw;
     }
@@ -312,7 +312,7 @@ class PyClient {
   auto Call(F&& f) -> std::remove_reference_t<decltype(f().value())> {
     std::optional<std::remove_reference_t<decltype(f())>> r;
     {
-      py::gil_scoped_release nogil;
+      GilReleased nogil;
       r.emplace(f());
     }
     ThrowIfError(r->status());

@@ -82,6 +82,22 @@ struct BatchHandle {
   int device() const { return on_device() ? staged.device() : -1; }
 };
 
+// Gives up the GIL for a blocking call and takes it back at the end of the
+// scope, as py::gil_scoped_release, except that a thread CPython ends on its
+// way back (a daemon thread, while the interpreter finalizes) waits there
+// until the process exits instead of aborting it (py_gil.cc says why). Use
+// it, not py::gil_scoped_release, around every call that may block.
+class GilReleased {
+ public:
+  GilReleased();
+  ~GilReleased();
+  GilReleased(const GilReleased&) = delete;
+  GilReleased& operator=(const GilReleased&) = delete;
+
+ private:
+  PyThreadState* const state_;
+};
+
 // Raises strata.Error (with .code, e.g. "NotFound") for a non-OK status.
 [[noreturn]] void Raise(const Status& status);
 inline void ThrowIfError(const Status& status) {

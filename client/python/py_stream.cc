@@ -8,6 +8,7 @@
 // close() from another thread while an iteration blocks only cancels it, and
 // the stream is closed when that iteration returns.
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -45,17 +46,13 @@ class Prefetcher {
   }
   ~Prefetcher() { Stop(); }
 
-  // Blocks until the next item is there. After the stream's end or an error
-  // (or Stop), keeps returning that status.
-  Item Next() {
+  // Waits up to `wait` for the next item: false if none came in time. After
+  // the stream's end or an error (or Stop), keeps returning that status.
+  bool NextFor(std::chrono::milliseconds wait, Item* out) {
     std::unique_lock<std::mutex> lock(mu_);
-    ready_cv_.wait(lock, [&] { return !ready_.empty() || finished_; });
-    if (ready_.empty()) return Item{Status::Cancelled("the stream was closed"), {}, {}, 0, 0};
-    Item item = std::move(ready_.front());
-    ready_.pop_front();
-    if (!item.status.ok()) ready_.push_front(Item{item.status, {}, {}, 0, 0});  // sticky
-    room_cv_.notify_one();
-    return item;
+    if (!ready_cv_.wait_for(lock, wait, [&] { return !ready_.empty() || finished_; })) return false;
+    *out = Take();
+    return true;
   }
 
   // Ends the thread (cancelling a pull in progress) and joins it.
@@ -70,6 +67,16 @@ class Prefetcher {
   }
 
  private:
+  // REQUIRES: mu_ held, an item ready or the thread finished.
+  Item Take() {
+    if (ready_.empty()) return Item{Status::Cancelled("the stream was closed"), {}, {}, 0, 0};
+    Item item = std::move(ready_.front());
+    ready_.pop_front();
+    if (!item.status.ok()) ready_.push_front(Item{item.status, {}, {}, 0, 0});  // sticky
+    room_cv_.notify_one();
+    return item;
+  }
+
   void Run() {
     for (;;) {
       {
@@ -122,15 +129,13 @@ class PyStream {
         // Enough for the batches in the queue, the one being assembled and
         // the one or two a training loop holds.
         pool_(std::make_shared<BatchPool>(static_cast<size_t>(prefetch_depth) + 3)) {
-    if (prefetch_depth > 0) {
-      token_ = plain_->resume_token().Encode();
-      next_step_ = plain_->next_step();
-      steps_in_epoch_ = plain_->steps_in_epoch();
-      prefetch_ = std::make_unique<Prefetcher>(plain_.get(), prefetch_depth, pool_.get());
-    }
+    Record();
+    if (prefetch_depth > 0) prefetch_ = std::make_unique<Prefetcher>(plain_.get(), prefetch_depth, pool_.get());
   }
   PyStream(std::shared_ptr<Client> client, std::unique_ptr<StagedStream> staged)
-      : client_(std::move(client)), staged_(std::move(staged)) {}
+      : client_(std::move(client)), staged_(std::move(staged)) {
+    Record();
+  }
 
   ~PyStream() { Close(); }
 
@@ -147,20 +152,35 @@ class PyStream {
     if (!h->is_staged && !prefetch_) h->plain = pool_->Take();  // Next() assembles into it
     Status s;
     busy_ = true;
-    {
-      py::gil_scoped_release nogil;
-      if (prefetch_) {
-        Prefetcher::Item item = prefetch_->Next();
-        s = item.status;
-        if (s.ok()) {
-          h->plain = std::move(item.batch);
-          token_ = std::move(item.token);
-          next_step_ = item.next_step;
-          steps_in_epoch_ = item.steps_in_epoch;
+    if (prefetch_) {
+      // Waited for in slices, so that a signal (Ctrl-C) raises within one:
+      // the batch it interrupted stays queued for the next call.
+      Prefetcher::Item item;
+      for (;;) {
+        bool got = false;
+        {
+          GilReleased nogil;
+          got = prefetch_->NextFor(kSignalCheck, &item);
         }
-      } else {
+        if (got) break;
+        if (PyErr_CheckSignals() != 0) {
+          busy_ = false;
+          if (close_requested_) Close();
+          throw py::error_already_set();
+        }
+      }
+      s = item.status;
+      if (s.ok()) {
+        h->plain = std::move(item.batch);
+        // Set here, with the GIL held, where resume_token() reads them.
+        position_ = {std::move(item.token), item.next_step, item.steps_in_epoch};
+      }
+    } else {
+      {
+        GilReleased nogil;
         s = staged_ ? staged_->Next(&h->staged) : plain_->Next(&h->plain);
       }
+      Record();
     }
     busy_ = false;
     if (close_requested_) Close();
@@ -175,7 +195,7 @@ class PyStream {
   // resume takes: refused here, saying so, rather than handed out.
   std::string ResumeToken() const {
     CheckOpen();
-    std::string text = prefetch_ ? token_ : (staged_ ? staged_->resume_token() : plain_->resume_token()).Encode();
+    const std::string& text = position_.token;
     if (!strata::ResumeToken::Decode(text).ok()) {
       Raise(Status::FailedPrecondition(
           "no batch has come yet, so this stream's dataset version is not known: take the token after a batch, "
@@ -185,13 +205,11 @@ class PyStream {
   }
   uint64_t StepsInEpoch() const {
     CheckOpen();
-    if (prefetch_) return steps_in_epoch_;
-    return staged_ ? staged_->steps_in_epoch() : plain_->steps_in_epoch();
+    return position_.steps_in_epoch;
   }
   uint64_t NextStep() const {
     CheckOpen();
-    if (prefetch_) return next_step_;
-    return staged_ ? staged_->resume_token().step : plain_->next_step();
+    return position_.next_step;
   }
   std::string Device() const {
     if (staged_ && staged_->memory() == StagingMemory::kDevice) return "cuda:" + std::to_string(staged_->device());
@@ -218,7 +236,7 @@ class PyStream {
     std::unique_ptr<Prefetcher> prefetch = std::move(prefetch_);
     std::unique_ptr<Stream> plain = std::move(plain_);
     std::shared_ptr<Client> client = std::move(client_);
-    py::gil_scoped_release nogil;  // joins the staging or prefetch thread, ends the call
+    GilReleased nogil;  // joins the staging or prefetch thread, ends the call
     staged.reset();
     prefetch.reset();  // before the stream it pulls from
     plain.reset();
@@ -226,7 +244,20 @@ class PyStream {
   }
 
  private:
+  // How often a prefetching Next() that waits checks for a signal.
+  static constexpr std::chrono::milliseconds kSignalCheck{100};
+
   bool closed() const { return staged_ == nullptr && plain_ == nullptr; }
+  // Takes the position after the last batch Next() returned from the stream.
+  // REQUIRES: the GIL held, no Next() of the stream in progress.
+  void Record() {
+    if (staged_) {
+      const strata::ResumeToken token = staged_->resume_token();
+      position_ = {token.Encode(), token.step, staged_->steps_in_epoch()};
+    } else {
+      position_ = {plain_->resume_token().Encode(), plain_->next_step(), plain_->steps_in_epoch()};
+    }
+  }
   void CheckOpen() const {
     if (closed()) throw py::value_error("the stream is closed");
   }
@@ -238,12 +269,17 @@ class PyStream {
   // Plain streams: batches Python dropped, to assemble the next ones into.
   // Shared with the handles, which may outlive the stream.
   std::shared_ptr<BatchPool> pool_;
-  // Plain streams with prefetch: the thread, and the position after the last
-  // batch Next() returned (the stream itself is ahead).
+  // Plain streams with prefetch: the thread pulling ahead of Next().
   std::unique_ptr<Prefetcher> prefetch_;
-  std::string token_;
-  uint64_t next_step_ = 0;
-  uint64_t steps_in_epoch_ = 0;
+  // The position after the last batch Next() returned, read and written with
+  // the GIL held: resume_token() from another thread never reads a stream
+  // that Next() is moving (nor a prefetching one, which is ahead).
+  struct Position {
+    std::string token;
+    uint64_t next_step = 0;
+    uint64_t steps_in_epoch = 0;
+  };
+  Position position_;
   std::atomic<bool> busy_{false};
   std::atomic<bool> close_requested_{false};
 };
@@ -257,7 +293,7 @@ py::object MakePyStream(std::shared_ptr<Client> client, std::unique_ptr<Stream> 
   std::unique_ptr<StagedStream> staged;
   Status opened;
   {
-    py::gil_scoped_release nogil;
+    GilReleased nogil;
     auto result = StagedStream::Open(std::move(stream), *staging);
     if (result.ok()) {
       staged = std::move(result).value();

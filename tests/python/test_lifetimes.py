@@ -6,6 +6,7 @@ with it, and one-time initialisation (numpy's, in particular) happens only once
 per process, so only a fresh process can exercise its first use."""
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -99,3 +100,93 @@ def test_threads_sharing_one_client_each_with_a_stream(server, synthetic):
     """, server.address, synthetic, timeout=60)
     assert status == 0, output + errors
     assert output.split() == [str(SYNTHETIC_SAMPLES)] * 2, output
+
+
+def test_the_interpreter_exits_cleanly_while_a_daemon_thread_streams(server, synthetic):
+    # CPython 3.11 ends a daemon thread that asks for the GIL during
+    # finalization with pthread_exit; unwound through the GIL's restore it
+    # aborted the process ("terminate called without an active exception").
+    for depth in (0, 2, 0, 2):
+        status, output, errors = run_python("""
+            import sys, threading, time, strata
+            address, dataset, depth = sys.argv[1], sys.argv[2], int(sys.argv[3])
+            client = strata.Client(address)
+            def prefetch():
+                for epoch in range(1000000):
+                    for batch in client.stream(dataset, batch_size=8, seed=1, epoch=epoch, prefetch_depth=depth):
+                        pass
+            threading.Thread(target=prefetch, daemon=True).start()
+            time.sleep(0.3)
+            print("main done")
+        """, server.address, synthetic, str(depth), timeout=60)
+        assert status == 0, f"prefetch_depth={depth}: {status}\n{output}{errors}"
+        assert output.strip() == "main done" and "terminate" not in errors, errors
+
+
+def test_resume_token_read_by_another_thread_during_iteration_always_decodes(server, synthetic):
+    # A checkpoint thread reads the token while the training thread iterates:
+    # it reads the position the stream's Next() left with the GIL held, never
+    # a stream (or a prefetch queue's strings) being moved.
+    status, output, errors = run_python("""
+        import sys, threading, strata
+        address, dataset = sys.argv[1], sys.argv[2]
+        sys.setswitchinterval(1e-6)
+        client = strata.Client(address)
+        bad, good = [], 0
+        for depth in (2, 0, 2, 0):
+            stream = client.stream(dataset, batch_size=4, seed=depth, prefetch_depth=depth)
+            done = False
+            def watch():
+                global good
+                while not done:
+                    token = stream.resume_token()
+                    try:
+                        strata.parse_resume_token(token)
+                        good += 1
+                    except strata.Error as e:
+                        bad.append(str(e))
+            t = threading.Thread(target=watch)
+            t.start()
+            steps = sum(1 for _ in stream)
+            done = True
+            t.join()
+            assert strata.parse_resume_token(stream.resume_token())["step"] == steps
+        print(good > 0, len(bad), bad[:3])
+    """, server.address, synthetic, timeout=120)
+    assert status == 0, output + errors
+    assert output.split()[:2] == ["True", "0"], output
+
+
+def test_ctrl_c_interrupts_a_prefetching_stream_waiting_on_a_stopped_node(work_dir, tmp_path):
+    # A node stopped with SIGSTOP answers nothing: the stream's next() waits
+    # for the stall timeout (5 s) and then fails over. SIGINT raises
+    # KeyboardInterrupt in the waiting next() itself, before any failover.
+    from conftest import Stratad
+
+    node = Stratad(tmp_path)
+    try:
+        strata.Client(node.address).ingest("stalled", ({"key": f"k{i}", "fields": {"bin": b"x" * 64}}
+                                                       for i in range(2000)))
+        status, output, errors = run_python("""
+            import os, signal, sys, threading, strata
+            address, pid = sys.argv[1], int(sys.argv[2])
+            stream = strata.Client(address).stream("stalled", batch_size=1, seed=1, prefetch_depth=2)
+            next(stream)
+            os.kill(pid, signal.SIGSTOP)
+            threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+            try:
+                for batch in stream:
+                    pass
+                print("ended")
+            except KeyboardInterrupt as e:
+                print("interrupted", e.__context__ is None)
+            except strata.Error as e:
+                print("failed", e.code)
+            finally:
+                os.kill(pid, signal.SIGCONT)
+        """, node.address, str(node.proc.pid), timeout=60)
+    finally:
+        node.proc.send_signal(signal.SIGCONT)  # whatever the child did
+        assert node.stop() == 0
+    assert status == 0, output + errors
+    assert output.split() == ["interrupted", "True"], output + errors
