@@ -25,6 +25,7 @@ a label or attribute out to have none.
 """
 
 import os as _os
+import re as _re
 
 from ._strata import HAVE_NUMPY, Batch, Error, Stream, __version__, parse_resume_token, staging_path, tune_allocator
 from ._strata import Client as _Client
@@ -43,6 +44,34 @@ class Client(_Client):
             _connected_in_pid = _os.getpid()
         super().__init__(*args, **kwargs)
 
+
+# The status codes' names, as strata.Error's .code gives them.
+_CODES = ("Cancelled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound", "AlreadyExists",
+          "PermissionDenied", "ResourceExhausted", "FailedPrecondition", "Aborted", "OutOfRange", "Unimplemented",
+          "Internal", "Unavailable", "Corruption", "Unauthenticated", "IOError")
+_CODE_IN_TRACEBACK = _re.compile(r"^strata\.Error: (%s): " % "|".join(_CODES), _re.MULTILINE)
+_CODE_FIRST = _re.compile(r"(%s): " % "|".join(_CODES))
+
+
+def _error_code(self):
+    """The status code's name: NotFound, Unavailable, ... An error rebuilt from
+    its message alone (a DataLoader worker's, which torch raises again in the
+    main process as Error(text of the worker's traceback)) reads it from there;
+    "Unknown" if the message does not say."""
+    code = self.__dict__.get("_code")
+    if code is None:
+        text = str(self)
+        found = _CODE_IN_TRACEBACK.findall(text)
+        first = _CODE_FIRST.match(text)
+        code = found[-1] if found else (first.group(1) if first else "Unknown")
+    return code
+
+
+def _set_error_code(self, code):
+    self.__dict__["_code"] = code
+
+
+Error.code = property(_error_code, _set_error_code)
 
 __all__ = ["HAVE_NUMPY", "Batch", "Client", "Error", "Stream", "parse_resume_token", "staging_path",
            "tune_allocator"]

@@ -346,6 +346,15 @@ class StrataDataset(torch.utils.data.IterableDataset):
                 yield _Stamped(item, after) if stamp else item
                 continue
             samples = samples_of(batch)
+            if not samples:
+                # This rank's share of a short last step is empty. The loader
+                # still gets a marker, so that it yields an empty collated
+                # batch and every rank iterates the same steps (DDP ranks that
+                # disagree on the count of steps hang in their collectives).
+                self._position = after
+                if stamp:
+                    yield _Stamped(_EMPTY_STEP, after)
+                continue
             for k, sample in enumerate(samples):
                 item = self.transform(sample) if self.transform is not None else sample
                 last = k + 1 == len(samples)
@@ -369,8 +378,17 @@ class StrataDataset(torch.utils.data.IterableDataset):
         """The next iteration continues from `state` (mid-epoch if it was saved mid-epoch).
         The world size may differ if it divides the same global batch. A state of
         another dataset raises ValueError; one of another sampler or drop_last
-        raises strata.Error (InvalidArgument) when iteration starts."""
-        if state.get("dataset", self.dataset) != self.dataset:
+        raises strata.Error (InvalidArgument) when iteration starts. The token
+        decides which dataset the state is of: "cats" and "cats@1" take each
+        other's states when the token is of cats@1."""
+        name, _, pinned = self.dataset.partition("@")
+        token = state.get("resume_token")
+        if token is not None:
+            parts = _strata.parse_resume_token(token)
+            if parts["dataset"] != name or (pinned and parts["version"] != int(pinned)):
+                raise ValueError("the state's resume token is of %s@%d, and this StrataDataset streams %r" %
+                                 (parts["dataset"], parts["version"], self.dataset))
+        elif state.get("dataset", self.dataset).partition("@")[0] != name:
             raise ValueError("the state is of dataset %r, and this StrataDataset streams %r" %
                              (state["dataset"], self.dataset))
         self.epoch = state["epoch"]
@@ -389,15 +407,27 @@ class _UnstampBatch:
         return self.convert(stamped.item), stamped.token
 
 
+# Stands for a rank's empty share of a short last step, in place of samples.
+_EMPTY_STEP = object()
+
+
 class _UnstampSamples:
-    """collate_fn for samples: (collated step, token after it)."""
+    """collate_fn for samples: (collated step, token after it). An empty step
+    collates to collate_fn([]), or to [] where that raises (default_collate
+    does: it cannot know the structure of no samples)."""
 
     def __init__(self, collate):
         self.collate = collate
 
     def __call__(self, stamped):
         token = next((s.token for s in reversed(stamped) if s.token is not None), None)
-        return self.collate([s.item for s in stamped]), token
+        items = [s.item for s in stamped if s.item is not _EMPTY_STEP]
+        if not items:
+            try:
+                return self.collate([]), token
+            except (IndexError, TypeError, ValueError, RuntimeError):
+                return [], token
+        return self.collate(items), token
 
 
 class StrataDataLoader(torch.utils.data.DataLoader):
