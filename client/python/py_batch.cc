@@ -64,10 +64,10 @@ const std::byte kEmpty[1] = {};
 
 size_t CheckIndex(const BatchHandle& h, py::ssize_t i) {
   const auto n = static_cast<py::ssize_t>(h.batch().size());
-  if (i < 0) i += n;
-  if (i < 0 || i >= n)
+  const py::ssize_t k = i < 0 ? i + n : i;
+  if (k < 0 || k >= n)
     throw py::index_error("sample index " + std::to_string(i) + " out of range for a batch of " + std::to_string(n));
-  return static_cast<size_t>(i);
+  return static_cast<size_t>(k);
 }
 
 // A read-only memoryview of bytes [offset, offset + size) of the batch's host

@@ -5,12 +5,14 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "client/proto_convert.h"
 #include "client/python/py_common.h"
@@ -57,7 +59,7 @@ std::optional<StagingOptions> StagingFor(const py::object& device, int prefetch_
   o.prefetch_depth = prefetch_depth;
   o.copy_threads = copy_threads;
   if (py::isinstance<py::int_>(device)) {
-    o.device = device.cast<int>();
+    o.device = Arg<int>(device, "device");
   } else {
     const std::string d = py::str(device);
     if (d == "cpu") {
@@ -74,6 +76,7 @@ std::optional<StagingOptions> StagingFor(const py::object& device, int prefetch_
       throw py::value_error("device must be None, 'cpu', 'cuda', 'cuda:N' or an int, not '" + d + "'");
     }
   }
+  if (o.device < 0) throw py::value_error("device must be a GPU ordinal, 0 or more, not " + std::to_string(o.device));
   if (!cuda_stream.is_none()) {
     o.cuda_stream = reinterpret_cast<void*>(static_cast<intptr_t>(Arg<int64_t>(cuda_stream, "cuda_stream")));
   }
@@ -181,10 +184,19 @@ class PyClient {
     o.tls_ca_file = tls_ca;
     o.tls_cert_file = tls_cert;
     o.tls_key_file = tls_key;
+    // "host:port", or several, comma-separated: the first that answers (any
+    // node of a cluster will do), as the CLI's --server.
+    std::vector<std::string> seeds;
+    for (size_t at = 0; at <= address.size();) {
+      const size_t comma = std::min(address.find(',', at), address.size());
+      if (comma > at) seeds.push_back(address.substr(at, comma - at));
+      at = comma + 1;
+    }
+    if (seeds.empty()) throw py::value_error("address must be \"host:port\" (or several, comma-separated)");
     Result<std::unique_ptr<Client>> c = Status::Unavailable("not connected");
     {
       GilReleased nogil;
-      c = Client::Connect(address, o);
+      c = seeds.size() == 1 ? Client::Connect(seeds[0], o) : Client::Connect(seeds, o);
     }
     ThrowIfError(c.status());
     client_ = std::move(c).value();
@@ -328,7 +340,8 @@ class PyClient {
 void BindClient(py::module_& m) {
   py::class_<PyClient>(m, "Client", R"(A connection to a stratad at "host:port".
 
-Raises strata.Error (code Unavailable) if it does not answer within
+Several addresses, comma-separated, are tried in turn (any node of a cluster
+will do). Raises strata.Error (code Unavailable) if none answers within
 connect_timeout_ms.)")
       .def(py::init<const std::string&, int64_t, const std::string&, const std::string&, const std::string&,
                     const std::string&, const std::string&, int>(),

@@ -257,6 +257,14 @@ def test_per_sample_ranks_without_samples_in_the_last_step_still_yield_it(server
     assert sorted(seen) == list(range(SYNTHETIC_SAMPLES))
 
 
+def test_bad_sizes_and_ranks_are_refused_when_the_dataset_is_made(server, synthetic):
+    for kwargs, word in (({"batch_size": 0}, "batch_size"), ({"batch_size": -1}, "batch_size"),
+                         ({"batch_size": 8, "world": 0}, "world"), ({"batch_size": 8, "rank": 2, "world": 2}, "rank"),
+                         ({"batch_size": 8, "rank": -1}, "rank")):
+        with pytest.raises(ValueError, match=word):
+            StrataDataset(server.address, synthetic, **kwargs)
+
+
 def size_and_id(sample):
     return torch.tensor([len(sample["data"]), sample["id"]])
 

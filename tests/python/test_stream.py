@@ -323,6 +323,26 @@ def test_prefetch_depth_out_of_range_is_refused(client, synthetic):
             client.stream(synthetic, 10, prefetch_depth=depth)
 
 
+def test_devices_and_indexes_out_of_range_are_refused_naming_them(client, synthetic):
+    for device in (-1, "cuda:-1"):
+        with pytest.raises(ValueError, match="GPU ordinal"):
+            client.stream(synthetic, 10, device=device)
+    with pytest.raises(TypeError, match="device must be an int"):
+        client.stream(synthetic, 10, device=2**40)
+    batch = next(iter(client.stream(synthetic, 4)))
+    assert bytes(batch.sample(-4)) == bytes(batch.sample(0))
+    with pytest.raises(IndexError, match="sample index -5 out of range for a batch of 4"):
+        batch.sample(-5)
+
+
+def test_a_client_takes_several_addresses_and_connects_to_one_that_answers(server, synthetic):
+    client = strata.Client("127.0.0.1:1," + server.address, connect_timeout_ms=2000)
+    assert client.address == server.address
+    assert len(next(iter(client.stream(synthetic, 4)))) == 4
+    with pytest.raises(ValueError, match="host:port"):
+        strata.Client(",")
+
+
 def test_a_second_thread_in_next_is_refused(client, synthetic):
     # Two threads iterating one stream without prefetch assembled into one
     # batch at once (a crash or heap corruption); the second now raises.

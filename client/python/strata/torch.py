@@ -157,6 +157,13 @@ class StrataDataset(torch.utils.data.IterableDataset):
             raise ValueError("per_sample=True takes transform=, not decode=")
         if transform is not None and not per_sample:
             raise ValueError("transform= is for per_sample=True; batches take decode=")
+        # Checked here, not first in a worker or in len().
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be an int of 1 or more, not {batch_size!r}")
+        if world is not None and (not isinstance(world, int) or world < 1):
+            raise ValueError(f"world must be an int of 1 or more, not {world!r}")
+        if rank is not None and (not isinstance(rank, int) or rank < 0 or (world is not None and rank >= world)):
+            raise ValueError(f"rank must be an int from 0 to world - 1, not {rank!r}")
         self.address = address
         self.dataset = dataset
         self.batch_size = batch_size
