@@ -60,7 +60,7 @@ uint64_t PayloadBytes(const Sample& sample) {
 class GrpcIngestWriter final : public IngestWriter {
  public:
   GrpcIngestWriter(std::shared_ptr<grpc::Channel> channel, const v1::IngestOptions& options)
-      : stub_(v1::DataService::NewStub(channel)) {
+      : stub_(v1::DataService::NewStub(channel)), dataset_(options.dataset()) {
     // Retention deletes versions: the node's token check asks for admin.
     if (options.keep_versions() > 0) context_.AddMetadata(kKeepVersionsMetadataKey, "1");
     writer_ = stub_->Ingest(&context_, &reply_);
@@ -94,6 +94,7 @@ class GrpcIngestWriter final : public IngestWriter {
 
   grpc::ClientContext context_;
   std::unique_ptr<v1::DataService::Stub> stub_;
+  const std::string dataset_;  // as the open named it
   v1::IngestReply reply_;
   std::unique_ptr<grpc::ClientWriter<v1::IngestRequest>> writer_;
   v1::IngestRequest pending_;  // a `samples` message being filled
@@ -179,6 +180,16 @@ Result<IngestSummary> GrpcIngestWriter::Commit() {
   if (!writer_->Write(commit)) return ServerEnded();
   writer_->WritesDone();
   Status status = Finished();
+  const Code code = status.code();
+  if (code == Code::kUnavailable || code == Code::kCancelled || code == Code::kDeadlineExceeded ||
+      code == Code::kUnknown) {
+    // The commit went out and no answer came back: the node may have sealed
+    // the version before the connection or the node went. Retrying blindly
+    // would then ingest the data a second time.
+    status = Status(code, "no answer to the commit (" + status.message() + "): a version of '" + dataset_ +
+                              "' may have been sealed before the connection ended; `strata ls` shows whether it "
+                              "was, before you ingest again");
+  }
   if (!status.ok()) {
     error_ = status;
     return status;

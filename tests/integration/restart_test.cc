@@ -1,8 +1,12 @@
 // Stopping and restarting stratad: SIGTERM drains and exits 0, and a restart on
 // the same data directory serves the same batches again.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <chrono>
 #include <regex>
+#include <thread>
 
 #include "tests/integration/cluster_fixture.h"
 
@@ -49,6 +53,34 @@ TEST(RestartTest, SecondStratadOnTheSameDataDirectoryIsRefused) {
   EXPECT_EQ(second.exit_code, 1);
   EXPECT_NE(second.err.find("in use by another stratad"), std::string::npos) << second.err;
   EXPECT_TRUE(node.process().Running());
+}
+
+TEST(RestartTest, AnIngestWhoseCommitGetsNoAnswerSaysItsVersionMayBeSealed) {
+  // The node may seal the version and go before its answer reaches the
+  // client: a plain "Socket closed" made a retry ingest the data twice.
+  SingleNode node;
+  IngestOptions o;
+  o.dataset = "unanswered";
+  auto writer = node.client().StartIngest(o);
+  ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+  for (int i = 0; i < 20; ++i) {
+    Sample s;
+    s.key = "k" + std::to_string(i);
+    s.fields = {{"bin", std::string(100, 'x')}};
+    ASSERT_TRUE((*writer)->Write(s).ok());
+  }
+  node.process().Signal(SIGSTOP);  // the commit goes out; no answer comes back
+  std::thread kill([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    node.process().Kill();
+  });
+  auto committed = (*writer)->Commit();
+  kill.join();
+  ASSERT_FALSE(committed.ok());
+  EXPECT_EQ(committed.status().code(), Code::kUnavailable) << committed.status().ToString();
+  EXPECT_THAT(committed.status().message(),
+              ::testing::AllOf(::testing::HasSubstr("no answer to the commit"), ::testing::HasSubstr("'unanswered'"),
+                               ::testing::HasSubstr("may have been sealed"), ::testing::HasSubstr("strata ls")));
 }
 
 TEST(RestartTest, SigtermDrainsAnOpenStreamWhichCanResume) {
