@@ -92,6 +92,15 @@ class Sampler {
   // OK unless the stratum index turned out damaged while Select read it
   // (StratumMembers::Damage): ids selected since then are not to be trusted.
   virtual Status Damage() const { return Status::OK(); }
+  // OK when global batch `step` can be computed in bounded time from where
+  // the sampler stands. A stratified schedule reaches a step by replaying it
+  // from its nearest checkpoint, one step at a time: InvalidArgument when
+  // that is more than a node does for a request (a few seconds of CPU).
+  // A client planning its own stream pays its own CPU and need not ask.
+  virtual Status CheckReachable(uint64_t step) const {
+    (void)step;
+    return Status::OK();
+  }
 };
 
 // Samplers shared by the plans of one server: every rank of a job streaming
@@ -154,6 +163,7 @@ class EpochPlan {
   void RankBatch(uint64_t step, uint32_t rank, std::vector<uint64_t>* ids) const;
   // Corruption if a stratum index read for this plan was found damaged.
   Status Damage() const { return sampler_->Damage(); }
+  Status CheckReachable(uint64_t step) const { return sampler_->CheckReachable(step); }
 
  private:
   EpochPlan(std::shared_ptr<const Sampler> sampler, uint32_t batch_size, uint32_t world, uint64_t plan_hash)

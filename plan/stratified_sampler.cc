@@ -16,6 +16,11 @@ namespace {
 // Saved pick counts are bounded by this many numbers in all.
 constexpr uint64_t kMaxCheckpointWords = uint64_t{1} << 21;
 constexpr uint64_t kMinCheckpointInterval = 1024;
+// CheckReachable's bound, in steps replayed times (plan strata + 2): a step
+// of the schedule cost 30 ns with 3 strata and 13 us with 1000
+// (bench/sampler_bench), so 2^28 is about 1.6 to 3.5 s of CPU: inside the 5 s
+// a client waits for a node that sends nothing before it fails over.
+constexpr uint64_t kMaxReplayWork = uint64_t{1} << 28;
 
 std::string PlanName(const DatasetShape& shape, const PlanSpec& spec) {
   return shape.name + "@" + std::to_string(shape.version) + "|" + std::to_string(spec.epoch);
@@ -97,6 +102,24 @@ void StratifiedSampler::AdvanceTo(uint64_t slot) const {
     schedule_.Step(&picked_);
   }
   MaybeCheckpoint();
+}
+
+Status StratifiedSampler::CheckReachable(uint64_t step) const {
+  const uint64_t slot = std::min(step, quotas_.full_steps);
+  uint64_t from = 0;
+  {
+    MutexLock lock(&mu_);
+    from = std::min<uint64_t>(slot / interval_, checkpoints_.size() - 1) * interval_;
+    if (schedule_.time() <= slot) from = std::max(from, schedule_.time());
+  }
+  const uint64_t most = kMaxReplayWork / (quotas_.strata.size() + 2);
+  if (slot - from <= most) return Status::OK();
+  return Status::InvalidArgument("step " + std::to_string(step) + " lies " + std::to_string(slot - from) +
+                                 " steps past the nearest point of this plan's schedule the node has computed (step " +
+                                 std::to_string(from) + "), and a node replays at most " + std::to_string(most) +
+                                 " for a request; start at step " + std::to_string(from + most) +
+                                 " or before, or stream from a cluster of several nodes, whose clients plan "
+                                 "their own streams");
 }
 
 std::shared_ptr<const StratifiedSampler::Layout> StratifiedSampler::LayoutAt(uint64_t step) const {

@@ -54,6 +54,7 @@ class StratifiedSampler final : public Sampler {
   void Select(uint64_t step, uint64_t first, uint64_t stride, std::vector<uint64_t>* ids) const override;
   std::vector<double> TargetShares() const override;
   Status Damage() const override { return members_->Damage(); }
+  Status CheckReachable(uint64_t step) const override;
 
   const QuotaPlan& quotas() const { return quotas_; }
   // Samples of each plan stratum (quotas().strata order) in global batch

@@ -105,6 +105,10 @@ Result<std::unique_ptr<BatchStream>> BatchStream::Open(const v1::StreamRequest& 
   const uint64_t start =
       r.work_size() != 0 ? r.start_step() : CursorStart(r, catalog, *version.value(), plan->plan_hash());
   STRATA_RETURN_IF_ERROR(CheckStartStep(start, steps));
+  // A node that plans the stream itself replays the plan to its start: bounded
+  // here, since the request comes from the network. Work names its steps, and
+  // checking it reads no schedule.
+  if (r.work_size() == 0 && start < steps) STRATA_RETURN_IF_ERROR(plan->CheckReachable(start));
   uint64_t end = EndStep(start, r.max_steps(), steps);
   v1::StreamRequest request = r;
   std::deque<v1::WorkStep> work;  // the stream keeps the steps not yet begun, apart

@@ -316,6 +316,33 @@ TEST(StratifiedSamplerTest, OrderIsPinned) {
   EXPECT_EQ(EpochHash(MakePlan(d, weighted_windowed, 1000, 1)), uint64_t{0x9203EF27487133CD});
 }
 
+TEST(StratifiedSamplerTest, AStepTooFarFromWhatTheScheduleReachedIsRefusedUntilItIsNear) {
+  // A weighted epoch of 2^64 - 1 samples: its schedule would take hours to
+  // replay to step 2^61, and a node serving such a request stays bounded.
+  Dataset d = TwoSources();
+  v1::SamplerSpec weighted;
+  weighted.set_kind(v1::SamplerSpec::WEIGHTED);
+  weighted.set_epoch_samples(~uint64_t{0});
+  EpochPlan plan = MakePlan(d, weighted, 1, 1);
+  const uint64_t far = uint64_t{1} << 61;
+  Status s = plan.CheckReachable(far);
+  ASSERT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("start at step "), std::string::npos) << s.message();
+  // Two strata: 2^28 / 4 steps from step 0 at most.
+  const uint64_t most = (uint64_t{1} << 28) / 4;
+  EXPECT_TRUE(plan.CheckReachable(most).ok());
+  EXPECT_FALSE(plan.CheckReachable(most + 1).ok());
+  // Once the schedule stands further on, the bound counts from there.
+  std::vector<uint64_t> ids;
+  plan.RankBatch(1000000, 0, &ids);
+  EXPECT_TRUE(plan.CheckReachable(1000000 + most).ok());
+  EXPECT_FALSE(plan.CheckReachable(1000000 + 2 * most).ok());
+  // The shuffle sampler computes any step directly.
+  auto shuffle = EpochPlan::Create(d.shape, v1::SamplerSpec(), 1, 0, 1, 1, v1::REMAINDER_SHORT);
+  ASSERT_TRUE(shuffle.ok());
+  EXPECT_TRUE(shuffle->CheckReachable(shuffle->num_steps() - 1).ok());
+}
+
 TEST(StratifiedSamplerTest, RefusesBadSpecsAndMissingIndex) {
   Dataset d = TwoSources();
   v1::SamplerSpec spec = Stratified();
