@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -103,6 +104,17 @@ CLI::Validator StatusValidator(std::function<Status(const std::string&)> parse) 
         return status.ok() ? std::string() : status.message();
       },
       "");
+}
+
+CLI::Validator Uint64Validator() {
+  return StatusValidator([](const std::string& text) {
+    uint64_t value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
+      return Status::InvalidArgument("must be an integer from 0 to 18446744073709551615, not '" + text + "'");
+    }
+    return Status::OK();
+  });
 }
 
 CLI::Validator DatasetRefValidator() {

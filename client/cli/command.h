@@ -51,6 +51,10 @@ std::vector<std::string> ConnectionOptionsAfterSubcommand(std::vector<std::strin
 CLI::Validator StatusValidator(std::function<Status(const std::string&)> parse);
 // Accepts "NAME" or "NAME@N".
 CLI::Validator DatasetRefValidator();
+// Accepts a decimal integer from 0 to 2^64 - 1: a larger one is refused,
+// where CLI11's own conversion would have clamped it to 2^64 - 1 (two
+// different --seed values then gave the same plan).
+CLI::Validator Uint64Validator();
 
 // Connects to the first of `servers` that answers, or to the default when it is empty.
 // `zone`: ClientOptions::zone (the trainer's zone; empty: none). `stall_timeout_ms`:

@@ -105,11 +105,19 @@ Status WriteJsonLine(std::ofstream& out, const Batch& batch, bool with_strata) {
 }
 
 // The first SIGINT or SIGTERM: the stream stops after the batch in hand,
-// prints where to continue and exits with 128 + the signal's number. A
-// second one ends the process at once. A signal ignored at start (nohup, a
-// shell's background job) stays ignored.
+// prints where to continue and exits with 128 + the signal's number. Before
+// the first batch has come (the client may be planning its way to a far
+// --start-step, or waiting on nodes) there is nothing to continue from, and
+// the process ends at once, as it does on a second signal. A signal ignored
+// at start (nohup, a shell's background job) stays ignored.
 volatile std::sig_atomic_t interrupted = 0;
+volatile std::sig_atomic_t first_batch_came = 0;
 extern "C" void OnInterrupt(int signal_number) {
+  if (!first_batch_came) {
+    static const char kMessage[] = "strata stream: interrupted before the first batch\n";
+    [[maybe_unused]] const ssize_t written = write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
+    _exit(128 + signal_number);
+  }
   interrupted = signal_number;
   std::signal(signal_number, SIG_DFL);
 }
@@ -196,6 +204,7 @@ int RunStream(const StreamArgs& args) {
   StopOn(SIGTERM);
   while (args.max_steps == 0 || totals.steps < args.max_steps) {
     Status status = interrupted ? Status::Cancelled("interrupted") : (*stream)->Next(&batch);
+    first_batch_came = 1;
     if (status.code() == Code::kOutOfRange) break;
     bool unwritten = false;  // the batch in hand did not reach the output
     if (status.ok() && !args.output.empty()) {
@@ -239,7 +248,8 @@ Command AddStreamCommand(CLI::App& parent) {
       parent.add_subcommand("stream",
                             "Stream one rank's batches of an epoch and report throughput and the label mix. Ctrl-C "
                             "(or SIGTERM) stops after the batch in hand and prints a --resume token that continues "
-                            "it; exit status 128 + the signal");
+                            "it; exit status 128 + the signal. Before the first batch, or a second time, it ends the "
+                            "command at once");
   AddServerOption(app, &args->servers);
   app->add_option("--dataset,-d", args->dataset,
                   "Dataset as NAME (latest sealed version) or NAME@N; required unless --resume")
@@ -258,19 +268,19 @@ Command AddStreamCommand(CLI::App& parent) {
   // Unsigned: "-1" would wrap to 2^64 - 1 unchecked.
   auto* seed = app->add_option("--seed", args->seed, "Seed of the epoch plan")
                    ->type_name("S")
-                   ->check(CLI::NonNegativeNumber)
+                   ->check(Uint64Validator())
                    ->capture_default_str();
   auto* epoch = app->add_option("--epoch", args->epoch, "Epoch to stream")
                     ->type_name("E")
-                    ->check(CLI::NonNegativeNumber)
+                    ->check(Uint64Validator())
                     ->capture_default_str();
   auto* start = app->add_option("--start-step", args->start_step, "First step to stream")
                     ->type_name("K")
-                    ->check(CLI::NonNegativeNumber)
+                    ->check(Uint64Validator())
                     ->capture_default_str();
   app->add_option("--max-steps", args->max_steps, "Stop after this many steps (0: to the end of the epoch)")
       ->type_name("M")
-      ->check(CLI::NonNegativeNumber)
+      ->check(Uint64Validator())
       ->capture_default_str();
   app->add_flag("--drop-last", args->drop_last,
                 "Drop the last incomplete global batch (default: a short last batch, every sample once)");

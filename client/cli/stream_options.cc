@@ -4,6 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "client/cli/command.h"
 #include "strata/batch.h"
 
 namespace strata::cli {
@@ -61,7 +62,7 @@ void AddSamplerOptions(CLI::App* app, SamplerArgs* args) {
       ->type_name("P");
   app->add_option("--epoch-samples", args->epoch_samples, "Weighted: samples per epoch (default: the dataset's size)")
       ->type_name("N")
-      ->check(CLI::NonNegativeNumber);
+      ->check(Uint64Validator());
   app->add_option("--min-per-batch", args->min_per_batch,
                   "Stratified or weighted: at least K samples of stratum KEY in every global batch, drawn with "
                   "replacement (repeatable)")
@@ -70,7 +71,7 @@ void AddSamplerOptions(CLI::App* app, SamplerArgs* args) {
                   "Read locality: shuffle blocks of N neighbouring samples (by id within each stratum) instead of "
                   "single samples; 0 disables it")
       ->type_name("N")
-      ->check(CLI::NonNegativeNumber);
+      ->check(Uint64Validator());
 }
 
 Result<SamplerSpec> BuildSamplerSpec(const SamplerArgs& args) {

@@ -141,6 +141,23 @@ TEST_F(BadInputTest, ServerRefusesWhatTheClientDidNotCheck) {
   r = Cli({"stream", "--dataset", "good", "--batch-size", "4", "--start-step", "999"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("past the end"), std::string::npos) << r.err;
+  // A start that would take the node hours to plan (its schedule replayed
+  // step by step from 0) is refused at once; the node stays free.
+  r = Cli({"stream", "--dataset", "good", "--batch-size", "1", "--sampler", "weighted", "--epoch-samples",
+           "18446744073709551615", "--start-step", "2305843009213693950", "--max-steps", "1"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("a node replays at most"), std::string::npos) << r.err;
+  r = Cli({"stream", "--dataset", "good", "--batch-size", "4", "--max-steps", "1"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST_F(BadInputTest, NumbersPastTwoToTheSixtyFourAreRefusedNotClamped) {
+  // CLI11 read 2^64 as 2^64 - 1: two seeds gave one plan, silently.
+  for (const char* option : {"--seed", "--epoch", "--start-step", "--max-steps", "--epoch-samples"}) {
+    CommandResult r = Cli({"stream", "--dataset", "good", "--batch-size", "4", option, "18446744073709551616"});
+    EXPECT_EQ(r.exit_code, 2) << option << ": " << r.err;
+    EXPECT_NE(r.err.find("must be an integer from 0 to 18446744073709551615"), std::string::npos) << r.err;
+  }
 }
 
 // A max_steps of 2^64 - 1 ("no limit" to some callers) is the rest of the

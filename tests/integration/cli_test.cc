@@ -319,6 +319,25 @@ TEST_F(CliTest, StreamInterruptedOrFailingToWriteNeverSkipsBatches) {
 // The token carries the whole plan: a stratified stream with --drop-last
 // continues from --resume TOKEN alone, on another world size too; options
 // that disagree with the token are refused with a message saying which.
+// Before the first batch there is no batch in hand to stop after: SIGTERM
+// (or Ctrl-C) ends the command at once. Here the node plans its way to a far
+// start step for a second or more when the signal comes (it used to be noted,
+// and honoured only after the first batch, minutes later for a farther step).
+TEST_F(CliTest, StreamInterruptedBeforeItsFirstBatchEndsAtOnce) {
+  const std::string dir = Generate("far", "folder", 60);
+  ASSERT_EQ(Cli({"ingest", "--dataset", "far", dir}).exit_code, 0);
+  const std::string err = node_->dir().Join("far.err");
+  const std::string script = "(" + StrataCliBinary() + " stream --server " + node_->address() +
+                             " --dataset far --batch-size 1 --sampler weighted --epoch-samples 1000000000000"
+                             " --start-step 40000000 --max-steps 1 -q 2>" +
+                             err + " & pid=$!; sleep 0.3; kill -TERM $pid; wait $pid; echo rc=$?)";
+  CommandResult run = RunCommand({"/bin/bash", "-c", script});
+  const std::string said = ReadAll(err);
+  EXPECT_NE(run.out.find("rc=143"), std::string::npos) << run.out << said;
+  EXPECT_NE(said.find("interrupted before the first batch"), std::string::npos) << said;
+  EXPECT_EQ(said.find("--resume"), std::string::npos) << said;
+}
+
 TEST_F(CliTest, ResumeTokenAloneContinuesAStratifiedStream) {
   const std::string dir = Generate("resume-plan", "folder", 203);
   ASSERT_EQ(Cli({"ingest", "--dataset", "resume-plan", dir}).exit_code, 0);
