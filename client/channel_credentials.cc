@@ -2,17 +2,30 @@
 
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 namespace strata::client_internal {
 
 namespace {
 
-Result<std::string> ReadPem(const std::string& what, const std::string& path) {
+// The file's text, which must hold a PEM block of the kind named by `marker`
+// ("CERTIFICATE", or "PRIVATE KEY" for any key type): a wrong file is named
+// here, where gRPC would fail later with a handshake or channel error.
+Result<std::string> ReadPem(const std::string& what, const std::string& path, const std::string& marker) {
   std::ifstream in(path);
   if (!in) return Status::IOError("cannot read the " + what + " file " + path);
   std::stringstream text;
   text << in.rdbuf();
-  return text.str();
+  std::string pem = text.str();
+  // Any block will do (an EC key file starts with its parameters' block).
+  constexpr std::string_view kBegin = "-----BEGIN ";
+  for (size_t at = pem.find(kBegin); at != std::string::npos; at = pem.find(kBegin, at + 1)) {
+    const size_t label = at + kBegin.size();
+    const size_t end = pem.find("-----", label);
+    if (end != std::string::npos && pem.substr(label, end - label).find(marker) != std::string::npos) return pem;
+  }
+  return Status::InvalidArgument("the " + what + " file " + path + " holds no PEM " + marker + " (a '-----BEGIN ..." +
+                                 marker + "-----' block)");
 }
 
 }  // namespace
@@ -31,13 +44,13 @@ Result<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(const C
     return Status::InvalidArgument("--tls-cert and --tls-key go together");
   }
   grpc::SslCredentialsOptions ssl;
-  auto ca = ReadPem("CA", options.tls_ca_file);
+  auto ca = ReadPem("CA", options.tls_ca_file, "CERTIFICATE");
   if (!ca.ok()) return ca.status();
   ssl.pem_root_certs = std::move(ca).value();
   if (!options.tls_cert_file.empty()) {
-    auto cert = ReadPem("certificate", options.tls_cert_file);
+    auto cert = ReadPem("certificate", options.tls_cert_file, "CERTIFICATE");
     if (!cert.ok()) return cert.status();
-    auto key = ReadPem("private key", options.tls_key_file);
+    auto key = ReadPem("private key", options.tls_key_file, "PRIVATE KEY");
     if (!key.ok()) return key.status();
     ssl.pem_cert_chain = std::move(cert).value();
     ssl.pem_private_key = std::move(key).value();

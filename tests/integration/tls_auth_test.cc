@@ -132,6 +132,24 @@ TEST_F(TlsAuthTest, PlaintextClientIsRefused) {
   EXPECT_EQ(s.code(), Code::kUnavailable) << s.ToString();
 }
 
+TEST_F(TlsAuthTest, AClientsTlsFileOfTheWrongKindIsNamed) {
+  // Before, a key given as the CA reached gRPC, which logged a channel error
+  // and failed as if the server were down.
+  ClientOptions key_as_ca = Options("trainer", kReaderToken);
+  key_as_ca.tls_ca_file = ca_->Key("trainer");
+  Status s = Probe(key_as_ca);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("the CA file " + ca_->Key("trainer") + " holds no PEM CERTIFICATE"), std::string::npos)
+      << s.ToString();
+  ClientOptions cert_as_key = Options("trainer", kReaderToken);
+  cert_as_key.tls_key_file = ca_->Pem("trainer");
+  s = Probe(cert_as_key);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("holds no PEM PRIVATE KEY"), std::string::npos) << s.ToString();
+  // The EC keys openssl made here (one block, "EC PRIVATE KEY" or "PRIVATE KEY") pass.
+  EXPECT_TRUE(Probe(Options("trainer", kReaderToken)).ok());
+}
+
 TEST_F(TlsAuthTest, ClientCertificatesFromAnotherCaOrExpiredAreRefused) {
   ClientOptions stranger = Options("trainer", kReaderToken);
   stranger.tls_cert_file = other_->Pem("stranger");
