@@ -27,6 +27,20 @@ Status CheckAddress(const std::string& address, const std::string& key) {
   return ParseHostPort(address, &host, &port).WithContext(key);
 }
 
+// A second address of the node's must not be `listen` itself (port 0 aside:
+// each picks its own free port): the second bind would fail as if another
+// process held the port.
+Status CheckNotListen(const NodeConfig& c, const std::string& address, const std::string& key) {
+  std::string host, listen_host;
+  int port = 0, listen_port = 0;
+  if (!ParseHostPort(address, &host, &port).ok() || !ParseHostPort(c.listen, &listen_host, &listen_port).ok()) {
+    return Status::OK();  // CheckAddress says what is wrong
+  }
+  if (port == 0 || port != listen_port || host != listen_host) return Status::OK();
+  return Invalid(key + " " + address + " is `listen` itself: give it a port of its own" +
+                 (key == "peer_listen" ? std::string(", or leave it out to serve peers on the data port") : ""));
+}
+
 Status CheckNodeId(const NodeConfig& c) {
   if (c.node_id.empty()) return Invalid("node_id must not be empty");
   return CheckClusterName("node_id", c.node_id, InputLimits::kMaxNodeIdBytes);
@@ -153,7 +167,9 @@ const std::vector<ConfigField>& ConfigFields() {
        [](const NodeConfig& c) { return CheckAddress(c.listen, "listen"); }, nullptr},
       {"metrics_listen", nullptr, nullptr, "Prometheus `/metrics`; empty disables", STRATA_REF(metrics_listen),
        [](const NodeConfig& c) {
-         return c.metrics_listen.empty() ? Status::OK() : CheckAddress(c.metrics_listen, "metrics_listen");
+         if (c.metrics_listen.empty()) return Status::OK();
+         STRATA_RETURN_IF_ERROR(CheckNotListen(c, c.metrics_listen, "metrics_listen"));
+         return CheckAddress(c.metrics_listen, "metrics_listen");
        },
        nullptr},
       {"peer_listen", nullptr, "`listen`",
@@ -161,7 +177,9 @@ const std::vector<ConfigField>& ConfigFields() {
        "does not serve it",
        STRATA_REF(peer_listen),
        [](const NodeConfig& c) {
-         return c.peer_listen.empty() ? Status::OK() : CheckAddress(c.peer_listen, "peer_listen");
+         if (c.peer_listen.empty()) return Status::OK();
+         STRATA_RETURN_IF_ERROR(CheckNotListen(c, c.peer_listen, "peer_listen"));
+         return CheckAddress(c.peer_listen, "peer_listen");
        },
        nullptr},
       {"data_dir", nullptr, nullptr, "shard files (`shards/`) and RocksDB metadata (`meta/`)", STRATA_REF(data_dir),

@@ -107,6 +107,8 @@ TEST(ConfigTest, BadConfigIsAClearError) {
       {"disk_high_watermark: lots\n", "disk_high_watermark: invalid amount"},
       {"disk_low_watermark: 20%\n", "disk_high_watermark must be at least disk_low_watermark"},
       {"disk_low_watermark: 2GiB\ndisk_high_watermark: 1GiB\n", "disk_high_watermark must be at least"},
+      {"listen: 127.0.0.1:7650\npeer_listen: 127.0.0.1:7650\n", "peer_listen 127.0.0.1:7650 is `listen` itself"},
+      {"listen: 127.0.0.1:9400\n", "metrics_listen 127.0.0.1:9400 is `listen` itself"},
   };
   for (const auto& tc : cases) {
     WriteFile(dir.Join("bad.yaml"), tc.yaml);
@@ -116,6 +118,11 @@ TEST(ConfigTest, BadConfigIsAClearError) {
     ASSERT_FALSE(c.ok()) << tc.yaml;
     EXPECT_NE(c.status().message().find(tc.expect), std::string::npos) << tc.yaml << " -> " << c.status().ToString();
   }
+  // Port 0 picks a free port for each: not a clash.
+  WriteFile(dir.Join("zero.yaml"), "listen: 127.0.0.1:0\npeer_listen: 127.0.0.1:0\nmetrics_listen: 127.0.0.1:0\n");
+  NodeFlags zero;
+  zero.config_file = dir.Join("zero.yaml");
+  EXPECT_TRUE(LoadNodeConfig(zero).ok());
   NodeFlags missing;
   missing.config_file = dir.Join("nope.yaml");
   EXPECT_EQ(LoadNodeConfig(missing).status().code(), Code::kNotFound);
