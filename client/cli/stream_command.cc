@@ -47,30 +47,31 @@ CLI::Validator AtLeastOne() {
   });
 }
 
-// Whether --output names a file this process may write, before any server
-// is asked (the file is truncated only once the stream has opened).
-Status CheckOutput(const std::string& path) {
+// Whether `option` (--output, --plot) names a file this process may write,
+// before any server is asked (the file is written only once the stream has
+// opened, or every rank has been streamed).
+Status CheckWritable(const std::string& option, const std::string& path) {
   if (path.empty()) return Status::OK();
   std::error_code ec;
   const auto st = std::filesystem::status(path, ec);
-  if (std::filesystem::is_directory(st)) return Status::InvalidArgument("--output " + path + " is a directory");
+  if (std::filesystem::is_directory(st)) return Status::InvalidArgument(option + " " + path + " is a directory");
   if (std::filesystem::exists(st)) {
-    if (::access(path.c_str(), W_OK) != 0) return ErrnoStatus("--output " + path, errno);
+    if (::access(path.c_str(), W_OK) != 0) return ErrnoStatus(option + " " + path, errno);
     return Status::OK();
   }
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   const std::string dir = parent.empty() ? std::string(".") : parent.string();
   if (!std::filesystem::is_directory(dir, ec)) {
-    return Status::InvalidArgument("--output " + path + ": its folder " + dir + " does not exist");
+    return Status::InvalidArgument(option + " " + path + ": its folder " + dir + " does not exist");
   }
-  if (::access(dir.c_str(), W_OK | X_OK) != 0) return ErrnoStatus("--output " + path + ": folder " + dir, errno);
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) return ErrnoStatus(option + " " + path + ": folder " + dir, errno);
   return Status::OK();
 }
 
 // Checks what the server cannot see: --dataset or --resume, and that they
 // agree, and that --output can be written.
 Result<std::optional<ResumeToken>> CheckArgs(const StreamArgs& args) {
-  STRATA_RETURN_IF_ERROR(CheckOutput(args.output));
+  STRATA_RETURN_IF_ERROR(CheckWritable("--output", args.output));
   if (args.rank >= args.world) {
     return Status::InvalidArgument("--rank " + std::to_string(args.rank) + " must be less than --world " +
                                    std::to_string(args.world));
@@ -150,6 +151,7 @@ int RunStream(const StreamArgs& args) {
   if (!spec.ok()) return PrintError(spec.status());
   if (args.report || !args.plot.empty()) {
     if (args.batch_size == 0) return PrintUsageError("--batch-size is required");
+    if (Status plot = CheckWritable("--plot", args.plot); !plot.ok()) return PrintUsageError(plot.message());
     return RunStreamReport(args, spec.value());
   }
   auto token = CheckArgs(args);  // options that do not go together, or a token that cannot be read

@@ -123,6 +123,10 @@ TEST_F(BadInputTest, AnOutputThatCannotBeWrittenIsRefusedFirst) {
   r = Cli({"stream", "--dataset", "good", "--batch-size", "4", "-o", dir + "/no/such/out.jsonl"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
+  // --plot too, before every rank is streamed for the report.
+  r = Cli({"stream", "--dataset", "good", "--batch-size", "4", "--report", "--plot", dir + "/no/such/mix.png"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--plot " + dir + "/no/such/mix.png: its folder"), std::string::npos) << r.err;
   const std::string kept = dir + "/kept.jsonl";
   std::ofstream(kept) << "earlier\n";
   r = Cli({"stream", "--dataset", "good@9", "--batch-size", "4", "-o", kept});
