@@ -146,11 +146,15 @@ std::string FormatTimeBucket(int64_t ts, uint64_t width) {
   int64_t y, m, d;
   CivilFromDays(days, &y, &m, &d);
   char buf[128];
+  // A bucket of a time early in year 0 may start in year -1: written as ISO
+  // 8601's expanded year, "-0001", never as "-001".
+  const char* sign = y < 0 ? "-" : "";
+  const long long year = y < 0 ? -y : y;
   if (width % kSecondsPerDay == 0) {
-    std::snprintf(buf, sizeof(buf), "%04lld-%02lld-%02lld", static_cast<long long>(y), static_cast<long long>(m),
+    std::snprintf(buf, sizeof(buf), "%s%04lld-%02lld-%02lld", sign, year, static_cast<long long>(m),
                   static_cast<long long>(d));
   } else {
-    std::snprintf(buf, sizeof(buf), "%04lld-%02lld-%02lldT%02lld:%02lld:%02lldZ", static_cast<long long>(y),
+    std::snprintf(buf, sizeof(buf), "%s%04lld-%02lld-%02lldT%02lld:%02lld:%02lldZ", sign, year,
                   static_cast<long long>(m), static_cast<long long>(d), static_cast<long long>(secs / 3600),
                   static_cast<long long>(secs / 60 % 60), static_cast<long long>(secs % 60));
   }

@@ -62,6 +62,9 @@ TEST(TimeBucketTest, BucketsFloorAndRenderInUtc) {
   EXPECT_EQ(FormatTimeBucket(-1, 86400), "1969-12-31") << "before the epoch floors down";
   EXPECT_EQ(FormatTimeBucket(Ts("2024-01-03"), 7 * 86400), "2023-12-28") << "weeks start on Thursdays";
   EXPECT_EQ(FormatTimeBucket(Ts("2024-01-01T00:00:59Z"), 60), "2024-01-01T00:00:00Z");
+  // Year 0's first week starts in year -1: ISO 8601's expanded year ("-001" before).
+  EXPECT_EQ(FormatTimeBucket(Ts("0000-01-01"), 7 * 86400), "-0001-12-30");
+  EXPECT_EQ(FormatTimeBucket(Ts("0000-01-01T05:00:00Z"), 3600), "0000-01-01T05:00:00Z");
 }
 
 TEST(StratumKeyerTest, KeysFromLabelAttributesAndTimeBuckets) {
