@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "common/allocator.h"
 #include "common/units.h"
@@ -439,6 +440,19 @@ Status Server::Stop() {
     // would fail those ingests' write policy.
     if (active_streams_->WaitIdle(deadline) && active_ingests_->WaitIdle(deadline)) {
       active_copies_->WaitIdle(deadline);
+    } else if (active_ingests_->count() > 0) {
+      // Ingests still open: each is ended saying why (gRPC's shutdown would
+      // say "Cancelling all calls"). One busy with a message is ended once it
+      // waits for the next: up to a second more.
+      const auto last = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      size_t ended = 0;
+      while (active_ingests_->count() > 0 && std::chrono::steady_clock::now() < last) {
+        ended += ingest_watch_->EndAllForShutdown();
+        active_ingests_->WaitIdle(std::chrono::steady_clock::now() + std::chrono::milliseconds(20));
+      }
+      // The statuses are sent; the shutdown below closes the connections at
+      // once, and a status still in a send buffer would be lost with them.
+      if (ended > 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
     grpc_->Shutdown(std::chrono::system_clock::now());  // cancels whatever is left
     grpc_->Wait();

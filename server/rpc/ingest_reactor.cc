@@ -23,7 +23,7 @@ bool LegacyIngestForTests() {
 IngestReactor::IngestReactor(const IngestCalls* calls, v1::IngestReply* reply, std::string peer,
                              grpc::CallbackServerContext* context)
     : calls_(calls), reply_(reply), peer_(std::move(peer)), context_(context) {
-  watched_.expire = [this] { return Expire(); };
+  watched_.expire = [this](bool shutdown) { return Expire(shutdown); };
   if (calls_->watch) calls_->watch->Add(&watched_);
   if (calls_->max_ingests != 0 && calls_->active->count() >= calls_->max_ingests) {
     calls_->metrics->CountRejected(Metrics::Reject::kTooManyIngests);
@@ -39,15 +39,35 @@ IngestReactor::IngestReactor(const IngestCalls* calls, v1::IngestReply* reply, s
 
 void IngestReactor::ReadNext() {
   MutexLock lock(&read_mu_);
+  if (calls_->watch != nullptr && calls_->watch->shutting_down()) {
+    // The drain's time ran out while this call was busy with a message.
+    if (!expired_) {
+      expired_ = true;
+      FinishForShutdown();
+    }
+    return;
+  }
   reading_ = true;
   watched_.waiting_since.store(SteadyNowNs(), std::memory_order_release);
   StartRead(&request_);
 }
 
-bool IngestReactor::Expire() {
+void IngestReactor::FinishForShutdown() {
+  spdlog::warn("ingest from {} aborted: this node is shutting down (drain_timeout_ms passed before its commit)", peer_);
+  // Said here: gRPC's own shutdown would end the call with "Cancelling all calls".
+  Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                      "stratad is shutting down and its drain time (drain_timeout_ms) ran out before the commit; "
+                      "the ingest was aborted, nothing was stored: run it again"));
+}
+
+bool IngestReactor::Expire(bool shutdown) {
   MutexLock lock(&read_mu_);
   if (!reading_ || expired_) return false;
   expired_ = true;
+  if (shutdown) {
+    FinishForShutdown();
+    return true;
+  }
   const std::string why = "the client sent nothing for " + std::to_string(calls_->watch->idle_timeout().count()) +
                           " s (ingest_idle_timeout_s)";
   calls_->metrics->CountRejected(Metrics::Reject::kIngestIdle);
@@ -66,9 +86,11 @@ void IngestReactor::OnReadDone(bool ok) {
     if (expired_) return;  // finished by Expire
   }
   if (!ok) {
-    // The client half-closed or vanished before committing.
+    // The client half-closed or vanished before committing, or this node's
+    // shutdown cancelled the call.
     AbortAndFinish(
-        "the client ended the stream without a commit",
+        calls_->draining->load() ? "the call was cut by this node's shutdown before a commit"
+                                 : "the client ended the stream without a commit",
         grpc::Status(grpc::StatusCode::ABORTED, "the ingest stream ended without a commit; nothing was stored"));
     return;
   }

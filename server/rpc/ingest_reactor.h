@@ -80,9 +80,12 @@ class IngestReactor final : public HandOffVisible<grpc::ServerReadReactor<v1::In
   void Accept();
   // StartRead, with the wait for the client watched (IngestWatch).
   void ReadNext();
-  // IngestWatch::Call::expire: finishes the call with DEADLINE_EXCEEDED if it
-  // still waits for its client (the session is aborted in OnDone).
-  bool Expire();
+  // IngestWatch::Call::expire: finishes the call if it still waits for its
+  // client, with DEADLINE_EXCEEDED (idle) or UNAVAILABLE (`shutdown`); the
+  // session is aborted in OnDone.
+  bool Expire(bool shutdown);
+  // Finishes the call UNAVAILABLE, saying the node is shutting down.
+  void FinishForShutdown() REQUIRES(read_mu_);
   // Where tokens are checked: PERMISSION_DENIED for keep_versions (it
   // deletes versions) on a call without kKeepVersionsMetadataKey, for which
   // the token check asked an admin token (common/call_metadata.h).

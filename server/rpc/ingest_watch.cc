@@ -20,9 +20,19 @@ size_t IngestWatch::Sweep(int64_t now_ns) {
   for (Call* call : calls_) {
     const int64_t since = call->waiting_since.load(std::memory_order_acquire);
     if (since == 0 || now_ns - since <= limit) continue;
-    if (call->expire()) ++expired;
+    if (call->expire(false)) ++expired;
   }
   return expired;
+}
+
+size_t IngestWatch::EndAllForShutdown() {
+  shutting_down_.store(true, std::memory_order_release);
+  size_t ended = 0;
+  MutexLock lock(&mu_);
+  for (Call* call : calls_) {
+    if (call->waiting_since.load(std::memory_order_acquire) != 0 && call->expire(true)) ++ended;
+  }
+  return ended;
 }
 
 }  // namespace strata

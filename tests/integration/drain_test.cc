@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "server/storage/data_dir.h"
 #include "strata/v1/cluster.grpc.pb.h"
@@ -122,6 +123,45 @@ TEST(DrainTest, ACopyUnderWayIsFinishedAndANewOneIsRefused) {
       std::filesystem::exists(receiver_options.data_dir + "/" +
                               DataDir(receiver_options.data_dir).ShardRelativePath("copied", shard.version(), 1)));
   EXPECT_EQ(CopiesBeingReceived(receiver_options.data_dir), 0u);
+}
+
+}  // namespace
+}  // namespace strata::testing
+
+namespace strata::testing {
+namespace {
+
+// An ingest still open when the drain's time runs out is ended by the node
+// saying so: before, gRPC's shutdown cancelled it ("Cancelling all calls"),
+// and the node logged that the client had ended it without a commit.
+TEST(DrainTest, AnIngestOpenWhenTheDrainTimeRunsOutIsToldTheNodeIsShuttingDown) {
+  SingleNode node("", {"--drain-timeout-ms", "300"});
+  IngestOptions o;
+  o.dataset = "cut";
+  auto writer = node.client().StartIngest(o);
+  ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+  Sample s;
+  s.fields = {{"bin", std::string(64 << 10, 'x')}};
+  // The writer keeps sending until a write fails; SIGTERM comes meanwhile.
+  std::thread stop([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    node.process().Signal(SIGTERM);
+  });
+  Status failed;
+  for (int i = 0; i < 1000000 && failed.ok(); ++i) {
+    s.key = "k" + std::to_string(i);
+    failed = (*writer)->Write(s);
+  }
+  stop.join();
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.code(), Code::kUnavailable) << failed.ToString();
+  EXPECT_NE(failed.message().find("stratad is shutting down"), std::string::npos) << failed.ToString();
+  EXPECT_NE(failed.message().find("nothing was stored"), std::string::npos) << failed.ToString();
+  EXPECT_EQ(node.process().Terminate(), 0);
+  const std::string log = node.process().Log();
+  EXPECT_NE(log.find("this node is shutting down (drain_timeout_ms passed before its commit)"), std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("the client ended the stream without a commit"), std::string::npos) << log;
 }
 
 }  // namespace
