@@ -101,7 +101,8 @@ Result<std::unique_ptr<SampleSource>> SampleSource::Open(const std::string& path
   if (name.ends_with(".tar") || name.ends_with(".tar.gz") || name.ends_with(".tgz")) {
     return ingest_internal::OpenTarSource(path);
   }
-  return Status::InvalidArgument("unsupported source " + path + " (expected a directory, .csv, .jsonl or .tar)");
+  return Status::InvalidArgument("unsupported source " + path +
+                                 " (expected a directory, .csv, .jsonl, .tar, .tar.gz or .tgz)");
 }
 
 }  // namespace strata

@@ -196,6 +196,12 @@ void PeerRecords::AskNext(std::shared_ptr<AsyncFetch> f) {
         });
     return;
   }
+  if (f->errors.empty()) {
+    // Nobody was asked: say whom the map names, and why not them.
+    f->errors = " no holder but this node was in the cluster map (holders:";
+    for (const std::string& id : f->ranked) f->errors += " " + id;
+    f->errors += ");";
+  }
   if (!f->ec) {
     return f->done(Status::Unavailable("no node could provide records of " + FileName(f->shard) + ":" + f->errors), {});
   }

@@ -182,6 +182,27 @@ TEST(DamageTest, TheScrubberRunsAtBackgroundPriority) {
   EXPECT_EQ(scrub_threads, 1);
 }
 
+TEST(DamageTest, TheOnlyCopyGoneSaysNoOtherHolderWasThereToAsk) {
+  // One node, one copy: its error named no node after "records of ...:".
+  SingleNode node;
+  IngestSynthetic(node.client(), "only", 200, 3);
+  std::string victim;
+  for (const auto& e : std::filesystem::directory_iterator(node.dir().Join("data/shards/only/v1"))) {
+    if (e.path().extension() == ".shard") victim = e.path().string();
+  }
+  ASSERT_FALSE(victim.empty());
+  ASSERT_TRUE(std::filesystem::remove(victim)) << victim;
+  StreamOptions o;
+  o.dataset = "only";
+  o.batch_size = 50;
+  RankRun run = StreamAll(node.client(), o);
+  ASSERT_FALSE(run.end.ok());
+  EXPECT_NE(run.end.message().find("does not exist"), std::string::npos) << run.end.ToString();
+  EXPECT_NE(run.end.message().find("no holder but this node was in the cluster map (holders: node-1)"),
+            std::string::npos)
+      << run.end.ToString();
+}
+
 TEST(DamageTest, ACopyGoneFromDiskIsFetchedAgain) {
   // The node's inventory still lists the copy, so only the scrubber, which
   // finds the file missing, can have it fetched again.
