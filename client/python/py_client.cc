@@ -94,8 +94,13 @@ SamplerSpec SamplerFrom(const py::object& sampler) {
       throw py::value_error("sampler must be 'shuffle', 'stratified', 'weighted' or a dict, not '" + name + "'");
     }
     spec.set_kind(kind);
-  } else {
+  } else if (py::isinstance<py::dict>(sampler)) {
     FromDict(sampler.cast<py::dict>(), &spec);
+  } else {
+    throw py::type_error(
+        "sampler must be None, 'shuffle', 'stratified', 'weighted' or a dict of SamplerSpec fields, "
+        "not " +
+        std::string(py::repr(sampler)));
   }
   return client_internal::FromProto(spec);
 }
@@ -156,6 +161,12 @@ Sample SampleFrom(const py::handle& item) {
       }
     }
   } else {
+    if (!py::isinstance<py::tuple>(item) && !py::isinstance<py::list>(item)) {
+      throw py::type_error(
+          "a sample is a dict {key, label, fields, attributes} or a tuple (key, label, "
+          "{field: bytes}), not " +
+          std::string(py::repr(item)));
+    }
     py::tuple t = py::reinterpret_borrow<py::object>(item).cast<py::tuple>();
     if (t.size() != 3) throw py::value_error("a sample tuple is (key, label, {field: bytes})");
     s.key = TextOf(t[0], "a sample's key");

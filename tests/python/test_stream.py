@@ -427,6 +427,10 @@ def test_a_sampler_named_wrong_is_a_value_error_naming_the_choices(client, synth
     first = next(iter(client.stream(synthetic, batch_size=8, seed=2, sampler="Stratified")))  # any case
     assert first.ids.tolist() == next(iter(client.stream(synthetic, batch_size=8, seed=2,
                                                          sampler={"kind": "STRATIFIED"}))).ids.tolist()
+    with pytest.raises(TypeError, match="sampler must be None, 'shuffle', 'stratified', 'weighted' or a dict"):
+        client.stream(synthetic, batch_size=8, sampler=5)  # was "'int' object is not iterable"
+    with pytest.raises(TypeError, match="a sample is a dict .* not 5"):
+        client.ingest("never", [5])
 
 
 def test_labels_and_attributes_must_be_text(client):
