@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common/input_limits.h"
 #include "common/units.h"
 
 namespace fs = std::filesystem;
@@ -102,6 +103,16 @@ int main(int argc, char** argv) {
   auto size = strata::ParseByteSize(o.size);
   if (!size.ok()) {
     std::cerr << "error: " << size.status().message() << "\n";
+    return 2;
+  }
+  // A larger sample could not be ingested (InputLimits::kMaxSampleBytes).
+  if (size.value() > strata::InputLimits::kMaxSampleBytes) {
+    std::cerr << "error: --size " << o.size << " is above a sample's limit, "
+              << (strata::InputLimits::kMaxSampleBytes >> 20) << " MiB\n";
+    return 2;
+  }
+  if (!std::isfinite(o.zipf)) {  // CLI::Range lets nan through
+    std::cerr << "error: --zipf must be a number from 0 to 10\n";
     return 2;
   }
   try {

@@ -155,6 +155,18 @@ TEST_F(BadInputTest, ServerRefusesWhatTheClientDidNotCheck) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
+TEST_F(BadInputTest, TheDatasetGeneratorRefusesSizesAndExponentsItCannotUse) {
+  // A 1 TiB sample died of std::bad_alloc; nan passed CLI11's range check.
+  const std::string dir = node_->dir().Join("never-made");
+  CommandResult r = RunCommand({STRATA_MAKE_DATASET_BINARY, "--out", dir, "--size", "1TiB", "--samples", "1"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("above a sample's limit, 64 MiB"), std::string::npos) << r.err;
+  r = RunCommand({STRATA_MAKE_DATASET_BINARY, "--out", dir, "--zipf", "nan", "--samples", "1"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--zipf must be a number"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
 TEST_F(BadInputTest, NumbersPastTwoToTheSixtyFourAreRefusedNotClamped) {
   // CLI11 read 2^64 as 2^64 - 1: two seeds gave one plan, silently.
   for (const char* option : {"--seed", "--epoch", "--start-step", "--max-steps", "--epoch-samples"}) {
