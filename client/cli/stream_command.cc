@@ -23,6 +23,7 @@
 #include "client/cli/stream_options.h"
 #include "client/cli/stream_report.h"
 #include "common/dataset_ref.h"
+#include "common/serving_errors.h"
 #include "strata/v1/types.pb.h"
 
 namespace strata::cli {
@@ -221,7 +222,9 @@ int RunStream(const StreamArgs& args) {
       // is streamed again.
       ResumeToken done = (*stream)->resume_token();
       if (unwritten) done.step = batch.step();
-      if (done.step > first_step) {
+      // An error any node would repeat (the version deleted, a token refused)
+      // would end the resumed stream too: no token for it.
+      if (done.step > first_step && !IsRequestError(status)) {
         std::cerr << "stopped at step " << done.step << "; to continue: --resume " << done.Encode() << std::endl;
       }
       return interrupted != 0 ? 128 + interrupted : 1;

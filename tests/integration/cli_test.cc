@@ -316,9 +316,6 @@ TEST_F(CliTest, StreamInterruptedOrFailingToWriteNeverSkipsBatches) {
   EXPECT_EQ(lines + ReadAll(tail), ReadAll(whole));
 }
 
-// The token carries the whole plan: a stratified stream with --drop-last
-// continues from --resume TOKEN alone, on another world size too; options
-// that disagree with the token are refused with a message saying which.
 // Before the first batch there is no batch in hand to stop after: SIGTERM
 // (or Ctrl-C) ends the command at once. Here the node plans its way to a far
 // start step for a second or more when the signal comes (it used to be noted,
@@ -338,6 +335,30 @@ TEST_F(CliTest, StreamInterruptedBeforeItsFirstBatchEndsAtOnce) {
   EXPECT_EQ(said.find("--resume"), std::string::npos) << said;
 }
 
+// A stream whose version is deleted under it ends with the node's
+// FailedPrecondition and no --resume line: the token would name the deleted
+// version. Its output goes into a FIFO this test reads, so that the stream
+// is open, and not finished, when the version is deleted.
+TEST_F(CliTest, StreamOfAVersionDeletedUnderItEndsWithoutAResumeToken) {
+  const std::string dir = Generate("doomed", "folder", 20000);  // more lines than a pipe holds
+  ASSERT_EQ(Cli({"ingest", "--dataset", "doomed", dir}).exit_code, 0);
+  const std::string fifo = node_->dir().Join("doomed.fifo");
+  const std::string err = node_->dir().Join("doomed.err");
+  const std::string script = "mkfifo " + fifo + " && (" + StrataCliBinary() + " stream --server " + node_->address() +
+                             " --dataset doomed@1 --batch-size 1 -q --output " + fifo + " 2>" + err +
+                             " & pid=$!; exec 3<" + fifo + "; read -r line <&3; " + StrataCliBinary() +
+                             " rm doomed@1 --server " + node_->address() +
+                             " > /dev/null; cat <&3 > /dev/null; wait $pid; echo rc=$?)";
+  CommandResult run = RunCommand({"/bin/bash", "-c", script});
+  const std::string said = ReadAll(err);
+  EXPECT_NE(run.out.find("rc=1"), std::string::npos) << run.out << said;
+  EXPECT_NE(said.find("was deleted"), std::string::npos) << said;
+  EXPECT_EQ(said.find("--resume"), std::string::npos) << said;
+}
+
+// The token carries the whole plan: a stratified stream with --drop-last
+// continues from --resume TOKEN alone, on another world size too; options
+// that disagree with the token are refused with a message saying which.
 TEST_F(CliTest, ResumeTokenAloneContinuesAStratifiedStream) {
   const std::string dir = Generate("resume-plan", "folder", 203);
   ASSERT_EQ(Cli({"ingest", "--dataset", "resume-plan", dir}).exit_code, 0);
