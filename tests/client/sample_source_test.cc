@@ -125,6 +125,7 @@ TEST(SampleSourceTest, UnsupportedExtensionIsInvalidArgument) {
   const Result<std::unique_ptr<SampleSource>> source = SampleSource::Open(tmp.Join("data.parquet"));
   EXPECT_EQ(source.status().code(), Code::kInvalidArgument);
   EXPECT_THAT(source.status().message(), HasSubstr("unsupported source"));
+  EXPECT_THAT(source.status().message(), HasSubstr(".tar.gz or .tgz"));
   EXPECT_THAT(source.status().message(), HasSubstr("data.parquet"));
 }
 
@@ -186,6 +187,18 @@ TEST(CsvManifestTest, MissingPathColumn) {
   EXPECT_EQ(d.status.code(), Code::kInvalidArgument);
   EXPECT_THAT(d.status.message(), HasSubstr("m.csv"));
   EXPECT_THAT(d.status.message(), HasSubstr("\"path\""));
+}
+
+TEST(CsvManifestTest, DuplicateColumnIsRefusedNamingIt) {
+  TempDir tmp;
+  std::string header = "path,label";
+  for (int i = 0; i < 20000; ++i) header += ",c" + std::to_string(i);
+  WriteFile(tmp.Join("m.csv"), header + ",c7\na.jpg,cat\n");  // c7 twice, at the far end
+  const Drained d = ReadAll(tmp.Join("m.csv"));
+  EXPECT_EQ(d.status.code(), Code::kInvalidArgument);
+  EXPECT_THAT(d.status.message(), HasSubstr("duplicate column \"c7\""));
+  WriteFile(tmp.Join("n.csv"), "path,label,,\n");  // unnamed columns are not duplicates
+  EXPECT_THAT(ReadAll(tmp.Join("n.csv")).status.message(), ::testing::Not(HasSubstr("duplicate")));
 }
 
 TEST(CsvManifestTest, RaggedRowNamesItsLine) {
