@@ -287,6 +287,10 @@ class PyClient {
     if (!step.is_none()) token->step = Arg<uint64_t>(step, "step");
     StreamOptions o;
     o.batch_size = batch_size.is_none() ? 0 : Arg<uint32_t>(batch_size, "batch_size");
+    // 0 is the C++ side's "not given": said here rather than taken so.
+    if (!batch_size.is_none() && o.batch_size == 0) {
+      throw py::value_error("batch_size must be at least 1, or None to take the token's");
+    }
     o.rank = rank;
     o.world = world;
     o.max_steps = max_steps;

@@ -315,6 +315,8 @@ def test_resume_arguments_of_the_wrong_type_name_the_parameter(client, synthetic
         name = next(iter(kwargs))
         with pytest.raises(TypeError, match=name):  # was RuntimeError: "Unable to cast Python instance..."
             client.resume(token, **kwargs)
+    with pytest.raises(ValueError, match="batch_size must be at least 1, or None"):  # was taken as "not given"
+        client.resume(token, batch_size=0)
 
 
 def test_prefetch_depth_out_of_range_is_refused(client, synthetic):
