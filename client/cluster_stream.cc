@@ -70,8 +70,7 @@ Status ClusterStream::Open(uint64_t from_step) {
     if (!excluded_.Contains(n.id())) StartCall(n.id(), request_, from_step, UINT64_MAX);
   }
   if (calls_.empty()) {
-    return Fail(Status::Unavailable("every node that could serve this stream has failed" +
-                                    (last_failure_.empty() ? std::string() : "; last: " + last_failure_)));
+    return Fail(NoNodeLeft());
   }
   return Status::OK();
 }
@@ -84,10 +83,17 @@ const std::string& ClusterStream::Address(const std::string& node) const {
   return kNone;
 }
 
-Status ClusterStream::Failover(const std::string& node, const std::string& why) {
+Status ClusterStream::NoNodeLeft() const {
+  return Status(last_failure_code_ == Code::kDataLoss ? Code::kDataLoss : Code::kUnavailable,
+                "every node that could serve this stream has failed" +
+                    (last_failure_.empty() ? std::string() : "; last: " + last_failure_));
+}
+
+Status ClusterStream::Failover(const std::string& node, const std::string& why, Code code) {
   excluded_.Exclude(node, Address(node), Clock::now());
   ++stats_.failovers;
   last_failure_ = node + " " + why;
+  last_failure_code_ = code;
   Log().warn("strata: node {} {}; the other holders take over its share from step {}", node, why, position_.step);
   return Open(position_.step);
 }
@@ -154,7 +160,7 @@ Status ClusterStream::Handle(PartEvent& e) {
     // wrong.
     const bool behind = e.status.IsNotFound() || IsNotSealed(e.status);
     if (IsRequestError(e.status) && !behind) return Fail(e.status);
-    return Failover(e.node, "failed (" + e.status.ToString() + ")");
+    return Failover(e.node, "failed (" + e.status.ToString() + ")", e.status.code());
   }
   v1::Batch& part = e.part;
   if (part.last_part()) {
@@ -226,6 +232,7 @@ Status ClusterStream::SettleUnknown() {
     excluded_.Exclude(id, Address(id), now);
     ++stats_.failovers;
     last_failure_ = id + " does not know the version yet (" + unknown_.ToString() + ")";
+    last_failure_code_ = Code::kUnavailable;
     Log().warn("strata: node {} does not know {} yet; the other holders take over its share from step {}", id,
                request_.dataset(), position_.step);
   }

@@ -128,7 +128,12 @@ class ClusterStream final : public Stream {
   Status Open(uint64_t from_step);
   void StartCall(const std::string& node, const v1::StreamRequest& request, uint64_t first, uint64_t end,
                  PartReader::Call kind = PartReader::Call::kStream);
-  Status Failover(const std::string& node, const std::string& why);
+  // `code`: how the node failed; a Corruption (no copy it could read or
+  // fetch) makes the stream's end Corruption too once no node is left.
+  Status Failover(const std::string& node, const std::string& why, Code code = Code::kUnavailable);
+  // The stream's end once no node is left to serve it: Unavailable, or
+  // Corruption when the last node failed for want of an intact copy.
+  Status NoNodeLeft() const;
   // The nodes that answered NotFound before the version was known: when every
   // node did, the dataset is not there (the stream fails NotFound); once a part
   // shows the others serve it, they are behind (just sealed, or back from
@@ -180,7 +185,8 @@ class ClusterStream final : public Stream {
   bool opened_ = false;
   Status final_;
   std::string last_failure_;  // why the last node was excluded
-  Status unknown_;            // the first NotFound answered before served_
+  Code last_failure_code_ = Code::kUnavailable;
+  Status unknown_;  // the first NotFound answered before served_
   // A node has sent a part of this stream, or described its version for the
   // client's plan: the version exists, so a node that answers NotFound from
   // then on is behind (its share fails over). Before, a NotFound waits for the

@@ -105,8 +105,7 @@ Status ClusterStream::PlanWindow() {
       &work);
   if (!planned.ok()) {
     if (planned.code() != Code::kUnavailable) return Fail(planned);
-    return Fail(Status::Unavailable("every node that could serve this stream has failed" +
-                                    (last_failure_.empty() ? std::string() : "; last: " + last_failure_)));
+    return Fail(NoNodeLeft());
   }
   std::set<uint64_t> given;  // the calls given this window's work
   for (auto& [node, steps] : work) {

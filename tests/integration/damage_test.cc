@@ -203,6 +203,34 @@ TEST(DamageTest, TheOnlyCopyGoneSaysNoOtherHolderWasThereToAsk) {
       << run.end.ToString();
 }
 
+TEST(DamageTest, TheOnlyCopyDamagedEndsTheStreamWithCorruption) {
+  // No other copy to read: the stream ends Corruption (it ended Unavailable,
+  // which reads as "try again later"), and no damaged byte is delivered.
+  SingleNode node;
+  IngestSynthetic(node.client(), "flipped", 200, 3);
+  std::string victim;
+  for (const auto& e : std::filesystem::directory_iterator(node.dir().Join("data/shards/flipped/v1"))) {
+    if (e.path().extension() == ".shard") victim = e.path().string();
+  }
+  ASSERT_FALSE(victim.empty());
+  std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);
+  const auto middle = static_cast<std::streamoff>(std::filesystem::file_size(victim) / 2);
+  f.seekg(middle);
+  const char byte = static_cast<char>(f.get());
+  f.seekp(middle);
+  f.put(static_cast<char>(byte ^ 0x5A));
+  f.close();
+  StreamOptions o;
+  o.dataset = "flipped";
+  o.batch_size = 50;
+  RankRun run = StreamAll(node.client(), o);
+  EXPECT_EQ(run.end.code(), Code::kDataLoss) << run.end.ToString();
+  EXPECT_NE(run.end.message().find("checksum mismatch"), std::string::npos) << run.end.ToString();
+  for (const Batch& b : run.batches) {
+    for (size_t i = 0; i < b.size(); ++i) EXPECT_EQ(b.sample(i), SyntheticPayload(b.ids()[i]));
+  }
+}
+
 TEST(DamageTest, ACopyGoneFromDiskIsFetchedAgain) {
   // The node's inventory still lists the copy, so only the scrubber, which
   // finds the file missing, can have it fetched again.
