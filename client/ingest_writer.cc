@@ -181,8 +181,10 @@ Result<IngestSummary> GrpcIngestWriter::Commit() {
   writer_->WritesDone();
   Status status = Finished();
   const Code code = status.code();
-  if (code == Code::kUnavailable || code == Code::kCancelled || code == Code::kDeadlineExceeded ||
-      code == Code::kUnknown) {
+  // A node that aborted the version says so ("nothing was stored"): an answer.
+  const bool answered = status.message().find("nothing was stored") != std::string::npos;
+  if (!answered && (code == Code::kUnavailable || code == Code::kCancelled || code == Code::kDeadlineExceeded ||
+                    code == Code::kUnknown)) {
     // The commit went out and no answer came back: the node may have sealed
     // the version before the connection or the node went. Retrying blindly
     // would then ingest the data a second time.
