@@ -169,6 +169,10 @@ def test_ctrl_c_interrupts_a_prefetching_stream_waiting_on_a_stopped_node(work_d
                                                        for i in range(2000)))
         status, output, errors = run_python("""
             import os, signal, sys, threading, strata
+            # Python leaves SIGINT alone when it starts ignored (a background
+            # job of a shell, as CI's steps may be): handled here whatever the
+            # parent did.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
             address, pid = sys.argv[1], int(sys.argv[2])
             stream = strata.Client(address).stream("stalled", batch_size=1, seed=1, prefetch_depth=2)
             next(stream)
